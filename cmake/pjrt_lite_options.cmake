@@ -1,0 +1,33 @@
+# Options of the pjrt_lite build. Tests, examples and benchmarks are on by default only when
+# pjrt_lite is the top-level project, so add_subdirectory / FetchContent users build none of them.
+
+option(PJRT_LITE_BUILD_TESTS "Build the test suite" ${PROJECT_IS_TOP_LEVEL})
+option(PJRT_LITE_BUILD_EXAMPLES "Build the examples" ${PROJECT_IS_TOP_LEVEL})
+option(PJRT_LITE_BUILD_BENCH "Build the benchmarks (skipped without Google Benchmark)" ${PROJECT_IS_TOP_LEVEL})
+option(PJRT_LITE_WARNINGS_AS_ERRORS "Treat warnings in pjrt_lite's own code as errors" OFF)
+set(PJRT_LITE_SANITIZE "" CACHE STRING
+    "Sanitizers for tests and examples: empty, 'address,undefined' or 'thread'")
+set_property(CACHE PJRT_LITE_SANITIZE PROPERTY STRINGS "" "address,undefined" "thread")
+
+if(PROJECT_IS_TOP_LEVEL)
+  if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+    set(CMAKE_BUILD_TYPE RelWithDebInfo CACHE STRING "Build type" FORCE)
+  endif()
+  find_program(PJRT_LITE_CCACHE ccache)
+  if(PJRT_LITE_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)
+    set(CMAKE_CXX_COMPILER_LAUNCHER "${PJRT_LITE_CCACHE}")
+  endif()
+endif()
+
+# pjrt_lite_project_settings(<target>): warnings and sanitizers for the project's own binaries.
+function(pjrt_lite_project_settings target)
+  target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
+  if(PJRT_LITE_WARNINGS_AS_ERRORS)
+    target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(PJRT_LITE_SANITIZE)
+    target_compile_options(${target} PRIVATE -fsanitize=${PJRT_LITE_SANITIZE} -fno-omit-frame-pointer
+                                             -fno-sanitize-recover=all)
+    target_link_options(${target} PRIVATE -fsanitize=${PJRT_LITE_SANITIZE})
+  endif()
+endfunction()

@@ -1,0 +1,265 @@
+#pragma once
+// The CPU client: devices in host memory, buffers, and asynchronous transfers on an executor
+// chosen at compile time.
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include "pjrt_lite/backends/cpu/buffer.hpp"
+#include "pjrt_lite/backends/cpu/device.hpp"
+#include "pjrt_lite/backends/cpu/forward.hpp"
+#include "pjrt_lite/backends/cpu/thread_pool.hpp"
+#include "pjrt_lite/concepts.hpp"
+#include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/core/runtime_types.hpp"
+#include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/core/strided_copy.hpp"
+#include "pjrt_lite/future.hpp"
+
+namespace pjrt_lite::cpu {
+
+struct ClientOptions {
+  /// How many devices the client shows; each is a slice of the same host (1 to 1024).
+  int device_count = 1;
+  /// Worker threads of the executor; 0 means one per hardware thread. Ignored by
+  /// InlineExecutor.
+  int thread_count = 0;
+  int process_index = 0;
+  /// Host transfers of at least this many bytes run on the executor; smaller ones run inline,
+  /// where a thread hop would cost more than the copy.
+  std::int64_t async_transfer_threshold_bytes = 64 * 1024;
+};
+
+/// A CPU runtime. Create with Client<E>::create(options); it owns its devices, memory spaces
+/// and executor. Buffers must not outlive it. Destroying it finishes the transfers in flight.
+/// All methods are thread-safe.
+template <class E>
+class Client {
+ public:
+  using client_concept = client_tag;
+  using executor_type = E;
+  using device_type = Device<E>;
+  using memory_space_type = MemorySpace<E>;
+  using buffer_type = Buffer<E>;
+
+  /// A client with `options.device_count` devices, each with the memory spaces of
+  /// kMemoryKinds. INVALID_ARGUMENT for counts out of range.
+  static StatusOr<std::unique_ptr<Client>> create(const ClientOptions& options = {}) {
+    if (options.device_count < 1 || options.device_count > 1024)
+      return invalid_argument_error(str_cat("ClientOptions.device_count must be in [1, 1024], got ",
+                                            options.device_count));
+    if (options.thread_count < 0 || options.thread_count > 4096)
+      return invalid_argument_error(str_cat("ClientOptions.thread_count must be in [0, 4096], got ",
+                                            options.thread_count));
+    if (options.process_index < 0)
+      return invalid_argument_error(str_cat("ClientOptions.process_index must be >= 0, got ",
+                                            options.process_index));
+    if (options.async_transfer_threshold_bytes < 0)
+      return invalid_argument_error("ClientOptions.async_transfer_threshold_bytes must be >= 0");
+    return std::unique_ptr<Client>(new Client(options));
+  }
+
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+  ~Client() = default;
+
+  [[nodiscard]] std::string_view platform_name() const { return "cpu"; }
+  [[nodiscard]] std::string_view platform_version() const { return "pjrt_lite cpu (Eigen)"; }
+  [[nodiscard]] int process_index() const { return options_.process_index; }
+  [[nodiscard]] int device_count() const { return static_cast<int>(device_ptrs_.size()); }
+  [[nodiscard]] int addressable_device_count() const { return device_count(); }
+  [[nodiscard]] std::span<Device<E>* const> devices() const { return device_ptrs_; }
+  [[nodiscard]] std::span<Device<E>* const> addressable_devices() const { return device_ptrs_; }
+  [[nodiscard]] std::span<MemorySpace<E>* const> memory_spaces() const { return memory_space_ptrs_; }
+  [[nodiscard]] const ClientOptions& options() const { return options_; }
+  [[nodiscard]] E& executor() { return executor_; }
+
+  /// The device with `id`, or INVALID_ARGUMENT.
+  [[nodiscard]] StatusOr<Device<E>*> lookup_device(int id) const {
+    if (id < 0 || id >= device_count())
+      return invalid_argument_error(str_cat("no device with id ", id, " (the client has ",
+                                            device_count(), " devices, ids 0..",
+                                            device_count() - 1, ")"));
+    return device_ptrs_[static_cast<std::size_t>(id)];
+  }
+
+  /// A buffer of `dtype` and `dims` in `memory_space` (null: the first device's default) from
+  /// host `data`, which holds the array densely in row-major order, or as `byte_strides` say
+  /// (a transposing copy). `semantics` says how long the caller keeps `data` valid and
+  /// unchanged; `on_done` (may be empty) runs when the runtime no longer needs it: before
+  /// this returns for kImmutableOnlyDuringCall, after the copy for
+  /// kImmutableUntilTransferCompletes, when the buffer's memory is released for the
+  /// zero-copy semantics if the data could be aliased (dense, default layout, aligned to
+  /// kMinBufferAlignment), after the copy otherwise. on_done runs exactly once, also when
+  /// this returns an error.
+  [[nodiscard]] StatusOr<Buffer<E>> buffer_from_host_buffer(
+      std::span<const std::byte> data, DType dtype, std::span<const std::int64_t> dims,
+      std::optional<std::span<const std::int64_t>> byte_strides, HostBufferSemantics semantics,
+      UniqueFunction<void()> on_done, MemorySpace<E>* memory_space) {
+    // on_done is owed exactly once, on every path: let a guard pay it unless a path takes it.
+    struct OnDoneGuard {
+      UniqueFunction<void()> fn;
+      ~OnDoneGuard() {
+        if (fn) fn();
+      }
+    } guard{std::move(on_done)};
+
+    PJRT_LITE_ASSIGN_OR_RETURN(MemorySpace<E>* target, resolve("buffer_from_host_buffer", memory_space));
+    StatusOr<Shape> shape_or = Shape::make(dtype, dims);
+    if (!shape_or.ok()) return shape_or.status().with_context("buffer_from_host_buffer");
+    Shape shape = std::move(shape_or).value();
+    const auto data_size = static_cast<std::int64_t>(data.size());
+    if (data.data() == nullptr && shape.byte_size() > 0)
+      return invalid_argument_error(str_cat("buffer_from_host_buffer: data is null for ", shape));
+
+    bool dense = true;
+    if (byte_strides) {
+      StatusOr<std::int64_t> extent = check_byte_strides(shape, *byte_strides, data_size);
+      if (!extent.ok()) return extent.status().with_context("buffer_from_host_buffer");
+      std::vector<std::int64_t> natural =
+          dense_byte_strides(shape.dims(), static_cast<std::int64_t>(byte_size(dtype)));
+      for (std::int64_t d = 0; d < shape.rank(); ++d)
+        if (shape.dim(d) > 1 && (*byte_strides)[d] != natural[d]) dense = false;
+    } else if (data_size != shape.byte_size()) {
+      return invalid_argument_error(str_cat("buffer_from_host_buffer: ", data_size,
+                                            " bytes of data for ", shape, ", which needs ",
+                                            shape.byte_size()));
+    }
+    const bool zero_copy = semantics == HostBufferSemantics::kImmutableZeroCopy ||
+                           semantics == HostBufferSemantics::kMutableZeroCopy;
+    const bool aligned = reinterpret_cast<std::uintptr_t>(data.data()) % kMinBufferAlignment == 0;
+
+    if (zero_copy && dense && aligned) {
+      auto memory = std::make_shared<detail::DeviceMemory>();
+      memory->data = const_cast<std::byte*>(data.data());  // writable only if the caller said so
+      memory->size = static_cast<std::size_t>(shape.byte_size());
+      memory->writable = semantics == HostBufferSemantics::kMutableZeroCopy;
+      memory->on_release = std::move(guard.fn);
+      return Buffer<E>::make(this, target, std::move(shape), std::move(memory), make_ready_future());
+    }
+
+    auto memory = detail::DeviceMemory::allocate(static_cast<std::size_t>(shape.byte_size()));
+    std::vector<std::int64_t> strides =
+        byte_strides ? std::vector<std::int64_t>(byte_strides->begin(), byte_strides->end())
+                     : dense_byte_strides(shape.dims(), static_cast<std::int64_t>(byte_size(dtype)));
+    const bool offload = semantics != HostBufferSemantics::kImmutableOnlyDuringCall &&
+                         shape.byte_size() >= options_.async_transfer_threshold_bytes;
+    if (!offload) {
+      gather_strided(data.data(), shape.dims(), strides,
+                     static_cast<std::int64_t>(byte_size(dtype)), memory->data);
+      return Buffer<E>::make(this, target, std::move(shape), std::move(memory), make_ready_future());
+    }
+    auto [promise, ready] = make_promise<void>();
+    executor_.schedule([src = data.data(), dims = std::vector<std::int64_t>(shape.dims().begin(), shape.dims().end()),
+                        strides = std::move(strides), esize = static_cast<std::int64_t>(byte_size(dtype)),
+                        memory, on_done = std::move(guard.fn), promise = std::move(promise)]() mutable {
+      gather_strided(src, dims, strides, esize, memory->data);
+      if (on_done) on_done();  // before ready: whoever awaits the buffer may reuse the data
+      promise.set_value();
+    });
+    return Buffer<E>::make(this, target, std::move(shape), std::move(memory), std::move(ready));
+  }
+
+  /// buffer_from_host_buffer onto `device`'s default memory space.
+  [[nodiscard]] StatusOr<Buffer<E>> buffer_from_host_buffer(
+      std::span<const std::byte> data, DType dtype, std::span<const std::int64_t> dims,
+      std::optional<std::span<const std::int64_t>> byte_strides, HostBufferSemantics semantics,
+      UniqueFunction<void()> on_done, Device<E>* device) {
+    MemorySpace<E>* memory_space = nullptr;
+    if (device != nullptr) {
+      if (device->client() != this) {
+        if (on_done) on_done();
+        return invalid_argument_error(str_cat("buffer_from_host_buffer: device ",
+                                              device->debug_string(), " belongs to another client"));
+      }
+      memory_space = device->memory_spaces().front();
+    }
+    return buffer_from_host_buffer(data, dtype, dims, byte_strides, semantics, std::move(on_done),
+                                   memory_space);
+  }
+
+  /// A typed shorthand: copies `values` (row-major `dims`) during the call onto `device`
+  /// (null: the first device).
+  template <Element T>
+  [[nodiscard]] StatusOr<Buffer<E>> buffer_from_host_buffer(std::span<const T> values,
+                                                            std::span<const std::int64_t> dims,
+                                                            Device<E>* device = nullptr) {
+    return buffer_from_host_buffer(std::as_bytes(values), dtype_of<T>, dims, std::nullopt,
+                                   HostBufferSemantics::kImmutableOnlyDuringCall, nullptr, device);
+  }
+
+  /// A buffer holding a copy of `literal` in `memory_space` (null: the first device's default).
+  [[nodiscard]] StatusOr<Buffer<E>> buffer_from_literal(const Literal& literal,
+                                                        MemorySpace<E>* memory_space = nullptr) {
+    if (!is_valid(literal.dtype()))
+      return invalid_argument_error("buffer_from_literal: the literal has no valid shape");
+    Literal dense = literal.with_default_layout();
+    return buffer_from_host_buffer(dense.bytes(), dense.dtype(), dense.dims(), std::nullopt,
+                                   HostBufferSemantics::kImmutableOnlyDuringCall, nullptr,
+                                   memory_space);
+  }
+
+  /// A buffer of `shape` whose contents are undefined until written (e.g. by an execution).
+  [[nodiscard]] StatusOr<Buffer<E>> create_uninitialized_buffer(const Shape& shape,
+                                                                MemorySpace<E>* memory_space) {
+    PJRT_LITE_ASSIGN_OR_RETURN(MemorySpace<E>* target, resolve("create_uninitialized_buffer", memory_space));
+    StatusOr<Shape> checked = Shape::make(shape.dtype(), shape.dims(), shape.major_to_minor());
+    if (!checked.ok()) return checked.status().with_context("create_uninitialized_buffer");
+    if (!checked->has_default_layout())
+      return unimplemented_error(str_cat("create_uninitialized_buffer: layout of ", *checked,
+                                         " is not the default; CPU buffers are row-major"));
+    auto memory = detail::DeviceMemory::allocate(static_cast<std::size_t>(checked->byte_size()));
+    return Buffer<E>::make(this, target, std::move(checked).value(), std::move(memory),
+                           make_ready_future());
+  }
+
+ private:
+  explicit Client(const ClientOptions& options) : options_(options), executor_(options.thread_count) {
+    DeviceAttributeMap common = {
+        {"hardware_threads", static_cast<std::int64_t>(std::thread::hardware_concurrency())},
+        {"executor_threads", static_cast<std::int64_t>(executor_.num_threads())},
+        {"simd", std::string(Eigen::SimdInstructionSetsInUse())},
+    };
+    for (int i = 0; i < options.device_count; ++i) {
+      DeviceAttributeMap attributes = common;
+      attributes["coords"] = std::vector<std::int64_t>{i};
+      devices_.push_back(std::make_unique<Device<E>>(this, i, options.process_index, std::move(attributes)));
+      Device<E>* device = devices_.back().get();
+      device_ptrs_.push_back(device);
+      for (int kind = 0; kind < static_cast<int>(std::size(kMemoryKinds)); ++kind) {
+        const int id = static_cast<int>(memory_spaces_.size());
+        memory_spaces_.push_back(std::make_unique<MemorySpace<E>>(this, id, kind, device));
+        memory_space_ptrs_.push_back(memory_spaces_.back().get());
+        device->memory_spaces_.push_back(memory_spaces_.back().get());
+      }
+    }
+  }
+
+  StatusOr<MemorySpace<E>*> resolve(std::string_view what, MemorySpace<E>* memory_space) const {
+    if (memory_space == nullptr) return memory_space_ptrs_.front();
+    if (memory_space->client() != this)
+      return invalid_argument_error(str_cat(what, ": memory space ", memory_space->debug_string(),
+                                            " belongs to another client"));
+    return memory_space;
+  }
+
+  ClientOptions options_;
+  // Destroyed in reverse order: the executor first, so that transfers in flight finish while
+  // the devices and memory spaces they name still exist.
+  std::vector<std::unique_ptr<Device<E>>> devices_;
+  std::vector<Device<E>*> device_ptrs_;
+  std::vector<std::unique_ptr<MemorySpace<E>>> memory_spaces_;
+  std::vector<MemorySpace<E>*> memory_space_ptrs_;
+  E executor_;
+};
+
+}  // namespace pjrt_lite::cpu

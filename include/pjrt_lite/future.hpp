@@ -1,0 +1,481 @@
+#pragma once
+// Futures and promises for asynchronous results, modelled on PJRT's: a Promise is the one
+// writer, any number of Future copies are readers, and the result is a Status (void) or a
+// StatusOr<T>, so errors travel through the same channel as values and nothing throws.
+//
+// Design notes:
+//  - One heap allocation per promise/future pair holds the shared state. Readiness is an
+//    atomic flag so polling never takes a lock; waiting uses a mutex and a condition
+//    variable so blocked threads sleep instead of spinning.
+//  - User callbacks never run under a lock. The fulfilling thread swaps the waiter list out
+//    while holding the lock and runs it afterwards; a callback registered after that swap
+//    runs at once on the registering thread. Either way each callback runs exactly once.
+//  - A promise that dies unfulfilled fulfils its future with ABORTED, so an abandoned
+//    producer can never leave a consumer blocked forever.
+
+#include <atomic>
+#include <concepts>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "pjrt_lite/core/status.hpp"
+
+namespace pjrt_lite {
+
+template <class T = void>
+class Future;
+template <class T = void>
+class Promise;
+
+namespace detail {
+template <class T>
+struct FutureResultOf {
+  using type = StatusOr<T>;
+};
+template <>
+struct FutureResultOf<void> {
+  using type = Status;
+};
+}  // namespace detail
+
+/// What a Future<T> resolves to: StatusOr<T>, or a plain Status for Future<void>.
+template <class T>
+using FutureResult = typename detail::FutureResultOf<T>::type;
+
+template <class T = void>
+std::pair<Promise<T>, Future<T>> make_promise();
+
+namespace detail {
+
+inline const Status& status_of(const Status& s) { return s; }
+template <class T>
+Status status_of(const StatusOr<T>& s) {
+  return s.status();
+}
+
+// An error slot must never hold OK: for Future<void> an OK Status would read as success.
+inline Status ensure_error(Status error) {
+  if (error.ok()) return internal_error("an OK Status was passed where an error was required");
+  return error;
+}
+
+// std::function needs copyable targets, but the callbacks that map/then/join register own a
+// move-only Promise, so this is the minimal move-only equivalent.
+template <class Arg>
+class UniqueCallback {
+ public:
+  template <class F>
+    requires(!std::is_same_v<std::remove_cvref_t<F>, UniqueCallback>)
+  explicit UniqueCallback(F&& f)
+      : impl_(std::make_unique<Impl<std::decay_t<F>>>(std::forward<F>(f))) {}
+
+  void operator()(const Arg& arg) { impl_->call(arg); }
+
+ private:
+  struct Base {
+    virtual ~Base() = default;
+    virtual void call(const Arg& arg) = 0;
+  };
+  template <class F>
+  struct Impl final : Base {
+    template <class G>
+    explicit Impl(G&& g) : f(std::forward<G>(g)) {}
+    void call(const Arg& arg) override { std::invoke(f, arg); }
+    F f;
+  };
+  std::unique_ptr<Base> impl_;
+};
+
+// The state shared by a Promise and its Futures. The result is written once, under mu_,
+// before ready_ is released; after that it is immutable, so readers that observed ready_
+// (or took mu_) may read it without a lock.
+template <class T>
+class FutureState {
+ public:
+  using Result = FutureResult<T>;
+  using Callback = UniqueCallback<Result>;
+
+  FutureState() = default;
+  explicit FutureState(Result ready) : result_(std::move(ready)), ready_(true) {}
+  FutureState(const FutureState&) = delete;
+  FutureState& operator=(const FutureState&) = delete;
+
+  bool is_ready() const noexcept { return ready_.load(std::memory_order_acquire); }
+
+  // Only after is_ready() returned true (or wait() returned).
+  const Result& result() const noexcept { return *result_; }
+
+  const Result& wait() {
+    if (!is_ready()) {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return result_.has_value(); });
+    }
+    return *result_;
+  }
+
+  // Returns false, and drops `result`, if someone else got there first.
+  bool fulfil(Result result) {
+    std::vector<Callback> callbacks;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (result_.has_value()) return false;
+      result_.emplace(std::move(result));
+      ready_.store(true, std::memory_order_release);
+      callbacks.swap(callbacks_);
+    }
+    cv_.notify_all();
+    for (Callback& cb : callbacks) cb(*result_);
+    return true;
+  }
+
+  // Leaves `cb` untouched and returns false when the result is already there, so the caller
+  // runs it itself, outside the lock.
+  bool try_add_callback(Callback& cb) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (result_.has_value()) return false;
+    callbacks_.push_back(std::move(cb));
+    return true;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Callback> callbacks_;
+  std::optional<Result> result_;
+  std::atomic<bool> ready_{false};
+};
+
+// A reference into static storage lets await() on an invalid future return the same
+// `const StatusOr<T>&` type as a valid one.
+template <class T>
+const FutureResult<T>& invalid_future_result() {
+  static const FutureResult<T> result(failed_precondition_error(
+      "await or on_ready on an invalid Future (default-constructed or moved-from)"));
+  return result;
+}
+
+template <class T>
+struct IsFuture : std::false_type {};
+template <class T>
+struct IsFuture<Future<T>> : std::true_type {};
+
+// What f(value) returns, with value being `const T&`, or nothing for T = void.
+template <class F, class T>
+struct CallResult {
+  using type = std::invoke_result_t<F&, const T&>;
+};
+template <class F>
+struct CallResult<F, void> {
+  using type = std::invoke_result_t<F&>;
+};
+template <class F, class T>
+using CallResultT = typename CallResult<F, T>::type;
+
+template <class F, class T>
+concept InvocableWithValue =
+    (std::is_void_v<T> && std::invocable<F&>) || (!std::is_void_v<T> && std::invocable<F&, const T&>);
+
+// The value type of the future map() produces from a callback returning R.
+template <class R>
+struct MapValue {
+  using type = R;
+};
+template <>
+struct MapValue<Status> {
+  using type = void;
+};
+template <class U>
+struct MapValue<StatusOr<U>> {
+  using type = U;
+};
+template <class R>
+using MapValueT = typename MapValue<std::remove_cvref_t<R>>::type;
+
+// Precondition: `result` is OK.
+template <class T, class F>
+decltype(auto) call_with_value(F& f, const FutureResult<T>& result) {
+  if constexpr (std::is_void_v<T>) {
+    (void)result;
+    return std::invoke(f);
+  } else {
+    return std::invoke(f, *result);
+  }
+}
+
+struct FutureAccess {
+  template <class T>
+  static Future<T> future(std::shared_ptr<FutureState<T>> state) {
+    return Future<T>(std::move(state));
+  }
+  template <class T>
+  static Promise<T> promise(std::shared_ptr<FutureState<T>> state) {
+    return Promise<T>(std::move(state));
+  }
+};
+
+}  // namespace detail
+
+/// The read side of an asynchronous result. Copies share one state. Distinct Future objects
+/// may be used from any threads at once; one object is not safe to assign while another
+/// thread uses it (the same rule as std::shared_ptr).
+template <class T>
+class Future {
+  static_assert(!std::is_reference_v<T>, "Future<T&> is not supported; use a pointer");
+
+ public:
+  using value_type = T;
+  using result_type = FutureResult<T>;
+  /// Non-void results are returned by reference so move-only values can be inspected.
+  using AwaitResult = std::conditional_t<std::is_void_v<T>, Status, const FutureResult<T>&>;
+
+  /// Invalid: there is no promise behind it, so await() reports FAILED_PRECONDITION.
+  Future() noexcept = default;
+
+  /// False for a default-constructed or moved-from future.
+  [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+
+  /// Lock-free, so safe to poll. False for an invalid future, which will never have a result.
+  [[nodiscard]] bool is_ready() const noexcept { return state_ != nullptr && state_->is_ready(); }
+
+  /// Blocks (sleeping, not spinning) until fulfilled. The reference stays valid while any
+  /// copy of this future lives.
+  AwaitResult await() const {
+    if (!state_) return detail::invalid_future_result<T>();
+    return state_->wait();
+  }
+
+  /// Thread-safe against a concurrent fulfilment: f runs exactly once, on this thread if the
+  /// result is already there, otherwise on the thread that fulfils the promise; callbacks
+  /// queued before fulfilment run in registration order. An invalid future runs f at once
+  /// with FAILED_PRECONDITION.
+  template <class F>
+    requires std::invocable<F&, const FutureResult<T>&>
+  void on_ready(F f) const {
+    if (!state_) {
+      std::invoke(f, detail::invalid_future_result<T>());
+      return;
+    }
+    if (state_->is_ready()) {
+      std::invoke(f, state_->result());
+      return;
+    }
+    typename detail::FutureState<T>::Callback cb(std::move(f));
+    // Lost the race with the fulfiller: the waiter list is gone, so run here instead.
+    if (!state_->try_add_callback(cb)) cb(state_->result());
+  }
+
+  /// f takes `const T&` (nothing for void) and returns U, StatusOr<U>, Status or void; the
+  /// latter two give Future<void>. Errors skip f, so f only ever sees a value. f runs where
+  /// an on_ready callback would.
+  template <class F>
+    requires detail::InvocableWithValue<F, T>
+  [[nodiscard]] auto map(F f) const -> Future<detail::MapValueT<detail::CallResultT<F, T>>> {
+    using R = detail::CallResultT<F, T>;
+    using U = detail::MapValueT<R>;
+    auto pf = make_promise<U>();
+    on_ready([p = std::move(pf.first), f = std::move(f)](const FutureResult<T>& r) mutable {
+      if (!r.ok()) {
+        p.set_error(detail::status_of(r));
+      } else if constexpr (std::is_void_v<R>) {
+        detail::call_with_value<T>(f, r);
+        p.set_value();
+      } else if constexpr (std::is_same_v<std::remove_cvref_t<R>, Status> ||
+                           std::is_same_v<std::remove_cvref_t<R>, StatusOr<U>>) {
+        p.set(detail::call_with_value<T>(f, r));
+      } else {
+        p.set_value(detail::call_with_value<T>(f, r));
+      }
+    });
+    return std::move(pf.second);
+  }
+
+  /// f takes the value like map's and returns a Future<U>; the result is that inner future,
+  /// flattened. Errors skip f. The inner result is copied because other copies of the inner
+  /// future may still read it, hence U must be copyable.
+  template <class F>
+    requires detail::InvocableWithValue<F, T>
+  [[nodiscard]] auto then(F f) const -> std::remove_cvref_t<detail::CallResultT<F, T>> {
+    using Inner = std::remove_cvref_t<detail::CallResultT<F, T>>;
+    static_assert(detail::IsFuture<Inner>::value,
+                  "then() needs f to return a Future; use map() for plain values");
+    using U = typename Inner::value_type;
+    static_assert(std::is_void_v<U> || std::is_copy_constructible_v<U>,
+                  "then() copies the inner future's result, so its value type must be copyable");
+    auto pf = make_promise<U>();
+    on_ready([p = std::move(pf.first), f = std::move(f)](const FutureResult<T>& r) mutable {
+      if (!r.ok()) {
+        p.set_error(detail::status_of(r));
+        return;
+      }
+      Inner inner = detail::call_with_value<T>(f, r);
+      inner.on_ready([p = std::move(p)](const FutureResult<U>& ir) mutable { p.set(ir); });
+    });
+    return std::move(pf.second);
+  }
+
+ private:
+  friend struct detail::FutureAccess;
+  explicit Future(std::shared_ptr<detail::FutureState<T>> state) noexcept
+      : state_(std::move(state)) {}
+
+  std::shared_ptr<detail::FutureState<T>> state_;
+};
+
+/// The write side: fulfils its future exactly once. Move-only, because a second writer
+/// would make "who fulfils" ambiguous.
+template <class T>
+class Promise {
+ public:
+  /// Invalid: every set call returns false.
+  Promise() noexcept = default;
+  Promise(Promise&&) noexcept = default;
+  /// Abandons the promise held before, which aborts its future if still unfulfilled.
+  Promise& operator=(Promise&& other) noexcept {
+    if (this != &other) {
+      abandon();
+      state_ = std::move(other.state_);
+    }
+    return *this;
+  }
+  Promise(const Promise&) = delete;
+  Promise& operator=(const Promise&) = delete;
+  /// Fulfils the future with ABORTED if nobody did, so no waiter blocks forever.
+  ~Promise() { abandon(); }
+
+  /// False for a default-constructed or moved-from promise.
+  [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
+
+  /// Thread-safe against other set calls: exactly one wins and gets true.
+  template <class U = T>
+    requires(std::is_same_v<U, T> && !std::is_void_v<U>)
+  bool set_value(std::type_identity_t<U> value) {
+    return set(FutureResult<T>(std::move(value)));
+  }
+
+  /// Thread-safe against other set calls: exactly one wins and gets true.
+  bool set_value()
+    requires std::is_void_v<T>
+  {
+    return set(Status());
+  }
+
+  /// An OK status here is a caller bug and becomes INTERNAL, so it cannot pass as success.
+  /// Thread-safe against other set calls.
+  bool set_error(Status error) { return set(FutureResult<T>(detail::ensure_error(std::move(error)))); }
+
+  /// Runs the callbacks queued on the future on this thread before returning. Thread-safe
+  /// against other set calls: exactly one wins and gets true.
+  bool set(FutureResult<T> result) {
+    return state_ != nullptr && state_->fulfil(std::move(result));
+  }
+
+ private:
+  friend struct detail::FutureAccess;
+  explicit Promise(std::shared_ptr<detail::FutureState<T>> state) noexcept
+      : state_(std::move(state)) {}
+
+  void abandon() {
+    if (state_ != nullptr && !state_->is_ready()) {
+      state_->fulfil(FutureResult<T>(aborted_error("promise destroyed before it was fulfilled")));
+    }
+  }
+
+  std::shared_ptr<detail::FutureState<T>> state_;
+};
+
+/// A connected pair sharing one heap-allocated state.
+template <class T>
+std::pair<Promise<T>, Future<T>> make_promise() {
+  auto state = std::make_shared<detail::FutureState<T>>();
+  Promise<T> promise = detail::FutureAccess::promise(state);
+  return {std::move(promise), detail::FutureAccess::future(std::move(state))};
+}
+
+/// Already fulfilled with `value`; awaiting it never blocks.
+template <class T>
+Future<T> make_ready_future(T value) {
+  return detail::FutureAccess::future(
+      std::make_shared<detail::FutureState<T>>(FutureResult<T>(std::move(value))));
+}
+
+/// Already fulfilled with OK.
+inline Future<void> make_ready_future() {
+  return detail::FutureAccess::future(std::make_shared<detail::FutureState<void>>(Status()));
+}
+
+/// Already failed with `error`; an OK status becomes INTERNAL, as with Promise::set_error.
+template <class T = void>
+Future<T> make_error_future(Status error) {
+  return detail::FutureAccess::future(std::make_shared<detail::FutureState<T>>(
+      FutureResult<T>(detail::ensure_error(std::move(error)))));
+}
+
+namespace detail {
+
+// Counts arrivals down to zero without a lock. The first error claims first_error_ through
+// has_error_; its write is published to the last arrival by the acq_rel fetch_sub chain.
+class JoinState {
+ public:
+  JoinState(std::size_t count, Promise<void> promise)
+      : remaining_(count), promise_(std::move(promise)) {}
+
+  template <class R>
+  void arrive(const R& result) {
+    if (!result.ok() && !has_error_.exchange(true, std::memory_order_relaxed)) {
+      first_error_ = status_of(result);
+    }
+    if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      promise_.set(std::move(first_error_));
+    }
+  }
+
+ private:
+  std::atomic<std::size_t> remaining_;
+  std::atomic<bool> has_error_{false};
+  Status first_error_;
+  Promise<void> promise_;
+};
+
+}  // namespace detail
+
+/// Ready once every input is; OK if all are, else the error that arrived first in time.
+/// Callable from any thread; it keeps the inputs' states alive only through their callbacks.
+template <class T>
+Future<void> join(std::span<const Future<T>> futures) {
+  if (futures.empty()) return make_ready_future();
+  auto pf = make_promise<void>();
+  auto state = std::make_shared<detail::JoinState>(futures.size(), std::move(pf.first));
+  for (const Future<T>& f : futures) {
+    f.on_ready([state](const FutureResult<T>& r) { state->arrive(r); });
+  }
+  return std::move(pf.second);
+}
+
+/// As the span overload; exists because a vector does not deduce to std::span<const Future<T>>.
+template <class T>
+Future<void> join(const std::vector<Future<T>>& futures) {
+  return join(std::span<const Future<T>>(futures));
+}
+
+/// As the span overload, for futures of different value types.
+template <class... Ts>
+Future<void> join(const Future<Ts>&... futures) {
+  if constexpr (sizeof...(Ts) == 0) {
+    return make_ready_future();
+  } else {
+    auto pf = make_promise<void>();
+    auto state = std::make_shared<detail::JoinState>(sizeof...(Ts), std::move(pf.first));
+    (futures.on_ready([state](const FutureResult<Ts>& r) { state->arrive(r); }), ...);
+    return std::move(pf.second);
+  }
+}
+
+}  // namespace pjrt_lite

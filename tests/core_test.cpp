@@ -1,0 +1,279 @@
+// Tests of core/: Status, DType, Shape, Literal, strided copies and UniqueFunction.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/core/strided_copy.hpp"
+#include "pjrt_lite/core/unique_function.hpp"
+
+using namespace pjrt_lite;
+
+namespace {
+StatusOr<int> half_of(int x) {
+  if (x % 2) return invalid_argument_error(str_cat(x, " is odd"));
+  return x / 2;
+}
+Status quarter(int x, int* out) {
+  PJRT_LITE_ASSIGN_OR_RETURN(int h, half_of(x));
+  PJRT_LITE_ASSIGN_OR_RETURN(*out, half_of(h));
+  return ok_status();
+}
+bool contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+}  // namespace
+
+TEST_CASE("status: codes, messages and context") {
+  Status ok;
+  CHECK(ok.ok());
+  CHECK(ok.code() == StatusCode::kOk);
+  CHECK(ok.to_string() == "OK");
+  Status e = invalid_argument_error("dimension 2 is negative");
+  CHECK_FALSE(e.ok());
+  CHECK(e.code() == StatusCode::kInvalidArgument);
+  CHECK(e.to_string() == "INVALID_ARGUMENT: dimension 2 is negative");
+  CHECK(e.with_context("reshape").message() == "reshape: dimension 2 is negative");
+  CHECK(Status(StatusCode::kOk, "ignored").ok());
+  Status copy = e;
+  CHECK(copy == e);
+  CHECK_FALSE(copy == not_found_error("dimension 2 is negative"));
+}
+
+TEST_CASE("status: StatusOr and the propagation macros") {
+  int out = 0;
+  CHECK(quarter(12, &out).ok());
+  CHECK(out == 3);
+  Status s = quarter(6, &out);  // 6 / 2 = 3 is odd
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(s.message() == "3 is odd");
+  StatusOr<int> bad = Status();  // OK is not an error: becomes INTERNAL
+  CHECK(bad.status().code() == StatusCode::kInternal);
+  StatusOr<std::unique_ptr<int>> moved = std::make_unique<int>(5);
+  REQUIRE(moved.ok());
+  std::unique_ptr<int> p = std::move(moved).value();
+  CHECK(*p == 5);
+  CHECK(half_of(3).value_or(-1) == -1);
+}
+
+TEST_CASE("dtype: names, sizes, classes and C++ types") {
+  CHECK(kAllDTypes.size() == 15);
+  for (DType t : kAllDTypes) {
+    CHECK(dtype_from_name(dtype_name(t)).value() == t);
+    visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+      CHECK(sizeof(T) == byte_size(t));
+      CHECK(dtype_of<T> == t);
+    });
+  }
+  CHECK(dtype_name(DType::kBF16) == "bf16");
+  CHECK(byte_size(DType::kPred) == 1);
+  CHECK(byte_size(DType::kC128) == 16);
+  CHECK(is_integral(DType::kU16));
+  CHECK_FALSE(is_integral(DType::kPred));
+  CHECK(is_inexact(DType::kC64));
+  CHECK_FALSE(is_valid(static_cast<DType>(77)));
+  Status unknown = dtype_from_name("float32").status();
+  CHECK(unknown.code() == StatusCode::kInvalidArgument);
+  CHECK(contains(unknown.message(), "unknown dtype 'float32'"));
+}
+
+TEST_CASE("dtype: element conversion follows StableHLO convert") {
+  CHECK(convert_element<std::int8_t>(300.7f) == 127);  // saturates
+  CHECK(convert_element<std::int8_t>(-300.0) == -128);
+  CHECK(convert_element<std::int32_t>(-2.9f) == -2);  // truncates toward zero
+  CHECK(convert_element<std::int32_t>(std::numeric_limits<float>::quiet_NaN()) == 0);
+  CHECK(convert_element<std::uint8_t>(-1.0f) == 0);
+  CHECK(convert_element<std::uint64_t>(1e30) == std::numeric_limits<std::uint64_t>::max());
+  CHECK(convert_element<std::uint8_t>(std::int32_t{300}) == 44);  // wraps
+  CHECK(convert_element<std::int16_t>(std::uint32_t{0xFFFFFFFF}) == -1);
+  CHECK(convert_element<bool>(0.5f));
+  CHECK_FALSE(convert_element<bool>(-0.0));
+  CHECK(convert_element<bool>(c64(0, 1)));
+  CHECK(convert_element<float>(true) == 1.0f);
+  CHECK(convert_element<float>(c128(2.5, -1)) == 2.5f);
+  CHECK(convert_element<c64>(std::int32_t{-3}) == c64(-3, 0));
+  CHECK(static_cast<float>(convert_element<f16>(65504.0)) == 65504.0f);
+  CHECK(std::isinf(static_cast<float>(convert_element<f16>(1e6f))));
+  CHECK(static_cast<float>(convert_element<bf16>(std::int64_t{3})) == 3.0f);
+  CHECK(convert_element<std::int32_t>(f16(-7.75f)) == -7);
+
+  std::array<double, 4> src = {1.5, -2.5, 1e10, -0.0};
+  std::array<std::int16_t, 4> dst{};
+  convert_elements(src.data(), DType::kF64, dst.data(), DType::kS16, 4);
+  CHECK(dst == std::array<std::int16_t, 4>{1, -2, 32767, 0});
+}
+
+TEST_CASE("shape: dims, layout, strides and sizes") {
+  Shape s(DType::kF32, {2, 3, 4});
+  CHECK(s.rank() == 3);
+  CHECK(s.element_count() == 24);
+  CHECK(s.byte_size() == 96);
+  CHECK(s.has_default_layout());
+  CHECK(s.byte_strides() == std::vector<std::int64_t>{48, 16, 4});
+  CHECK(s.to_string() == "f32[2,3,4]");
+
+  std::vector<std::int64_t> dims = {2, 3, 4}, m2m = {2, 1, 0};
+  Shape col = Shape::make(DType::kS16, dims, m2m).value();
+  CHECK_FALSE(col.has_default_layout());
+  CHECK(col.byte_strides() == std::vector<std::int64_t>{2, 4, 12});
+  CHECK(col.to_string() == "s16[2,3,4]{2,1,0}");
+  CHECK(col.same_type_and_dims(Shape(DType::kS16, {2, 3, 4})));
+  CHECK_FALSE(col == Shape(DType::kS16, {2, 3, 4}));
+  CHECK(Shape(DType::kPred, {}).element_count() == 1);
+  CHECK(Shape(DType::kC128, {0, 5}).byte_size() == 0);
+}
+
+TEST_CASE("shape: bad input gets a clear status") {
+  std::vector<std::int64_t> neg = {2, -1};
+  Status s = Shape::make(DType::kF32, neg).status();
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(s.message() == "dimension 1 is negative (-1)");
+  std::vector<std::int64_t> ok = {2, 3};
+  CHECK(contains(Shape::make(static_cast<DType>(42), ok).status().message(), "invalid dtype"));
+  std::vector<std::int64_t> perm_bad = {0, 0}, perm_short = {0};
+  CHECK(contains(Shape::make(DType::kF32, ok, perm_bad).status().message(), "not a permutation"));
+  CHECK(contains(Shape::make(DType::kF32, ok, perm_short).status().message(), "layout has 1 entries"));
+  std::vector<std::int64_t> huge = {std::int64_t{1} << 40, std::int64_t{1} << 40};
+  CHECK(contains(Shape::make(DType::kF32, huge).status().message(), "overflows int64"));
+}
+
+TEST_CASE("literal: creation, typed access and printing") {
+  Literal m = Literal::from_span<double>(std::vector<double>{1, 2, 3, 4, 5, 6}, {2, 3}).value();
+  CHECK(m.get<double>({1, 0}) == 4.0);
+  m.set<double>({0, 2}, -0.5);
+  CHECK(m.data<double>()[2] == -0.5);
+  CHECK(m.to_string() == "f64[2,3] {{1, 2, -0.5}, {4, 5, 6}}");
+  CHECK(Literal::scalar<std::int32_t>(7).to_string() == "s32[] 7");
+  CHECK(Literal::vector<bool>({true, false}).to_string() == "pred[2] {true, false}");
+  CHECK(Literal::vector<std::int8_t>({-3, 4}).to_string() == "s8[2] {-3, 4}");
+  CHECK(Literal::scalar(c64(1, -2)).to_string() == "c64[] (1, -2)");
+  CHECK(Literal::scalar(0.1f).to_string() == "f32[] 0.1");  // shortest round-trip
+  CHECK(Literal(Shape(DType::kU8, {0, 3})).to_string() == "u8[0,3] {}");
+  Literal zeros(Shape(DType::kF32, {3}));
+  CHECK(zeros == Literal::vector<float>({0, 0, 0}));
+
+  Status count = Literal::from_span<float>(std::vector<float>{1, 2, 3}, {2, 2}).status();
+  CHECK(count.code() == StatusCode::kInvalidArgument);
+  CHECK(contains(count.message(), "3 values given for shape f32[2,2] of 4 elements"));
+  std::vector<std::byte> bytes(7);
+  CHECK(contains(Literal::from_bytes(Shape(DType::kF32, {2}), bytes).status().message(),
+                 "7 bytes given for shape f32[2] of 8 bytes"));
+}
+
+TEST_CASE("literal: equality is exact, copies are deep") {
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Literal a = Literal::vector<float>({1, nan, 0.0f});
+  Literal b = a;
+  CHECK(a == b);  // same NaN bits
+  b.set<float>({0}, 2.0f);
+  CHECK(a.get<float>({0}) == 1.0f);
+  CHECK_FALSE(a == b);
+  CHECK_FALSE(Literal::vector<float>({0.0f}) == Literal::vector<float>({-0.0f}));
+  CHECK_FALSE(Literal::vector<float>({1}) == Literal::vector<double>({1}));
+  CHECK_FALSE(Literal(Shape(DType::kF32, {2, 1})) == Literal(Shape(DType::kF32, {1, 2})));
+}
+
+TEST_CASE("literal: conversion and layouts") {
+  Literal f = Literal::vector<float>({1.9f, -1.9f, 300.0f});
+  CHECK(f.convert(DType::kS8).value() == Literal::vector<std::int8_t>({1, -1, 127}));
+  CHECK(f.convert(DType::kPred).value() == Literal::vector<bool>({true, true, true}));
+  CHECK(f.convert(DType::kInvalid).status().code() == StatusCode::kInvalidArgument);
+
+  std::vector<std::int64_t> dims = {2, 3}, m2m = {1, 0};
+  Literal col(Shape::make(DType::kS32, dims, m2m).value());
+  for (std::int64_t i = 0; i < 2; ++i)
+    for (std::int64_t j = 0; j < 3; ++j) col.set<std::int32_t>({i, j}, static_cast<std::int32_t>(10 * i + j));
+  CHECK(std::vector<std::int32_t>(col.data<std::int32_t>().begin(), col.data<std::int32_t>().end()) ==
+        std::vector<std::int32_t>{0, 10, 1, 11, 2, 12});  // column-major memory
+  Literal row = col.with_default_layout();
+  CHECK(row == Literal::from_span<std::int32_t>(std::vector<std::int32_t>{0, 1, 2, 10, 11, 12}, {2, 3}).value());
+  CHECK(col.to_string() == "s32[2,3]{1,0} {{0, 1, 2}, {10, 11, 12}}");
+}
+
+TEST_CASE("strided copy: checks and transposing gathers") {
+  Shape s(DType::kS32, {2, 3});
+  // A column-major 2x3 s32: stride 4 bytes down a column, 8 across.
+  std::vector<std::int32_t> colmajor = {0, 10, 1, 11, 2, 12};
+  std::vector<std::int64_t> strides = {4, 8};
+  CHECK(check_byte_strides(s, strides, 24).value() == 24);
+  std::vector<std::int32_t> out(6);
+  gather_strided(reinterpret_cast<const std::byte*>(colmajor.data()), s.dims(), strides, 4,
+                 reinterpret_cast<std::byte*>(out.data()));
+  CHECK(out == std::vector<std::int32_t>{0, 1, 2, 10, 11, 12});
+
+  // A padded row pitch: rows 16 bytes apart, the last 4 bytes of each unused.
+  std::vector<std::int32_t> padded = {1, 2, 3, -1, 4, 5, 6, -1};
+  std::vector<std::int64_t> pitch = {16, 4};
+  CHECK(check_byte_strides(s, pitch, 32).value() == 28);
+  gather_strided(reinterpret_cast<const std::byte*>(padded.data()), s.dims(), pitch, 4,
+                 reinterpret_cast<std::byte*>(out.data()));
+  CHECK(out == std::vector<std::int32_t>{1, 2, 3, 4, 5, 6});
+
+  // Rank 3, every permutation of a dense layout, against index arithmetic.
+  std::vector<std::int64_t> d3 = {2, 3, 4};
+  std::vector<std::int64_t> perm = {0, 1, 2};
+  do {
+    std::vector<std::int64_t> st(3);
+    std::int64_t stride = 2;
+    for (int k = 2; k >= 0; --k) {
+      st[perm[k]] = stride;
+      stride *= d3[perm[k]];
+    }
+    std::vector<std::int16_t> src(24);
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (std::int64_t j = 0; j < 3; ++j)
+        for (std::int64_t k = 0; k < 4; ++k)
+          src[(i * st[0] + j * st[1] + k * st[2]) / 2] = static_cast<std::int16_t>(100 * i + 10 * j + k);
+    std::vector<std::int16_t> dst(24);
+    REQUIRE(check_byte_strides(Shape(DType::kS16, d3), st, 48).ok());
+    gather_strided(reinterpret_cast<const std::byte*>(src.data()), d3, st, 2,
+                   reinterpret_cast<std::byte*>(dst.data()));
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (std::int64_t j = 0; j < 3; ++j)
+        for (std::int64_t k = 0; k < 4; ++k) CHECK(dst[i * 12 + j * 4 + k] == 100 * i + 10 * j + k);
+  } while (std::next_permutation(perm.begin(), perm.end()));
+}
+
+TEST_CASE("strided copy: bad strides are rejected") {
+  Shape s(DType::kF32, {2, 3});
+  std::vector<std::int64_t> overlap = {8, 4};  // rows only 8 bytes apart hold 12 bytes each
+  CHECK(contains(check_byte_strides(s, overlap, 100).status().message(), "overlap"));
+  std::vector<std::int64_t> zero = {12, 0};
+  CHECK(contains(check_byte_strides(s, zero, 100).status().message(), "overlap"));
+  std::vector<std::int64_t> dense = {12, 4};
+  CHECK(contains(check_byte_strides(s, dense, 20).status().message(),
+                 "reach byte 24 of f32[2,3] but the data holds only 20 bytes"));
+  std::vector<std::int64_t> negative = {-12, 4};
+  CHECK(contains(check_byte_strides(s, negative, 100).status().message(), "byte_strides[0] is negative"));
+  std::vector<std::int64_t> short_strides = {4};
+  CHECK(contains(check_byte_strides(s, short_strides, 100).status().message(), "1 entries for a rank-2"));
+  // A dimension of size 1 never steps, so its stride does not matter.
+  std::vector<std::int64_t> unit = {0, 4};
+  CHECK(check_byte_strides(Shape(DType::kF32, {1, 3}), unit, 12).ok());
+}
+
+TEST_CASE("unique_function: move-only captures, inline and heap storage") {
+  auto owned = std::make_unique<int>(40);
+  UniqueFunction<int(int)> small = [p = std::move(owned)](int x) { return *p + x; };
+  UniqueFunction<int(int)> moved = std::move(small);
+  CHECK_FALSE(small);
+  CHECK(moved(2) == 42);
+  std::array<char, 200> big{};
+  big[0] = 7;
+  auto counter = std::make_shared<int>(0);
+  {
+    UniqueFunction<int(int)> heap = [big, counter](int x) { return big[0] + x + static_cast<int>(counter.use_count()); };
+    UniqueFunction<int(int)> other = std::move(heap);
+    CHECK(other(1) == 7 + 1 + 2);
+  }
+  CHECK(counter.use_count() == 1);  // the heap-stored capture was destroyed
+}

@@ -1,0 +1,448 @@
+// Tests of the CPU client: devices, memory spaces, and buffers with PJRT's host-buffer
+// semantics, transfers and lifetimes.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstring>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "pjrt_lite/cpu.hpp"
+
+using namespace pjrt_lite;
+
+namespace {
+
+using PoolClient = cpu::Client<cpu::ThreadPool>;
+using InlineClient = cpu::Client<cpu::InlineExecutor>;
+
+template <class E = cpu::ThreadPool>
+std::unique_ptr<cpu::Client<E>> make_client(int devices = 2, std::int64_t async_threshold = 64 * 1024) {
+  cpu::ClientOptions options;
+  options.device_count = devices;
+  options.thread_count = 2;
+  options.async_transfer_threshold_bytes = async_threshold;
+  return cpu::Client<E>::create(options).value();
+}
+
+bool contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+template <class T>
+std::span<const std::byte> bytes_of(const std::vector<T>& v) {
+  return std::as_bytes(std::span<const T>(v));
+}
+
+/// Host memory aligned to 64 bytes, so tests control exactly where zero-copy data starts.
+struct AlignedHost {
+  explicit AlignedHost(std::size_t n) : bytes(pjrt_lite::detail::allocate_aligned(n + 64)) {}
+  template <class T>
+  T* at(std::size_t byte_offset) {
+    return reinterpret_cast<T*>(bytes.get() + byte_offset);
+  }
+  pjrt_lite::detail::AlignedBytes bytes;
+};
+
+template <class E>
+Literal read(const cpu::Buffer<E>& buffer) {
+  return buffer.to_literal().await().value();
+}
+
+}  // namespace
+
+TEST_CASE("cpu client: devices, memory spaces and their descriptions") {
+  auto client = make_client(3);
+  CHECK(client->platform_name() == "cpu");
+  CHECK(client->device_count() == 3);
+  CHECK(client->addressable_device_count() == 3);
+  CHECK(client->memory_spaces().size() == 9);
+  for (int i = 0; i < 3; ++i) {
+    cpu::Device<>* d = client->devices()[static_cast<std::size_t>(i)];
+    CHECK(d->id() == i);
+    CHECK(client->lookup_device(i).value() == d);
+    CHECK(d->client() == client.get());
+    CHECK(d->device_kind() == "cpu");
+    CHECK(d->debug_string() == "cpu:" + std::to_string(i));
+    CHECK(d->to_string() == "CpuDevice(id=" + std::to_string(i) + ")");
+    CHECK(std::get<std::vector<std::int64_t>>(d->attributes().at("coords")) == std::vector<std::int64_t>{i});
+    CHECK(std::get<std::int64_t>(d->attributes().at("executor_threads")) == 2);
+    REQUIRE(d->memory_spaces().size() == 3);
+    CHECK(d->default_memory_space().value()->kind() == "device");
+    for (int k = 0; k < 3; ++k) {
+      cpu::MemorySpace<>* m = d->memory_spaces()[static_cast<std::size_t>(k)];
+      CHECK(m->kind() == cpu::kMemoryKinds[k]);
+      CHECK(m->kind_id() == k);
+      CHECK(m->id() == 3 * i + k);
+      CHECK(m->devices().size() == 1);
+      CHECK(m->devices()[0] == d);
+      CHECK(d->memory_space_by_kind(m->kind()).value() == m);
+    }
+    CHECK(d->memory_spaces()[1]->debug_string() == "cpu:" + std::to_string(i) + "/pinned_host");
+  }
+  CHECK(client->memory_spaces()[4]->to_string() == "MemorySpace(id=4, kind=pinned_host, device=1)");
+  CHECK(client->devices()[0]->memory_space_by_kind("hbm").status().code() == StatusCode::kNotFound);
+  Status bad_id = client->lookup_device(3).status();
+  CHECK(bad_id.code() == StatusCode::kInvalidArgument);
+  CHECK(contains(bad_id.message(), "no device with id 3 (the client has 3 devices, ids 0..2)"));
+}
+
+TEST_CASE("cpu client: bad options") {
+  cpu::ClientOptions zero;
+  zero.device_count = 0;
+  CHECK(contains(PoolClient::create(zero).status().message(), "device_count must be in [1, 1024], got 0"));
+  cpu::ClientOptions threads;
+  threads.thread_count = -1;
+  CHECK(PoolClient::create(threads).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("cpu buffer: ImmutableOnlyDuringCall copies and calls on_done before returning") {
+  auto client = make_client();
+  std::vector<float> host = {1, 2, 3, 4, 5, 6};
+  std::vector<std::int64_t> dims = {2, 3};
+  bool done = false;
+  auto buffer = client->buffer_from_host_buffer(bytes_of(host), DType::kF32, dims, std::nullopt,
+                                                HostBufferSemantics::kImmutableOnlyDuringCall,
+                                                [&] { done = true; }, client->devices()[1]);
+  REQUIRE(buffer.ok());
+  CHECK(done);
+  host[0] = 100;  // the caller owns the data again: the buffer must not see this
+  CHECK(buffer->get_ready_future().is_ready());
+  CHECK(read(*buffer) == Literal::from_span<float>(std::vector<float>{1, 2, 3, 4, 5, 6}, {2, 3}).value());
+  CHECK(buffer->device() == client->devices()[1]);
+  CHECK(buffer->memory_space() == client->devices()[1]->memory_spaces()[0]);
+  CHECK(buffer->on_device_shape() == Shape(DType::kF32, {2, 3}));
+  CHECK(buffer->on_device_size_in_bytes().value() == 24);
+  CHECK(buffer->acquire_external_reference().value().data() != host.data());
+}
+
+TEST_CASE("cpu buffer: ImmutableUntilTransferCompletes copies on the pool, then on_done, then ready") {
+  auto client = make_client(1, /*async_threshold=*/0);  // every transfer is asynchronous
+  std::vector<std::int32_t> host(100000);
+  std::iota(host.begin(), host.end(), 0);
+  std::vector<std::int64_t> dims = {100000};
+  std::atomic<bool> done{false};
+  std::thread::id done_thread;
+  auto buffer = client->buffer_from_host_buffer(
+      bytes_of(host), DType::kS32, dims, std::nullopt,
+      HostBufferSemantics::kImmutableUntilTransferCompletes,
+      [&] {
+        done_thread = std::this_thread::get_id();
+        done = true;
+      },
+      static_cast<cpu::MemorySpace<>*>(nullptr));
+  REQUIRE(buffer.ok());
+  CHECK(buffer->get_ready_future().await().ok());
+  CHECK(done);  // on_done runs before the ready future is fulfilled
+  CHECK(done_thread != std::this_thread::get_id());
+  Literal lit = read(*buffer);
+  CHECK(std::equal(host.begin(), host.end(), lit.data<std::int32_t>().begin()));
+}
+
+TEST_CASE("cpu buffer: ImmutableZeroCopy aliases aligned dense data until released") {
+  auto client = make_client();
+  AlignedHost host(16);
+  float* data = host.at<float>(0);
+  for (int i = 0; i < 4; ++i) data[i] = static_cast<float>(i);
+  std::vector<std::int64_t> dims = {4};
+  int done = 0;
+  auto buffer = client->buffer_from_host_buffer(std::as_bytes(std::span<const float>(data, 4)), DType::kF32,
+                                                dims, std::nullopt, HostBufferSemantics::kImmutableZeroCopy,
+                                                [&] { ++done; }, client->devices()[0]);
+  REQUIRE(buffer.ok());
+  CHECK(done == 0);
+  auto ref = buffer->acquire_external_reference().value();
+  CHECK(ref.data() == data);  // aliases, no copy
+  data[2] = 42;               // visible through the buffer: it is the same memory
+  CHECK(read(*buffer).get<float>({2}) == 42.0f);
+  buffer->delete_buffer();
+  CHECK(buffer->is_deleted());
+  CHECK(done == 0);  // the external reference still holds the memory
+  { auto drop = std::move(ref); }
+  CHECK(done == 1);  // released exactly once
+}
+
+TEST_CASE("cpu buffer: MutableZeroCopy aliases and on_done runs when the buffer is destroyed") {
+  auto client = make_client();
+  AlignedHost host(64);
+  auto* data = host.at<double>(0);
+  std::fill(data, data + 8, 1.5);
+  std::vector<std::int64_t> dims = {2, 4};
+  int done = 0;
+  {
+    auto buffer = client->buffer_from_host_buffer(std::as_bytes(std::span<const double>(data, 8)),
+                                                  DType::kF64, dims, std::nullopt,
+                                                  HostBufferSemantics::kMutableZeroCopy, [&] { ++done; },
+                                                  client->devices()[0]);
+    REQUIRE(buffer.ok());
+    CHECK(buffer->acquire_external_reference().value().data() == data);
+    CHECK(done == 0);
+  }
+  CHECK(done == 1);
+}
+
+TEST_CASE("cpu buffer: zero-copy of unaligned or strided data copies instead") {
+  auto client = make_client();
+  AlignedHost host(64);
+  auto* unaligned = host.at<std::int32_t>(4);  // 4 bytes past a 64-byte boundary
+  for (int i = 0; i < 4; ++i) unaligned[i] = 10 + i;
+  std::vector<std::int64_t> dims = {4};
+  int done = 0;
+  auto buffer = client->buffer_from_host_buffer(std::as_bytes(std::span<const std::int32_t>(unaligned, 4)),
+                                                DType::kS32, dims, std::nullopt,
+                                                HostBufferSemantics::kImmutableZeroCopy, [&] { ++done; },
+                                                client->devices()[0]);
+  REQUIRE(buffer.ok());
+  CHECK(done == 1);  // copied (inline: small), so the caller's data is free at once
+  CHECK(buffer->acquire_external_reference().value().data() != unaligned);
+  unaligned[0] = -1;
+  CHECK(read(*buffer) == Literal::vector<std::int32_t>({10, 11, 12, 13}));
+
+  // Column-major data is not the default layout: copied and transposed.
+  std::vector<std::int32_t> colmajor = {0, 10, 1, 11, 2, 12};
+  std::vector<std::int64_t> dims2 = {2, 3}, strides = {4, 8};
+  auto transposed = client->buffer_from_host_buffer(bytes_of(colmajor), DType::kS32, dims2,
+                                                    std::span<const std::int64_t>(strides),
+                                                    HostBufferSemantics::kMutableZeroCopy, nullptr,
+                                                    client->devices()[0]);
+  REQUIRE(transposed.ok());
+  CHECK(transposed->acquire_external_reference().value().data() != colmajor.data());
+  CHECK(read(*transposed) ==
+        Literal::from_span<std::int32_t>(std::vector<std::int32_t>{0, 1, 2, 10, 11, 12}, {2, 3}).value());
+}
+
+TEST_CASE("cpu buffer: byte strides are honoured for every permutation of a rank-3 array") {
+  auto client = make_client();
+  std::vector<std::int64_t> dims = {2, 3, 4};
+  std::vector<std::int64_t> perm = {0, 1, 2};
+  do {
+    std::vector<std::int64_t> strides(3);
+    std::int64_t stride = 8;
+    for (int k = 2; k >= 0; --k) {
+      strides[perm[k]] = stride;
+      stride *= dims[perm[k]];
+    }
+    std::vector<double> host(24);
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (std::int64_t j = 0; j < 3; ++j)
+        for (std::int64_t k = 0; k < 4; ++k)
+          host[(i * strides[0] + j * strides[1] + k * strides[2]) / 8] = static_cast<double>(100 * i + 10 * j + k);
+    auto buffer = client->buffer_from_host_buffer(bytes_of(host), DType::kF64, dims,
+                                                  std::span<const std::int64_t>(strides),
+                                                  HostBufferSemantics::kImmutableOnlyDuringCall, nullptr,
+                                                  client->devices()[0]);
+    REQUIRE(buffer.ok());
+    Literal lit = read(*buffer);
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (std::int64_t j = 0; j < 3; ++j)
+        for (std::int64_t k = 0; k < 4; ++k) CHECK(lit.get<double>({i, j, k}) == 100 * i + 10 * j + k);
+  } while (std::next_permutation(perm.begin(), perm.end()));
+}
+
+TEST_CASE("cpu buffer: bad host buffers get a clear status and on_done still runs once") {
+  auto client = make_client();
+  auto other = make_client(1);
+  std::vector<float> host(6, 1.0f);
+  std::vector<std::int64_t> dims = {2, 3};
+  int done = 0;
+  auto put = [&](std::span<const std::byte> data, DType dtype, std::span<const std::int64_t> d,
+                 std::optional<std::span<const std::int64_t>> strides, cpu::MemorySpace<>* m) {
+    return client->buffer_from_host_buffer(data, dtype, d, strides, HostBufferSemantics::kImmutableOnlyDuringCall,
+                                           [&] { ++done; }, m);
+  };
+  cpu::MemorySpace<>* mine = client->memory_spaces()[0];
+
+  Status size = put(bytes_of(host).first(20), DType::kF32, dims, std::nullopt, mine).status();
+  CHECK(size.code() == StatusCode::kInvalidArgument);
+  CHECK(contains(size.message(), "20 bytes of data for f32[2,3], which needs 24"));
+
+  std::vector<std::int64_t> negative = {2, -3};
+  CHECK(contains(put(bytes_of(host), DType::kF32, negative, std::nullopt, mine).status().message(),
+                 "dimension 1 is negative (-3)"));
+  CHECK(contains(put(bytes_of(host), static_cast<DType>(99), dims, std::nullopt, mine).status().message(),
+                 "invalid dtype"));
+
+  std::vector<std::int64_t> overlap = {4, 4};
+  CHECK(contains(put(bytes_of(host), DType::kF32, dims, std::span<const std::int64_t>(overlap), mine)
+                     .status()
+                     .message(),
+                 "overlap"));
+  std::vector<std::int64_t> past = {16, 4};
+  CHECK(contains(put(bytes_of(host), DType::kF32, dims, std::span<const std::int64_t>(past), mine)
+                     .status()
+                     .message(),
+                 "but the data holds only 24 bytes"));
+
+  Status foreign = put(bytes_of(host), DType::kF32, dims, std::nullopt, other->memory_spaces()[0]).status();
+  CHECK(foreign.code() == StatusCode::kInvalidArgument);
+  CHECK(contains(foreign.message(), "memory space cpu:0/device belongs to another client"));
+  Status foreign_device = client
+                              ->buffer_from_host_buffer(bytes_of(host), DType::kF32, dims, std::nullopt,
+                                                        HostBufferSemantics::kImmutableOnlyDuringCall,
+                                                        [&] { ++done; }, other->devices()[0])
+                              .status();
+  CHECK(contains(foreign_device.message(), "device cpu:0 belongs to another client"));
+  CHECK(contains(put({}, DType::kF32, dims, std::nullopt, mine).status().message(), "data is null"));
+  CHECK(done == 8);  // every failed call still gave the data back
+}
+
+TEST_CASE("cpu buffer: every use of a deleted buffer fails with FAILED_PRECONDITION") {
+  auto client = make_client();
+  auto buffer = client->buffer_from_literal(Literal::vector<std::int64_t>({1, 2, 3})).value();
+  CHECK_FALSE(buffer.is_deleted());
+  buffer.delete_buffer();
+  buffer.delete_buffer();  // idempotent
+  CHECK(buffer.is_deleted());
+  auto expect_deleted = [](const Status& s, std::string_view what) {
+    CHECK(s.code() == StatusCode::kFailedPrecondition);
+    CHECK(contains(s.message(), what));
+    CHECK(contains(s.message(), "buffer s64[3] on cpu:0/device has been deleted or donated"));
+  };
+  expect_deleted(buffer.to_literal().await().status(), "to_literal");
+  std::int64_t dst = 0;
+  expect_deleted(buffer.copy_raw_to_host(&dst, 0, 8).await(), "copy_raw_to_host");
+  expect_deleted(buffer.copy_to_device(client->devices()[1]).status(), "copy_to_memory_space");
+  expect_deleted(buffer.on_device_size_in_bytes().status(), "on_device_size_in_bytes");
+  expect_deleted(buffer.acquire_external_reference().status(), "acquire_external_reference");
+  CHECK(buffer.on_device_shape() == Shape(DType::kS64, {3}));  // metadata stays readable
+}
+
+TEST_CASE("cpu buffer: copy_raw_to_host copies a byte range and rejects ranges outside") {
+  auto client = make_client();
+  auto buffer = client->buffer_from_literal(Literal::vector<std::int16_t>({1, 2, 3, 4})).value();
+  std::int16_t two[2] = {0, 0};
+  CHECK(buffer.copy_raw_to_host(two, 4, 4).await().ok());
+  CHECK(two[0] == 3);
+  CHECK(two[1] == 4);
+  for (auto [offset, size] : {std::pair<std::int64_t, std::int64_t>{6, 4}, {-1, 2}, {0, -2}, {9, 0}}) {
+    Status s = buffer.copy_raw_to_host(two, offset, size).await();
+    CHECK(s.code() == StatusCode::kOutOfRange);
+    CHECK(contains(s.message(), "outside its 8 bytes"));
+  }
+  CHECK(buffer.copy_raw_to_host(nullptr, 0, 2).await().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("cpu buffer: copies between devices and memory spaces") {
+  auto client = make_client(2, /*async_threshold=*/0);
+  auto other = make_client(1);
+  Literal value = Literal::from_span<float>(std::vector<float>{1, -2, 3.5f, 0}, {2, 2}).value();
+  auto source = client->buffer_from_literal(value).value();
+  auto on_device1 = source.copy_to_device(client->devices()[1]).value();
+  CHECK(on_device1.device() == client->devices()[1]);
+  CHECK(on_device1.memory_space()->kind() == "device");
+  CHECK(read(on_device1) == value);
+  cpu::MemorySpace<>* pinned = client->devices()[0]->memory_space_by_kind("pinned_host").value();
+  auto on_pinned = on_device1.copy_to_memory_space(pinned).value();
+  CHECK(on_pinned.memory_space() == pinned);
+  CHECK(on_pinned.device() == client->devices()[0]);
+  CHECK(read(on_pinned) == value);
+  CHECK(contains(source.copy_to_device(other->devices()[0]).status().message(), "belongs to another client"));
+  CHECK(contains(source.copy_to_memory_space(other->memory_spaces()[1]).status().message(),
+                 "memory space cpu:0/pinned_host belongs to another client"));
+}
+
+TEST_CASE("cpu buffer: memory lives until pending uses finish, then on_done runs") {
+  auto client = make_client();
+  AlignedHost host(16);
+  float* data = host.at<float>(0);
+  std::fill(data, data + 4, 7.0f);
+  std::atomic<int> released{0};
+  auto zero_copy = client->buffer_from_host_buffer(std::as_bytes(std::span<const float>(data, 4)), DType::kF32,
+                                                   std::vector<std::int64_t>{4}, std::nullopt,
+                                                   HostBufferSemantics::kImmutableZeroCopy, [&] { ++released; },
+                                                   client->devices()[0]);
+  REQUIRE(zero_copy.ok());
+  // A buffer over the same memory whose contents are not defined until `promise` is set: a
+  // stand-in for an execution still writing it.
+  auto hold = zero_copy->acquire("test").value();
+  auto [promise, ready] = make_promise<void>();
+  auto pending = cpu::Buffer<>::make(client.get(), client->memory_spaces()[0], Shape(DType::kF32, {4}),
+                                     std::move(hold.memory), ready);
+  zero_copy->delete_buffer();
+  Future<Literal> literal = pending.to_literal();
+  pending.delete_buffer();
+  CHECK_FALSE(literal.is_ready());
+  CHECK(released == 0);  // the pending read still holds the memory
+  promise.set_value();
+  CHECK(literal.await().value() == Literal::vector<float>({7, 7, 7, 7}));
+  CHECK(released == 1);
+}
+
+TEST_CASE("cpu buffer: an error in a buffer's definition reaches every use") {
+  auto client = make_client(2, /*async_threshold=*/0);
+  auto [promise, ready] = make_promise<void>();
+  auto memory = cpu::detail::DeviceMemory::allocate(8);
+  auto failed = cpu::Buffer<>::make(client.get(), client->memory_spaces()[0], Shape(DType::kF64, {}),
+                                    memory, ready);
+  Future<Literal> literal = failed.to_literal();
+  auto copy = failed.copy_to_device(client->devices()[1]).value();
+  promise.set_error(internal_error("kernel exploded"));
+  CHECK(literal.await().status().message() == "kernel exploded");
+  CHECK(copy.get_ready_future().await().message() == "kernel exploded");
+  CHECK(copy.to_literal().await().status().message() == "kernel exploded");
+}
+
+TEST_CASE("cpu buffer: uninitialized buffers and large asynchronous reads") {
+  auto client = make_client(1, /*async_threshold=*/1024);
+  auto buffer = client->create_uninitialized_buffer(Shape(DType::kU8, {4096}), nullptr).value();
+  CHECK(buffer.on_device_size_in_bytes().value() == 4096);
+  auto ref = buffer.acquire_external_reference().value();
+  std::memset(ref.data(), 0xAB, ref.size());
+  Literal lit = read(buffer);  // 4096 bytes >= 1024: copied on the pool
+  CHECK(std::all_of(lit.data<std::uint8_t>().begin(), lit.data<std::uint8_t>().end(),
+                    [](std::uint8_t b) { return b == 0xAB; }));
+  Status negative = client->create_uninitialized_buffer(Shape(DType::kF32, {-1}), nullptr).status();
+  CHECK(negative.code() == StatusCode::kInvalidArgument);
+  CHECK(contains(negative.message(), "create_uninitialized_buffer: dimension 0 is negative (-1)"));
+  std::vector<std::int64_t> dims = {2, 3}, column_major = {1, 0};
+  Status layout = client->create_uninitialized_buffer(Shape::make(DType::kF32, dims, column_major).value(),
+                                                      nullptr).status();
+  CHECK(layout.code() == StatusCode::kUnimplemented);
+  CHECK(contains(layout.message(), "is not the default"));
+}
+
+TEST_CASE("cpu buffer: an inline client transfers on the caller's thread") {
+  auto client = make_client<cpu::InlineExecutor>(1, /*async_threshold=*/0);
+  std::vector<double> host(1000, 2.5);
+  std::thread::id done_thread;
+  auto buffer = client->buffer_from_host_buffer(bytes_of(host), DType::kF64, std::vector<std::int64_t>{1000},
+                                                std::nullopt, HostBufferSemantics::kImmutableUntilTransferCompletes,
+                                                [&] { done_thread = std::this_thread::get_id(); },
+                                                client->devices()[0]);
+  REQUIRE(buffer.ok());
+  CHECK(buffer->get_ready_future().is_ready());
+  CHECK(done_thread == std::this_thread::get_id());
+  Future<Literal> lit = buffer->to_literal();
+  CHECK(lit.is_ready());
+  CHECK(lit.await().value().get<double>({999}) == 2.5);
+}
+
+TEST_CASE("cpu buffer: concurrent transfers, reads and deletes from many threads") {
+  auto client = make_client(2, /*async_threshold=*/256);
+  constexpr int kThreads = 8;
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; ++t) {
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 50; ++round) {
+        std::vector<std::int32_t> host(64 + 8 * round, t * 1000 + round);
+        auto buffer = client->buffer_from_host_buffer(
+            bytes_of(host), DType::kS32, std::vector<std::int64_t>{static_cast<std::int64_t>(host.size())},
+            std::nullopt, HostBufferSemantics::kImmutableUntilTransferCompletes, nullptr,
+            client->devices()[static_cast<std::size_t>(t % 2)]);
+        if (!buffer.ok()) { ++failures; continue; }
+        auto moved = buffer->copy_to_device(client->devices()[static_cast<std::size_t>((t + 1) % 2)]);
+        Future<Literal> a = buffer->to_literal();
+        buffer->delete_buffer();  // the pending read and copy keep the memory
+        if (!moved.ok()) { ++failures; continue; }
+        Future<Literal> b = moved->to_literal();
+        const Literal& la = a.await().value();
+        const Literal& lb = b.await().value();
+        if (!(la == lb) || la.data<std::int32_t>()[0] != t * 1000 + round) ++failures;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  CHECK(failures == 0);
+}
