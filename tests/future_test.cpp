@@ -220,6 +220,7 @@ TEST_CASE("future: a promise destroyed unset aborts its future") {
 
   Future<> vf;
   { vf = make_promise<>().second; }
+  REQUIRE(vf.is_ready());
   CHECK(vf.await() == pjrt_lite::aborted_error("promise destroyed before it was fulfilled"));
 }
 
@@ -227,6 +228,7 @@ TEST_CASE("future: move-assigning over an unset promise aborts its future") {
   auto [p1, f1] = make_promise<int>();
   auto [p2, f2] = make_promise<int>();
   p1 = std::move(p2);
+  REQUIRE(f1.is_ready());
   CHECK(code_name(f1.await()) == "ABORTED");
   CHECK_FALSE(f2.is_ready());
   CHECK(p1.valid());
@@ -401,7 +403,8 @@ TEST_CASE("future: then flattens the inner future") {
   REQUIRE(result.is_ready());
   CHECK(*result.await() == "inner");
 
-  Future<int> ready = make_ready_future(4).then([](const int& x) { return make_ready_future(x * 10); });
+  Future<int> ready =
+      make_ready_future(4).then([](const int& x) { return make_ready_future(x * 10); });
   CHECK(*ready.await() == 40);
 
   Future<int> from_void = make_ready_future().then([] { return make_ready_future(9); });
@@ -413,11 +416,11 @@ TEST_CASE("future: then flattens the inner future") {
 
 TEST_CASE("future: then forwards an outer error without calling f and an inner error as is") {
   int calls = 0;
-  Future<int> outer_err = make_error_future<int>(pjrt_lite::deadline_exceeded_error("late"))
-                              .then([&](const int& x) {
-                                ++calls;
-                                return make_ready_future(x);
-                              });
+  Future<int> outer_err =
+      make_error_future<int>(pjrt_lite::deadline_exceeded_error("late")).then([&](const int& x) {
+        ++calls;
+        return make_ready_future(x);
+      });
   CHECK(calls == 0);
   CHECK(outer_err.await().status() == pjrt_lite::deadline_exceeded_error("late"));
 

@@ -180,8 +180,8 @@ template <class F, class T>
 using CallResultT = typename CallResult<F, T>::type;
 
 template <class F, class T>
-concept InvocableWithValue =
-    (std::is_void_v<T> && std::invocable<F&>) || (!std::is_void_v<T> && std::invocable<F&, const T&>);
+concept InvocableWithValue = (std::is_void_v<T> && std::invocable<F&>) ||
+                             (!std::is_void_v<T> && std::invocable<F&, const T&>);
 
 // The value type of the future map() produces from a callback returning R.
 template <class R>
@@ -245,17 +245,13 @@ class Future {
   /// Lock-free, so safe to poll. False for an invalid future, which will never have a result.
   [[nodiscard]] bool is_ready() const noexcept { return state_ != nullptr && state_->is_ready(); }
 
-  /// Blocks (sleeping, not spinning) until fulfilled. The reference stays valid while any
-  /// copy of this future lives.
+  /// Sleeps rather than spins; the reference lives as long as any copy of this future.
   AwaitResult await() const {
     if (!state_) return detail::invalid_future_result<T>();
     return state_->wait();
   }
 
-  /// Thread-safe against a concurrent fulfilment: f runs exactly once, on this thread if the
-  /// result is already there, otherwise on the thread that fulfils the promise; callbacks
-  /// queued before fulfilment run in registration order. An invalid future runs f at once
-  /// with FAILED_PRECONDITION.
+  /// Thread-safe: f runs once, here if ready, else on the fulfilling thread in registration order.
   template <class F>
     requires std::invocable<F&, const FutureResult<T>&>
   void on_ready(F f) const {
@@ -272,9 +268,7 @@ class Future {
     if (!state_->try_add_callback(cb)) cb(state_->result());
   }
 
-  /// f takes `const T&` (nothing for void) and returns U, StatusOr<U>, Status or void; the
-  /// latter two give Future<void>. Errors skip f, so f only ever sees a value. f runs where
-  /// an on_ready callback would.
+  /// f(const T&) (f() for void) returns U, StatusOr<U>, Status or void; errors skip f entirely.
   template <class F>
     requires detail::InvocableWithValue<F, T>
   [[nodiscard]] auto map(F f) const -> Future<detail::MapValueT<detail::CallResultT<F, T>>> {
@@ -297,9 +291,7 @@ class Future {
     return std::move(pf.second);
   }
 
-  /// f takes the value like map's and returns a Future<U>; the result is that inner future,
-  /// flattened. Errors skip f. The inner result is copied because other copies of the inner
-  /// future may still read it, hence U must be copyable.
+  /// As map, but f returns Future<U>, flattened; U must be copyable as the inner state is shared.
   template <class F>
     requires detail::InvocableWithValue<F, T>
   [[nodiscard]] auto then(F f) const -> std::remove_cvref_t<detail::CallResultT<F, T>> {
@@ -353,26 +345,26 @@ class Promise {
   /// False for a default-constructed or moved-from promise.
   [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
 
-  /// Thread-safe against other set calls: exactly one wins and gets true.
+  /// Thread-safe: of racing set calls exactly one wins and returns true.
   template <class U = T>
     requires(std::is_same_v<U, T> && !std::is_void_v<U>)
   bool set_value(std::type_identity_t<U> value) {
     return set(FutureResult<T>(std::move(value)));
   }
 
-  /// Thread-safe against other set calls: exactly one wins and gets true.
+  /// Thread-safe: of racing set calls exactly one wins and returns true.
   bool set_value()
     requires std::is_void_v<T>
   {
     return set(Status());
   }
 
-  /// An OK status here is a caller bug and becomes INTERNAL, so it cannot pass as success.
-  /// Thread-safe against other set calls.
-  bool set_error(Status error) { return set(FutureResult<T>(detail::ensure_error(std::move(error)))); }
+  /// OK becomes INTERNAL so a caller bug cannot read as success. Thread-safe, like set_value.
+  bool set_error(Status error) {
+    return set(FutureResult<T>(detail::ensure_error(std::move(error))));
+  }
 
-  /// Runs the callbacks queued on the future on this thread before returning. Thread-safe
-  /// against other set calls: exactly one wins and gets true.
+  /// Runs queued callbacks on this thread before returning. Thread-safe, like set_value.
   bool set(FutureResult<T> result) {
     return state_ != nullptr && state_->fulfil(std::move(result));
   }
@@ -446,8 +438,7 @@ class JoinState {
 
 }  // namespace detail
 
-/// Ready once every input is; OK if all are, else the error that arrived first in time.
-/// Callable from any thread; it keeps the inputs' states alive only through their callbacks.
+/// Ready once every input is: OK, or the first error to arrive in time. Callable from any thread.
 template <class T>
 Future<void> join(std::span<const Future<T>> futures) {
   if (futures.empty()) return make_ready_future();

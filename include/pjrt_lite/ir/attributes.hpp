@@ -1,0 +1,247 @@
+#pragma once
+// The typed attributes of each op. A node holds exactly one alternative of `Attributes`, the
+// one its opcode calls for (attributes_fit checks that), so every field has a C++ type and no
+// op carries fields it does not use.
+//
+// The attributes are complete: an op's result shapes follow from its operand shapes, its
+// attributes and its bodies alone (see shape_inference.hpp). That is why reshape and
+// broadcast_in_dim carry their result dims and convert its target dtype, which StableHLO
+// spells as the result type instead.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/ir/op.hpp"
+
+namespace pjrt_lite {
+
+/// compare's `comparison_direction`.
+enum class ComparisonDirection : std::uint8_t { kEq, kNe, kGe, kGt, kLe, kLt };
+
+/// compare's `compare_type`. kNotype means "the default for the element type" (what a
+/// StableHLO text without the attribute says); the builder resolves it with
+/// default_comparison_type, so graphs it builds never hold kNotype.
+enum class ComparisonType : std::uint8_t { kNotype, kFloat, kTotalOrder, kSigned, kUnsigned };
+
+/// "EQ", "NE", "GE", "GT", "LE", "LT".
+constexpr std::string_view comparison_direction_name(ComparisonDirection d) {
+  constexpr std::array<std::string_view, 6> names = {"EQ", "NE", "GE", "GT", "LE", "LT"};
+  auto i = static_cast<std::size_t>(d);
+  return i < names.size() ? names[i] : std::string_view("INVALID");
+}
+/// "NOTYPE", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED".
+constexpr std::string_view comparison_type_name(ComparisonType t) {
+  constexpr std::array<std::string_view, 5> names = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED",
+                                                     "UNSIGNED"};
+  auto i = static_cast<std::size_t>(t);
+  return i < names.size() ? names[i] : std::string_view("INVALID");
+}
+inline StatusOr<ComparisonDirection> comparison_direction_from_name(std::string_view name) {
+  for (std::uint8_t i = 0; i < 6; ++i) {
+    auto d = static_cast<ComparisonDirection>(i);
+    if (comparison_direction_name(d) == name) return d;
+  }
+  return invalid_argument_error(
+      str_cat("unknown comparison direction '", name, "' (expected EQ, NE, GE, GT, LE or LT)"));
+}
+inline StatusOr<ComparisonType> comparison_type_from_name(std::string_view name) {
+  for (std::uint8_t i = 0; i < 5; ++i) {
+    auto t = static_cast<ComparisonType>(i);
+    if (comparison_type_name(t) == name) return t;
+  }
+  return invalid_argument_error(str_cat("unknown comparison type '", name,
+                                        "' (expected NOTYPE, FLOAT, TOTALORDER, SIGNED or "
+                                        "UNSIGNED)"));
+}
+
+/// The compare_type the spec prescribes for an element type: SIGNED for signed integers,
+/// UNSIGNED for unsigned integers and pred, FLOAT for floating-point and complex.
+constexpr ComparisonType default_comparison_type(DType t) {
+  if (is_signed_integral(t)) return ComparisonType::kSigned;
+  if (is_unsigned_integral(t) || is_pred(t)) return ComparisonType::kUnsigned;
+  return ComparisonType::kFloat;
+}
+
+/// For ops without attributes.
+struct NoAttrs {
+  friend bool operator==(const NoAttrs&, const NoAttrs&) = default;
+};
+
+/// parameter: its position in the graph's signature and its shape.
+struct ParameterAttrs {
+  std::int64_t number = 0;
+  Shape shape;
+  friend bool operator==(const ParameterAttrs&, const ParameterAttrs&) = default;
+};
+
+/// constant: the value, shared because graphs are copied by transforms and constants can be
+/// large; it is never mutated after the node is made. Always in the default layout.
+struct ConstantAttrs {
+  std::shared_ptr<const Literal> value;
+
+  [[nodiscard]] const Literal& literal() const { return *value; }
+  friend bool operator==(const ConstantAttrs& a, const ConstantAttrs& b) {
+    if (a.value == b.value) return true;
+    return a.value && b.value && *a.value == *b.value;
+  }
+};
+
+/// iota: the result shape and the dimension that counts up.
+struct IotaAttrs {
+  Shape shape;
+  std::int64_t iota_dimension = 0;
+  friend bool operator==(const IotaAttrs&, const IotaAttrs&) = default;
+};
+
+/// compare.
+struct CompareAttrs {
+  ComparisonDirection direction = ComparisonDirection::kEq;
+  ComparisonType type = ComparisonType::kNotype;
+  friend bool operator==(const CompareAttrs&, const CompareAttrs&) = default;
+};
+
+/// convert and bitcast_convert: the result element type.
+struct ConvertAttrs {
+  DType dtype = DType::kInvalid;
+  friend bool operator==(const ConvertAttrs&, const ConvertAttrs&) = default;
+};
+
+/// broadcast_in_dim: the result dims, and for each operand dimension the result dimension it
+/// maps to.
+struct BroadcastInDimAttrs {
+  std::vector<std::int64_t> dims;
+  std::vector<std::int64_t> broadcast_dimensions;
+  friend bool operator==(const BroadcastInDimAttrs&, const BroadcastInDimAttrs&) = default;
+};
+
+/// reshape: the result dims.
+struct ReshapeAttrs {
+  std::vector<std::int64_t> dims;
+  friend bool operator==(const ReshapeAttrs&, const ReshapeAttrs&) = default;
+};
+
+/// transpose: result dimension d is operand dimension permutation[d].
+struct TransposeAttrs {
+  std::vector<std::int64_t> permutation;
+  friend bool operator==(const TransposeAttrs&, const TransposeAttrs&) = default;
+};
+
+/// slice: per dimension, [start, limit) taking every stride-th element.
+struct SliceAttrs {
+  std::vector<std::int64_t> start_indices;
+  std::vector<std::int64_t> limit_indices;
+  std::vector<std::int64_t> strides;
+  friend bool operator==(const SliceAttrs&, const SliceAttrs&) = default;
+};
+
+/// concatenate.
+struct ConcatenateAttrs {
+  std::int64_t dimension = 0;
+  friend bool operator==(const ConcatenateAttrs&, const ConcatenateAttrs&) = default;
+};
+
+/// pad: edge padding may be negative (it then crops); interior padding may not.
+struct PadAttrs {
+  std::vector<std::int64_t> edge_padding_low;
+  std::vector<std::int64_t> edge_padding_high;
+  std::vector<std::int64_t> interior_padding;
+  friend bool operator==(const PadAttrs&, const PadAttrs&) = default;
+};
+
+/// reverse.
+struct ReverseAttrs {
+  std::vector<std::int64_t> dimensions;
+  friend bool operator==(const ReverseAttrs&, const ReverseAttrs&) = default;
+};
+
+/// dynamic_slice: the result dims (the start indices are operands).
+struct DynamicSliceAttrs {
+  std::vector<std::int64_t> slice_sizes;
+  friend bool operator==(const DynamicSliceAttrs&, const DynamicSliceAttrs&) = default;
+};
+
+/// reduce: the reduced dimensions. The body is the node's region, not an attribute.
+struct ReduceAttrs {
+  std::vector<std::int64_t> dimensions;
+  friend bool operator==(const ReduceAttrs&, const ReduceAttrs&) = default;
+};
+
+/// dot_general: which dimensions are batch dimensions and which are contracted.
+struct DotDimensionNumbers {
+  std::vector<std::int64_t> lhs_batching_dimensions;
+  std::vector<std::int64_t> rhs_batching_dimensions;
+  std::vector<std::int64_t> lhs_contracting_dimensions;
+  std::vector<std::int64_t> rhs_contracting_dimensions;
+  friend bool operator==(const DotDimensionNumbers&, const DotDimensionNumbers&) = default;
+};
+
+/// The attributes of one node. The alternative's index is part of the fingerprint: append new
+/// alternatives at the end.
+using Attributes =
+    std::variant<NoAttrs, ParameterAttrs, ConstantAttrs, IotaAttrs, CompareAttrs, ConvertAttrs,
+                 BroadcastInDimAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, ConcatenateAttrs,
+                 PadAttrs, ReverseAttrs, DynamicSliceAttrs, ReduceAttrs, DotDimensionNumbers>;
+
+namespace detail {
+template <class A, class... Ts>
+constexpr std::size_t alternative_index(std::variant<Ts...>*) {
+  std::size_t i = 0;
+  ((std::is_same_v<A, Ts> ? false : (++i, true)) && ...);
+  return i;
+}
+}  // namespace detail
+
+/// The index in Attributes of alternative A.
+template <class A>
+inline constexpr std::size_t kAttributesIndex =
+    detail::alternative_index<A>(static_cast<Attributes*>(nullptr));
+
+/// The C++ name of the alternative `attrs` holds, for error messages: "SliceAttrs".
+constexpr std::string_view attributes_name(std::size_t index) {
+  constexpr std::array<std::string_view, std::variant_size_v<Attributes>> names = {
+      "NoAttrs",        "ParameterAttrs",    "ConstantAttrs",       "IotaAttrs",
+      "CompareAttrs",   "ConvertAttrs",      "BroadcastInDimAttrs", "ReshapeAttrs",
+      "TransposeAttrs", "SliceAttrs",        "ConcatenateAttrs",    "PadAttrs",
+      "ReverseAttrs",   "DynamicSliceAttrs", "ReduceAttrs",         "DotDimensionNumbers"};
+  return index < names.size() ? names[index] : std::string_view("invalid");
+}
+
+/// The index in Attributes of the alternative that `op` takes.
+constexpr std::size_t attributes_index_for(OpCode op) {
+  switch (op) {
+    case OpCode::kParameter: return kAttributesIndex<ParameterAttrs>;
+    case OpCode::kConstant: return kAttributesIndex<ConstantAttrs>;
+    case OpCode::kIota: return kAttributesIndex<IotaAttrs>;
+    case OpCode::kCompare: return kAttributesIndex<CompareAttrs>;
+    case OpCode::kConvert:
+    case OpCode::kBitcastConvert: return kAttributesIndex<ConvertAttrs>;
+    case OpCode::kBroadcastInDim: return kAttributesIndex<BroadcastInDimAttrs>;
+    case OpCode::kReshape: return kAttributesIndex<ReshapeAttrs>;
+    case OpCode::kTranspose: return kAttributesIndex<TransposeAttrs>;
+    case OpCode::kSlice: return kAttributesIndex<SliceAttrs>;
+    case OpCode::kConcatenate: return kAttributesIndex<ConcatenateAttrs>;
+    case OpCode::kPad: return kAttributesIndex<PadAttrs>;
+    case OpCode::kReverse: return kAttributesIndex<ReverseAttrs>;
+    case OpCode::kDynamicSlice: return kAttributesIndex<DynamicSliceAttrs>;
+    case OpCode::kReduce: return kAttributesIndex<ReduceAttrs>;
+    case OpCode::kDotGeneral: return kAttributesIndex<DotDimensionNumbers>;
+    default: return kAttributesIndex<NoAttrs>;
+  }
+}
+
+/// True when `attrs` holds the alternative that `op` takes.
+constexpr bool attributes_fit(OpCode op, const Attributes& attrs) {
+  return attrs.index() == attributes_index_for(op);
+}
+
+}  // namespace pjrt_lite

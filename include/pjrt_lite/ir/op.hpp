@@ -1,0 +1,218 @@
+#pragma once
+// The closed set of operations of the IR, their StableHLO names and their classification.
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+#include "pjrt_lite/core/status.hpp"
+
+namespace pjrt_lite {
+
+/// An operation of the IR. Each one is the StableHLO op of the same name; the IR has no
+/// `return` op, a Graph lists its outputs instead.
+enum class OpCode : std::uint8_t {
+  // Sources: no operands.
+  kParameter,
+  kConstant,
+  kIota,
+  // Unary element-wise.
+  kAbs,
+  kNegate,
+  kSign,
+  kExponential,
+  kExponentialMinusOne,
+  kLog,
+  kLogPlusOne,
+  kSqrt,
+  kRsqrt,
+  kCbrt,
+  kTanh,
+  kLogistic,
+  kSine,
+  kCosine,
+  kTan,
+  kFloor,
+  kCeil,
+  kRoundNearestAfz,
+  kRoundNearestEven,
+  kIsFinite,
+  kNot,
+  kPopcnt,
+  kReal,
+  kImag,
+  // Binary element-wise.
+  kAdd,
+  kSubtract,
+  kMultiply,
+  kDivide,
+  kRemainder,
+  kPower,
+  kMaximum,
+  kMinimum,
+  kAtan2,
+  kAnd,
+  kOr,
+  kXor,
+  kShiftLeft,
+  kShiftRightArithmetic,
+  kShiftRightLogical,
+  kComplex,
+  // Other element-wise ops, with attributes or more operands.
+  kCompare,
+  kSelect,
+  kClamp,
+  kConvert,
+  // Data movement.
+  kBitcastConvert,
+  kBroadcastInDim,
+  kReshape,
+  kTranspose,
+  kSlice,
+  kConcatenate,
+  kPad,
+  kReverse,
+  kDynamicSlice,
+  kDynamicUpdateSlice,
+  // Reductions and contractions.
+  kReduce,
+  kDotGeneral,
+};
+
+/// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kDotGeneral) + 1;
+
+namespace detail {
+inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
+    "parameter",
+    "constant",
+    "iota",
+    "abs",
+    "negate",
+    "sign",
+    "exponential",
+    "exponential_minus_one",
+    "log",
+    "log_plus_one",
+    "sqrt",
+    "rsqrt",
+    "cbrt",
+    "tanh",
+    "logistic",
+    "sine",
+    "cosine",
+    "tan",
+    "floor",
+    "ceil",
+    "round_nearest_afz",
+    "round_nearest_even",
+    "is_finite",
+    "not",
+    "popcnt",
+    "real",
+    "imag",
+    "add",
+    "subtract",
+    "multiply",
+    "divide",
+    "remainder",
+    "power",
+    "maximum",
+    "minimum",
+    "atan2",
+    "and",
+    "or",
+    "xor",
+    "shift_left",
+    "shift_right_arithmetic",
+    "shift_right_logical",
+    "complex",
+    "compare",
+    "select",
+    "clamp",
+    "convert",
+    "bitcast_convert",
+    "broadcast_in_dim",
+    "reshape",
+    "transpose",
+    "slice",
+    "concatenate",
+    "pad",
+    "reverse",
+    "dynamic_slice",
+    "dynamic_update_slice",
+    "reduce",
+    "dot_general",
+};
+}  // namespace detail
+
+/// True for a value inside the enum's range (a deserialized byte may not be).
+constexpr bool is_valid(OpCode op) { return static_cast<std::size_t>(op) < kOpCodeCount; }
+
+/// The StableHLO name without the dialect prefix: "add", "exponential_minus_one", ...
+constexpr std::string_view op_name(OpCode op) {
+  return is_valid(op) ? detail::kOpNames[static_cast<std::size_t>(op)]
+                      : std::string_view("invalid");
+}
+
+/// The opcode called `name` ("add" or "stablehlo.add"), or INVALID_ARGUMENT.
+inline StatusOr<OpCode> op_from_name(std::string_view name) {
+  constexpr std::string_view kDialect = "stablehlo.";
+  if (name.starts_with(kDialect)) name.remove_prefix(kDialect.size());
+  for (std::size_t i = 0; i < kOpCodeCount; ++i)
+    if (detail::kOpNames[i] == name) return static_cast<OpCode>(i);
+  return invalid_argument_error(str_cat("unknown op '", name, "'"));
+}
+
+/// parameter, constant, iota: the ops without operands.
+constexpr bool is_source(OpCode op) { return op <= OpCode::kIota; }
+/// One operand, same shape out, no attributes: abs .. imag.
+constexpr bool is_unary(OpCode op) { return op >= OpCode::kAbs && op <= OpCode::kImag; }
+/// Two operands of one shape, same shape out, no attributes: add .. complex.
+constexpr bool is_binary(OpCode op) { return op >= OpCode::kAdd && op <= OpCode::kComplex; }
+/// Every result element depends only on the operand elements at the same index (a scalar
+/// operand of select or clamp counts as broadcast). These are the ops that fuse into loops.
+constexpr bool is_elementwise(OpCode op) { return op >= OpCode::kAbs && op <= OpCode::kConvert; }
+/// f(a, b) == f(b, a) for every element type the op accepts.
+constexpr bool is_commutative(OpCode op) {
+  switch (op) {
+    case OpCode::kAdd:
+    case OpCode::kMultiply:
+    case OpCode::kMaximum:
+    case OpCode::kMinimum:
+    case OpCode::kAnd:
+    case OpCode::kOr:
+    case OpCode::kXor: return true;
+    default: return false;
+  }
+}
+/// Ops whose nodes carry a region (a nested Graph): only reduce so far.
+constexpr bool has_body(OpCode op) { return op == OpCode::kReduce; }
+/// Ops with several results: reduce (one per input). Every other op has exactly one.
+constexpr bool is_variadic_result(OpCode op) { return op == OpCode::kReduce; }
+
+/// The number of operands an op takes, or -1 when it depends on the node: concatenate (>= 1),
+/// dynamic_slice (1 + rank), dynamic_update_slice (2 + rank), reduce (2 per input).
+constexpr int operand_count(OpCode op) {
+  if (is_source(op)) return 0;
+  if (is_unary(op)) return 1;
+  if (is_binary(op)) return 2;
+  switch (op) {
+    case OpCode::kCompare: return 2;
+    case OpCode::kSelect:
+    case OpCode::kClamp: return 3;
+    case OpCode::kConvert:
+    case OpCode::kBitcastConvert:
+    case OpCode::kBroadcastInDim:
+    case OpCode::kReshape:
+    case OpCode::kTranspose:
+    case OpCode::kSlice:
+    case OpCode::kReverse: return 1;
+    case OpCode::kPad:
+    case OpCode::kDotGeneral: return 2;
+    default: return -1;
+  }
+}
+
+}  // namespace pjrt_lite

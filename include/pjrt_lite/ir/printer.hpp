@@ -1,0 +1,131 @@
+#pragma once
+// A readable text form of a Graph, for logs, test expectations and debugging. One line per
+// node, `%id = op(operands) {attributes} : result types`, bodies indented under their node,
+// and the outputs last:
+//
+//   graph main {
+//     %0 = parameter {number=0} : f32[2,3]
+//     %1 = constant {value=1} : f32[]
+//     %2 = broadcast_in_dim(%1) {broadcast_dimensions=[]} : f32[2,3]
+//     %3 = add(%0, %2) : f32[2,3]
+//     return %3
+//   }
+//
+// It is not a serialization format (stablehlo/ writes and reads StableHLO text): large
+// constants are elided and attributes already visible in the result type (reshape's dims,
+// convert's dtype) are left out.
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/ir/attributes.hpp"
+#include "pjrt_lite/ir/graph.hpp"
+
+namespace pjrt_lite {
+
+/// Constants with more elements than this print as `<f32[100]>` instead of their values.
+inline constexpr std::int64_t kMaxPrintedConstantElements = 16;
+
+namespace detail {
+
+inline std::string value_ref(const Graph& g, Value v) {
+  // Multi-result nodes always show the result index, so `%4` is never ambiguous.
+  if (g.contains(v) && g.node(v).results.size() > 1) return str_cat("%", v.node, "#", v.index);
+  return to_string(v);
+}
+
+/// The attribute list without braces; empty when there is nothing to show.
+inline std::string attributes_text(const Node& node) {
+  auto dims = [](const std::vector<std::int64_t>& d) { return Shape::dims_string(d); };
+  return std::visit(
+      [&](const auto& a) -> std::string {
+        using A = std::decay_t<decltype(a)>;
+        if constexpr (std::is_same_v<A, ParameterAttrs>) {
+          return str_cat("number=", a.number);
+        } else if constexpr (std::is_same_v<A, ConstantAttrs>) {
+          if (!a.value) return "value=<null>";
+          if (a.value->element_count() > kMaxPrintedConstantElements)
+            return str_cat("value=<", a.value->shape(), ">");
+          // Literal::to_string starts with the shape, which the result type already shows.
+          std::string text = a.value->to_string();
+          const std::string prefix = a.value->shape().to_string() + " ";
+          if (text.starts_with(prefix)) text.erase(0, prefix.size());
+          return str_cat("value=", text);
+        } else if constexpr (std::is_same_v<A, IotaAttrs>) {
+          return str_cat("iota_dimension=", a.iota_dimension);
+        } else if constexpr (std::is_same_v<A, CompareAttrs>) {
+          return str_cat("direction=", comparison_direction_name(a.direction),
+                         ", type=", comparison_type_name(a.type));
+        } else if constexpr (std::is_same_v<A, BroadcastInDimAttrs>) {
+          return str_cat("broadcast_dimensions=", dims(a.broadcast_dimensions));
+        } else if constexpr (std::is_same_v<A, TransposeAttrs>) {
+          return str_cat("permutation=", dims(a.permutation));
+        } else if constexpr (std::is_same_v<A, SliceAttrs>) {
+          return str_cat("start_indices=", dims(a.start_indices),
+                         ", limit_indices=", dims(a.limit_indices), ", strides=", dims(a.strides));
+        } else if constexpr (std::is_same_v<A, ConcatenateAttrs>) {
+          return str_cat("dimension=", a.dimension);
+        } else if constexpr (std::is_same_v<A, PadAttrs>) {
+          return str_cat("edge_padding_low=", dims(a.edge_padding_low),
+                         ", edge_padding_high=", dims(a.edge_padding_high),
+                         ", interior_padding=", dims(a.interior_padding));
+        } else if constexpr (std::is_same_v<A, ReverseAttrs> || std::is_same_v<A, ReduceAttrs>) {
+          return str_cat("dimensions=", dims(a.dimensions));
+        } else if constexpr (std::is_same_v<A, DynamicSliceAttrs>) {
+          return str_cat("slice_sizes=", dims(a.slice_sizes));
+        } else if constexpr (std::is_same_v<A, DotDimensionNumbers>) {
+          return str_cat("lhs_batching_dimensions=", dims(a.lhs_batching_dimensions),
+                         ", rhs_batching_dimensions=", dims(a.rhs_batching_dimensions),
+                         ", lhs_contracting_dimensions=", dims(a.lhs_contracting_dimensions),
+                         ", rhs_contracting_dimensions=", dims(a.rhs_contracting_dimensions));
+        } else {
+          // NoAttrs; ConvertAttrs and ReshapeAttrs repeat the result type.
+          return "";
+        }
+      },
+      node.attrs);
+}
+
+inline void print_graph(std::string& out, const Graph& g, const std::string& indent) {
+  out += str_cat(indent, "graph ", g.name(), " {\n");
+  const std::string inner = indent + "  ";
+  for (std::int64_t i = 0; i < g.num_nodes(); ++i) {
+    const Node& node = g.node(i);
+    out += str_cat(inner, "%", i);
+    if (node.results.size() > 1) out += str_cat(":", node.results.size());
+    out += str_cat(" = ", op_name(node.op));
+    if (!node.operands.empty()) {
+      out += '(';
+      for (std::size_t k = 0; k < node.operands.size(); ++k)
+        out += str_cat(k ? ", " : "", value_ref(g, node.operands[k]));
+      out += ')';
+    }
+    if (std::string attrs = attributes_text(node); !attrs.empty()) out += str_cat(" {", attrs, "}");
+    out += " : ";
+    for (std::size_t r = 0; r < node.results.size(); ++r)
+      out += str_cat(r ? ", " : "", node.results[r]);
+    out += '\n';
+    for (const Graph& body : node.bodies) print_graph(out, body, inner + "  ");
+  }
+  out += str_cat(inner, "return");
+  for (std::size_t k = 0; k < g.outputs().size(); ++k)
+    out += str_cat(k ? ", " : " ", value_ref(g, g.outputs()[k]));
+  out += str_cat("\n", indent, "}\n");
+}
+
+}  // namespace detail
+
+/// The text form of `g`, ending in a newline. Prints unverified graphs too, as far as they
+/// make sense, so it can show what the verifier rejected.
+inline std::string to_string(const Graph& g) {
+  std::string out;
+  detail::print_graph(out, g, "");
+  return out;
+}
+
+}  // namespace pjrt_lite

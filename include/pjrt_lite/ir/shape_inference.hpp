@@ -1,0 +1,800 @@
+#pragma once
+// Shape inference: the result shapes of each op from its operand shapes and attributes, with
+// the element-type and shape constraints of the StableHLO specification. Every error is
+// INVALID_ARGUMENT and its message starts with the op's name, then says which operand or
+// attribute is wrong and why: "add: operand 1 has shape f32[3] but operand 0 has shape f32[2]".
+//
+// Results always have the default layout: the IR is about logical shapes; layouts belong to
+// buffers and to the compiler.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/ir/attributes.hpp"
+#include "pjrt_lite/ir/op.hpp"
+
+namespace pjrt_lite {
+
+/// The types of a body (a reduce's region): its parameter shapes in parameter-number order
+/// and its output shapes.
+struct Signature {
+  std::vector<Shape> parameters;
+  std::vector<Shape> results;
+  friend bool operator==(const Signature&, const Signature&) = default;
+};
+
+/// A set of element-type classes, for the type rules of element-wise ops.
+enum class TypeClass : std::uint8_t {
+  kNone = 0,
+  kPred = 1,
+  kSigned = 2,
+  kUnsigned = 4,
+  kFloat = 8,
+  kComplex = 16,
+  kInteger = kSigned | kUnsigned,
+  kFloatOrComplex = kFloat | kComplex,
+  kNumeric = kInteger | kFloat | kComplex,
+  kAny = kPred | kNumeric,
+};
+constexpr TypeClass operator|(TypeClass a, TypeClass b) {
+  return static_cast<TypeClass>(static_cast<std::uint8_t>(a) | static_cast<std::uint8_t>(b));
+}
+/// The class of one valid dtype.
+constexpr TypeClass type_class(DType t) {
+  if (is_pred(t)) return TypeClass::kPred;
+  if (is_signed_integral(t)) return TypeClass::kSigned;
+  if (is_unsigned_integral(t)) return TypeClass::kUnsigned;
+  if (is_floating(t)) return TypeClass::kFloat;
+  if (is_complex(t)) return TypeClass::kComplex;
+  return TypeClass::kNone;
+}
+constexpr bool is_in(DType t, TypeClass set) {
+  return (static_cast<std::uint8_t>(type_class(t)) & static_cast<std::uint8_t>(set)) != 0;
+}
+
+/// The element types a unary or binary op accepts, per the spec. complex takes only f32 and
+/// f64, which the set cannot say; infer_binary checks that.
+constexpr TypeClass accepted_types(OpCode op) {
+  switch (op) {
+    case OpCode::kAbs:
+    case OpCode::kSign: return TypeClass::kSigned | TypeClass::kFloat | TypeClass::kComplex;
+    case OpCode::kNegate:
+    case OpCode::kSubtract:
+    case OpCode::kDivide:
+    case OpCode::kPower: return TypeClass::kNumeric;
+    case OpCode::kExponential:
+    case OpCode::kExponentialMinusOne:
+    case OpCode::kLog:
+    case OpCode::kLogPlusOne:
+    case OpCode::kSqrt:
+    case OpCode::kRsqrt:
+    case OpCode::kCbrt:
+    case OpCode::kTanh:
+    case OpCode::kLogistic:
+    case OpCode::kSine:
+    case OpCode::kCosine:
+    case OpCode::kTan:
+    case OpCode::kReal:
+    case OpCode::kImag:
+    case OpCode::kAtan2: return TypeClass::kFloatOrComplex;
+    case OpCode::kFloor:
+    case OpCode::kCeil:
+    case OpCode::kRoundNearestAfz:
+    case OpCode::kRoundNearestEven:
+    case OpCode::kIsFinite:
+    case OpCode::kComplex: return TypeClass::kFloat;
+    case OpCode::kNot:
+    case OpCode::kAnd:
+    case OpCode::kOr:
+    case OpCode::kXor: return TypeClass::kPred | TypeClass::kInteger;
+    case OpCode::kPopcnt:
+    case OpCode::kShiftLeft:
+    case OpCode::kShiftRightArithmetic:
+    case OpCode::kShiftRightLogical: return TypeClass::kInteger;
+    // The spec lists complex for remainder but leaves its meaning TBD (#997), so it is
+    // rejected rather than given a meaning of our own.
+    case OpCode::kRemainder: return TypeClass::kInteger | TypeClass::kFloat;
+    case OpCode::kAdd:
+    case OpCode::kMultiply:
+    case OpCode::kMaximum:
+    case OpCode::kMinimum: return TypeClass::kAny;
+    default: return TypeClass::kNone;
+  }
+}
+
+/// The real type of a complex one (c64 -> f32, c128 -> f64); other types map to themselves.
+constexpr DType complex_component_type(DType t) {
+  if (t == DType::kC64) return DType::kF32;
+  if (t == DType::kC128) return DType::kF64;
+  return t;
+}
+
+/// The spec's is_promotable for reduce bodies: same class and no fewer bits. The spec's
+/// pseudo-code answers false for pred to pred, which would forbid every boolean reduction
+/// (any, all); pred to pred is taken as promotable here.
+constexpr bool is_promotable(DType from, DType to) {
+  TypeClass a = type_class(from), b = type_class(to);
+  bool both_integer = is_in(from, TypeClass::kInteger) && is_in(to, TypeClass::kInteger);
+  if (a != b && !both_integer) return false;
+  if (a == TypeClass::kNone) return false;
+  return byte_size(from) <= byte_size(to);
+}
+
+namespace detail {
+
+/// "pred, integer, floating-point or complex".
+inline std::string describe(TypeClass set) {
+  std::vector<std::string_view> parts;
+  auto has = [&](TypeClass c) {
+    return (static_cast<std::uint8_t>(set) & static_cast<std::uint8_t>(c)) ==
+           static_cast<std::uint8_t>(c);
+  };
+  if (has(TypeClass::kPred)) parts.push_back("pred");
+  if (has(TypeClass::kInteger))
+    parts.push_back("integer");
+  else if (has(TypeClass::kSigned))
+    parts.push_back("signed integer");
+  else if (has(TypeClass::kUnsigned))
+    parts.push_back("unsigned integer");
+  if (has(TypeClass::kFloat)) parts.push_back("floating-point");
+  if (has(TypeClass::kComplex)) parts.push_back("complex");
+  std::string out;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    if (i) out += i + 1 == parts.size() ? " or " : ", ";
+    out += parts[i];
+  }
+  return out;
+}
+
+template <class... Args>
+Status op_error(OpCode op, const Args&... args) {
+  return invalid_argument_error(str_cat(op_name(op), ": ", args...));
+}
+
+inline std::string dims_str(std::span<const std::int64_t> dims) { return Shape::dims_string(dims); }
+
+/// A result shape, checked like any shape from outside (non-negative dims, no overflow).
+inline StatusOr<Shape> make_result(OpCode op, DType dtype, std::span<const std::int64_t> dims) {
+  StatusOr<Shape> s = Shape::make(dtype, dims);
+  if (!s.ok()) return op_error(op, "result ", s.status().message());
+  return s;
+}
+
+inline Status check_valid_shape(OpCode op, std::string_view what, const Shape& s) {
+  if (!is_valid(s.dtype()))
+    return op_error(op, what, " has an invalid element type (enum value ",
+                    static_cast<int>(s.dtype()), ")");
+  StatusOr<Shape> checked = Shape::make(s.dtype(), s.dims(), s.major_to_minor());
+  if (!checked.ok()) return op_error(op, what, ": ", checked.status().message());
+  if (!s.has_default_layout())
+    return op_error(op, what, " ", s, " has a non-default layout; IR shapes are logical");
+  return ok_status();
+}
+
+inline Status check_element_type(OpCode op, std::string_view what, DType t, TypeClass set) {
+  if (is_in(t, set)) return ok_status();
+  return op_error(op, what, " has element type ", dtype_name(t), ", but ", op_name(op), " takes ",
+                  describe(set), " types");
+}
+
+/// Checks that `dims` are distinct and in [0, rank); `what` names the attribute.
+inline Status check_dimension_list(OpCode op, std::string_view what,
+                                   std::span<const std::int64_t> dims, std::int64_t rank,
+                                   std::string_view rank_of) {
+  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
+  for (std::size_t i = 0; i < dims.size(); ++i) {
+    if (dims[i] < 0 || dims[i] >= rank)
+      return op_error(op, what, "[", i, "] = ", dims[i], " is out of range for ", rank_of,
+                      " of rank ", rank);
+    if (seen[static_cast<std::size_t>(dims[i])])
+      return op_error(op, what, " ", dims_str(dims), " repeats dimension ", dims[i]);
+    seen[static_cast<std::size_t>(dims[i])] = true;
+  }
+  return ok_status();
+}
+
+inline std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b) {
+  if ((b > 0 && a > std::numeric_limits<std::int64_t>::max() - b) ||
+      (b < 0 && a < std::numeric_limits<std::int64_t>::min() - b))
+    return std::nullopt;
+  return a + b;
+}
+inline std::optional<std::int64_t> checked_mul(std::int64_t a, std::int64_t b) {
+  // Only called with a, b >= 0.
+  if (a != 0 && b > std::numeric_limits<std::int64_t>::max() / a) return std::nullopt;
+  return a * b;
+}
+
+/// Start indices of dynamic_slice / dynamic_update_slice: one rank-0 integer per dimension,
+/// all of one type. `first` is the operand position of the first one.
+inline Status check_start_indices(OpCode op, std::span<const Shape> starts, std::int64_t rank,
+                                  std::size_t first) {
+  if (static_cast<std::int64_t>(starts.size()) != rank)
+    return op_error(op, "got ", starts.size(), " start indices for an operand of rank ", rank);
+  for (std::size_t i = 0; i < starts.size(); ++i) {
+    if (!starts[i].is_scalar() || !is_integral(starts[i].dtype()))
+      return op_error(op, "operand ", first + i, " (start index ", i, ") has shape ", starts[i],
+                      " but start indices must be rank-0 integers");
+    if (starts[i].dtype() != starts[0].dtype())
+      return op_error(op, "operand ", first + i, " (start index ", i, ") has shape ", starts[i],
+                      " but start index 0 has ", starts[0], "; all must have one type");
+  }
+  return ok_status();
+}
+
+}  // namespace detail
+
+/// parameter: the declared shape, which must be valid and in the default layout.
+inline StatusOr<Shape> infer_parameter(const ParameterAttrs& attrs) {
+  if (attrs.number < 0)
+    return detail::op_error(OpCode::kParameter, "number ", attrs.number, " is negative");
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_valid_shape(OpCode::kParameter, "shape", attrs.shape));
+  return attrs.shape;
+}
+
+/// constant: the literal's shape; it must be valid and in the default layout.
+inline StatusOr<Shape> infer_constant(const ConstantAttrs& attrs) {
+  if (!attrs.value) return detail::op_error(OpCode::kConstant, "has no value");
+  PJRT_LITE_RETURN_IF_ERROR(
+      detail::check_valid_shape(OpCode::kConstant, "value", attrs.value->shape()));
+  return attrs.value->shape();
+}
+
+/// iota: an integer, floating-point or complex shape and 0 <= iota_dimension < rank.
+inline StatusOr<Shape> infer_iota(const IotaAttrs& attrs) {
+  constexpr OpCode op = OpCode::kIota;
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_valid_shape(op, "shape", attrs.shape));
+  PJRT_LITE_RETURN_IF_ERROR(
+      detail::check_element_type(op, "shape", attrs.shape.dtype(), TypeClass::kNumeric));
+  if (attrs.iota_dimension < 0 || attrs.iota_dimension >= attrs.shape.rank())
+    return detail::op_error(op, "iota_dimension ", attrs.iota_dimension,
+                            " is out of range for shape ", attrs.shape);
+  return attrs.shape;
+}
+
+/// abs .. imag: the operand's shape; abs, real and imag of complex give the component type,
+/// is_finite gives pred.
+inline StatusOr<Shape> infer_unary(OpCode op, const Shape& operand) {
+  if (!is_unary(op)) return detail::op_error(op, "is not a unary op");
+  PJRT_LITE_RETURN_IF_ERROR(
+      detail::check_element_type(op, "operand 0", operand.dtype(), accepted_types(op)));
+  DType out = operand.dtype();
+  if (op == OpCode::kAbs || op == OpCode::kReal || op == OpCode::kImag)
+    out = complex_component_type(out);
+  else if (op == OpCode::kIsFinite)
+    out = DType::kPred;
+  return Shape(out, std::vector<std::int64_t>(operand.dims().begin(), operand.dims().end()));
+}
+
+/// add .. complex: both operands of one shape, the result of that shape; complex turns two
+/// f32 (f64) into c64 (c128).
+inline StatusOr<Shape> infer_binary(OpCode op, const Shape& lhs, const Shape& rhs) {
+  if (!is_binary(op)) return detail::op_error(op, "is not a binary op");
+  PJRT_LITE_RETURN_IF_ERROR(
+      detail::check_element_type(op, "operand 0", lhs.dtype(), accepted_types(op)));
+  if (!lhs.same_type_and_dims(rhs))
+    return detail::op_error(op, "operand 1 has shape ", rhs, " but operand 0 has shape ", lhs);
+  DType out = lhs.dtype();
+  if (op == OpCode::kComplex) {
+    if (out != DType::kF32 && out != DType::kF64)
+      return detail::op_error(op, "operand 0 has element type ", dtype_name(out),
+                              ", but complex takes f32 or f64");
+    out = out == DType::kF32 ? DType::kC64 : DType::kC128;
+  }
+  return Shape(out, std::vector<std::int64_t>(lhs.dims().begin(), lhs.dims().end()));
+}
+
+/// compare: operands of one shape, a pred result; an explicit compare_type must be the one
+/// the spec allows for the element type.
+inline StatusOr<Shape> infer_compare(const Shape& lhs, const Shape& rhs,
+                                     const CompareAttrs& attrs) {
+  constexpr OpCode op = OpCode::kCompare;
+  if (static_cast<int>(attrs.direction) > static_cast<int>(ComparisonDirection::kLt))
+    return detail::op_error(op, "invalid comparison direction (enum value ",
+                            static_cast<int>(attrs.direction), ")");
+  if (static_cast<int>(attrs.type) > static_cast<int>(ComparisonType::kUnsigned))
+    return detail::op_error(op, "invalid comparison type (enum value ",
+                            static_cast<int>(attrs.type), ")");
+  if (!lhs.same_type_and_dims(rhs))
+    return detail::op_error(op, "operand 1 has shape ", rhs, " but operand 0 has shape ", lhs);
+  DType t = lhs.dtype();
+  if (attrs.type != ComparisonType::kNotype) {
+    ComparisonType expected = default_comparison_type(t);
+    bool fits =
+        attrs.type == expected || (is_floating(t) && attrs.type == ComparisonType::kTotalOrder);
+    if (!fits)
+      return detail::op_error(op, "compare type ", comparison_type_name(attrs.type),
+                              " does not fit element type ", dtype_name(t), " (expected ",
+                              comparison_type_name(expected),
+                              is_floating(t) ? " or TOTALORDER" : "", ")");
+  }
+  return Shape(DType::kPred, std::vector<std::int64_t>(lhs.dims().begin(), lhs.dims().end()));
+}
+
+/// select(pred, on_true, on_false): pred is pred, rank 0 or the shape of on_true; the
+/// branches have one shape, which is the result's.
+inline StatusOr<Shape> infer_select(const Shape& pred, const Shape& on_true,
+                                    const Shape& on_false) {
+  constexpr OpCode op = OpCode::kSelect;
+  if (pred.dtype() != DType::kPred)
+    return detail::op_error(op, "operand 0 (pred) has element type ", dtype_name(pred.dtype()),
+                            ", but must be pred");
+  if (!pred.is_scalar() && !std::ranges::equal(pred.dims(), on_true.dims()))
+    return detail::op_error(op, "operand 0 (pred) has shape ", pred,
+                            " but must be rank 0 or have the dims of operand 1, ", on_true);
+  if (!on_true.same_type_and_dims(on_false))
+    return detail::op_error(op, "operand 2 has shape ", on_false, " but operand 1 has shape ",
+                            on_true);
+  return on_true.with_default_layout();
+}
+
+/// clamp(min, operand, max): min and max are rank 0 or the operand's shape; all three share
+/// an element type; the result has the operand's shape.
+inline StatusOr<Shape> infer_clamp(const Shape& min, const Shape& operand, const Shape& max) {
+  constexpr OpCode op = OpCode::kClamp;
+  const Shape* bounds[2] = {&min, &max};
+  const char* names[2] = {"min", "max"};
+  const int positions[2] = {0, 2};
+  for (int i = 0; i < 2; ++i) {
+    const Shape& b = *bounds[i];
+    if (b.dtype() != operand.dtype() ||
+        (!b.is_scalar() && !std::ranges::equal(b.dims(), operand.dims())))
+      return detail::op_error(op, "operand ", positions[i], " (", names[i], ") has shape ", b,
+                              " but must be a rank-0 ", dtype_name(operand.dtype()),
+                              " or have the shape of operand 1, ", operand);
+  }
+  return operand.with_default_layout();
+}
+
+/// convert: the operand's dims with any element type.
+inline StatusOr<Shape> infer_convert(const Shape& operand, DType to) {
+  if (!is_valid(to))
+    return detail::op_error(OpCode::kConvert, "invalid target element type (enum value ",
+                            static_cast<int>(to), ")");
+  return Shape(to, std::vector<std::int64_t>(operand.dims().begin(), operand.dims().end()));
+}
+
+/// bitcast_convert: the same bits seen as another type. Equal widths keep the dims; a
+/// narrower result gets a new minor dimension of size width(from) / width(to); a wider one
+/// consumes the operand's minor dimension, whose size must be width(to) / width(from).
+/// Complex converts only to complex; pred, whose bit layout is not defined, not at all.
+inline StatusOr<Shape> infer_bitcast_convert(const Shape& operand, DType to) {
+  constexpr OpCode op = OpCode::kBitcastConvert;
+  DType from = operand.dtype();
+  if (!is_valid(to))
+    return detail::op_error(op, "invalid target element type (enum value ", static_cast<int>(to),
+                            ")");
+  if (is_pred(from) || is_pred(to))
+    return detail::op_error(op, "cannot bitcast ", dtype_name(from), " to ", dtype_name(to),
+                            ": pred has no defined bit layout");
+  if (is_complex(from) != is_complex(to))
+    return detail::op_error(op, "cannot bitcast ", dtype_name(from), " to ", dtype_name(to),
+                            ": complex converts only to complex");
+  std::vector<std::int64_t> dims(operand.dims().begin(), operand.dims().end());
+  const std::size_t wf = byte_size(from), wt = byte_size(to);
+  if (wt < wf) {
+    dims.push_back(static_cast<std::int64_t>(wf / wt));
+  } else if (wt > wf) {
+    const auto ratio = static_cast<std::int64_t>(wt / wf);
+    if (dims.empty() || dims.back() != ratio)
+      return detail::op_error(op, "bitcasting ", operand, " to the wider ", dtype_name(to),
+                              " needs a minor dimension of size ", ratio);
+    dims.pop_back();
+  }
+  return Shape(to, std::move(dims));
+}
+
+/// broadcast_in_dim: operand dimension d goes to result dimension broadcast_dimensions[d]
+/// (distinct, in range, in any order) and has size 1 or the size of that result dimension.
+inline StatusOr<Shape> infer_broadcast_in_dim(const Shape& operand,
+                                              const BroadcastInDimAttrs& attrs) {
+  constexpr OpCode op = OpCode::kBroadcastInDim;
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape result, detail::make_result(op, operand.dtype(), attrs.dims));
+  const auto& bd = attrs.broadcast_dimensions;
+  if (static_cast<std::int64_t>(bd.size()) != operand.rank())
+    return detail::op_error(op, "broadcast_dimensions ", detail::dims_str(bd), " has ", bd.size(),
+                            " entries for operand ", operand, " of rank ", operand.rank());
+  PJRT_LITE_RETURN_IF_ERROR(
+      detail::check_dimension_list(op, "broadcast_dimensions", bd, result.rank(), "a result"));
+  for (std::int64_t d = 0; d < operand.rank(); ++d) {
+    const std::int64_t size = operand.dim(d), target = result.dim(bd[d]);
+    if (size != 1 && size != target)
+      return detail::op_error(op, "operand dimension ", d, " has size ", size,
+                              ", which is neither 1 nor the size ", target, " of result dimension ",
+                              bd[d], " (result ", result, ")");
+  }
+  return result;
+}
+
+/// reshape: the same element count in new dims.
+inline StatusOr<Shape> infer_reshape(const Shape& operand, const ReshapeAttrs& attrs) {
+  constexpr OpCode op = OpCode::kReshape;
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape result, detail::make_result(op, operand.dtype(), attrs.dims));
+  if (result.element_count() != operand.element_count())
+    return detail::op_error(op, "cannot reshape ", operand, " (", operand.element_count(),
+                            " elements) to ", detail::dims_str(attrs.dims), " (",
+                            result.element_count(), " elements)");
+  return result;
+}
+
+/// transpose: result dimension d is operand dimension permutation[d].
+inline StatusOr<Shape> infer_transpose(const Shape& operand, const TransposeAttrs& attrs) {
+  constexpr OpCode op = OpCode::kTranspose;
+  const auto& perm = attrs.permutation;
+  const std::int64_t rank = operand.rank();
+  bool ok = static_cast<std::int64_t>(perm.size()) == rank;
+  std::vector<bool> seen(static_cast<std::size_t>(rank), false);
+  for (std::size_t i = 0; ok && i < perm.size(); ++i) {
+    ok = perm[i] >= 0 && perm[i] < rank && !seen[static_cast<std::size_t>(perm[i])];
+    if (ok) seen[static_cast<std::size_t>(perm[i])] = true;
+  }
+  if (!ok) {
+    if (rank == 0)
+      return detail::op_error(op, "permutation ", detail::dims_str(perm),
+                              " must be empty for the rank-0 operand ", operand);
+    return detail::op_error(op, "permutation ", detail::dims_str(perm),
+                            " is not a permutation of 0..", rank - 1, " (operand ", operand, ")");
+  }
+  std::vector<std::int64_t> dims;
+  for (std::int64_t p : perm) dims.push_back(operand.dim(p));
+  return Shape(operand.dtype(), std::move(dims));
+}
+
+/// slice: 0 <= start <= limit <= size and stride > 0 per dimension; the result has
+/// ceil((limit - start) / stride) elements along each.
+inline StatusOr<Shape> infer_slice(const Shape& operand, const SliceAttrs& attrs) {
+  constexpr OpCode op = OpCode::kSlice;
+  const auto rank = static_cast<std::size_t>(operand.rank());
+  const std::pair<const char*, const std::vector<std::int64_t>*> lists[3] = {
+      {"start_indices", &attrs.start_indices},
+      {"limit_indices", &attrs.limit_indices},
+      {"strides", &attrs.strides}};
+  for (const auto& [name, list] : lists)
+    if (list->size() != rank)
+      return detail::op_error(op, name, " ", detail::dims_str(*list), " has ", list->size(),
+                              " entries for operand ", operand, " of rank ", rank);
+  std::vector<std::int64_t> dims(rank);
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::int64_t start = attrs.start_indices[d], limit = attrs.limit_indices[d],
+                       stride = attrs.strides[d];
+    if (start < 0 || start > limit || limit > operand.dim(static_cast<std::int64_t>(d)))
+      return detail::op_error(op, "dimension ", d, ": start ", start, " and limit ", limit,
+                              " are out of bounds for size ",
+                              operand.dim(static_cast<std::int64_t>(d)), " of operand ", operand,
+                              " (need 0 <= start <= limit <= size)");
+    if (stride <= 0)
+      return detail::op_error(op, "strides[", d, "] = ", stride, " must be positive");
+    dims[d] = (limit - start) / stride + ((limit - start) % stride != 0 ? 1 : 0);
+  }
+  return Shape(operand.dtype(), std::move(dims));
+}
+
+/// concatenate: one or more operands of one element type and rank, equal except along
+/// `dimension`, where the sizes add up.
+inline StatusOr<Shape> infer_concatenate(std::span<const Shape> inputs,
+                                         const ConcatenateAttrs& attrs) {
+  constexpr OpCode op = OpCode::kConcatenate;
+  if (inputs.empty()) return detail::op_error(op, "needs at least one operand");
+  const Shape& first = inputs[0];
+  const std::int64_t dim = attrs.dimension;
+  if (dim < 0 || dim >= first.rank())
+    return detail::op_error(op, "dimension ", dim, " is out of range for operand 0 ", first);
+  std::vector<std::int64_t> dims(first.dims().begin(), first.dims().end());
+  for (std::size_t i = 1; i < inputs.size(); ++i) {
+    const Shape& s = inputs[i];
+    if (s.dtype() != first.dtype())
+      return detail::op_error(op, "operand ", i, " has element type ", dtype_name(s.dtype()),
+                              " but operand 0 has ", dtype_name(first.dtype()));
+    if (s.rank() != first.rank())
+      return detail::op_error(op, "operand ", i, " has shape ", s, " of rank ", s.rank(),
+                              " but operand 0 has shape ", first, " of rank ", first.rank());
+    for (std::int64_t d = 0; d < s.rank(); ++d)
+      if (d != dim && s.dim(d) != first.dim(d))
+        return detail::op_error(op, "operand ", i, " has shape ", s,
+                                " which differs from operand 0 ", first, " in dimension ", d,
+                                " (only dimension ", dim, " may differ)");
+    std::optional<std::int64_t> sum = detail::checked_add(dims[dim], s.dim(dim));
+    if (!sum) return detail::op_error(op, "result dimension ", dim, " overflows int64");
+    dims[dim] = *sum;
+  }
+  return detail::make_result(op, first.dtype(), dims);
+}
+
+/// pad: a rank-0 padding value of the operand's type; per dimension the result has
+/// low + size + max(size - 1, 0) * interior + high elements, which must not be negative.
+inline StatusOr<Shape> infer_pad(const Shape& operand, const Shape& padding_value,
+                                 const PadAttrs& attrs) {
+  constexpr OpCode op = OpCode::kPad;
+  if (!padding_value.is_scalar() || padding_value.dtype() != operand.dtype())
+    return detail::op_error(op, "operand 1 (padding value) has shape ", padding_value,
+                            " but must be a rank-0 ", dtype_name(operand.dtype()));
+  const auto rank = static_cast<std::size_t>(operand.rank());
+  const std::pair<const char*, const std::vector<std::int64_t>*> lists[3] = {
+      {"edge_padding_low", &attrs.edge_padding_low},
+      {"edge_padding_high", &attrs.edge_padding_high},
+      {"interior_padding", &attrs.interior_padding}};
+  for (const auto& [name, list] : lists)
+    if (list->size() != rank)
+      return detail::op_error(op, name, " ", detail::dims_str(*list), " has ", list->size(),
+                              " entries for operand ", operand, " of rank ", rank);
+  std::vector<std::int64_t> dims(rank);
+  for (std::size_t d = 0; d < rank; ++d) {
+    const std::int64_t size = operand.dim(static_cast<std::int64_t>(d));
+    const std::int64_t low = attrs.edge_padding_low[d], high = attrs.edge_padding_high[d],
+                       interior = attrs.interior_padding[d];
+    if (interior < 0)
+      return detail::op_error(op, "interior_padding[", d, "] = ", interior,
+                              " must be non-negative");
+    std::optional<std::int64_t> n = detail::checked_mul(size > 0 ? size - 1 : 0, interior);
+    if (n) n = detail::checked_add(*n, size);
+    if (n) n = detail::checked_add(*n, low);
+    if (n) n = detail::checked_add(*n, high);
+    if (!n) return detail::op_error(op, "result dimension ", d, " overflows int64");
+    if (*n < 0)
+      return detail::op_error(op, "result dimension ", d, " would have negative size ", *n,
+                              " (size ", size, ", low ", low, ", high ", high, ", interior ",
+                              interior, ")");
+    dims[d] = *n;
+  }
+  return detail::make_result(op, operand.dtype(), dims);
+}
+
+/// reverse: distinct dimensions in range; the shape is unchanged.
+inline StatusOr<Shape> infer_reverse(const Shape& operand, const ReverseAttrs& attrs) {
+  constexpr OpCode op = OpCode::kReverse;
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_dimension_list(op, "dimensions", attrs.dimensions,
+                                                         operand.rank(), "an operand"));
+  return operand.with_default_layout();
+}
+
+/// dynamic_slice(operand, start_indices...): one rank-0 integer start per dimension, all of
+/// one type; 0 <= slice_sizes <= operand dims; the result's dims are slice_sizes.
+inline StatusOr<Shape> infer_dynamic_slice(const Shape& operand,
+                                           std::span<const Shape> start_indices,
+                                           const DynamicSliceAttrs& attrs) {
+  constexpr OpCode op = OpCode::kDynamicSlice;
+  const auto& sizes = attrs.slice_sizes;
+  if (static_cast<std::int64_t>(sizes.size()) != operand.rank())
+    return detail::op_error(op, "slice_sizes ", detail::dims_str(sizes), " has ", sizes.size(),
+                            " entries for operand ", operand, " of rank ", operand.rank());
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_start_indices(op, start_indices, operand.rank(), 1));
+  for (std::int64_t d = 0; d < operand.rank(); ++d)
+    if (sizes[d] < 0 || sizes[d] > operand.dim(d))
+      return detail::op_error(op, "slice_sizes[", d, "] = ", sizes[d],
+                              " is out of bounds for size ", operand.dim(d), " of operand ",
+                              operand);
+  return Shape(operand.dtype(), sizes);
+}
+
+/// dynamic_update_slice(operand, update, start_indices...): an update of the operand's
+/// element type and rank, no larger in any dimension; the result has the operand's shape.
+inline StatusOr<Shape> infer_dynamic_update_slice(const Shape& operand, const Shape& update,
+                                                  std::span<const Shape> start_indices) {
+  constexpr OpCode op = OpCode::kDynamicUpdateSlice;
+  if (update.dtype() != operand.dtype() || update.rank() != operand.rank())
+    return detail::op_error(op, "operand 1 (update) has shape ", update,
+                            " but must have the element type and rank of operand 0, ", operand);
+  for (std::int64_t d = 0; d < operand.rank(); ++d)
+    if (update.dim(d) > operand.dim(d))
+      return detail::op_error(op, "operand 1 (update) ", update, " is larger than operand 0 ",
+                              operand, " in dimension ", d);
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_start_indices(op, start_indices, operand.rank(), 2));
+  return operand.with_default_layout();
+}
+
+/// reduce(inputs..., init_values...): N inputs of one dims (element types may differ), N
+/// rank-0 init values of the inputs' element types, distinct dimensions in range, and a body
+/// (E0..EN-1, E0..EN-1) -> (E0..EN-1) of rank-0 values, each input promotable to its Ei.
+/// Result i has element type Ei and the input dims without `dimensions`.
+inline StatusOr<std::vector<Shape>> infer_reduce(std::span<const Shape> inputs,
+                                                 std::span<const Shape> init_values,
+                                                 const Signature& body, const ReduceAttrs& attrs) {
+  constexpr OpCode op = OpCode::kReduce;
+  const std::size_t n = inputs.size();
+  if (n == 0) return detail::op_error(op, "needs at least one input");
+  if (init_values.size() != n)
+    return detail::op_error(op, "got ", n, " inputs but ", init_values.size(), " init values");
+  for (std::size_t i = 1; i < n; ++i)
+    if (!std::ranges::equal(inputs[i].dims(), inputs[0].dims()))
+      return detail::op_error(op, "operand ", i, " (input ", i, ") has shape ", inputs[i],
+                              " but input 0 has shape ", inputs[0], "; inputs must have one dims");
+  for (std::size_t i = 0; i < n; ++i)
+    if (!init_values[i].is_scalar() || init_values[i].dtype() != inputs[i].dtype())
+      return detail::op_error(op, "operand ", n + i, " (init value ", i, ") has shape ",
+                              init_values[i], " but must be a rank-0 ",
+                              dtype_name(inputs[i].dtype()), " like input ", i);
+  PJRT_LITE_RETURN_IF_ERROR(
+      detail::check_dimension_list(op, "dimensions", attrs.dimensions, inputs[0].rank(), "inputs"));
+  if (body.parameters.size() != 2 * n)
+    return detail::op_error(op, "body takes ", body.parameters.size(), " parameters, but ", n,
+                            " input(s) need ", 2 * n, " (accumulators then elements)");
+  if (body.results.size() != n)
+    return detail::op_error(op, "body returns ", body.results.size(), " values, but ", n,
+                            " input(s) need ", n);
+  for (std::size_t i = 0; i < 2 * n; ++i)
+    if (!body.parameters[i].is_scalar())
+      return detail::op_error(op, "body parameter ", i, " has shape ", body.parameters[i],
+                              " but body parameters must be rank 0");
+  std::vector<Shape> results;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Shape& acc = body.parameters[i];
+    const Shape& elem = body.parameters[n + i];
+    const Shape& out = body.results[i];
+    if (elem.dtype() != acc.dtype())
+      return detail::op_error(op, "body parameter ", n + i, " has type ", elem,
+                              " but body parameter ", i, " has ", acc, " (both belong to input ", i,
+                              ")");
+    if (!out.is_scalar() || out.dtype() != acc.dtype())
+      return detail::op_error(op, "body result ", i, " has type ", out, " but body parameter ", i,
+                              " has ", acc);
+    if (!is_promotable(inputs[i].dtype(), acc.dtype()))
+      return detail::op_error(op, "input ", i, " of element type ", dtype_name(inputs[i].dtype()),
+                              " cannot be promoted to the body's ", dtype_name(acc.dtype()));
+    std::vector<std::int64_t> dims;
+    for (std::int64_t d = 0; d < inputs[i].rank(); ++d)
+      if (std::ranges::find(attrs.dimensions, d) == attrs.dimensions.end())
+        dims.push_back(inputs[i].dim(d));
+    results.emplace_back(acc.dtype(), std::move(dims));
+  }
+  return results;
+}
+
+/// dot_general: operands of one element type; batching and contracting dimension lists of
+/// equal lengths on both sides, distinct and in range per side, with matching sizes. The
+/// result is batch dims + lhs free dims + rhs free dims, of the operands' element type.
+inline StatusOr<Shape> infer_dot_general(const Shape& lhs, const Shape& rhs,
+                                         const DotDimensionNumbers& dn) {
+  constexpr OpCode op = OpCode::kDotGeneral;
+  if (lhs.dtype() != rhs.dtype())
+    return detail::op_error(op, "operand 1 (rhs) has element type ", dtype_name(rhs.dtype()),
+                            " but operand 0 (lhs) has ", dtype_name(lhs.dtype()));
+  if (dn.lhs_batching_dimensions.size() != dn.rhs_batching_dimensions.size())
+    return detail::op_error(
+        op, "lhs_batching_dimensions ", detail::dims_str(dn.lhs_batching_dimensions),
+        " and rhs_batching_dimensions ", detail::dims_str(dn.rhs_batching_dimensions),
+        " have different lengths");
+  if (dn.lhs_contracting_dimensions.size() != dn.rhs_contracting_dimensions.size())
+    return detail::op_error(
+        op, "lhs_contracting_dimensions ", detail::dims_str(dn.lhs_contracting_dimensions),
+        " and rhs_contracting_dimensions ", detail::dims_str(dn.rhs_contracting_dimensions),
+        " have different lengths");
+  auto check_side = [&](const Shape& s, const std::vector<std::int64_t>& batch,
+                        const std::vector<std::int64_t>& contract, const char* side) -> Status {
+    std::vector<bool> used(static_cast<std::size_t>(s.rank()), false);
+    const std::pair<const char*, const std::vector<std::int64_t>*> lists[2] = {
+        {"batching", &batch}, {"contracting", &contract}};
+    for (const auto& [kind, list] : lists)
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        const std::int64_t d = (*list)[i];
+        if (d < 0 || d >= s.rank())
+          return detail::op_error(op, side, "_", kind, "_dimensions[", i, "] = ", d,
+                                  " is out of range for ", side, " ", s, " of rank ", s.rank());
+        if (used[static_cast<std::size_t>(d)])
+          return detail::op_error(op, side, " dimension ", d,
+                                  " appears more than once in the batching and contracting "
+                                  "dimensions");
+        used[static_cast<std::size_t>(d)] = true;
+      }
+    return ok_status();
+  };
+  PJRT_LITE_RETURN_IF_ERROR(
+      check_side(lhs, dn.lhs_batching_dimensions, dn.lhs_contracting_dimensions, "lhs"));
+  PJRT_LITE_RETURN_IF_ERROR(
+      check_side(rhs, dn.rhs_batching_dimensions, dn.rhs_contracting_dimensions, "rhs"));
+  for (std::size_t i = 0; i < dn.lhs_batching_dimensions.size(); ++i) {
+    const std::int64_t l = lhs.dim(dn.lhs_batching_dimensions[i]);
+    const std::int64_t r = rhs.dim(dn.rhs_batching_dimensions[i]);
+    if (l != r)
+      return detail::op_error(op, "batching dimension pair ", i, ": lhs dimension ",
+                              dn.lhs_batching_dimensions[i], " has size ", l, " but rhs dimension ",
+                              dn.rhs_batching_dimensions[i], " has size ", r, " (lhs ", lhs,
+                              ", rhs ", rhs, ")");
+  }
+  for (std::size_t i = 0; i < dn.lhs_contracting_dimensions.size(); ++i) {
+    const std::int64_t l = lhs.dim(dn.lhs_contracting_dimensions[i]);
+    const std::int64_t r = rhs.dim(dn.rhs_contracting_dimensions[i]);
+    if (l != r)
+      return detail::op_error(op, "contracting dimension pair ", i, ": lhs dimension ",
+                              dn.lhs_contracting_dimensions[i], " has size ", l,
+                              " but rhs dimension ", dn.rhs_contracting_dimensions[i], " has size ",
+                              r, " (lhs ", lhs, ", rhs ", rhs, ")");
+  }
+  std::vector<std::int64_t> dims;
+  for (std::int64_t d : dn.lhs_batching_dimensions) dims.push_back(lhs.dim(d));
+  auto append_free = [&](const Shape& s, const std::vector<std::int64_t>& batch,
+                         const std::vector<std::int64_t>& contract) {
+    for (std::int64_t d = 0; d < s.rank(); ++d)
+      if (std::ranges::find(batch, d) == batch.end() &&
+          std::ranges::find(contract, d) == contract.end())
+        dims.push_back(s.dim(d));
+  };
+  append_free(lhs, dn.lhs_batching_dimensions, dn.lhs_contracting_dimensions);
+  append_free(rhs, dn.rhs_batching_dimensions, dn.rhs_contracting_dimensions);
+  return detail::make_result(op, lhs.dtype(), dims);
+}
+
+/// The result shapes of any op: checks the operand count, the attributes' alternative and
+/// the number of bodies, then applies the op's rule above. `bodies` are the signatures of
+/// the node's regions (one for reduce, none otherwise). The builder and the verifier both
+/// come through here, so they cannot disagree.
+inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shape> operands,
+                                                 const Attributes& attrs,
+                                                 std::span<const Signature> bodies = {}) {
+  if (!is_valid(op))
+    return invalid_argument_error(
+        str_cat("invalid opcode (enum value ", static_cast<int>(op), ")"));
+  if (!attributes_fit(op, attrs))
+    return detail::op_error(op, "has attributes ", attributes_name(attrs.index()), " but takes ",
+                            attributes_name(attributes_index_for(op)));
+  const int expected = operand_count(op);
+  if (expected >= 0 && operands.size() != static_cast<std::size_t>(expected))
+    return detail::op_error(op, "takes ", expected, " operand(s), got ", operands.size());
+  const std::size_t expected_bodies = has_body(op) ? 1 : 0;
+  if (bodies.size() != expected_bodies)
+    return detail::op_error(op, "takes ", expected_bodies, " body(ies), got ", bodies.size());
+  for (std::size_t i = 0; i < operands.size(); ++i)
+    if (!is_valid(operands[i].dtype()))
+      return detail::op_error(op, "operand ", i, " has an invalid shape");
+
+  auto one = [](StatusOr<Shape> s) -> StatusOr<std::vector<Shape>> {
+    if (!s.ok()) return s.status();
+    return std::vector<Shape>{std::move(s).value()};
+  };
+  if (is_unary(op)) return one(infer_unary(op, operands[0]));
+  if (is_binary(op)) return one(infer_binary(op, operands[0], operands[1]));
+  switch (op) {
+    case OpCode::kParameter: return one(infer_parameter(std::get<ParameterAttrs>(attrs)));
+    case OpCode::kConstant: return one(infer_constant(std::get<ConstantAttrs>(attrs)));
+    case OpCode::kIota: return one(infer_iota(std::get<IotaAttrs>(attrs)));
+    case OpCode::kCompare:
+      return one(infer_compare(operands[0], operands[1], std::get<CompareAttrs>(attrs)));
+    case OpCode::kSelect: return one(infer_select(operands[0], operands[1], operands[2]));
+    case OpCode::kClamp: return one(infer_clamp(operands[0], operands[1], operands[2]));
+    case OpCode::kConvert:
+      return one(infer_convert(operands[0], std::get<ConvertAttrs>(attrs).dtype));
+    case OpCode::kBitcastConvert:
+      return one(infer_bitcast_convert(operands[0], std::get<ConvertAttrs>(attrs).dtype));
+    case OpCode::kBroadcastInDim:
+      return one(infer_broadcast_in_dim(operands[0], std::get<BroadcastInDimAttrs>(attrs)));
+    case OpCode::kReshape: return one(infer_reshape(operands[0], std::get<ReshapeAttrs>(attrs)));
+    case OpCode::kTranspose:
+      return one(infer_transpose(operands[0], std::get<TransposeAttrs>(attrs)));
+    case OpCode::kSlice: return one(infer_slice(operands[0], std::get<SliceAttrs>(attrs)));
+    case OpCode::kConcatenate:
+      return one(infer_concatenate(operands, std::get<ConcatenateAttrs>(attrs)));
+    case OpCode::kPad: return one(infer_pad(operands[0], operands[1], std::get<PadAttrs>(attrs)));
+    case OpCode::kReverse: return one(infer_reverse(operands[0], std::get<ReverseAttrs>(attrs)));
+    case OpCode::kDynamicSlice:
+      if (operands.empty()) return detail::op_error(op, "needs an operand");
+      return one(infer_dynamic_slice(operands[0], operands.subspan(1),
+                                     std::get<DynamicSliceAttrs>(attrs)));
+    case OpCode::kDynamicUpdateSlice:
+      if (operands.size() < 2) return detail::op_error(op, "needs an operand and an update");
+      return one(infer_dynamic_update_slice(operands[0], operands[1], operands.subspan(2)));
+    case OpCode::kReduce: {
+      if (operands.empty() || operands.size() % 2 != 0)
+        return detail::op_error(op, "takes 2N operands (N inputs, then N init values), got ",
+                                operands.size());
+      const std::size_t n = operands.size() / 2;
+      return infer_reduce(operands.first(n), operands.subspan(n), bodies[0],
+                          std::get<ReduceAttrs>(attrs));
+    }
+    case OpCode::kDotGeneral:
+      return one(infer_dot_general(operands[0], operands[1], std::get<DotDimensionNumbers>(attrs)));
+    default: return detail::op_error(op, "has no shape rule");
+  }
+}
+
+}  // namespace pjrt_lite
