@@ -6,14 +6,17 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/buffer.hpp"
+#include "pjrt_lite/backends/cpu/compile_options.hpp"
 #include "pjrt_lite/backends/cpu/device.hpp"
 #include "pjrt_lite/backends/cpu/forward.hpp"
 #include "pjrt_lite/backends/cpu/thread_pool.hpp"
@@ -24,6 +27,7 @@
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/core/strided_copy.hpp"
 #include "pjrt_lite/future.hpp"
+#include "pjrt_lite/ir/graph.hpp"
 
 namespace pjrt_lite::cpu {
 
@@ -50,6 +54,7 @@ class Client {
   using device_type = Device<E>;
   using memory_space_type = MemorySpace<E>;
   using buffer_type = Buffer<E>;
+  using executable_type = LoadedExecutable<E>;
 
   /// A client with `options.device_count` devices, each with the memory spaces of
   /// kMemoryKinds. INVALID_ARGUMENT for counts out of range.
@@ -222,7 +227,25 @@ class Client {
                            make_ready_future());
   }
 
+  /// Compiles `graph` into an executable loaded on options.device_ids. Results are cached by
+  /// the graph's fingerprint and the options, so compiling the same program again is a
+  /// lookup. Defined in backends/cpu/executable.hpp (included by pjrt_lite/cpu.hpp), which
+  /// holds the kernels: only translation units that compile programs pay for them.
+  [[nodiscard]] StatusOr<LoadedExecutable<E>> compile(const Graph& graph, const CompileOptions& options = {});
+
+  /// Rebuilds an executable from LoadedExecutable::serialize() bytes. DATA_LOSS or
+  /// INVALID_ARGUMENT for a corrupt, truncated or foreign blob.
+  [[nodiscard]] StatusOr<LoadedExecutable<E>> deserialize_executable(std::span<const std::byte> bytes);
+
+  /// How many compiles the cache answered, and how many it did not.
+  [[nodiscard]] std::pair<std::int64_t, std::int64_t> compile_cache_stats() const {
+    std::lock_guard lock(cache_mu_);
+    return {cache_hits_, cache_misses_};
+  }
+
  private:
+  friend class LoadedExecutable<E>;
+
   explicit Client(const ClientOptions& options) : options_(options), executor_(options.thread_count) {
     DeviceAttributeMap common = {
         {"hardware_threads", static_cast<std::int64_t>(std::thread::hardware_concurrency())},
@@ -259,6 +282,16 @@ class Client {
   std::vector<Device<E>*> device_ptrs_;
   std::vector<std::unique_ptr<MemorySpace<E>>> memory_spaces_;
   std::vector<MemorySpace<E>*> memory_space_ptrs_;
+  // The compile cache: the source graph is kept to rule out fingerprint collisions.
+  struct CacheEntry {
+    Graph source;
+    CompileOptions options;
+    std::shared_ptr<const detail::Program> program;
+  };
+  mutable std::mutex cache_mu_;
+  std::unordered_multimap<std::uint64_t, CacheEntry> cache_;  // by source fingerprint
+  std::int64_t cache_hits_ = 0;
+  std::int64_t cache_misses_ = 0;
   E executor_;
 };
 

@@ -13,3 +13,10 @@ template <class E = ThreadPool> class MemorySpace;
 template <class E = ThreadPool> class Buffer;
 
 }  // namespace pjrt_lite::cpu
+
+namespace pjrt_lite::cpu {
+template <class E = ThreadPool> class LoadedExecutable;
+namespace detail {
+class Program;
+}  // namespace detail
+}  // namespace pjrt_lite::cpu

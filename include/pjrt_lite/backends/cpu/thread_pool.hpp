@@ -53,6 +53,20 @@ class ThreadPool {
 
   [[nodiscard]] int num_threads() const { return static_cast<int>(workers_.size()); }
 
+  /// Runs one queued task on the calling thread, if there is one. Lets a thread that waits
+  /// for tasks it scheduled help instead of blocking a worker. Thread-safe.
+  bool try_run_one() {
+    Task task;
+    {
+      std::lock_guard lock(mu_);
+      if (queue_.empty()) return false;
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+    return true;
+  }
+
   /// True on one of this pool's workers.
   [[nodiscard]] bool in_pool_thread() const {
     return current_pool() == this;
@@ -94,6 +108,7 @@ class InlineExecutor {
 
   explicit InlineExecutor(int /*num_threads*/ = 0) {}
   void schedule(Task task) { task(); }
+  bool try_run_one() { return false; }
   [[nodiscard]] int num_threads() const { return 0; }
   [[nodiscard]] bool in_pool_thread() const { return false; }
 };

@@ -1,0 +1,609 @@
+#pragma once
+// Compiling a graph for the CPU: verify, simplify, group element-wise ops into fused loops,
+// give every array a slot, plan the arena, and emit kernels. The result is a Program.
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pjrt_lite/backends/cpu/compile_options.hpp"
+#include "pjrt_lite/backends/cpu/dot_kernel.hpp"
+#include "pjrt_lite/backends/cpu/kernels.hpp"
+#include "pjrt_lite/backends/cpu/program.hpp"
+#include "pjrt_lite/backends/cpu/reduce_kernel.hpp"
+#include "pjrt_lite/backends/cpu/tile_program.hpp"
+#include "pjrt_lite/ir/graph.hpp"
+#include "pjrt_lite/ir/printer.hpp"
+#include "pjrt_lite/ir/verifier.hpp"
+
+namespace pjrt_lite::cpu {
+
+namespace detail {
+
+class Compiler {
+ public:
+  Compiler(const Graph& graph, const CompileOptions& options, int max_workers)
+      : g_(graph), options_(options), max_workers_(max_workers) {}
+
+  StatusOr<std::shared_ptr<Program>> run() {
+    program_ = std::make_shared<Program>();
+    program_->graph = g_;
+    program_->max_workers = max_workers_;
+    for (Value p : g_.parameters()) program_->parameter_shapes.push_back(g_.shape(p));
+    for (Value o : g_.outputs()) program_->output_shapes.push_back(g_.shape(o));
+    find_users();
+    form_groups();
+    assign_slots();
+    PJRT_LITE_RETURN_IF_ERROR(emit_kernels());
+    plan_arena();
+    plan_donation();
+    summarize();
+    return std::move(program_);
+  }
+
+ private:
+  // ---- Values: node n, result r has id value_base_[n] + r.
+  std::int64_t id(Value v) const { return value_base_[static_cast<std::size_t>(v.node)] + v.index; }
+
+  void find_users() {
+    value_base_.resize(static_cast<std::size_t>(g_.num_nodes()));
+    std::int64_t next = 0;
+    for (std::int64_t i = 0; i < g_.num_nodes(); ++i) {
+      value_base_[static_cast<std::size_t>(i)] = next;
+      next += static_cast<std::int64_t>(g_.node(i).results.size());
+    }
+    users_.assign(static_cast<std::size_t>(next), {});
+    is_output_.assign(static_cast<std::size_t>(next), false);
+    value_slot_.assign(static_cast<std::size_t>(next), -1);
+    for (std::int64_t i = 0; i < g_.num_nodes(); ++i)
+      for (Value v : g_.node(i).operands) users_[static_cast<std::size_t>(id(v))].push_back(i);
+    for (Value v : g_.outputs()) is_output_[static_cast<std::size_t>(id(v))] = true;
+  }
+
+  /// Element-wise ops, and broadcasts of a scalar (a splat inside a loop), fuse.
+  bool fusible(const Node& n) const {
+    if (n.op == OpCode::kBroadcastInDim) return g_.shape(n.operands[0]).rank() == 0;
+    return is_elementwise(n.op);
+  }
+
+  // ---- Fusion groups: a node joins the open group of an operand with the same dims. A group
+  // closes as soon as anything outside it reads one of its values, so groups never form cycles.
+  void form_groups() {
+    group_of_.assign(static_cast<std::size_t>(g_.num_nodes()), -1);
+    for (std::int64_t i = 0; i < g_.num_nodes(); ++i) {
+      const Node& n = g_.node(i);
+      std::int32_t join = -1;
+      if (fusible(n)) {
+        for (Value v : n.operands) {
+          std::int32_t gid = group_of_[static_cast<std::size_t>(v.node)];
+          if (gid >= 0 && options_.fuse && groups_[static_cast<std::size_t>(gid)].open &&
+              std::equal(groups_[static_cast<std::size_t>(gid)].dims.begin(), groups_[static_cast<std::size_t>(gid)].dims.end(),
+                         n.shape().dims().begin(), n.shape().dims().end())) {
+            join = gid;
+            break;
+          }
+        }
+      }
+      for (Value v : n.operands) {
+        std::int32_t gid = group_of_[static_cast<std::size_t>(v.node)];
+        if (gid >= 0 && gid != join) groups_[static_cast<std::size_t>(gid)].open = false;
+      }
+      if (!fusible(n)) continue;
+      if (join < 0) {
+        join = static_cast<std::int32_t>(groups_.size());
+        groups_.push_back(Group{std::vector<std::int64_t>(n.shape().dims().begin(), n.shape().dims().end()), {}, true});
+      }
+      groups_[static_cast<std::size_t>(join)].members.push_back(i);
+      group_of_[static_cast<std::size_t>(i)] = join;
+    }
+  }
+
+  /// A value is stored in a slot unless it lives only inside its fusion group.
+  bool materialized(Value v) const {
+    if (is_output_[static_cast<std::size_t>(id(v))]) return true;
+    const std::int32_t gid = group_of_[static_cast<std::size_t>(v.node)];
+    if (gid < 0) return true;
+    for (std::int64_t u : users_[static_cast<std::size_t>(id(v))])
+      if (group_of_[static_cast<std::size_t>(u)] != gid) return true;
+    return false;
+  }
+
+  std::int32_t add_slot(SlotKind kind, const Shape& shape, std::int32_t index = 0) {
+    program_->slots.push_back(Slot{kind, index, 0, shape.byte_size(), nullptr});
+    return static_cast<std::int32_t>(program_->slots.size() - 1);
+  }
+
+  bool is_alias(const Node& n) const {
+    return (n.op == OpCode::kReshape || n.op == OpCode::kBitcastConvert);
+  }
+
+  void assign_slots() {
+    // Outputs first: a value computed by a kernel is written straight into output memory.
+    std::vector<bool> claimed(value_slot_.size(), false);
+    output_copies_.assign(g_.outputs().size(), -1);
+    for (std::size_t j = 0; j < g_.outputs().size(); ++j) {
+      Value v = g_.outputs()[j];
+      const Node& n = g_.node(v);
+      const std::int32_t slot = add_slot(SlotKind::kOutput, g_.shape(v), static_cast<std::int32_t>(j));
+      program_->output_slots.push_back(slot);
+      if (n.op == OpCode::kParameter || n.op == OpCode::kConstant || claimed[static_cast<std::size_t>(id(v))]) {
+        output_copies_[j] = static_cast<std::int32_t>(id(v));  // copied in at the end
+      } else {
+        claimed[static_cast<std::size_t>(id(v))] = true;
+        value_slot_[static_cast<std::size_t>(id(v))] = slot;
+      }
+    }
+    for (std::int64_t i = 0; i < g_.num_nodes(); ++i) {
+      const Node& n = g_.node(i);
+      for (std::size_t r = 0; r < n.results.size(); ++r) {
+        Value v{static_cast<std::int32_t>(i), static_cast<std::int32_t>(r), 0};
+        std::int32_t& slot = value_slot_[static_cast<std::size_t>(id(v))];
+        if (slot >= 0) continue;
+        if (n.op == OpCode::kParameter) {
+          slot = add_slot(SlotKind::kParameter, n.shape(), static_cast<std::int32_t>(n.attr<ParameterAttrs>().number));
+        } else if (n.op == OpCode::kConstant) {
+          slot = add_slot(SlotKind::kConstant, n.shape());
+          program_->slots[static_cast<std::size_t>(slot)].constant = n.attr<ConstantAttrs>().value.get();
+        } else if (is_alias(n)) {
+          slot = value_slot_[static_cast<std::size_t>(id(n.operands[0]))];  // same bytes, new type
+        } else if (materialized(v)) {
+          slot = add_slot(SlotKind::kTemp, n.shape(r));
+        }
+      }
+    }
+  }
+
+  std::int32_t slot_of(Value v) const { return value_slot_[static_cast<std::size_t>(id(v))]; }
+
+  void add_kernel(std::unique_ptr<Kernel> k, std::vector<std::int32_t> reads, std::vector<std::int32_t> writes) {
+    program_->kernels.push_back(std::move(k));
+    reads_.push_back(std::move(reads));
+    writes_.push_back(std::move(writes));
+  }
+
+  Status emit_kernels() {
+    for (std::int64_t i = 0; i < g_.num_nodes(); ++i) {
+      const Node& n = g_.node(i);
+      const std::int32_t gid = group_of_[static_cast<std::size_t>(i)];
+      if (gid >= 0) {
+        if (groups_[static_cast<std::size_t>(gid)].members.back() == i) PJRT_LITE_RETURN_IF_ERROR(emit_group(gid));
+        continue;
+      }
+      if (n.op == OpCode::kParameter || n.op == OpCode::kConstant) continue;
+      Value v0{static_cast<std::int32_t>(i), 0, 0};
+      if (is_alias(n)) {
+        // An alias of its operand, except when it is an output with memory of its own.
+        if (slot_of(v0) != slot_of(n.operands[0])) emit_byte_copy(slot_of(v0), slot_of(n.operands[0]), n.shape().byte_size(), str_cat(to_string(v0), " = ", op_name(n.op), " (copy)"));
+        continue;
+      }
+      PJRT_LITE_RETURN_IF_ERROR(emit_node(i, n));
+    }
+    for (std::size_t j = 0; j < output_copies_.size(); ++j) {
+      if (output_copies_[j] < 0) continue;
+      const Value v = g_.outputs()[j];
+      emit_byte_copy(program_->output_slots[j], slot_of(v), g_.shape(v).byte_size(), str_cat("output ", j, " = copy of ", to_string(v)));
+    }
+    return ok_status();
+  }
+
+  void emit_byte_copy(std::int32_t dst, std::int32_t src, std::int64_t bytes, std::string text) {
+    auto k = std::make_unique<MoveKernel>();
+    k->dst_slot = dst;
+    k->dst_bytes = bytes;
+    k->element_size = 1;
+    StridedCopy copy{{bytes}, {1}, {1}, 1};
+    k->pieces.push_back({src, 0, 0, copy});
+    k->bytes_accessed = 2 * bytes;
+    k->text = std::move(text);
+    add_kernel(std::move(k), {src}, {dst});
+  }
+
+  Status emit_group(std::int32_t gid) {
+    const Group& group = groups_[static_cast<std::size_t>(gid)];
+    auto k = std::make_unique<FusedKernel>();
+    std::map<std::int32_t, std::int32_t> external_of_slot;
+    auto external = [&](std::int32_t slot) {
+      auto [it, inserted] = external_of_slot.emplace(slot, static_cast<std::int32_t>(k->externals.size()));
+      if (inserted) k->externals.push_back(slot);
+      return it->second;
+    };
+    std::map<std::int64_t, std::int32_t> reg_of_node;
+    std::vector<std::int32_t> reads, writes;
+    std::string ops;
+    for (std::int64_t m : group.members) {
+      const Node& n = g_.node(m);
+      std::vector<std::int32_t> ins;
+      for (Value v : n.operands) {
+        if (group_of_[static_cast<std::size_t>(v.node)] == gid) {
+          ins.push_back(reg_of_node.at(v.node));
+          continue;
+        }
+        const std::int32_t s = slot_of(v);
+        reads.push_back(s);
+        const Shape& shape = g_.shape(v);
+        ins.push_back(shape.rank() == 0 && n.shape().rank() > 0 ? k->program.splat(external(s), shape.dtype())
+                                                                : k->program.external(external(s), shape.dtype()));
+      }
+      Value v{static_cast<std::int32_t>(m), 0, 0};
+      const bool stored = materialized(v);
+      std::int32_t out;
+      if (stored) {
+        writes.push_back(slot_of(v));
+        out = k->program.external(external(slot_of(v)), n.shape().dtype());
+      }
+      if (n.op == OpCode::kBroadcastInDim) {
+        // A splat: the operand's scalar in every lane; stored only if read outside the loop.
+        if (stored) PJRT_LITE_RETURN_IF_ERROR(k->program.emit_copy(out, ins[0]));
+        else out = ins[0];
+      } else {
+        if (!stored) out = k->program.scratch(n.shape().dtype());
+        Status s = k->program.emit(n, out, ins);
+        if (!s.ok()) return s;
+      }
+      reg_of_node[m] = out;
+      ops += str_cat(ops.empty() ? "" : ", ", op_name(n.op));
+      k->flops += static_cast<double>(n.shape().element_count());
+      if (n.op >= OpCode::kExponential && n.op <= OpCode::kTan) k->transcendentals += static_cast<double>(n.shape().element_count());
+    }
+    k->n = 1;
+    for (std::int64_t d : group.dims) k->n *= d;
+    k->finish_planning(max_workers_);
+    for (std::int32_t s : reads) k->bytes_accessed += program_->slots[static_cast<std::size_t>(s)].bytes;
+    for (std::int32_t s : writes) k->bytes_accessed += program_->slots[static_cast<std::size_t>(s)].bytes;
+    std::string outs, ins_text;
+    for (std::int32_t s : writes) outs += str_cat(outs.empty() ? "" : ", ", "$", s);
+    for (std::int32_t s : reads) ins_text += str_cat(ins_text.empty() ? "" : ", ", "$", s);
+    k->text = str_cat(outs, " = fusion[", ops, "](", ins_text, ") : ", Shape::dims_string(group.dims));
+    add_kernel(std::move(k), std::move(reads), std::move(writes));
+    return ok_status();
+  }
+
+  /// Byte strides of a value's row-major layout.
+  static std::vector<std::int64_t> strides_of(const Shape& s) {
+    return row_major_strides(std::vector<std::int64_t>(s.dims().begin(), s.dims().end()),
+                             static_cast<std::int64_t>(byte_size(s.dtype())));
+  }
+
+  Status emit_node(std::int64_t i, const Node& n) {
+    Value v0{static_cast<std::int32_t>(i), 0, 0};
+    const Shape& out = n.shape();
+    const auto esize = static_cast<std::int64_t>(byte_size(out.dtype()));
+    const std::int32_t dst = slot_of(v0);
+    std::vector<std::int32_t> reads;
+    for (Value v : n.operands) reads.push_back(slot_of(v));
+    std::string text = str_cat("$", dst, " = ", op_name(n.op), "(");
+    for (std::size_t k = 0; k < reads.size(); ++k) text += str_cat(k ? ", $" : "$", reads[k]);
+    text += str_cat(") : ", out);
+    std::vector<std::int64_t> out_dims(out.dims().begin(), out.dims().end());
+
+    auto move = [&](std::vector<MoveKernel::Piece> pieces, std::int32_t fill) {
+      auto k = std::make_unique<MoveKernel>();
+      k->dst_slot = dst;
+      k->dst_bytes = out.byte_size();
+      k->element_size = esize;
+      k->fill_slot = fill;
+      for (auto& p : pieces) p.copy.simplify();
+      k->pieces = std::move(pieces);
+      k->bytes_accessed = 2 * out.byte_size();
+      k->text = text;
+      add_kernel(std::move(k), reads, {dst});
+    };
+    auto piece = [&](std::int32_t src, std::int64_t src_offset, std::int64_t dst_offset, std::vector<std::int64_t> dims,
+                     std::vector<std::int64_t> dst_strides, std::vector<std::int64_t> src_strides) {
+      return MoveKernel::Piece{src, src_offset, dst_offset, StridedCopy{std::move(dims), std::move(dst_strides), std::move(src_strides), esize}};
+    };
+    const std::vector<std::int64_t> dense = row_major_strides(out_dims, esize);
+
+    switch (n.op) {
+      case OpCode::kBroadcastInDim: {
+        const Shape& in = g_.shape(n.operands[0]);
+        const auto in_strides = strides_of(in);
+        const auto& bd = n.attr<BroadcastInDimAttrs>().broadcast_dimensions;
+        std::vector<std::int64_t> src(out_dims.size(), 0);
+        for (std::size_t j = 0; j < bd.size(); ++j)
+          if (in.dim(static_cast<std::int64_t>(j)) != 1) src[static_cast<std::size_t>(bd[j])] = in_strides[j];
+        move({piece(reads[0], 0, 0, out_dims, dense, src)}, -1);
+        return ok_status();
+      }
+      case OpCode::kTranspose: {
+        const auto in_strides = strides_of(g_.shape(n.operands[0]));
+        const auto& perm = n.attr<TransposeAttrs>().permutation;
+        std::vector<std::int64_t> src;
+        for (std::int64_t p : perm) src.push_back(in_strides[static_cast<std::size_t>(p)]);
+        move({piece(reads[0], 0, 0, out_dims, dense, src)}, -1);
+        return ok_status();
+      }
+      case OpCode::kSlice: {
+        const auto in_strides = strides_of(g_.shape(n.operands[0]));
+        const auto& a = n.attr<SliceAttrs>();
+        std::int64_t offset = 0;
+        std::vector<std::int64_t> src;
+        for (std::size_t d = 0; d < in_strides.size(); ++d) {
+          offset += a.start_indices[d] * in_strides[d];
+          src.push_back(in_strides[d] * (a.strides.empty() ? 1 : a.strides[d]));
+        }
+        move({piece(reads[0], offset, 0, out_dims, dense, src)}, -1);
+        return ok_status();
+      }
+      case OpCode::kReverse: {
+        const Shape& in = g_.shape(n.operands[0]);
+        auto src = strides_of(in);
+        std::int64_t offset = 0;
+        for (std::int64_t d : n.attr<ReverseAttrs>().dimensions) {
+          if (in.dim(d) > 0) offset += (in.dim(d) - 1) * src[static_cast<std::size_t>(d)];
+          src[static_cast<std::size_t>(d)] = -src[static_cast<std::size_t>(d)];
+        }
+        move({piece(reads[0], offset, 0, out_dims, dense, src)}, -1);
+        return ok_status();
+      }
+      case OpCode::kConcatenate: {
+        const auto dim = static_cast<std::size_t>(n.attr<ConcatenateAttrs>().dimension);
+        std::vector<MoveKernel::Piece> pieces;
+        std::int64_t at = 0;
+        for (std::size_t k = 0; k < n.operands.size(); ++k) {
+          const Shape& in = g_.shape(n.operands[k]);
+          pieces.push_back(piece(reads[k], 0, at * dense[dim], std::vector<std::int64_t>(in.dims().begin(), in.dims().end()),
+                                 dense, strides_of(in)));
+          at += in.dim(static_cast<std::int64_t>(dim));
+        }
+        move(std::move(pieces), -1);
+        return ok_status();
+      }
+      case OpCode::kPad: {
+        const Shape& in = g_.shape(n.operands[0]);
+        const auto in_strides = strides_of(in);
+        const auto& a = n.attr<PadAttrs>();
+        std::vector<std::int64_t> dims, dst_strides;
+        std::int64_t src_offset = 0, dst_offset = 0;
+        bool empty = false;
+        for (std::size_t d = 0; d < in_strides.size(); ++d) {
+          const std::int64_t step = (a.interior_padding.empty() ? 0 : a.interior_padding[d]) + 1;
+          const std::int64_t low = a.edge_padding_low[d];
+          // Operand indices j land at low + j * step; keep those inside [0, out_dims[d]).
+          std::int64_t first = low >= 0 ? 0 : (-low + step - 1) / step;
+          std::int64_t last = in.dim(static_cast<std::int64_t>(d)) - 1;
+          if (out_dims[d] - 1 - low < 0) last = -1;
+          else last = std::min(last, (out_dims[d] - 1 - low) / step);
+          const std::int64_t count = last - first + 1;
+          if (count <= 0) empty = true;
+          dims.push_back(std::max<std::int64_t>(count, 0));
+          dst_strides.push_back(dense[d] * step);
+          src_offset += first * in_strides[d];
+          dst_offset += (low + first * step) * dense[d];
+        }
+        std::vector<MoveKernel::Piece> pieces;
+        if (!empty) pieces.push_back(piece(reads[0], src_offset, dst_offset, dims, dst_strides, in_strides));
+        move(std::move(pieces), reads[1]);
+        return ok_status();
+      }
+      case OpCode::kIota: {
+        auto k = std::make_unique<IotaKernel>();
+        k->dst_slot = dst;
+        k->shape = out;
+        k->dimension = n.attr<IotaAttrs>().iota_dimension;
+        k->text = text;
+        k->bytes_accessed = out.byte_size();
+        add_kernel(std::move(k), {}, {dst});
+        return ok_status();
+      }
+      case OpCode::kDynamicSlice:
+      case OpCode::kDynamicUpdateSlice: {
+        const bool update = n.op == OpCode::kDynamicUpdateSlice;
+        const Shape& operand = g_.shape(n.operands[0]);
+        auto k = std::make_unique<DynamicSliceKernel>();
+        k->update = update;
+        k->dst_slot = dst;
+        k->operand_slot = reads[0];
+        k->element_size = esize;
+        k->operand_dims.assign(operand.dims().begin(), operand.dims().end());
+        const std::size_t first_index = update ? 2 : 1;
+        for (std::size_t j = first_index; j < n.operands.size(); ++j) k->index_slots.push_back(reads[j]);
+        k->index_dtype = n.operands.size() > first_index ? g_.shape(n.operands[first_index]).dtype() : DType::kS32;
+        const auto op_strides = strides_of(operand);
+        if (update) {
+          const Shape& upd = g_.shape(n.operands[1]);
+          k->update_slot = reads[1];
+          k->window.assign(upd.dims().begin(), upd.dims().end());
+          k->copy = StridedCopy{k->window, op_strides, strides_of(upd), esize};
+        } else {
+          k->window = n.attr<DynamicSliceAttrs>().slice_sizes;
+          k->copy = StridedCopy{k->window, dense, op_strides, esize};
+        }
+        k->text = text;
+        k->bytes_accessed = 2 * out.byte_size();
+        add_kernel(std::move(k), reads, {dst});
+        return ok_status();
+      }
+      case OpCode::kDotGeneral: {
+        auto k = std::make_unique<DotKernel>(g_.shape(n.operands[0]), g_.shape(n.operands[1]), n.attr<DotDimensionNumbers>(),
+                                             reads[0], reads[1], dst);
+        k->text = text;
+        add_kernel(std::move(k), reads, {dst});
+        return ok_status();
+      }
+      case OpCode::kReduce: {
+        const std::size_t count = n.operands.size() / 2;
+        std::vector<std::int32_t> inputs(reads.begin(), reads.begin() + static_cast<std::ptrdiff_t>(count));
+        std::vector<std::int32_t> inits(reads.begin() + static_cast<std::ptrdiff_t>(count), reads.end());
+        std::vector<std::int32_t> dsts;
+        for (std::size_t r = 0; r < n.results.size(); ++r)
+          dsts.push_back(slot_of(Value{static_cast<std::int32_t>(i), static_cast<std::int32_t>(r), 0}));
+        auto made = ReduceKernel::make(g_.shape(n.operands[0]), n.attr<ReduceAttrs>().dimensions, n.bodies[0], inputs, inits, dsts);
+        if (!made.ok()) return made.status();
+        auto k = std::move(made).value();
+        k->text = text;
+        add_kernel(std::move(k), reads, dsts);
+        return ok_status();
+      }
+      default:
+        return unimplemented_error(str_cat("cpu: ", op_name(n.op), " is not supported by the CPU backend"));
+    }
+  }
+
+  // ---- The arena: temporaries by lifetime (freed after their last reader), then scratch.
+  void plan_arena() {
+    const auto& slots = program_->slots;
+    std::vector<std::int64_t> last_read(slots.size(), -1);
+    for (std::size_t k = 0; k < reads_.size(); ++k)
+      for (std::int32_t s : reads_[k]) last_read[static_cast<std::size_t>(s)] = static_cast<std::int64_t>(k);
+    struct Block { std::int64_t offset, size; };
+    std::vector<Block> free_blocks;
+    std::int64_t end = 0;
+    std::vector<bool> placed(slots.size(), false);
+    std::vector<std::vector<std::int32_t>> dies_after(reads_.size());
+    for (std::size_t s = 0; s < slots.size(); ++s)
+      if (slots[s].kind == SlotKind::kTemp && last_read[s] >= 0) dies_after[static_cast<std::size_t>(last_read[s])].push_back(static_cast<std::int32_t>(s));
+    auto round = [](std::int64_t n) { return std::max<std::int64_t>(64, (n + 63) / 64 * 64); };
+    for (std::size_t k = 0; k < writes_.size(); ++k) {
+      for (std::int32_t s : writes_[k]) {
+        auto& slot = program_->slots[static_cast<std::size_t>(s)];
+        if (slot.kind != SlotKind::kTemp || placed[static_cast<std::size_t>(s)]) continue;
+        const std::int64_t size = round(slot.bytes);
+        auto best = free_blocks.end();
+        for (auto it = free_blocks.begin(); it != free_blocks.end(); ++it)
+          if (it->size >= size && (best == free_blocks.end() || it->size < best->size)) best = it;
+        if (best != free_blocks.end()) {
+          slot.offset = best->offset;
+          if (best->size > size) *best = Block{best->offset + size, best->size - size};
+          else free_blocks.erase(best);
+        } else {
+          slot.offset = end;
+          end += size;
+        }
+        placed[static_cast<std::size_t>(s)] = true;
+      }
+      for (std::int32_t s : dies_after[k]) {
+        free_blocks.push_back(Block{slots[static_cast<std::size_t>(s)].offset, round(slots[static_cast<std::size_t>(s)].bytes)});
+        std::sort(free_blocks.begin(), free_blocks.end(), [](Block a, Block b) { return a.offset < b.offset; });
+        std::vector<Block> merged;
+        for (Block b : free_blocks) {
+          if (!merged.empty() && merged.back().offset + merged.back().size == b.offset) merged.back().size += b.size;
+          else merged.push_back(b);
+        }
+        free_blocks = std::move(merged);
+      }
+    }
+    std::int64_t scratch = 0;
+    for (const auto& k : program_->kernels) scratch = std::max(scratch, k->scratch_bytes);
+    program_->scratch_offset = end;
+    program_->arena_bytes = end + (scratch + 63) / 64 * 64;
+  }
+
+  // ---- Donation: an argument's memory may become output j's when the argument is last read
+  // before output j is written, or by the loop that writes it, element by element, no later
+  // than the element is written.
+  void plan_donation() {
+    const auto& slots = program_->slots;
+    program_->donation_target.assign(program_->parameter_shapes.size(), -1);
+    std::vector<bool> taken(program_->output_shapes.size(), false);
+    std::vector<std::int32_t> param_slot(program_->parameter_shapes.size(), -1);
+    for (std::size_t s = 0; s < slots.size(); ++s)
+      if (slots[s].kind == SlotKind::kParameter) param_slot[static_cast<std::size_t>(slots[s].index)] = static_cast<std::int32_t>(s);
+    for (std::size_t p = 0; p < param_slot.size(); ++p) {
+      const std::int32_t ps = param_slot[p];
+      std::int64_t last_read = -1;
+      for (std::size_t k = 0; k < reads_.size(); ++k)
+        if (ps >= 0 && std::find(reads_[k].begin(), reads_[k].end(), ps) != reads_[k].end()) last_read = static_cast<std::int64_t>(k);
+      for (std::size_t j = 0; j < program_->output_slots.size(); ++j) {
+        if (taken[j] || program_->output_shapes[j].byte_size() != program_->parameter_shapes[p].byte_size()) continue;
+        const std::int32_t os = program_->output_slots[j];
+        std::int64_t writer = -1;
+        for (std::size_t k = 0; k < writes_.size(); ++k)
+          if (std::find(writes_[k].begin(), writes_[k].end(), os) != writes_[k].end()) writer = static_cast<std::int64_t>(k);
+        if (writer < 0) continue;
+        bool safe = last_read < writer;
+        if (last_read == writer) {
+          auto* fused = dynamic_cast<const FusedKernel*>(program_->kernels[static_cast<std::size_t>(writer)].get());
+          safe = fused != nullptr && in_place_safe(*fused, ps, os);
+        }
+        if (safe) {
+          program_->donation_target[p] = static_cast<std::int32_t>(j);
+          taken[j] = true;
+          break;
+        }
+      }
+    }
+  }
+
+  /// True when, in the loop, every read of slot `in` comes at or before the write of slot `out`
+  /// and is of the same element (not a splat).
+  static bool in_place_safe(const FusedKernel& k, std::int32_t in, std::int32_t out) {
+    const auto& regs = k.program.regs();
+    auto is_slot = [&](std::int32_t reg, std::int32_t slot, bool splat_too) {
+      if (reg < 0) return false;
+      const auto& r = regs[static_cast<std::size_t>(reg)];
+      if (r.kind == TileProgram::RegKind::kScratch) return false;
+      if (r.kind == TileProgram::RegKind::kSplat && !splat_too) return false;
+      return k.externals[static_cast<std::size_t>(r.external)] == slot;
+    };
+    std::int64_t written = -1;
+    const auto& code = k.program.code();
+    for (std::size_t i = 0; i < code.size(); ++i) {
+      for (std::int32_t r : code[i].in) {
+        if (is_slot(r, in, true)) {
+          if (regs[static_cast<std::size_t>(r)].kind == TileProgram::RegKind::kSplat) return false;
+          if (written >= 0) return false;
+        }
+      }
+      if (is_slot(code[i].out, out, false) && written < 0) written = static_cast<std::int64_t>(i);
+    }
+    return true;
+  }
+
+  void summarize() {
+    for (const auto& k : program_->kernels) {
+      program_->cost.flops += k->flops;
+      program_->cost.transcendentals += k->transcendentals;
+      program_->cost.bytes_accessed += k->bytes_accessed;
+    }
+    for (const Shape& s : program_->parameter_shapes) program_->memory.argument_bytes += s.byte_size();
+    for (const Shape& s : program_->output_shapes) program_->memory.output_bytes += s.byte_size();
+    for (const Slot& s : program_->slots)
+      if (s.kind == SlotKind::kConstant) program_->memory.constant_bytes += s.bytes;
+    program_->memory.temp_bytes = program_->arena_bytes;
+    std::string& t = program_->text;
+    t = str_cat("cpu program '", g_.name(), "': ", program_->kernels.size(), " kernels, arena ", program_->arena_bytes, " bytes\n");
+    for (std::size_t s = 0; s < program_->slots.size(); ++s) {
+      const Slot& slot = program_->slots[s];
+      constexpr const char* kinds[] = {"parameter", "constant", "temp", "output"};
+      t += str_cat("  $", s, ": ", kinds[static_cast<int>(slot.kind)]);
+      if (slot.kind == SlotKind::kParameter || slot.kind == SlotKind::kOutput) t += str_cat(" ", slot.index);
+      if (slot.kind == SlotKind::kTemp) t += str_cat(" @", slot.offset);
+      t += str_cat(", ", slot.bytes, " bytes\n");
+    }
+    for (const auto& k : program_->kernels) t += str_cat("  ", k->text, "\n");
+  }
+
+  struct Group {
+    std::vector<std::int64_t> dims;
+    std::vector<std::int64_t> members;
+    bool open = true;
+  };
+
+  const Graph& g_;
+  CompileOptions options_;
+  int max_workers_;
+  std::shared_ptr<Program> program_;
+  std::vector<std::int64_t> value_base_;
+  std::vector<std::vector<std::int64_t>> users_;
+  std::vector<bool> is_output_;
+  std::vector<std::int32_t> value_slot_;
+  std::vector<std::int32_t> group_of_;
+  std::vector<Group> groups_;
+  std::vector<std::int32_t> output_copies_;
+  std::vector<std::vector<std::int32_t>> reads_, writes_;
+};
+
+/// Compiles a verified `graph` for CPU executors with `max_workers` threads (the caller
+/// included).
+inline StatusOr<std::shared_ptr<Program>> compile_program(const Graph& graph, const CompileOptions& options,
+                                                          int max_workers) {
+  PJRT_LITE_RETURN_IF_ERROR(verify(graph));
+  return Compiler(graph, options, max_workers).run();
+}
+
+}  // namespace detail
+}  // namespace pjrt_lite::cpu

@@ -1,0 +1,164 @@
+#pragma once
+// dot_general on the CPU: operands are brought to [batch, M, K] and [batch, K, N] (a strided
+// copy into scratch only when their layout is not already that), then each batch is one
+// Eigen GEMM, its rows split across the client's threads when the product is large.
+
+#include <complex>
+#include <cstdint>
+#include <cstring>
+#include <numeric>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "pjrt_lite/backends/cpu/kernels.hpp"
+#include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/ir/attributes.hpp"
+
+namespace pjrt_lite::cpu::detail {
+
+class DotKernel final : public Kernel {
+ public:
+  /// Plans the product of `lhs` and `rhs` with `dims`; the result is batch + lhs free + rhs
+  /// free, row-major.
+  DotKernel(const Shape& lhs, const Shape& rhs, const DotDimensionNumbers& dims, std::int32_t lhs_slot,
+            std::int32_t rhs_slot, std::int32_t dst_slot)
+      : dtype_(lhs.dtype()), lhs_slot_(lhs_slot), rhs_slot_(rhs_slot), dst_slot_(dst_slot) {
+    std::vector<std::int64_t> lhs_order = dims.lhs_batching_dimensions;
+    std::vector<std::int64_t> rhs_order = dims.rhs_batching_dimensions;
+    for (std::int64_t d : dims.lhs_batching_dimensions) batch_ *= lhs.dim(d);
+    for (std::int64_t d = 0; d < lhs.rank(); ++d)
+      if (!contains(dims.lhs_batching_dimensions, d) && !contains(dims.lhs_contracting_dimensions, d)) {
+        lhs_order.push_back(d);
+        m_ *= lhs.dim(d);
+      }
+    for (std::int64_t d : dims.lhs_contracting_dimensions) {
+      lhs_order.push_back(d);
+      k_ *= lhs.dim(d);
+    }
+    for (std::int64_t d : dims.rhs_contracting_dimensions) rhs_order.push_back(d);
+    for (std::int64_t d = 0; d < rhs.rank(); ++d)
+      if (!contains(dims.rhs_batching_dimensions, d) && !contains(dims.rhs_contracting_dimensions, d)) {
+        rhs_order.push_back(d);
+        n_ *= rhs.dim(d);
+      }
+    const auto esize = static_cast<std::int64_t>(byte_size(dtype_));
+    lhs_copy_ = permutation_copy(lhs, lhs_order, esize);
+    rhs_copy_ = permutation_copy(rhs, rhs_order, esize);
+    const std::int64_t wide = computes_in_f32(dtype_) ? 4 : esize;
+    auto reserve = [this](std::int64_t bytes) {
+      const std::int64_t at = scratch_bytes;
+      scratch_bytes += (bytes + 63) / 64 * 64;
+      return at;
+    };
+    if (lhs_copy_) lhs_scratch_ = reserve(batch_ * m_ * k_ * esize);
+    if (rhs_copy_) rhs_scratch_ = reserve(batch_ * k_ * n_ * esize);
+    if (computes_in_f32(dtype_)) {
+      lhs_wide_ = reserve(batch_ * m_ * k_ * wide);
+      rhs_wide_ = reserve(batch_ * k_ * n_ * wide);
+      out_wide_ = reserve(batch_ * m_ * n_ * wide);
+    }
+    flops = 2.0 * static_cast<double>(batch_ * m_ * n_ * k_);
+    bytes_accessed = (batch_ * (m_ * k_ + k_ * n_ + m_ * n_)) * esize;
+  }
+
+  void run(const RunContext& ctx) const override {
+    const std::byte* a = ctx.slots[lhs_slot_];
+    const std::byte* b = ctx.slots[rhs_slot_];
+    if (lhs_copy_) {
+      lhs_copy_->run(ctx.scratch + lhs_scratch_, a);
+      a = ctx.scratch + lhs_scratch_;
+    }
+    if (rhs_copy_) {
+      rhs_copy_->run(ctx.scratch + rhs_scratch_, b);
+      b = ctx.scratch + rhs_scratch_;
+    }
+    std::byte* c = ctx.slots[dst_slot_];
+    if (computes_in_f32(dtype_)) {
+      auto* aw = reinterpret_cast<float*>(ctx.scratch + lhs_wide_);
+      auto* bw = reinterpret_cast<float*>(ctx.scratch + rhs_wide_);
+      auto* cw = reinterpret_cast<float*>(ctx.scratch + out_wide_);
+      convert_elements(a, dtype_, aw, DType::kF32, batch_ * m_ * k_);
+      convert_elements(b, dtype_, bw, DType::kF32, batch_ * k_ * n_);
+      gemm<float>(ctx, aw, bw, cw);
+      convert_elements(cw, DType::kF32, c, dtype_, batch_ * m_ * n_);
+      return;
+    }
+    visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
+      if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
+      } else if constexpr (std::is_same_v<T, bool>) {
+        bool_product(reinterpret_cast<const bool*>(a), reinterpret_cast<const bool*>(b), reinterpret_cast<bool*>(c));
+      } else if constexpr (is_int_v<T>) {
+        // Unsigned arithmetic wraps without undefined behaviour and gives the same bits.
+        using U = std::make_unsigned_t<T>;
+        gemm<U>(ctx, reinterpret_cast<const U*>(a), reinterpret_cast<const U*>(b), reinterpret_cast<U*>(c));
+      } else {
+        gemm<T>(ctx, reinterpret_cast<const T*>(a), reinterpret_cast<const T*>(b), reinterpret_cast<T*>(c));
+      }
+    });
+  }
+
+ private:
+  static bool contains(const std::vector<std::int64_t>& v, std::int64_t x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  }
+
+  /// A copy into dense [order...] layout, or nothing when `order` is already the identity.
+  static std::optional<StridedCopy> permutation_copy(const Shape& s, const std::vector<std::int64_t>& order,
+                                                     std::int64_t esize) {
+    bool identity = true;
+    for (std::size_t i = 0; i < order.size(); ++i) identity &= order[i] == static_cast<std::int64_t>(i);
+    if (identity) return std::nullopt;
+    const auto src = row_major_strides(std::vector<std::int64_t>(s.dims().begin(), s.dims().end()), esize);
+    StridedCopy copy;
+    copy.element_size = esize;
+    for (std::int64_t d : order) {
+      copy.dims.push_back(s.dim(d));
+      copy.src_strides.push_back(src[static_cast<std::size_t>(d)]);
+    }
+    copy.dst_strides = row_major_strides(copy.dims, esize);
+    copy.simplify();
+    return copy;
+  }
+
+  template <class T>
+  void gemm(const RunContext& ctx, const T* a, const T* b, T* c) const {
+    using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const double work = static_cast<double>(m_) * static_cast<double>(n_) * static_cast<double>(k_);
+    for (std::int64_t batch = 0; batch < batch_; ++batch) {
+      const T* ab = a + batch * m_ * k_;
+      const T* bb = b + batch * k_ * n_;
+      T* cb = c + batch * m_ * n_;
+      Eigen::Map<const Matrix> bm(bb, k_, n_);
+      auto rows = [&](std::int64_t r0, std::int64_t r1, int) {
+        Eigen::Map<Matrix> cm(cb + r0 * n_, r1 - r0, n_);
+        if (k_ == 0) {
+          cm.setZero();
+          return;
+        }
+        cm.noalias() = Eigen::Map<const Matrix>(ab + r0 * k_, r1 - r0, k_) * bm;
+      };
+      if (work >= 1 << 18 && m_ >= 16) ctx.parallel(m_, 8, rows);
+      else rows(0, m_, 0);
+    }
+  }
+
+  void bool_product(const bool* a, const bool* b, bool* c) const {
+    for (std::int64_t batch = 0; batch < batch_; ++batch)
+      for (std::int64_t i = 0; i < m_; ++i)
+        for (std::int64_t j = 0; j < n_; ++j) {
+          bool acc = false;
+          for (std::int64_t k = 0; k < k_ && !acc; ++k)
+            acc = a[(batch * m_ + i) * k_ + k] && b[(batch * k_ + k) * n_ + j];
+          c[(batch * m_ + i) * n_ + j] = acc;
+        }
+  }
+
+  DType dtype_;
+  std::int32_t lhs_slot_, rhs_slot_, dst_slot_;
+  std::int64_t batch_ = 1, m_ = 1, k_ = 1, n_ = 1;
+  std::optional<StridedCopy> lhs_copy_, rhs_copy_;
+  std::int64_t lhs_scratch_ = 0, rhs_scratch_ = 0, lhs_wide_ = 0, rhs_wide_ = 0, out_wide_ = 0;
+};
+
+}  // namespace pjrt_lite::cpu::detail

@@ -1,0 +1,392 @@
+#pragma once
+// The element-wise kernels of the CPU backend: one function per (op, element type), run on a
+// tile of contiguous elements. Float and double go through Eigen's vectorized array
+// expressions where Eigen has the op; the rest are plain loops the compiler vectorizes.
+// f16 and bf16 have no kernels here: the fusion compiler widens them to f32 around each op
+// (see fusion.hpp), so each op rounds once, as the reference does.
+//
+// This header instantiates a few hundred kernels; include it only where programs are
+// compiled (backends/cpu/compiler.hpp).
+
+#include <bit>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include <Eigen/Core>
+
+#include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/ir/attributes.hpp"
+#include "pjrt_lite/ir/op.hpp"
+
+namespace pjrt_lite::cpu::detail {
+
+/// One tile of one op: up to three inputs, one output, n elements each. Comparison
+/// attributes ride along for compare.
+struct TileArgs {
+  const void* in[3] = {nullptr, nullptr, nullptr};
+  void* out = nullptr;
+  std::int64_t n = 0;
+  ComparisonDirection direction = ComparisonDirection::kEq;
+  ComparisonType comparison = ComparisonType::kFloat;
+};
+using TileFn = void (*)(const TileArgs&);
+
+namespace ew {
+
+template <class T> inline constexpr bool kIsComplex = is_complex_v<T>;
+template <class T> inline constexpr bool kIsFloat = std::is_floating_point_v<T>;  // f32, f64
+template <class T> inline constexpr bool kIsInt = std::is_integral_v<T> && !std::is_same_v<T, bool>;
+template <class T> using Unsigned = std::make_unsigned_t<T>;
+template <class T> struct RealOf { using type = T; };
+template <class T> struct RealOf<std::complex<T>> { using type = T; };
+
+template <class T> using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
+template <class T> using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
+
+template <class R, class T, class F>
+inline void map1(const TileArgs& a, F f) {
+  const T* x = static_cast<const T*>(a.in[0]);
+  R* o = static_cast<R*>(a.out);
+  for (std::int64_t i = 0; i < a.n; ++i) o[i] = f(x[i]);
+}
+template <class R, class T, class F>
+inline void map2(const TileArgs& a, F f) {
+  const T* x = static_cast<const T*>(a.in[0]);
+  const T* y = static_cast<const T*>(a.in[1]);
+  R* o = static_cast<R*>(a.out);
+  for (std::int64_t i = 0; i < a.n; ++i) o[i] = f(x[i], y[i]);
+}
+
+// ---- Integer arithmetic without undefined behaviour: wrap in two's complement.
+template <class T> inline T wrap_add(T a, T b) { return static_cast<T>(static_cast<Unsigned<T>>(a) + static_cast<Unsigned<T>>(b)); }
+template <class T> inline T wrap_sub(T a, T b) { return static_cast<T>(static_cast<Unsigned<T>>(a) - static_cast<Unsigned<T>>(b)); }
+template <class T> inline T wrap_mul(T a, T b) {
+  using U = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, Unsigned<T>>;  // no int promotion
+  return static_cast<T>(static_cast<U>(static_cast<Unsigned<T>>(a)) * static_cast<U>(static_cast<Unsigned<T>>(b)));
+}
+template <class T> inline T int_div(T a, T b) {
+  if (b == 0) return std::is_signed_v<T> ? T(-1) : std::numeric_limits<T>::max();
+  if constexpr (std::is_signed_v<T>)
+    if (a == std::numeric_limits<T>::min() && b == T(-1)) return a;
+  return static_cast<T>(a / b);
+}
+template <class T> inline T int_rem(T a, T b) {
+  if (b == 0) return a;
+  if constexpr (std::is_signed_v<T>)
+    if (b == T(-1)) return T(0);
+  return static_cast<T>(a % b);
+}
+template <class T> inline T int_pow(T base, T exponent) {
+  if constexpr (std::is_signed_v<T>) {
+    if (exponent < 0) {
+      if (base == 1) return 1;
+      if (base == -1) return (exponent & 1) ? T(-1) : T(1);
+      return 0;
+    }
+  }
+  T result = 1;
+  auto e = static_cast<Unsigned<T>>(exponent);
+  while (e) {
+    if (e & 1u) result = wrap_mul(result, base);
+    base = wrap_mul(base, base);
+    e >>= 1;
+  }
+  return result;
+}
+template <class T> inline T shift_left(T a, T b) {
+  auto amount = static_cast<Unsigned<T>>(b);
+  if (amount >= sizeof(T) * 8) return 0;
+  return static_cast<T>(static_cast<Unsigned<T>>(static_cast<Unsigned<T>>(a) << amount));
+}
+template <class T> inline T shift_right_logical(T a, T b) {
+  auto amount = static_cast<Unsigned<T>>(b);
+  if (amount >= sizeof(T) * 8) return 0;
+  return static_cast<T>(static_cast<Unsigned<T>>(a) >> amount);
+}
+template <class T> inline T shift_right_arithmetic(T a, T b) {
+  using S = std::make_signed_t<T>;
+  auto amount = static_cast<Unsigned<T>>(b);
+  const auto s = static_cast<S>(a);
+  if (amount >= sizeof(T) * 8) return static_cast<T>(s < 0 ? S(-1) : S(0));
+  return static_cast<T>(static_cast<S>(s >> amount));  // >> of a negative is arithmetic in C++20
+}
+
+// ---- Floats: NaN-propagating max/min with +0 > -0, as the spec and the reference have it.
+template <class T> inline T float_max(T a, T b) {
+  if (std::isnan(a)) return a;
+  if (std::isnan(b)) return b;
+  if (a == b) return std::signbit(a) ? b : a;
+  return a > b ? a : b;
+}
+template <class T> inline T float_min(T a, T b) {
+  if (std::isnan(a)) return a;
+  if (std::isnan(b)) return b;
+  if (a == b) return std::signbit(a) ? a : b;
+  return a < b ? a : b;
+}
+template <class T> inline bool complex_less(const T& a, const T& b) {
+  return a.real() < b.real() || (a.real() == b.real() && a.imag() < b.imag());
+}
+template <class T> inline T float_sign(T x) {
+  if (std::isnan(x) || x == T(0)) return x;
+  return x > 0 ? T(1) : T(-1);
+}
+/// Maps a float's bits to an integer that orders like the spec's totalOrder:
+/// -NaN < -Inf < ... < -0 < +0 < ... < +Inf < +NaN.
+template <class T> inline auto total_order_key(T x) {
+  using I = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
+  const I bits = std::bit_cast<I>(x);
+  // Negative floats order backwards as integers; flip them below every non-negative one.
+  return bits < 0 ? static_cast<I>(std::numeric_limits<I>::min() - bits - 1) : bits;
+}
+
+template <class T, class F>
+inline void compare_with(const TileArgs& a, F key) {
+  const T* x = static_cast<const T*>(a.in[0]);
+  const T* y = static_cast<const T*>(a.in[1]);
+  bool* o = static_cast<bool*>(a.out);
+  switch (a.direction) {
+    case ComparisonDirection::kEq: for (std::int64_t i = 0; i < a.n; ++i) o[i] = key(x[i]) == key(y[i]); break;
+    case ComparisonDirection::kNe: for (std::int64_t i = 0; i < a.n; ++i) o[i] = key(x[i]) != key(y[i]); break;
+    case ComparisonDirection::kGe: for (std::int64_t i = 0; i < a.n; ++i) o[i] = key(x[i]) >= key(y[i]); break;
+    case ComparisonDirection::kGt: for (std::int64_t i = 0; i < a.n; ++i) o[i] = key(x[i]) > key(y[i]); break;
+    case ComparisonDirection::kLe: for (std::int64_t i = 0; i < a.n; ++i) o[i] = key(x[i]) <= key(y[i]); break;
+    case ComparisonDirection::kLt: for (std::int64_t i = 0; i < a.n; ++i) o[i] = key(x[i]) < key(y[i]); break;
+  }
+}
+
+template <class T>
+void compare(const TileArgs& a) {
+  if constexpr (kIsComplex<T>) {
+    const T* x = static_cast<const T*>(a.in[0]);
+    const T* y = static_cast<const T*>(a.in[1]);
+    bool* o = static_cast<bool*>(a.out);
+    const bool eq = a.direction == ComparisonDirection::kEq;
+    for (std::int64_t i = 0; i < a.n; ++i) o[i] = (x[i] == y[i]) == eq;
+  } else if constexpr (kIsFloat<T>) {
+    if (a.comparison == ComparisonType::kTotalOrder) compare_with<T>(a, [](T v) { return total_order_key(v); });
+    else compare_with<T>(a, [](T v) { return v; });
+  } else if constexpr (std::is_same_v<T, bool>) {
+    compare_with<T>(a, [](bool v) { return static_cast<unsigned>(v); });
+  } else if (a.comparison == ComparisonType::kUnsigned) {
+    compare_with<T>(a, [](T v) { return static_cast<Unsigned<T>>(v); });
+  } else {
+    compare_with<T>(a, [](T v) { return static_cast<std::make_signed_t<T>>(v); });
+  }
+}
+
+/// The kernel of a unary op on operand type T, or null if the op does not take T.
+template <class T>
+TileFn unary(OpCode op) {
+  using R = typename RealOf<T>::type;
+  if constexpr (kIsFloat<T>) {
+    switch (op) {
+      case OpCode::kAbs: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).abs(); };
+      case OpCode::kNegate: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = -ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n); };
+      case OpCode::kSign: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return float_sign(x); }); };
+      case OpCode::kExponential: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).exp(); };
+      case OpCode::kExponentialMinusOne: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).expm1(); };
+      case OpCode::kLog: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).log(); };
+      case OpCode::kLogPlusOne: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).log1p(); };
+      case OpCode::kSqrt: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).sqrt(); };
+      case OpCode::kRsqrt: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).rsqrt(); };
+      case OpCode::kCbrt: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::cbrt(x); }); };
+      case OpCode::kTanh: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).tanh(); };
+      case OpCode::kLogistic: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).logistic(); };
+      case OpCode::kSine: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).sin(); };
+      case OpCode::kCosine: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).cos(); };
+      case OpCode::kTan: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::tan(x); }); };
+      case OpCode::kFloor: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).floor(); };
+      case OpCode::kCeil: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).ceil(); };
+      case OpCode::kRoundNearestAfz: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::round(x); }); };
+      case OpCode::kRoundNearestEven: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::nearbyint(x); }); };
+      case OpCode::kIsFinite: return [](const TileArgs& a) { map1<bool, T>(a, [](T x) { return std::isfinite(x); }); };
+      case OpCode::kReal: return [](const TileArgs& a) { std::memcpy(a.out, a.in[0], static_cast<std::size_t>(a.n) * sizeof(T)); };
+      case OpCode::kImag: return [](const TileArgs& a) { map1<T, T>(a, [](T) { return T(0); }); };
+      default: return nullptr;
+    }
+  } else if constexpr (kIsComplex<T>) {
+    switch (op) {
+      case OpCode::kAbs: return [](const TileArgs& a) { map1<R, T>(a, [](T x) { return std::abs(x); }); };
+      case OpCode::kNegate: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return -x; }); };
+      case OpCode::kSign: return [](const TileArgs& a) {
+        map1<T, T>(a, [](T x) {
+          if (std::isnan(x.real()) || std::isnan(x.imag())) return T(std::numeric_limits<R>::quiet_NaN(), std::numeric_limits<R>::quiet_NaN());
+          return x == T(0) ? x : x / std::abs(x);
+        });
+      };
+      case OpCode::kExponential: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::exp(x); }); };
+      case OpCode::kExponentialMinusOne: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::exp(x) - T(1); }); };
+      case OpCode::kLog: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::log(x); }); };
+      case OpCode::kLogPlusOne: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::log(x + T(1)); }); };
+      case OpCode::kSqrt: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::sqrt(x); }); };
+      case OpCode::kRsqrt: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return T(1) / std::sqrt(x); }); };
+      case OpCode::kCbrt: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::pow(x, T(R(1) / R(3))); }); };
+      case OpCode::kTanh: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::tanh(x); }); };
+      case OpCode::kLogistic: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return T(1) / (T(1) + std::exp(-x)); }); };
+      case OpCode::kSine: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::sin(x); }); };
+      case OpCode::kCosine: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::cos(x); }); };
+      case OpCode::kTan: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::tan(x); }); };
+      case OpCode::kReal: return [](const TileArgs& a) { map1<R, T>(a, [](T x) { return x.real(); }); };
+      case OpCode::kImag: return [](const TileArgs& a) { map1<R, T>(a, [](T x) { return x.imag(); }); };
+      default: return nullptr;
+    }
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (op == OpCode::kNot) return [](const TileArgs& a) { map1<bool, bool>(a, [](bool x) { return !x; }); };
+    return nullptr;
+  } else {
+    switch (op) {
+      case OpCode::kAbs:
+        if constexpr (std::is_signed_v<T>)
+          return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return x < 0 ? wrap_sub<T>(0, x) : x; }); };
+        return nullptr;
+      case OpCode::kNegate: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return wrap_sub<T>(0, x); }); };
+      case OpCode::kSign:
+        if constexpr (std::is_signed_v<T>)
+          return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return static_cast<T>((x > 0) - (x < 0)); }); };
+        return nullptr;
+      case OpCode::kNot: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return static_cast<T>(~x); }); };
+      case OpCode::kPopcnt: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return static_cast<T>(std::popcount(static_cast<Unsigned<T>>(x))); }); };
+      default: return nullptr;
+    }
+  }
+}
+
+/// The kernel of a binary op on operand type T, or null if the op does not take T.
+template <class T>
+TileFn binary(OpCode op) {
+#define PJRT_LITE_EIGEN_BINARY(expr)                                              \
+  [](const TileArgs& a) {                                                         \
+    auto x = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n);               \
+    auto y = ConstArrayMap<T>(static_cast<const T*>(a.in[1]), a.n);               \
+    ArrayMap<T>(static_cast<T*>(a.out), a.n) = (expr);                            \
+  }
+  if constexpr (kIsFloat<T>) {
+    switch (op) {
+      case OpCode::kAdd: return PJRT_LITE_EIGEN_BINARY(x + y);
+      case OpCode::kSubtract: return PJRT_LITE_EIGEN_BINARY(x - y);
+      case OpCode::kMultiply: return PJRT_LITE_EIGEN_BINARY(x * y);
+      case OpCode::kDivide: return PJRT_LITE_EIGEN_BINARY(x / y);
+      case OpCode::kRemainder: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return std::fmod(x, y); }); };
+      case OpCode::kPower: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return std::pow(x, y); }); };
+      case OpCode::kMaximum: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return float_max(x, y); }); };
+      case OpCode::kMinimum: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return float_min(x, y); }); };
+      case OpCode::kAtan2: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return std::atan2(x, y); }); };
+      case OpCode::kComplex:
+        return [](const TileArgs& a) { map2<std::complex<T>, T>(a, [](T x, T y) { return std::complex<T>(x, y); }); };
+      default: return nullptr;
+    }
+  } else if constexpr (kIsComplex<T>) {
+    switch (op) {
+      case OpCode::kAdd: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return x + y; }); };
+      case OpCode::kSubtract: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return x - y; }); };
+      case OpCode::kMultiply: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return x * y; }); };
+      case OpCode::kDivide: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return x / y; }); };
+      case OpCode::kPower: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return std::pow(x, y); }); };
+      case OpCode::kMaximum: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return complex_less(x, y) ? y : x; }); };
+      case OpCode::kMinimum: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return complex_less(y, x) ? y : x; }); };
+      case OpCode::kAtan2:
+        // atan2(y, x) = -i * log((x + i y) / sqrt(x^2 + y^2)), the spec's definition.
+        return [](const TileArgs& a) {
+          map2<T, T>(a, [](T y, T x) { return T(0, -1) * std::log((x + T(0, 1) * y) / std::sqrt(x * x + y * y)); });
+        };
+      default: return nullptr;
+    }
+  } else if constexpr (std::is_same_v<T, bool>) {
+    switch (op) {
+      case OpCode::kAnd: return [](const TileArgs& a) { map2<bool, bool>(a, [](bool x, bool y) { return x && y; }); };
+      case OpCode::kOr: return [](const TileArgs& a) { map2<bool, bool>(a, [](bool x, bool y) { return x || y; }); };
+      case OpCode::kXor: return [](const TileArgs& a) { map2<bool, bool>(a, [](bool x, bool y) { return x != y; }); };
+      case OpCode::kMaximum: return [](const TileArgs& a) { map2<bool, bool>(a, [](bool x, bool y) { return x || y; }); };
+      case OpCode::kMinimum: return [](const TileArgs& a) { map2<bool, bool>(a, [](bool x, bool y) { return x && y; }); };
+      case OpCode::kAdd: return [](const TileArgs& a) { map2<bool, bool>(a, [](bool x, bool y) { return x || y; }); };
+      case OpCode::kMultiply: return [](const TileArgs& a) { map2<bool, bool>(a, [](bool x, bool y) { return x && y; }); };
+      default: return nullptr;
+    }
+  } else {
+    switch (op) {
+      case OpCode::kAdd: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return wrap_add(x, y); }); };
+      case OpCode::kSubtract: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return wrap_sub(x, y); }); };
+      case OpCode::kMultiply: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return wrap_mul(x, y); }); };
+      case OpCode::kDivide: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return int_div(x, y); }); };
+      case OpCode::kRemainder: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return int_rem(x, y); }); };
+      case OpCode::kPower: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return int_pow(x, y); }); };
+      case OpCode::kMaximum: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return x < y ? y : x; }); };
+      case OpCode::kMinimum: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return y < x ? y : x; }); };
+      case OpCode::kAnd: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return static_cast<T>(x & y); }); };
+      case OpCode::kOr: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return static_cast<T>(x | y); }); };
+      case OpCode::kXor: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return static_cast<T>(x ^ y); }); };
+      case OpCode::kShiftLeft: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return shift_left(x, y); }); };
+      case OpCode::kShiftRightArithmetic: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return shift_right_arithmetic(x, y); }); };
+      case OpCode::kShiftRightLogical: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return shift_right_logical(x, y); }); };
+      default: return nullptr;
+    }
+  }
+#undef PJRT_LITE_EIGEN_BINARY
+}
+
+template <class T>
+void select(const TileArgs& a) {
+  const bool* p = static_cast<const bool*>(a.in[0]);
+  const T* x = static_cast<const T*>(a.in[1]);
+  const T* y = static_cast<const T*>(a.in[2]);
+  T* o = static_cast<T*>(a.out);
+  for (std::int64_t i = 0; i < a.n; ++i) o[i] = p[i] ? x[i] : y[i];
+}
+
+template <class T>
+void clamp(const TileArgs& a) {
+  const T* lo = static_cast<const T*>(a.in[0]);
+  const T* x = static_cast<const T*>(a.in[1]);
+  const T* hi = static_cast<const T*>(a.in[2]);
+  T* o = static_cast<T*>(a.out);
+  for (std::int64_t i = 0; i < a.n; ++i) {
+    if constexpr (kIsFloat<T>) o[i] = float_min(float_max(x[i], lo[i]), hi[i]);
+    else if constexpr (kIsComplex<T>) {
+      T v = complex_less(x[i], lo[i]) ? lo[i] : x[i];
+      o[i] = complex_less(hi[i], v) ? hi[i] : v;
+    } else {
+      T v = x[i] < lo[i] ? lo[i] : x[i];
+      o[i] = hi[i] < v ? hi[i] : v;
+    }
+  }
+}
+
+template <class From, class To>
+void convert(const TileArgs& a) {
+  const From* x = static_cast<const From*>(a.in[0]);
+  To* o = static_cast<To*>(a.out);
+  for (std::int64_t i = 0; i < a.n; ++i) o[i] = convert_element<To>(x[i]);
+}
+
+}  // namespace ew
+
+/// True for the element types that compute through f32 (each op widened, then rounded back).
+constexpr bool computes_in_f32(DType t) { return t == DType::kF16 || t == DType::kBF16; }
+
+/// The tile kernel for element-wise `op` whose operands are of type `operand` (for convert:
+/// from `operand` to `result`), or null when the CPU has none. f16/bf16 have kernels only for
+/// convert, select and the ops that merely move bits; everything else widens to f32.
+inline TileFn find_tile_kernel(OpCode op, DType operand, DType result) {
+  if (!is_valid(operand)) return nullptr;
+  if (op == OpCode::kConvert)
+    return visit_dtype(operand, [&]<class F>(std::type_identity<F>) {
+      return visit_dtype(result, [&]<class T>(std::type_identity<T>) -> TileFn { return &ew::convert<F, T>; });
+    });
+  if (op == OpCode::kSelect)
+    return visit_dtype(operand, [&]<class T>(std::type_identity<T>) -> TileFn { return &ew::select<T>; });
+  return visit_dtype(operand, [&]<class T>(std::type_identity<T>) -> TileFn {
+    if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) return nullptr;
+    else if (op == OpCode::kCompare) return &ew::compare<T>;
+    else if (op == OpCode::kClamp) return &ew::clamp<T>;
+    else if (is_unary(op)) return ew::unary<T>(op);
+    else if (is_binary(op)) return ew::binary<T>(op);
+    else return nullptr;
+  });
+}
+
+}  // namespace pjrt_lite::cpu::detail

@@ -1,0 +1,278 @@
+#pragma once
+// LoadedExecutable: a compiled program loaded on CPU devices, run through PJRT's three doors,
+// and Client::compile, which makes one.
+
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pjrt_lite/backends/cpu/buffer.hpp"
+#include "pjrt_lite/backends/cpu/client.hpp"
+#include "pjrt_lite/backends/cpu/compiler.hpp"
+#include "pjrt_lite/backends/cpu/program.hpp"
+#include "pjrt_lite/concepts.hpp"
+#include "pjrt_lite/core/runtime_types.hpp"
+#include "pjrt_lite/future.hpp"
+#include "pjrt_lite/ir/fingerprint.hpp"
+
+namespace pjrt_lite::cpu {
+
+/// A program compiled for the CPU and loaded on devices. Move-only. execute* are thread-safe
+/// and may run concurrently on one executable; each execution has its own arena.
+template <class E>
+class LoadedExecutable {
+ public:
+  using loaded_executable_concept = loaded_executable_tag;
+  using buffer_type = Buffer<E>;
+  using device_type = Device<E>;
+
+  LoadedExecutable(Client<E>* client, std::shared_ptr<const detail::Program> program, std::vector<Device<E>*> devices,
+                   CompileOptions options, Graph source)
+      : client_(client), program_(std::move(program)), devices_(std::move(devices)), options_(std::move(options)),
+        source_(std::move(source)) {}
+  LoadedExecutable(LoadedExecutable&&) noexcept = default;
+  LoadedExecutable& operator=(LoadedExecutable&&) noexcept = default;
+
+  [[nodiscard]] std::string_view name() const { return source_.name(); }
+  [[nodiscard]] std::span<Device<E>* const> addressable_devices() const { return devices_; }
+  [[nodiscard]] Client<E>* client() const { return client_; }
+  [[nodiscard]] const CompileOptions& compile_options() const { return options_; }
+
+  // ---- Introspection
+  [[nodiscard]] std::span<const Shape> parameter_shapes() const { return program_->parameter_shapes; }
+  [[nodiscard]] std::span<const Shape> output_shapes() const { return program_->output_shapes; }
+  [[nodiscard]] const CostAnalysis& cost_analysis() const { return program_->cost; }
+  [[nodiscard]] const MemoryStats& memory_stats() const { return program_->memory; }
+  /// The program after optimization, then the kernels it runs, one per line.
+  [[nodiscard]] std::string optimized_program_text() const {
+    return str_cat(to_string(program_->graph), "\n", program_->text);
+  }
+  /// The graph as given to compile (what serialize() records).
+  [[nodiscard]] const Graph& source_graph() const { return source_; }
+  /// For each parameter, the output a donated argument's memory may become, or -1.
+  [[nodiscard]] std::span<const std::int32_t> donation_targets() const { return program_->donation_target; }
+
+  /// Marks the executable unusable; executions in flight finish.
+  void delete_executable() { deleted_ = true; }
+  [[nodiscard]] bool is_deleted() const { return deleted_; }
+
+  /// Runs on every addressable device, `per_device_args[d]` on addressable_devices()[d].
+  [[nodiscard]] StatusOr<std::vector<std::vector<Buffer<E>>>> execute(
+      std::span<const std::vector<Buffer<E>*>> per_device_args, const ExecuteOptions& options = {}) {
+    if (per_device_args.size() != devices_.size())
+      return invalid_argument_error(str_cat("execute: ", per_device_args.size(), " argument lists given for ",
+                                            devices_.size(), " addressable devices"));
+    std::vector<std::vector<Buffer<E>>> results(devices_.size());
+    for (std::size_t d = 0; d < devices_.size(); ++d) {
+      Status s = launch(per_device_args[d], devices_[d], options, results[d]);
+      if (!s.ok()) return s.with_context(str_cat("device ", devices_[d]->debug_string()));
+    }
+    return results;
+  }
+
+  /// Runs on one of the addressable devices.
+  [[nodiscard]] StatusOr<std::vector<Buffer<E>>> execute_sharded(std::span<Buffer<E>* const> args, Device<E>* device,
+                                                                 const ExecuteOptions& options = {}) {
+    std::vector<Buffer<E>> results;
+    PJRT_LITE_RETURN_IF_ERROR(execute_sharded(args, device, options, results));
+    return results;
+  }
+  /// The same, writing into `results` (cleared first). Reusing one vector across calls keeps
+  /// a control loop free of allocations for the result list.
+  Status execute_sharded(std::span<Buffer<E>* const> args, Device<E>* device, const ExecuteOptions& options,
+                         std::vector<Buffer<E>>& results) {
+    if (device == nullptr || std::find(devices_.begin(), devices_.end(), device) == devices_.end())
+      return invalid_argument_error(str_cat("execute_sharded: ", device ? device->debug_string() : std::string("null device"),
+                                            " is not one of the executable's addressable devices"));
+    return launch(args, device, options, results);
+  }
+
+  /// Runs on any device of the client; the executable must have been compiled for one device.
+  [[nodiscard]] StatusOr<std::vector<Buffer<E>>> execute_portable(std::span<Buffer<E>* const> args, Device<E>* device,
+                                                                  const ExecuteOptions& options = {}) {
+    if (devices_.size() != 1)
+      return invalid_argument_error(str_cat("execute_portable: the executable is compiled for ", devices_.size(),
+                                            " devices; portable execution needs one"));
+    if (device == nullptr || device->client() != client_)
+      return invalid_argument_error("execute_portable: the device is null or belongs to another client");
+    std::vector<Buffer<E>> results;
+    PJRT_LITE_RETURN_IF_ERROR(launch(args, device, options, results));
+    return results;
+  }
+
+ private:
+  Status validate(std::span<Buffer<E>* const> args, Device<E>* device, const ExecuteOptions& options) const {
+    if (deleted_) return failed_precondition_error("execute: the executable has been deleted");
+    const auto& params = program_->parameter_shapes;
+    if (args.size() != params.size())
+      return invalid_argument_error(str_cat("execute: ", args.size(), " arguments given, the program takes ", params.size()));
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const Buffer<E>* a = args[i];
+      if (a == nullptr) return invalid_argument_error(str_cat("execute: argument ", i, " is null"));
+      if (a->client() != client_) return invalid_argument_error(str_cat("execute: argument ", i, " belongs to another client"));
+      if (a->device() != device)
+        return invalid_argument_error(str_cat("execute: argument ", i, " is on ", a->device()->debug_string(),
+                                              " but the execution runs on ", device->debug_string()));
+      if (!a->on_device_shape().same_type_and_dims(params[i]))
+        return invalid_argument_error(str_cat("execute: argument ", i, " has shape ", a->on_device_shape(), " but parameter ",
+                                              i, " takes ", params[i]));
+    }
+    for (std::size_t k = 0; k < options.donated_arguments.size(); ++k) {
+      const int d = options.donated_arguments[k];
+      if (d < 0 || d >= static_cast<int>(args.size()))
+        return invalid_argument_error(str_cat("execute: donated_arguments[", k, "] = ", d, " is not an argument index (0..",
+                                              static_cast<int>(args.size()) - 1, ")"));
+      for (std::size_t j = 0; j < k; ++j)
+        if (options.donated_arguments[j] == d)
+          return invalid_argument_error(str_cat("execute: argument ", d, " is donated twice"));
+      for (std::size_t i = 0; i < args.size(); ++i)
+        if (static_cast<int>(i) != d && args[i] == args[static_cast<std::size_t>(d)])
+          return invalid_argument_error(str_cat("execute: argument ", d, " is donated but is also passed as argument ", i));
+    }
+    return ok_status();
+  }
+
+  static bool donated(const ExecuteOptions& options, std::size_t i) {
+    return std::find(options.donated_arguments.begin(), options.donated_arguments.end(), static_cast<int>(i)) !=
+           options.donated_arguments.end();
+  }
+
+  Status launch(std::span<Buffer<E>* const> args, Device<E>* device, const ExecuteOptions& options,
+                std::vector<Buffer<E>>& results) {
+    PJRT_LITE_RETURN_IF_ERROR(validate(args, device, options));
+    const detail::Program& program = *program_;
+    std::unique_ptr<detail::RunState> state = program.acquire_state();
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      if (donated(options, i)) continue;
+      StatusOr<detail::BufferHold> hold = args[i]->acquire(str_cat("execute: argument ", i));
+      if (!hold.ok()) {
+        program.release_state(std::move(state));
+        return hold.status();
+      }
+      state->holds[i] = std::move(hold).value();
+    }
+    // Donations last: once taken, a buffer is deleted, so nothing may fail after this.
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      if (!donated(options, i)) continue;
+      StatusOr<detail::BufferHold> hold = args[i]->release(str_cat("execute: donated argument ", i));
+      if (!hold.ok()) {
+        program.release_state(std::move(state));
+        return hold.status();
+      }
+      state->holds[i] = std::move(hold).value();
+    }
+
+    for (std::size_t j = 0; j < program.output_shapes.size(); ++j) state->outputs[j] = nullptr;
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      const std::int32_t target = program.donation_target[i];
+      auto& memory = state->holds[i].memory;
+      // Only memory nobody else can see may be overwritten: no pending reads, no external
+      // references, not the caller's read-only zero-copy data.
+      if (target >= 0 && donated(options, i) && memory->writable && memory.use_count() == 1 &&
+          !state->outputs[static_cast<std::size_t>(target)])
+        state->outputs[static_cast<std::size_t>(target)] = memory;
+    }
+    for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
+      if (!state->outputs[j])
+        state->outputs[j] = detail::DeviceMemory::allocate(static_cast<std::size_t>(program.output_shapes[j].byte_size()));
+
+    bool all_ready = true;
+    for (const auto& h : state->holds) all_ready &= h.ready.is_ready();
+    const bool threaded = client_->executor().num_threads() > 0;
+    const bool synchronous =
+        options.mode == ExecutionMode::kSynchronous || !threaded ||
+        (options.mode == ExecutionMode::kDefault && all_ready && program.cost.bytes_accessed < kInlineBytes &&
+         program.cost.flops < kInlineFlops);
+
+    MemorySpace<E>* memory_space = device->memory_spaces().front();
+    results.clear();
+    if (synchronous) {
+      Status status;
+      for (const auto& h : state->holds) {
+        Status s = h.ready.await();
+        if (!s.ok() && status.ok()) status = s;
+      }
+      if (status.ok()) program.run(*state, &client_->executor());
+      Future<void> ready = status.ok() ? make_ready_future() : make_error_future<void>(status);
+      for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
+        results.push_back(Buffer<E>::make(client_, memory_space, program.output_shapes[j], state->outputs[j], ready));
+      program.release_state(std::move(state));
+      return ok_status();
+    }
+
+    auto [promise, ready] = make_promise<void>();
+    for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
+      results.push_back(Buffer<E>::make(client_, memory_space, program.output_shapes[j], state->outputs[j], ready));
+    std::vector<Future<void>> pending;
+    for (const auto& h : state->holds)
+      if (!h.ready.is_ready() || !h.ready.await().ok()) pending.push_back(h.ready);
+    E* executor = &client_->executor();
+    join(pending).on_ready([program = program_, state = std::move(state), promise = std::move(promise),
+                            executor](const Status& status) mutable {
+      if (!status.ok()) {
+        program->release_state(std::move(state));
+        promise.set_error(status);
+        return;
+      }
+      executor->schedule([program = std::move(program), state = std::move(state), promise = std::move(promise),
+                          executor]() mutable {
+        program->run(*state, executor);
+        program->release_state(std::move(state));
+        promise.set_value();
+      });
+    });
+    return ok_status();
+  }
+
+  /// Programs below both limits run on the caller when their arguments are ready: handing
+  /// them to a worker would cost more than running them.
+  static constexpr std::int64_t kInlineBytes = 1 << 20;
+  static constexpr double kInlineFlops = 1 << 20;
+
+  Client<E>* client_;
+  std::shared_ptr<const detail::Program> program_;
+  std::vector<Device<E>*> devices_;
+  CompileOptions options_;
+  Graph source_;
+  bool deleted_ = false;
+};
+
+template <class E>
+StatusOr<LoadedExecutable<E>> Client<E>::compile(const Graph& graph, const CompileOptions& options) {
+  if (options.device_ids.empty()) return invalid_argument_error("compile: CompileOptions.device_ids is empty");
+  std::vector<Device<E>*> devices;
+  for (int id : options.device_ids) {
+    StatusOr<Device<E>*> d = lookup_device(id);
+    if (!d.ok()) return d.status().with_context("compile: CompileOptions.device_ids");
+    if (std::find(devices.begin(), devices.end(), *d) != devices.end())
+      return invalid_argument_error(str_cat("compile: device ", id, " appears twice in CompileOptions.device_ids"));
+    devices.push_back(*d);
+  }
+  const std::uint64_t key = fingerprint(graph);
+  {
+    std::lock_guard lock(cache_mu_);
+    auto [first, last] = cache_.equal_range(key);
+    for (auto it = first; it != last; ++it) {
+      if (it->second.options == options && it->second.source == graph) {
+        ++cache_hits_;
+        return LoadedExecutable<E>(this, it->second.program, std::move(devices), options, graph);
+      }
+    }
+  }
+  StatusOr<std::shared_ptr<detail::Program>> program =
+      detail::compile_program(graph, options, executor_.num_threads() + 1);
+  if (!program.ok()) return program.status().with_context(str_cat("compile '", graph.name(), "'"));
+  std::shared_ptr<const detail::Program> shared = std::move(program).value();
+  {
+    std::lock_guard lock(cache_mu_);
+    ++cache_misses_;
+    cache_.emplace(key, CacheEntry{graph, options, shared});
+  }
+  return LoadedExecutable<E>(this, std::move(shared), std::move(devices), options, graph);
+}
+
+}  // namespace pjrt_lite::cpu

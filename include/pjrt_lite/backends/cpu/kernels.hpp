@@ -1,0 +1,195 @@
+#pragma once
+// The steps of a compiled CPU program. A Kernel reads and writes "slots" (the arrays of one
+// execution: parameters, constants, temporaries in the arena, outputs) through a RunContext,
+// whose addresses change per execution while everything else is fixed at compile time, so
+// running a kernel allocates nothing.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <Eigen/Core>
+
+#include "pjrt_lite/backends/cpu/parallel.hpp"
+#include "pjrt_lite/backends/cpu/strided.hpp"
+#include "pjrt_lite/backends/cpu/tile_program.hpp"
+#include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/core/shape.hpp"
+
+namespace pjrt_lite::cpu::detail {
+
+/// What a kernel sees of one execution.
+struct RunContext {
+  std::byte* const* slots;  // base address of every slot
+  std::byte* scratch;       // kernel scratch, 64-byte aligned, Kernel::scratch_bytes long
+  void* executor;           // the client's executor, for parallel()
+  int max_workers;
+  void (*parallel_fn)(void* executor, int max_workers, std::int64_t n, std::int64_t grain, RangeFn fn);
+
+  /// Runs fn over [0, n) in chunks of at least `grain`, on up to max_workers threads.
+  void parallel(std::int64_t n, std::int64_t grain, RangeFn fn) const {
+    parallel_fn(executor, max_workers, n, grain, fn);
+  }
+};
+
+/// One step of a compiled program.
+class Kernel {
+ public:
+  virtual ~Kernel() = default;
+  virtual void run(const RunContext& ctx) const = 0;
+
+  std::string text;                 // the step in the optimized program listing
+  std::int64_t scratch_bytes = 0;   // for all workers together
+  double flops = 0;                 // for cost analysis
+  double transcendentals = 0;
+  std::int64_t bytes_accessed = 0;
+};
+
+/// A fused element-wise group: one TileProgram over n elements, split across workers.
+class FusedKernel final : public Kernel {
+ public:
+  TileProgram program;
+  std::vector<std::int32_t> externals;  // the slot of each external register address
+  std::int64_t n = 0;
+  int workers = 1;
+
+  void run(const RunContext& ctx) const override {
+    // The external address table sits at the start of scratch, then one region per worker.
+    auto** table = reinterpret_cast<std::byte**>(ctx.scratch);
+    for (std::size_t e = 0; e < externals.size(); ++e) table[e] = ctx.slots[externals[e]];
+    std::byte* worker_scratch = ctx.scratch + table_bytes();
+    const std::int64_t per_worker = round_up(program.scratch_bytes());
+    auto body = [&](std::int64_t begin, std::int64_t end, int worker) {
+      program.run(table, begin, end, worker_scratch + worker * per_worker);
+    };
+    if (n >= 4 * kTileElements && workers > 1) ctx.parallel(n, 16 * kTileElements, body);
+    else body(0, n, 0);
+  }
+
+  void finish_planning(int max_workers) {
+    program.finalize();
+    workers = max_workers;
+    scratch_bytes = table_bytes() + workers * round_up(program.scratch_bytes());
+  }
+
+ private:
+  [[nodiscard]] std::int64_t table_bytes() const {
+    return round_up(static_cast<std::int64_t>(externals.size() * sizeof(std::byte*)));
+  }
+  static std::int64_t round_up(std::int64_t n) { return (n + 63) / 64 * 64; }
+};
+
+/// Data movement: optionally fill the result with a scalar (pad), then strided copies of
+/// operands into it. Transpose, broadcast_in_dim, slice, reverse, concatenate, pad and copies
+/// of reshapes are all this kernel with different patterns.
+class MoveKernel final : public Kernel {
+ public:
+  struct Piece {
+    std::int32_t src_slot;
+    std::int64_t src_offset;  // bytes; may point past the start for reversed dimensions
+    std::int64_t dst_offset;
+    StridedCopy copy;
+  };
+  std::int32_t dst_slot = -1;
+  std::int64_t dst_bytes = 0;
+  std::int32_t fill_slot = -1;  // a scalar to fill the result with first, or -1
+  std::int64_t element_size = 0;
+  std::vector<Piece> pieces;
+
+  void run(const RunContext& ctx) const override {
+    std::byte* dst = ctx.slots[dst_slot];
+    if (fill_slot >= 0) {
+      const std::byte* value = ctx.slots[fill_slot];
+      for (std::int64_t off = 0; off < dst_bytes; off += element_size)
+        std::memcpy(dst + off, value, static_cast<std::size_t>(element_size));
+    }
+    for (const Piece& p : pieces) {
+      const std::byte* src = ctx.slots[p.src_slot] + p.src_offset;
+      std::byte* d = dst + p.dst_offset;
+      const std::int64_t rows = p.copy.rows();
+      const std::int64_t row_bytes = p.copy.count() / std::max<std::int64_t>(rows, 1) * element_size;
+      if (p.copy.count() * element_size >= (1 << 20) && rows > 1) {
+        auto body = [&](std::int64_t b, std::int64_t e, int) { p.copy.run(d, src, b, e); };
+        ctx.parallel(rows, std::max<std::int64_t>(1, (256 << 10) / std::max<std::int64_t>(row_bytes, 1)), body);
+      } else {
+        p.copy.run(d, src);
+      }
+    }
+  }
+};
+
+/// iota: the index along one dimension, converted to the element type.
+class IotaKernel final : public Kernel {
+ public:
+  std::int32_t dst_slot = -1;
+  Shape shape;
+  std::int64_t dimension = 0;
+
+  void run(const RunContext& ctx) const override {
+    std::int64_t inner = 1;
+    for (std::int64_t d = dimension + 1; d < shape.rank(); ++d) inner *= shape.dim(d);
+    const std::int64_t extent = shape.dim(dimension);
+    const std::int64_t n = shape.element_count();
+    visit_dtype(shape.dtype(), [&]<class T>(std::type_identity<T>) {
+      T* out = reinterpret_cast<T*>(ctx.slots[dst_slot]);
+      for (std::int64_t i = 0; i < n; ++i) out[i] = convert_element<T>((i / inner) % extent);
+    });
+  }
+};
+
+/// Reads a start index of any integer type from a rank-0 slot.
+inline std::int64_t read_index(const std::byte* p, DType t) {
+  std::int64_t v = 0;
+  visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+    if constexpr (is_int_v<T>) {
+      T x;
+      std::memcpy(&x, p, sizeof(T));
+      // Unsigned indices beyond int64 clamp to the top; the caller clamps into range anyway.
+      if constexpr (std::is_unsigned_v<T> && sizeof(T) == 8)
+        v = x > static_cast<std::uint64_t>(INT64_MAX) ? INT64_MAX : static_cast<std::int64_t>(x);
+      else
+        v = static_cast<std::int64_t>(x);
+    }
+  });
+  return v;
+}
+
+/// dynamic_slice and dynamic_update_slice: a strided copy whose offset is computed at run time
+/// from clamped start indices.
+class DynamicSliceKernel final : public Kernel {
+ public:
+  bool update = false;               // dynamic_update_slice: copy operand, then the update into it
+  std::int32_t dst_slot = -1;
+  std::int32_t operand_slot = -1;
+  std::int32_t update_slot = -1;
+  std::vector<std::int32_t> index_slots;
+  DType index_dtype = DType::kS32;
+  std::vector<std::int64_t> operand_dims;
+  std::vector<std::int64_t> window;  // slice sizes, or the update's dims
+  std::int64_t element_size = 0;
+  StridedCopy copy;                  // over `window`, strides for the operand and the window
+
+  void run(const RunContext& ctx) const override {
+    std::int64_t offset = 0;
+    const auto strides = row_major_strides(operand_dims, element_size);
+    for (std::size_t d = 0; d < operand_dims.size(); ++d) {
+      std::int64_t start = read_index(ctx.slots[index_slots[d]], index_dtype);
+      start = std::clamp<std::int64_t>(start, 0, operand_dims[d] - window[d]);
+      offset += start * strides[d];
+    }
+    std::byte* dst = ctx.slots[dst_slot];
+    if (update) {
+      std::int64_t total = element_size;
+      for (std::int64_t d : operand_dims) total *= d;
+      if (dst != ctx.slots[operand_slot]) std::memmove(dst, ctx.slots[operand_slot], static_cast<std::size_t>(total));
+      copy.run(dst + offset, ctx.slots[update_slot]);  // dst strides = operand's, src = dense update
+    } else {
+      copy.run(dst, ctx.slots[operand_slot] + offset);  // dst dense window, src = operand's
+    }
+  }
+};
+
+}  // namespace pjrt_lite::cpu::detail

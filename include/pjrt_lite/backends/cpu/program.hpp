@@ -1,0 +1,123 @@
+#pragma once
+// Program: what compiling a graph for the CPU produces, independent of any client or device.
+// Every array of an execution has a slot; kernels run in order over the slots; temporaries
+// and kernel scratch live in one arena whose size is known at compile time. Running a
+// program allocates nothing: the per-execution state (arena, slot table, argument holds) is
+// recycled between executions.
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pjrt_lite/backends/cpu/buffer.hpp"
+#include "pjrt_lite/backends/cpu/kernels.hpp"
+#include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/ir/graph.hpp"
+
+namespace pjrt_lite::cpu {
+
+/// What an execution costs, summed over the program's kernels.
+struct CostAnalysis {
+  double flops = 0;
+  double transcendentals = 0;
+  std::int64_t bytes_accessed = 0;
+};
+
+/// The memory one execution uses.
+struct MemoryStats {
+  std::int64_t argument_bytes = 0;
+  std::int64_t output_bytes = 0;
+  /// The arena: temporaries (sharing space where their lifetimes allow) plus kernel scratch.
+  std::int64_t temp_bytes = 0;
+  std::int64_t constant_bytes = 0;
+};
+
+namespace detail {
+
+enum class SlotKind : std::uint8_t { kParameter, kConstant, kTemp, kOutput };
+
+struct Slot {
+  SlotKind kind;
+  std::int32_t index = 0;   // parameter or output number
+  std::int64_t offset = 0;  // kTemp: bytes into the arena
+  std::int64_t bytes = 0;
+  const Literal* constant = nullptr;  // kConstant
+};
+
+/// The mutable state of one execution, recycled between executions.
+struct RunState {
+  std::vector<std::byte*> slot_addresses;
+  pjrt_lite::detail::AlignedBytes arena;
+  std::vector<BufferHold> holds;                      // one per argument
+  std::vector<std::shared_ptr<DeviceMemory>> outputs;  // one per output
+};
+
+class Program {
+ public:
+  Graph graph;  // the optimized graph; owns the constants the slots point at
+  std::vector<Slot> slots;
+  std::vector<std::unique_ptr<Kernel>> kernels;
+  std::vector<Shape> parameter_shapes;
+  std::vector<Shape> output_shapes;
+  std::vector<std::int32_t> output_slots;
+  /// For each parameter, the output whose memory a donated argument may become, or -1.
+  std::vector<std::int32_t> donation_target;
+  std::int64_t arena_bytes = 0;
+  std::int64_t scratch_offset = 0;
+  int max_workers = 1;
+  CostAnalysis cost;
+  MemoryStats memory;
+  std::string text;
+
+  Program() = default;
+  Program(const Program&) = delete;
+  Program& operator=(const Program&) = delete;
+  ~Program() { delete cached_.exchange(nullptr); }
+
+  /// A RunState for one execution: the cached one if free, else a new one. Lock-free.
+  [[nodiscard]] std::unique_ptr<RunState> acquire_state() const {
+    if (RunState* s = cached_.exchange(nullptr, std::memory_order_acquire)) return std::unique_ptr<RunState>(s);
+    auto s = std::make_unique<RunState>();
+    s->slot_addresses.resize(slots.size());
+    s->arena = pjrt_lite::detail::allocate_aligned(static_cast<std::size_t>(arena_bytes));
+    s->holds.resize(parameter_shapes.size());
+    s->outputs.resize(output_shapes.size());
+    return s;
+  }
+  /// Gives a state back (its holds released) for the next execution.
+  void release_state(std::unique_ptr<RunState> s) const {
+    for (BufferHold& h : s->holds) h = BufferHold{};
+    for (auto& m : s->outputs) m.reset();
+    RunState* expected = nullptr;
+    if (cached_.compare_exchange_strong(expected, s.get(), std::memory_order_release)) s.release();
+  }
+
+  /// Runs every kernel. `state.holds` and `state.outputs` must be filled.
+  template <class E>
+  void run(RunState& state, E* executor) const {
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      const Slot& s = slots[i];
+      switch (s.kind) {
+        case SlotKind::kParameter: state.slot_addresses[i] = state.holds[static_cast<std::size_t>(s.index)].memory->data; break;
+        case SlotKind::kConstant: state.slot_addresses[i] = static_cast<std::byte*>(const_cast<void*>(s.constant->untyped_data())); break;
+        case SlotKind::kTemp: state.slot_addresses[i] = state.arena.get() + s.offset; break;
+        case SlotKind::kOutput: state.slot_addresses[i] = state.outputs[static_cast<std::size_t>(s.index)]->data; break;
+      }
+    }
+    RunContext ctx{state.slot_addresses.data(), state.arena.get() + scratch_offset, executor, max_workers,
+                   [](void* e, int workers, std::int64_t n, std::int64_t grain, RangeFn fn) {
+                     parallel_for(static_cast<E*>(e), workers, n, grain, fn);
+                   }};
+    for (const auto& k : kernels) k->run(ctx);
+  }
+
+ private:
+  mutable std::atomic<RunState*> cached_{nullptr};
+};
+
+}  // namespace detail
+}  // namespace pjrt_lite::cpu

@@ -1,0 +1,188 @@
+#pragma once
+// TileProgram: a fused group of element-wise ops compiled to a tiny register bytecode and
+// interpreted over tiles of kTileElements contiguous elements. Registers are tiles: either a
+// window into an operand or result buffer ("external"), a tile filled with one scalar
+// ("splat"), or a scratch tile in L1. Each instruction is a pre-resolved kernel pointer, so
+// running a program is a loop of indirect calls over cache-resident tiles: one pass over
+// memory for the whole group, the numexpr approach.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "pjrt_lite/backends/cpu/elementwise.hpp"
+#include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/ir/graph.hpp"
+
+namespace pjrt_lite::cpu::detail {
+
+/// Elements per tile: 1024 keeps a handful of f32/f64 registers inside L1.
+inline constexpr std::int64_t kTileElements = 1024;
+
+class TileProgram {
+ public:
+  enum class RegKind : std::uint8_t { kExternal, kSplat, kScratch };
+  struct Reg {
+    RegKind kind;
+    DType dtype;
+    std::int32_t external = -1;       // kExternal, kSplat: which external address
+    std::int64_t scratch_offset = 0;  // kSplat, kScratch: bytes into the worker's scratch
+  };
+  struct Instr {
+    TileFn fn;
+    OpCode op;
+    std::int32_t out;
+    std::int32_t in[3] = {-1, -1, -1};
+    ComparisonDirection direction = ComparisonDirection::kEq;
+    ComparisonType comparison = ComparisonType::kFloat;
+  };
+
+  /// A register over external address `e` (an operand or result array), read or written at
+  /// the current element.
+  std::int32_t external(std::int32_t e, DType dtype) { return add_reg({RegKind::kExternal, dtype, e, 0}); }
+  /// A register holding the scalar at external address `e` in every lane.
+  std::int32_t splat(std::int32_t e, DType dtype) { return add_reg({RegKind::kSplat, dtype, e, 0}); }
+  /// A fresh scratch register.
+  std::int32_t scratch(DType dtype) { return add_reg({RegKind::kScratch, dtype, -1, 0}); }
+  [[nodiscard]] DType dtype(std::int32_t reg) const { return regs_[static_cast<std::size_t>(reg)].dtype; }
+
+  /// Appends `op` computing `out` from `ins`; f16/bf16 operands are widened to f32 around it
+  /// so the op rounds once. UNIMPLEMENTED if the CPU has no kernel.
+  Status emit(const Node& node, std::int32_t out, std::vector<std::int32_t> ins) {
+    const DType operand = node.op == OpCode::kSelect ? dtype(ins[1]) : dtype(ins[0]);
+    if (computes_in_f32(operand) && node.op != OpCode::kConvert && node.op != OpCode::kSelect) {
+      for (std::int32_t& r : ins) {
+        if (!computes_in_f32(dtype(r))) continue;
+        std::int32_t wide = scratch(DType::kF32);
+        PJRT_LITE_RETURN_IF_ERROR(emit_raw(OpCode::kConvert, dtype(r), DType::kF32, wide, {r}, node));
+        r = wide;
+      }
+      const DType result = dtype(out);
+      if (!computes_in_f32(result)) return emit_raw(node.op, DType::kF32, result, out, ins, node);
+      std::int32_t wide_out = scratch(DType::kF32);
+      PJRT_LITE_RETURN_IF_ERROR(emit_raw(node.op, DType::kF32, DType::kF32, wide_out, ins, node));
+      return emit_raw(OpCode::kConvert, DType::kF32, result, out, {wide_out}, node);
+    }
+    return emit_raw(node.op, operand, dtype(out), out, ins, node);
+  }
+
+  /// Appends a copy (an identity convert) from `in` to `out`.
+  Status emit_copy(std::int32_t out, std::int32_t in) {
+    TileFn fn = find_tile_kernel(OpCode::kConvert, dtype(in), dtype(out));
+    code_.push_back(Instr{fn, OpCode::kConvert, out, {in, -1, -1}});
+    return ok_status();
+  }
+
+  /// Lays out scratch registers (reusing tiles whose value is dead) after the last emit.
+  void finalize() {
+    std::vector<std::int64_t> last_use(regs_.size(), -1);
+    for (std::size_t i = 0; i < code_.size(); ++i) {
+      for (std::int32_t r : code_[i].in)
+        if (r >= 0) last_use[static_cast<std::size_t>(r)] = static_cast<std::int64_t>(i);
+      last_use[static_cast<std::size_t>(code_[i].out)] =
+          std::max(last_use[static_cast<std::size_t>(code_[i].out)], static_cast<std::int64_t>(i));
+    }
+    std::int64_t widest = 1;
+    for (const Reg& r : regs_) widest = std::max<std::int64_t>(widest, static_cast<std::int64_t>(byte_size(r.dtype)));
+    const std::int64_t kSlotBytes = (kTileElements * widest + 63) / 64 * 64;  // one tile of any register
+    std::int64_t next = 0;
+    for (Reg& r : regs_)
+      if (r.kind == RegKind::kSplat) {
+        r.scratch_offset = next;
+        next += kSlotBytes;
+      }
+    // Scratch tiles: a free list of slots, each one tile wide; a tile is freed after its last use.
+    std::vector<std::int64_t> free_slots;
+    std::vector<bool> placed(regs_.size(), false);
+    for (std::size_t i = 0; i < code_.size(); ++i) {
+      const auto out = static_cast<std::size_t>(code_[i].out);
+      if (regs_[out].kind == RegKind::kScratch && !placed[out]) {
+        if (free_slots.empty()) {
+          regs_[out].scratch_offset = next;
+          next += kSlotBytes;
+        } else {
+          regs_[out].scratch_offset = free_slots.back();
+          free_slots.pop_back();
+        }
+        placed[out] = true;
+      }
+      for (std::int32_t r : code_[i].in) {
+        if (r < 0) continue;
+        const auto ur = static_cast<std::size_t>(r);
+        if (regs_[ur].kind == RegKind::kScratch && last_use[ur] == static_cast<std::int64_t>(i) && ur != out)
+          free_slots.push_back(regs_[ur].scratch_offset);
+      }
+    }
+    pointer_table_offset_ = next;
+    scratch_bytes_ = next + static_cast<std::int64_t>(regs_.size() * sizeof(std::byte*));
+  }
+
+  /// Bytes of scratch one worker needs to run the program.
+  [[nodiscard]] std::int64_t scratch_bytes() const { return scratch_bytes_; }
+  [[nodiscard]] const std::vector<Instr>& code() const { return code_; }
+  [[nodiscard]] const std::vector<Reg>& regs() const { return regs_; }
+
+  /// Runs elements [begin, end). `externals[e]` is the address of element 0 of external e;
+  /// `scratch` is scratch_bytes() bytes, 16-byte aligned, owned by this worker.
+  void run(std::byte* const* externals, std::int64_t begin, std::int64_t end, std::byte* scratch) const {
+    auto** ptr = reinterpret_cast<std::byte**>(scratch + pointer_table_offset_);
+    for (std::size_t i = 0; i < regs_.size(); ++i) {
+      const Reg& r = regs_[i];
+      if (r.kind == RegKind::kExternal) continue;
+      ptr[i] = scratch + r.scratch_offset;
+      if (r.kind == RegKind::kSplat) {
+        const auto size = byte_size(r.dtype);
+        const std::byte* value = externals[r.external];
+        const std::int64_t lanes = std::min(kTileElements, end - begin);
+        for (std::int64_t k = 0; k < lanes; ++k) std::memcpy(ptr[i] + k * static_cast<std::int64_t>(size), value, size);
+      }
+    }
+    TileArgs args;
+    for (std::int64_t pos = begin; pos < end; pos += kTileElements) {
+      args.n = std::min(kTileElements, end - pos);
+      for (std::size_t i = 0; i < regs_.size(); ++i)
+        if (regs_[i].kind == RegKind::kExternal)
+          ptr[i] = externals[regs_[i].external] + pos * static_cast<std::int64_t>(byte_size(regs_[i].dtype));
+      for (const Instr& ins : code_) {
+        for (int k = 0; k < 3; ++k) args.in[k] = ins.in[k] >= 0 ? ptr[ins.in[k]] : nullptr;
+        args.out = ptr[ins.out];
+        args.direction = ins.direction;
+        args.comparison = ins.comparison;
+        ins.fn(args);
+      }
+    }
+  }
+
+ private:
+  std::int32_t add_reg(Reg r) {
+    regs_.push_back(r);
+    return static_cast<std::int32_t>(regs_.size() - 1);
+  }
+
+  Status emit_raw(OpCode op, DType operand, DType result, std::int32_t out, const std::vector<std::int32_t>& ins,
+                  const Node& node) {
+    TileFn fn = find_tile_kernel(op, operand, result);
+    if (fn == nullptr)
+      return unimplemented_error(str_cat("cpu: no kernel for ", op_name(op), " on ", dtype_name(operand)));
+    Instr instr{fn, op, out};
+    for (std::size_t k = 0; k < ins.size() && k < 3; ++k) instr.in[k] = ins[k];
+    if (node.op == OpCode::kCompare) {
+      const auto& attrs = node.attr<CompareAttrs>();
+      instr.direction = attrs.direction;
+      instr.comparison = attrs.type == ComparisonType::kNotype ? default_comparison_type(operand) : attrs.type;
+    }
+    code_.push_back(instr);
+    return ok_status();
+  }
+
+  std::vector<Reg> regs_;
+  std::vector<Instr> code_;
+  std::int64_t pointer_table_offset_ = 0;
+  std::int64_t scratch_bytes_ = 0;
+};
+
+}  // namespace pjrt_lite::cpu::detail
