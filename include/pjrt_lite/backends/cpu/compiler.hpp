@@ -69,26 +69,28 @@ class Compiler {
     return is_elementwise(n.op);
   }
 
-  // ---- Fusion groups: a node joins the open group of an operand with the same dims. A group
-  // closes as soon as anything outside it reads one of its values, so groups never form cycles.
+  // ---- Fusion groups. A node joins the open groups of its operands that have its dims,
+  // merging them. A group closes as soon as anything outside it reads one of its values.
+  // Two open groups never reach each other (a path between them would pass a reader outside
+  // one of them and have closed it), so merging them cannot make a cycle.
   void form_groups() {
     group_of_.assign(static_cast<std::size_t>(g_.num_nodes()), -1);
     for (std::int64_t i = 0; i < g_.num_nodes(); ++i) {
       const Node& n = g_.node(i);
       std::int32_t join = -1;
-      if (fusible(n)) {
+      if (fusible(n) && options_.fuse) {
         for (Value v : n.operands) {
-          std::int32_t gid = group_of_[static_cast<std::size_t>(v.node)];
-          if (gid >= 0 && options_.fuse && groups_[static_cast<std::size_t>(gid)].open &&
-              std::equal(groups_[static_cast<std::size_t>(gid)].dims.begin(), groups_[static_cast<std::size_t>(gid)].dims.end(),
-                         n.shape().dims().begin(), n.shape().dims().end())) {
-            join = gid;
-            break;
-          }
+          const std::int32_t gid = group_of_[static_cast<std::size_t>(v.node)];
+          if (gid < 0 || gid == join) continue;
+          Group& group = groups_[static_cast<std::size_t>(gid)];
+          if (!group.open || !std::equal(group.dims.begin(), group.dims.end(), n.shape().dims().begin(), n.shape().dims().end()))
+            continue;
+          if (join < 0) join = gid;
+          else merge(join, gid);
         }
       }
       for (Value v : n.operands) {
-        std::int32_t gid = group_of_[static_cast<std::size_t>(v.node)];
+        const std::int32_t gid = group_of_[static_cast<std::size_t>(v.node)];
         if (gid >= 0 && gid != join) groups_[static_cast<std::size_t>(gid)].open = false;
       }
       if (!fusible(n)) continue;
@@ -99,6 +101,17 @@ class Compiler {
       groups_[static_cast<std::size_t>(join)].members.push_back(i);
       group_of_[static_cast<std::size_t>(i)] = join;
     }
+  }
+
+  /// Moves group `from`'s members into `into`, keeping them in node order.
+  void merge(std::int32_t into, std::int32_t from) {
+    auto& target = groups_[static_cast<std::size_t>(into)].members;
+    auto& source = groups_[static_cast<std::size_t>(from)].members;
+    for (std::int64_t m : source) group_of_[static_cast<std::size_t>(m)] = into;
+    target.insert(target.end(), source.begin(), source.end());
+    std::sort(target.begin(), target.end());
+    source.clear();
+    groups_[static_cast<std::size_t>(from)].open = false;
   }
 
   /// A value is stored in a slot unless it lives only inside its fusion group.
@@ -222,7 +235,7 @@ class Compiler {
           continue;
         }
         const std::int32_t s = slot_of(v);
-        reads.push_back(s);
+        if (std::find(reads.begin(), reads.end(), s) == reads.end()) reads.push_back(s);
         const Shape& shape = g_.shape(v);
         ins.push_back(shape.rank() == 0 && n.shape().rank() > 0 ? k->program.splat(external(s), shape.dtype())
                                                                 : k->program.external(external(s), shape.dtype()));

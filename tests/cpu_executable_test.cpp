@@ -1,0 +1,505 @@
+// Tests of CPU compilation and execution: results against closed forms, fusion and memory
+// planning, PJRT's execution doors, donation, asynchronous execution, and bad input.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstring>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "pjrt_lite/cpu.hpp"
+#include "pjrt_lite/ir/builder.hpp"
+
+using namespace pjrt_lite;
+
+namespace {
+
+std::unique_ptr<cpu::Client<>> make_client(int devices = 2) {
+  return cpu::Client<>::create({.device_count = devices, .thread_count = 2}).value();
+}
+
+bool contains(std::string_view haystack, std::string_view needle) {
+  return haystack.find(needle) != std::string_view::npos;
+}
+
+/// Compiles `graph`, runs it on `args` on device 0, and returns the outputs as literals.
+template <class C>
+std::vector<Literal> run(C& client, const Graph& graph, const std::vector<Literal>& args, cpu::CompileOptions options = {}) {
+  auto exe = client.compile(graph, options);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  std::vector<typename C::buffer_type> buffers;
+  std::vector<typename C::buffer_type*> pointers;
+  for (const Literal& a : args) buffers.push_back(client.buffer_from_literal(a).value());
+  for (auto& b : buffers) pointers.push_back(&b);
+  auto out = exe->execute_sharded(pointers, client.devices()[0]);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  std::vector<Literal> literals;
+  for (auto& o : *out) literals.push_back(o.to_literal().await().value());
+  return literals;
+}
+
+ExecuteOptions sync_options() {
+  ExecuteOptions o;
+  o.mode = ExecutionMode::kSynchronous;
+  return o;
+}
+ExecuteOptions async_options() {
+  ExecuteOptions o;
+  o.mode = ExecutionMode::kAsynchronous;
+  return o;
+}
+
+Graph build(GraphBuilder& b, std::vector<Value> outputs) {
+  auto g = b.build(outputs);
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return std::move(g).value();
+}
+
+template <class T>
+Literal iota_literal(std::vector<std::int64_t> dims, T start = T(0)) {
+  std::int64_t n = 1;
+  for (auto d : dims) n *= d;
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = static_cast<T>(start + static_cast<T>(i));
+  return Literal::from_span<T>(v, dims).value();
+}
+
+}  // namespace
+
+TEST_CASE("cpu executable: a fused element-wise chain equals its closed form") {
+  auto client = make_client();
+  const std::int64_t n = 10000;  // several tiles, with a ragged last one
+  GraphBuilder b("chain");
+  Value x = b.parameter(Shape(DType::kF32, {n}));
+  Value y = b.parameter(Shape(DType::kF32, {n}));
+  Value half = b.broadcast_in_dim(b.constant(0.5f), {n}, {});
+  Value out = b.add(b.multiply(b.tanh(b.add(b.multiply(x, y), b.exponential(b.negate(x)))), half), y);
+  Graph g = build(b, {out});
+  std::vector<float> xs(n), ys(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    xs[i] = std::sin(0.001f * static_cast<float>(i));
+    ys[i] = std::cos(0.002f * static_cast<float>(i));
+  }
+  auto result = run(*client, g, {Literal::from_span<float>(xs, {n}).value(), Literal::from_span<float>(ys, {n}).value()});
+  const auto got = result[0].data<float>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    const double expect = std::tanh(double(xs[i]) * ys[i] + std::exp(-double(xs[i]))) * 0.5 + ys[i];
+    REQUIRE(std::abs(got[i] - expect) <= 4e-6 * std::max(1.0, std::abs(expect)));
+  }
+  auto exe = client->compile(g).value();
+  // One loop for the whole chain: a single kernel, no temporaries.
+  CHECK(contains(exe.optimized_program_text(), "1 kernels"));
+  CHECK(contains(exe.optimized_program_text(), "fusion[broadcast_in_dim, negate, exponential, multiply, add, tanh, multiply, add]"));
+  CHECK(exe.cost_analysis().transcendentals == 2.0 * n);
+}
+
+TEST_CASE("cpu executable: unfused execution gives the same results") {
+  auto client = make_client();
+  GraphBuilder b("unfused");
+  Value x = b.parameter(Shape(DType::kF64, {3000}));
+  Value out = b.multiply(b.sqrt(b.abs(x)), b.log_plus_one(b.abs(x)));
+  Graph g = build(b, {out});
+  Literal arg = iota_literal<double>({3000}, -1500.0);
+  auto fused = run(*client, g, {arg});
+  auto unfused = run(*client, g, {arg}, {.optimize = true, .fuse = false});
+  CHECK(fused[0] == unfused[0]);
+  CHECK(contains(client->compile(g, {.optimize = true, .fuse = false}).value().optimized_program_text(), "4 kernels"));
+}
+
+TEST_CASE("cpu executable: f16 and bf16 compute through f32 and round once per op") {
+  auto client = make_client();
+  for (DType t : {DType::kF16, DType::kBF16}) {
+    GraphBuilder b("half");
+    Value x = b.parameter(Shape(t, {5}));
+    Value y = b.multiply(b.add(x, x), x);
+    Graph g = build(b, {y});
+    Literal arg = Literal::vector<float>({0.1f, -2.5f, 3.3f, 100.0f, 1e-3f}).convert(t).value();
+    Literal got = run(*client, g, {arg})[0].convert(DType::kF32).value();
+    Literal wide = arg.convert(DType::kF32).value();
+    for (int i = 0; i < 5; ++i) {
+      const float xi = wide.data<float>()[i];
+      // Round after each op, as the spec's per-op semantics require.
+      const float sum = Literal::scalar(xi + xi).convert(t).value().convert(DType::kF32).value().data<float>()[0];
+      const float expect = Literal::scalar(sum * xi).convert(t).value().convert(DType::kF32).value().data<float>()[0];
+      CHECK(got.data<float>()[i] == expect);
+    }
+  }
+}
+
+TEST_CASE("cpu executable: integer semantics without undefined behaviour") {
+  auto client = make_client();
+  GraphBuilder b("ints");
+  Value x = b.parameter(Shape(DType::kS32, {4}));
+  Value y = b.parameter(Shape(DType::kS32, {4}));
+  Graph g = build(b, {b.divide(x, y), b.remainder(x, y), b.add(x, x), b.shift_left(x, y), b.shift_right_arithmetic(x, y)});
+  const std::int32_t kMin = std::numeric_limits<std::int32_t>::min();
+  auto out = run(*client, g, {Literal::vector<std::int32_t>({7, kMin, -7, kMin}), Literal::vector<std::int32_t>({0, -1, 2, 40})});
+  CHECK(out[0] == Literal::vector<std::int32_t>({-1, kMin, -3, kMin / 40}));
+  CHECK(out[1] == Literal::vector<std::int32_t>({7, 0, -1, kMin % 40}));
+  CHECK(out[2] == Literal::vector<std::int32_t>({14, 0, -14, 0}));      // wraps
+  CHECK(out[3] == Literal::vector<std::int32_t>({7, 0, -28, 0}));       // -1 as a shift is huge: 0
+  CHECK(out[4] == Literal::vector<std::int32_t>({7, -1, -2, -1}));      // sign fill
+}
+
+TEST_CASE("cpu executable: data movement ops") {
+  auto client = make_client();
+  Literal a = iota_literal<std::int32_t>({2, 3, 4});  // a[i][j][k] = 12 i + 4 j + k
+  auto at = [](std::int64_t i, std::int64_t j, std::int64_t k) { return static_cast<std::int32_t>(12 * i + 4 * j + k); };
+
+  SUBCASE("transpose") {
+    GraphBuilder b("t");
+    Value x = b.parameter(a.shape());
+    Literal t = run(*client, build(b, {b.transpose(x, {2, 0, 1})}), {a})[0];
+    CHECK(t.shape() == Shape(DType::kS32, {4, 2, 3}));
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (std::int64_t j = 0; j < 3; ++j)
+        for (std::int64_t k = 0; k < 4; ++k) CHECK(t.get<std::int32_t>({k, i, j}) == at(i, j, k));
+  }
+  SUBCASE("broadcast_in_dim") {
+    GraphBuilder b("bcast");
+    Value x = b.parameter(Shape(DType::kS32, {3, 1}));
+    Literal t = run(*client, build(b, {b.broadcast_in_dim(x, {2, 3, 5}, {1, 2})}), {iota_literal<std::int32_t>({3, 1})})[0];
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (std::int64_t j = 0; j < 3; ++j)
+        for (std::int64_t k = 0; k < 5; ++k) CHECK(t.get<std::int32_t>({i, j, k}) == j);
+  }
+  SUBCASE("slice with strides, and reverse") {
+    GraphBuilder b("slice");
+    Value x = b.parameter(a.shape());
+    auto out = run(*client, build(b, {b.slice(x, {0, 1, 1}, {2, 3, 4}, {1, 1, 2}), b.reverse(x, {0, 2})}), {a});
+    CHECK(out[0].shape() == Shape(DType::kS32, {2, 2, 2}));
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (std::int64_t j = 0; j < 2; ++j)
+        for (std::int64_t k = 0; k < 2; ++k) CHECK(out[0].get<std::int32_t>({i, j, k}) == at(i, 1 + j, 1 + 2 * k));
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (std::int64_t j = 0; j < 3; ++j)
+        for (std::int64_t k = 0; k < 4; ++k) CHECK(out[1].get<std::int32_t>({i, j, k}) == at(1 - i, j, 3 - k));
+  }
+  SUBCASE("concatenate") {
+    GraphBuilder b("concat");
+    Value x = b.parameter(a.shape());
+    Value y = b.parameter(Shape(DType::kS32, {2, 1, 4}));
+    Literal c = run(*client, build(b, {b.concatenate({x, y, x}, 1)}), {a, iota_literal<std::int32_t>({2, 1, 4}, 100)})[0];
+    CHECK(c.shape() == Shape(DType::kS32, {2, 7, 4}));
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (std::int64_t k = 0; k < 4; ++k) {
+        CHECK(c.get<std::int32_t>({i, 2, k}) == at(i, 2, k));
+        CHECK(c.get<std::int32_t>({i, 3, k}) == 100 + 4 * i + k);
+        CHECK(c.get<std::int32_t>({i, 6, k}) == at(i, 2, k));
+      }
+  }
+  SUBCASE("pad with negative edges and interior padding") {
+    GraphBuilder b("pad");
+    Value x = b.parameter(Shape(DType::kS32, {2, 3}));
+    Value p = b.pad(x, b.constant(std::int32_t{-1}), {1, -1}, {0, 2}, {1, 1});
+    // The spec's rule: operand (i, j) lands at (1 + 2 i, -1 + 2 j) when inside [0, 4) x [0, 6).
+    Literal r = run(*client, build(b, {p}), {iota_literal<std::int32_t>({2, 3})})[0];
+    REQUIRE(r.shape() == Shape(DType::kS32, {4, 6}));
+    for (std::int64_t i = 0; i < 4; ++i)
+      for (std::int64_t j = 0; j < 6; ++j) {
+        std::int32_t expect = -1;
+        if ((i - 1) % 2 == 0 && i >= 1 && (j + 1) % 2 == 0 && (j + 1) / 2 < 3) expect = static_cast<std::int32_t>(3 * ((i - 1) / 2) + (j + 1) / 2);
+        CHECK(r.get<std::int32_t>({i, j}) == expect);
+      }
+  }
+  SUBCASE("dynamic_slice and dynamic_update_slice clamp their starts") {
+    GraphBuilder b("dyn");
+    Value x = b.parameter(Shape(DType::kS32, {4, 5}));
+    Value i = b.parameter(Shape(DType::kS64, {}));
+    Value j = b.parameter(Shape(DType::kS64, {}));
+    Value upd = b.parameter(Shape(DType::kS32, {2, 2}));
+    Graph g = build(b, {b.dynamic_slice(x, {i, j}, {2, 3}), b.dynamic_update_slice(x, upd, {i, j})});
+    Literal m = iota_literal<std::int32_t>({4, 5});
+    auto out = run(*client, g, {m, Literal::scalar<std::int64_t>(3), Literal::scalar<std::int64_t>(-7),
+                                Literal::from_span<std::int32_t>(std::vector<std::int32_t>{-1, -2, -3, -4}, {2, 2}).value()});
+    // Starts clamp to (2, 0) for the 2x3 slice and to (2, 0) for the 2x2 update.
+    for (std::int64_t r = 0; r < 2; ++r)
+      for (std::int64_t c = 0; c < 3; ++c) CHECK(out[0].get<std::int32_t>({r, c}) == 5 * (2 + r) + c);
+    for (std::int64_t r = 0; r < 4; ++r)
+      for (std::int64_t c = 0; c < 5; ++c) {
+        const bool in = r >= 2 && c < 2;
+        CHECK(out[1].get<std::int32_t>({r, c}) == (in ? -(1 + 2 * (r - 2) + c) : 5 * r + c));
+      }
+  }
+  SUBCASE("iota and reshape") {
+    GraphBuilder b("iota");
+    Value i = b.iota(Shape(DType::kF32, {2, 3}), 1);
+    Literal r = run(*client, build(b, {b.reshape(i, {3, 2})}), {})[0];
+    CHECK(r == Literal::from_span<float>(std::vector<float>{0, 1, 2, 0, 1, 2}, {3, 2}).value());
+  }
+}
+
+TEST_CASE("cpu executable: dot_general against naive loops") {
+  auto client = make_client();
+  SUBCASE("matmul, large enough to split across threads") {
+    const std::int64_t m = 96, k = 80, n = 72;
+    GraphBuilder b("mm");
+    Value x = b.parameter(Shape(DType::kF64, {m, k}));
+    Value y = b.parameter(Shape(DType::kF64, {k, n}));
+    Graph g = build(b, {b.dot(x, y)});
+    Literal xl = iota_literal<double>({m, k}), yl = iota_literal<double>({k, n});
+    for (double& v : xl.data<double>()) v = std::sin(v);
+    for (double& v : yl.data<double>()) v = std::cos(v);
+    Literal r = run(*client, g, {xl, yl})[0];
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (std::int64_t p = 0; p < k; ++p) acc += xl.get<double>({i, p}) * yl.get<double>({p, j});
+        REQUIRE(r.get<double>({i, j}) == doctest::Approx(acc).epsilon(1e-12));
+      }
+    CHECK(client->compile(g).value().cost_analysis().flops == 2.0 * m * n * k);
+  }
+  SUBCASE("batched, contracting over a leading dimension") {
+    // lhs [b=2, k=3, m=4], rhs [k=3, b=2, n=5]: out[b, m, n] = sum_k lhs[b, k, m] * rhs[k, b, n].
+    GraphBuilder b("bmm");
+    Value x = b.parameter(Shape(DType::kS32, {2, 3, 4}));
+    Value y = b.parameter(Shape(DType::kS32, {3, 2, 5}));
+    DotDimensionNumbers dims{{0}, {1}, {1}, {0}};
+    Literal xl = iota_literal<std::int32_t>({2, 3, 4}), yl = iota_literal<std::int32_t>({3, 2, 5}, -10);
+    Literal r = run(*client, build(b, {b.dot_general(x, y, dims)}), {xl, yl})[0];
+    REQUIRE(r.shape() == Shape(DType::kS32, {2, 4, 5}));
+    for (std::int64_t bb = 0; bb < 2; ++bb)
+      for (std::int64_t i = 0; i < 4; ++i)
+        for (std::int64_t j = 0; j < 5; ++j) {
+          std::int32_t acc = 0;
+          for (std::int64_t p = 0; p < 3; ++p) acc += xl.get<std::int32_t>({bb, p, i}) * yl.get<std::int32_t>({p, bb, j});
+          CHECK(r.get<std::int32_t>({bb, i, j}) == acc);
+        }
+  }
+}
+
+TEST_CASE("cpu executable: reductions") {
+  auto client = make_client();
+  Literal a = iota_literal<float>({3, 4, 5});
+  auto sum_over = [&](std::vector<std::int64_t> dims) {
+    GraphBuilder b("sum");
+    Value x = b.parameter(a.shape());
+    return run(*client, build(b, {b.reduce(x, b.constant(0.0f), OpCode::kAdd, dims)}), {a})[0];
+  };
+  Literal s1 = sum_over({1});
+  for (std::int64_t i = 0; i < 3; ++i)
+    for (std::int64_t k = 0; k < 5; ++k) CHECK(s1.get<float>({i, k}) == float(4 * 20 * i + (0 + 5 + 10 + 15) + 4 * k));
+  Literal s02 = sum_over({0, 2});  // not adjacent: transposed first
+  for (std::int64_t j = 0; j < 4; ++j) {
+    float expect = 0;
+    for (std::int64_t i = 0; i < 3; ++i)
+      for (std::int64_t k = 0; k < 5; ++k) expect += float(20 * i + 5 * j + k);
+    CHECK(s02.get<float>({j}) == expect);
+  }
+  CHECK(sum_over({0, 1, 2}).get<float>({}) == float(59 * 60 / 2));
+
+  SUBCASE("max propagates NaN; an empty reduction gives the init value") {
+    GraphBuilder b("max");
+    Value x = b.parameter(Shape(DType::kF32, {2, 3}));
+    Value e = b.parameter(Shape(DType::kF32, {0, 3}));
+    Value lowest = b.constant(-std::numeric_limits<float>::infinity());
+    Graph g = build(b, {b.reduce(x, lowest, OpCode::kMaximum, {1}), b.reduce(e, b.constant(-0.0f), OpCode::kAdd, {0})});
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    auto out = run(*client, g, {Literal::from_span<float>(std::vector<float>{1, nan, 3, -4, -5, -6}, {2, 3}).value(),
+                                Literal(Shape(DType::kF32, {0, 3}))});
+    CHECK(std::isnan(out[0].get<float>({0})));
+    CHECK(out[0].get<float>({1}) == -4.0f);
+    CHECK(out[1] == Literal::vector<float>({-0.0f, -0.0f, -0.0f}));
+  }
+  SUBCASE("variadic argmax: first index of the maximum") {
+    GraphBuilder b("argmax");
+    Value x = b.parameter(Shape(DType::kS32, {2, 5}));
+    auto am = b.argmax(x, 1, DType::kS32);
+    auto out = run(*client, build(b, {am[0], am[1]}),
+                   {Literal::from_span<std::int32_t>(std::vector<std::int32_t>{3, 9, 1, 9, 0, -5, -2, -8, -2, -9}, {2, 5}).value()});
+    CHECK(out[0] == Literal::vector<std::int32_t>({9, -2}));
+    CHECK(out[1] == Literal::vector<std::int32_t>({1, 1}));
+  }
+}
+
+TEST_CASE("cpu executable: outputs that are parameters, constants or repeated") {
+  auto client = make_client();
+  GraphBuilder b("outs");
+  Value x = b.parameter(Shape(DType::kU8, {3}));
+  Value c = b.constant(Literal::vector<std::uint8_t>({7, 8, 9}));
+  Value y = b.add(x, c);
+  auto out = run(*client, build(b, {x, c, y, y, b.reshape(y, {3, 1})}), {Literal::vector<std::uint8_t>({1, 2, 250})});
+  CHECK(out[0] == Literal::vector<std::uint8_t>({1, 2, 250}));
+  CHECK(out[1] == Literal::vector<std::uint8_t>({7, 8, 9}));
+  CHECK(out[2] == Literal::vector<std::uint8_t>({8, 10, 3}));
+  CHECK(out[3] == out[2]);
+  CHECK(out[4] == Literal::from_span<std::uint8_t>(std::vector<std::uint8_t>{8, 10, 3}, {3, 1}).value());
+}
+
+TEST_CASE("cpu executable: temporaries share arena space when their lifetimes allow") {
+  auto client = make_client();
+  GraphBuilder b("arena");
+  Value x = b.parameter(Shape(DType::kF32, {64, 64}));
+  Value t = x;
+  for (int i = 0; i < 6; ++i) t = b.transpose(b.exponential(t), {1, 0});  // each step a temporary
+  auto exe = client->compile(build(b, {t})).value();
+  const auto& stats = exe.memory_stats();
+  CHECK(stats.argument_bytes == 64 * 64 * 4);
+  CHECK(stats.output_bytes == 64 * 64 * 4);
+  // 11 temporaries of 16 KiB are alive at most two at a time, plus loop scratch.
+  CHECK(stats.temp_bytes < 6 * 64 * 64 * 4);
+}
+
+TEST_CASE("cpu executable: the three doors and the devices they run on") {
+  auto client = make_client(3);
+  GraphBuilder b("double");
+  Value x = b.parameter(Shape(DType::kS64, {2}));
+  Graph g = build(b, {b.add(x, x)});
+  auto exe = client->compile(g, {.device_ids = {0, 2}}).value();
+  REQUIRE(exe.addressable_devices().size() == 2);
+  auto a0 = client->buffer_from_literal(Literal::vector<std::int64_t>({1, 2}), client->devices()[0]->memory_spaces()[0]).value();
+  auto a2 = client->buffer_from_literal(Literal::vector<std::int64_t>({5, 6}), client->devices()[2]->memory_spaces()[0]).value();
+  std::vector<std::vector<cpu::Buffer<>*>> per_device = {{&a0}, {&a2}};
+  auto all = exe.execute(per_device).value();
+  REQUIRE(all.size() == 2);
+  CHECK(all[0][0].device() == client->devices()[0]);
+  CHECK(all[1][0].device() == client->devices()[2]);
+  CHECK(all[1][0].to_literal().await().value() == Literal::vector<std::int64_t>({10, 12}));
+
+  cpu::Buffer<>* args2[] = {&a2};
+  CHECK(exe.execute_sharded(args2, client->devices()[2]).value()[0].to_literal().await().value() ==
+        Literal::vector<std::int64_t>({10, 12}));
+  Status not_addressable = exe.execute_sharded(args2, client->devices()[1]).status();
+  CHECK(contains(not_addressable.message(), "cpu:1 is not one of the executable's addressable devices"));
+  CHECK(contains(exe.execute_portable(args2, client->devices()[2]).status().message(), "portable execution needs one"));
+
+  auto single = client->compile(g).value();
+  auto a1 = client->buffer_from_literal(Literal::vector<std::int64_t>({-1, 4}), client->devices()[1]->memory_spaces()[0]).value();
+  cpu::Buffer<>* args1[] = {&a1};
+  auto portable = single.execute_portable(args1, client->devices()[1]).value();
+  CHECK(portable[0].device() == client->devices()[1]);
+  CHECK(portable[0].to_literal().await().value() == Literal::vector<std::int64_t>({-2, 8}));
+  auto again = client->compile(g, {.device_ids = {0, 2}}).value();
+  CHECK(client->compile_cache_stats().first == 1);  // the same graph and options: a cache hit
+}
+
+TEST_CASE("cpu executable: bad execute calls get a clear status") {
+  auto client = make_client();
+  auto other = make_client(1);
+  GraphBuilder b("addxy");
+  Value x = b.parameter(Shape(DType::kF32, {2}));
+  Value y = b.parameter(Shape(DType::kF32, {2}));
+  auto exe = client->compile(build(b, {b.add(x, y)})).value();
+  auto good = client->buffer_from_literal(Literal::vector<float>({1, 2})).value();
+  auto wrong_shape = client->buffer_from_literal(Literal::vector<float>({1, 2, 3})).value();
+  auto wrong_dtype = client->buffer_from_literal(Literal::vector<double>({1, 2})).value();
+  auto on_device1 = client->buffer_from_literal(Literal::vector<float>({1, 2}), client->devices()[1]->memory_spaces()[0]).value();
+  auto foreign = other->buffer_from_literal(Literal::vector<float>({1, 2})).value();
+  cpu::Device<>* d0 = client->devices()[0];
+  auto expect = [&](std::vector<cpu::Buffer<>*> args, std::string_view message, ExecuteOptions options = {}) {
+    Status s = exe.execute_sharded(args, d0, options).status();
+    CHECK_MESSAGE(contains(s.message(), message), s.to_string());
+    CHECK_FALSE(s.ok());
+  };
+  expect({&good}, "1 arguments given, the program takes 2");
+  expect({&good, &wrong_shape}, "argument 1 has shape f32[3] but parameter 1 takes f32[2]");
+  expect({&wrong_dtype, &good}, "argument 0 has shape f64[2] but parameter 0 takes f32[2]");
+  expect({&good, &on_device1}, "argument 1 is on cpu:1 but the execution runs on cpu:0");
+  expect({&foreign, &good}, "argument 0 belongs to another client");
+  expect({&good, nullptr}, "argument 1 is null");
+  expect({&good, &good}, "argument 0 is donated but is also passed as argument 1", {.donated_arguments = {0}});
+  expect({&good, &good}, "donated_arguments[0] = 2 is not an argument index (0..1)", {.donated_arguments = {2}});
+  CHECK_FALSE(good.is_deleted());  // a rejected call donates nothing
+  auto deleted = client->buffer_from_literal(Literal::vector<float>({1, 2})).value();
+  deleted.delete_buffer();
+  Status s = exe.execute_sharded(std::vector<cpu::Buffer<>*>{&good, &deleted}, d0).status();
+  CHECK(s.code() == StatusCode::kFailedPrecondition);
+  CHECK(contains(s.message(), "argument 1: buffer f32[2] on cpu:0/device has been deleted or donated"));
+  exe.delete_executable();
+  CHECK(exe.execute_sharded(std::vector<cpu::Buffer<>*>{&good, &good}, d0).status().code() == StatusCode::kFailedPrecondition);
+}
+
+TEST_CASE("cpu executable: a donated argument is deleted and its memory backs the output") {
+  auto client = make_client();
+  GraphBuilder b("inplace");
+  Value x = b.parameter(Shape(DType::kF32, {1000}));
+  Value y = b.parameter(Shape(DType::kF32, {1000}));
+  auto exe = client->compile(build(b, {b.add(b.multiply(x, y), x)})).value();
+  CHECK(exe.donation_targets()[0] == 0);
+  auto xb = client->buffer_from_literal(iota_literal<float>({1000})).value();
+  auto yb = client->buffer_from_literal(iota_literal<float>({1000}, 1.0f)).value();
+  const void* x_memory = xb.acquire("test").value().memory->data;
+  cpu::Buffer<>* args[] = {&xb, &yb};
+  auto out = exe.execute_sharded(args, client->devices()[0], {.donated_arguments = {0}}).value();
+  CHECK(xb.is_deleted());
+  CHECK_FALSE(yb.is_deleted());
+  CHECK(out[0].acquire_external_reference().value().data() == x_memory);
+  Literal r = out[0].to_literal().await().value();
+  for (int i = 0; i < 1000; ++i) CHECK(r.data<float>()[i] == float(i) * float(i + 1) + float(i));
+  Status again = exe.execute_sharded(args, client->devices()[0]).status();
+  CHECK(contains(again.message(), "argument 0: buffer f32[1000] on cpu:0/device has been deleted or donated"));
+}
+
+TEST_CASE("cpu executable: asynchronous execution waits for arguments and forwards their errors") {
+  auto client = make_client();
+  GraphBuilder b("neg");
+  Value x = b.parameter(Shape(DType::kF64, {3}));
+  auto exe = client->compile(build(b, {b.negate(x)})).value();
+  for (bool fail : {false, true}) {
+    auto [promise, ready] = make_promise<void>();
+    auto memory = cpu::detail::DeviceMemory::allocate(24);
+    const double values[3] = {1, -2, 3};
+    std::memcpy(memory->data, values, 24);
+    auto pending = cpu::Buffer<>::make(client.get(), client->memory_spaces()[0], Shape(DType::kF64, {3}), memory, ready);
+    cpu::Buffer<>* args[] = {&pending};
+    auto out = exe.execute_sharded(args, client->devices()[0], async_options()).value();
+    CHECK_FALSE(out[0].get_ready_future().is_ready());  // returned without blocking
+    if (fail) promise.set_error(data_loss_error("transfer failed"));
+    else promise.set_value();
+    auto result = out[0].to_literal().await();
+    if (fail) CHECK(result.status().message() == "transfer failed");
+    else CHECK(result.value() == Literal::vector<double>({-1, 2, -3}));
+  }
+}
+
+TEST_CASE("cpu executable: concurrent executions of one executable") {
+  auto client = make_client();
+  GraphBuilder b("affine");
+  Value x = b.parameter(Shape(DType::kF32, {256, 64}));
+  Value w = b.parameter(Shape(DType::kF32, {64, 32}));
+  Value y = b.tanh(b.dot(x, w));
+  auto exe = client->compile(build(b, {b.reduce(y, b.constant(0.0f), OpCode::kAdd, {0}), y})).value();
+  Literal wl = iota_literal<float>({64, 32});
+  for (float& v : wl.data<float>()) v = std::sin(v) * 0.1f;
+  auto wb = client->buffer_from_literal(wl).value();
+  std::vector<Literal> expected;
+  std::vector<cpu::Buffer<>> inputs;
+  for (int t = 0; t < 8; ++t) {
+    Literal xl = iota_literal<float>({256, 64});
+    for (float& v : xl.data<float>()) v = std::cos(v * 0.01f + float(t));
+    inputs.push_back(client->buffer_from_literal(xl).value());
+    cpu::Buffer<>* args[] = {&inputs.back(), &wb};
+    expected.push_back(exe.execute_sharded(args, client->devices()[0], sync_options()).value()[0]
+                           .to_literal().await().value());
+  }
+  std::vector<std::thread> threads;
+  std::atomic<int> mismatches{0};
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int round = 0; round < 20; ++round) {
+        cpu::Buffer<>* args[] = {&inputs[static_cast<std::size_t>(t)], &wb};
+        auto out = exe.execute_sharded(args, client->devices()[0], round % 2 ? async_options() : sync_options());
+        if (!out.ok() || !(out->at(0).to_literal().await().value() == expected[static_cast<std::size_t>(t)])) ++mismatches;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(mismatches == 0);
+}
+
+TEST_CASE("cpu executable: compile errors and the compile cache") {
+  auto client = make_client();
+  GraphBuilder b("cache");
+  Value x = b.parameter(Shape(DType::kF32, {2}));
+  Graph g = build(b, {b.sine(x)});
+  CHECK(client->compile(g, {.device_ids = {}}).status().code() == StatusCode::kInvalidArgument);
+  CHECK(contains(client->compile(g, {.device_ids = {5}}).status().message(), "no device with id 5"));
+  CHECK(contains(client->compile(g, {.device_ids = {1, 1}}).status().message(), "device 1 appears twice"));
+  auto before = client->compile_cache_stats();
+  auto e1 = client->compile(g).value();
+  auto e2 = client->compile(g).value();
+  auto e3 = client->compile(g, {.optimize = true, .fuse = false}).value();
+  auto after = client->compile_cache_stats();
+  CHECK(after.first - before.first == 1);   // e2
+  CHECK(after.second - before.second == 2);  // e1, e3
+}
