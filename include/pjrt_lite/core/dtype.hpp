@@ -3,6 +3,7 @@
 // StableHLO's `convert` semantics.
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <complex>
 #include <cstddef>
@@ -171,6 +172,19 @@ inline constexpr bool is_float_v = std::is_floating_point_v<T> || std::is_same_v
 template <class T>
 inline constexpr bool is_int_v = std::is_integral_v<T> && !std::is_same_v<T, bool>;
 
+namespace detail {
+/// `d` as a float rounded to odd: truncated toward zero, with the last bit set if that lost
+/// anything. Rounding that to f16 or bf16 (which keep far fewer bits) then rounds correctly,
+/// where double -> float -> f16 with two round-to-nearest steps can round twice.
+inline float round_to_odd_float(double d) {
+  const float f = static_cast<float>(d);
+  if (!std::isfinite(f) || static_cast<double>(f) == d) return f;
+  auto bits = std::bit_cast<std::uint32_t>(f);
+  if (std::fabs(static_cast<double>(f)) > std::fabs(d)) bits -= 1;  // toward zero
+  return std::bit_cast<float>(bits | 1u);
+}
+}  // namespace detail
+
 /// Converts one element with StableHLO `convert` semantics: bool is 0 / 1 and anything
 /// non-zero is true; float to integer truncates toward zero and saturates, NaN becoming 0;
 /// integer to integer wraps (two's complement); complex to real keeps the real part.
@@ -204,7 +218,7 @@ To convert_element(From x) {
       return std::numeric_limits<To>::max();
     return static_cast<To>(d);
   } else if constexpr (std::is_same_v<To, f16> || std::is_same_v<To, bf16>) {
-    if constexpr (std::is_same_v<From, double>) return To(x);  // one rounding, no detour
+    if constexpr (std::is_same_v<From, double>) return To(detail::round_to_odd_float(x));
     else return To(static_cast<float>(x));
   } else if constexpr (std::is_same_v<From, f16> || std::is_same_v<From, bf16>) {
     return static_cast<To>(static_cast<float>(x));

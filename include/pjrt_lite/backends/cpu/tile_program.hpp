@@ -165,6 +165,12 @@ class TileProgram {
 
   Status emit_raw(OpCode op, DType operand, DType result, std::int32_t out, const std::vector<std::int32_t>& ins,
                   const Node& node) {
+    if (op == OpCode::kCompare && is_complex(operand)) {
+      const auto direction = node.attr<CompareAttrs>().direction;
+      if (direction != ComparisonDirection::kEq && direction != ComparisonDirection::kNe)
+        return unimplemented_error(str_cat("cpu: compare ", comparison_direction_name(direction), " on ",
+                                           dtype_name(operand), ": complex numbers have no order"));
+    }
     TileFn fn = find_tile_kernel(op, operand, result);
     if (fn == nullptr)
       return unimplemented_error(str_cat("cpu: no kernel for ", op_name(op), " on ", dtype_name(operand)));

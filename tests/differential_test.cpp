@@ -1,0 +1,335 @@
+// Differential tests: every op of the IR on every dtype it accepts runs on the CPU backend
+// and on the reference interpreter, over random values plus edge values (NaN, infinities,
+// -0, denormals, integer limits), and the results must agree: exactly for integers, bools
+// and data movement, within kUlpBound units in the last place for floating point.
+// The same sweep writes docs/ops.md, the table of what the CPU backend runs, and fails if
+// the checked-in table differs, so the table cannot drift from the code.
+#include <doctest/doctest.h>
+
+#include <bit>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "pjrt_lite/backends/reference/interpreter.hpp"
+#include "pjrt_lite/cpu.hpp"
+#include "pjrt_lite/ir/builder.hpp"
+
+using namespace pjrt_lite;
+
+namespace {
+
+/// Floats may differ by this many units in the last place (Eigen's vectorized exp, log,
+/// tanh, sin, ... against the C library's). Arithmetic is exact.
+constexpr std::int64_t kUlpBound = 4;
+constexpr std::int64_t kN = 97;  // enough for every edge value plus random ones, not a tile multiple
+
+template <class T>
+std::vector<T> edge_values() {
+  if constexpr (std::is_same_v<T, bool>) {
+    return {false, true};
+  } else if constexpr (is_complex_v<T>) {
+    using R = typename T::value_type;
+    const R inf = std::numeric_limits<R>::infinity(), nan = std::numeric_limits<R>::quiet_NaN();
+    return {T(0, 0), T(-0.0, 0), T(1, -1), T(-2.5, 0.5), T(inf, 0), T(0, -inf), T(nan, 1), T(1e-30, 1e30)};
+  } else if constexpr (is_float_v<T>) {
+    using L = std::numeric_limits<T>;
+    return {T(0.0f), T(-0.0f), T(1.0f), T(-1.0f), T(0.5f), T(-2.5f), T(3.0f), L::infinity(), -L::infinity(),
+            L::quiet_NaN(), L::denorm_min(), L::min(), L::max(), L::lowest(), L::epsilon()};
+  } else {
+    using L = std::numeric_limits<T>;
+    std::vector<T> v = {T(0), T(1), T(2), T(7), L::min(), L::max(), T(L::max() - 1)};
+    if constexpr (std::is_signed_v<T>) v.insert(v.end(), {T(-1), T(-7), T(L::min() + 1)});
+    return v;
+  }
+}
+
+template <class T>
+T random_value(std::mt19937_64& rng) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return rng() & 1;
+  } else if constexpr (is_complex_v<T>) {
+    using R = typename T::value_type;
+    std::uniform_real_distribution<double> u(-4, 4);
+    return T(static_cast<R>(u(rng)), static_cast<R>(u(rng)));
+  } else if constexpr (is_float_v<T>) {
+    std::uniform_real_distribution<double> u(-4, 4);
+    return convert_element<T>(u(rng));
+  } else {
+    // Mostly small values (so shifts, pow and division are interesting), some of any size.
+    if (rng() % 4 == 0) return static_cast<T>(rng());
+    std::uniform_int_distribution<int> u(std::is_signed_v<T> ? -40 : 0, 40);
+    return static_cast<T>(u(rng));
+  }
+}
+
+/// kN values of `t`: the edge values (cycled with an offset so two operands pair them
+/// differently), then random ones.
+Literal make_input(DType t, int salt, std::mt19937_64& rng) {
+  Literal lit(Shape(t, {kN}));
+  visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+    auto edges = edge_values<T>();
+    auto data = lit.data<T>();
+    for (std::int64_t i = 0; i < kN; ++i) {
+      if (i < 3 * static_cast<std::int64_t>(edges.size()))
+        data[static_cast<std::size_t>(i)] = edges[static_cast<std::size_t>((i + salt * (i / static_cast<std::int64_t>(edges.size()))) % static_cast<std::int64_t>(edges.size()))];
+      else
+        data[static_cast<std::size_t>(i)] = random_value<T>(rng);
+    }
+  });
+  return lit;
+}
+
+/// Distance in units in the last place between two finite floats of one type.
+template <class T>
+std::int64_t ulp_distance(T a, T b) {
+  using I = std::conditional_t<sizeof(T) == 8, std::int64_t, std::conditional_t<sizeof(T) == 4, std::int32_t, std::int16_t>>;
+  auto key = [](T x) {
+    const I bits = std::bit_cast<I>(x);
+    return bits < 0 ? static_cast<std::int64_t>(std::numeric_limits<I>::min()) - bits : static_cast<std::int64_t>(bits);
+  };
+  const std::int64_t d = key(a) - key(b);
+  return d < 0 ? -d : d;
+}
+
+template <class R>
+bool close(R a, R b) {
+  const double da = static_cast<double>(static_cast<std::conditional_t<is_float_v<R> && !std::is_floating_point_v<R>, float, R>>(a));
+  const double db = static_cast<double>(static_cast<std::conditional_t<is_float_v<R> && !std::is_floating_point_v<R>, float, R>>(b));
+  if (std::isnan(da) || std::isnan(db)) return std::isnan(da) && std::isnan(db);
+  if (std::isinf(da) || std::isinf(db)) return da == db;
+  if (da == db) return true;
+  return ulp_distance(a, b) <= kUlpBound;
+}
+
+/// Empty when equal (to the tolerance of the type, or to `relative` when that is not 0), else
+/// where and how they differ.
+std::string compare(const Literal& cpu, const Literal& ref, double relative = 0) {
+  if (!(cpu.shape() == ref.shape())) return str_cat("shape ", cpu.shape(), " vs ", ref.shape());
+  std::string out;
+  visit_dtype(cpu.dtype(), [&]<class T>(std::type_identity<T>) {
+    auto a = cpu.data<T>();
+    auto b = ref.data<T>();
+    for (std::size_t i = 0; i < a.size() && out.empty(); ++i) {
+      bool same;
+      if constexpr (is_inexact(dtype_of<T>)) {
+        if (relative > 0) {
+          const double d = std::abs(convert_element<c128>(a[i]) - convert_element<c128>(b[i]));
+          same = d <= relative * std::max(1.0, std::abs(convert_element<c128>(b[i])));
+          if (same) continue;
+        }
+      }
+      if constexpr (is_complex_v<T>) same = close(a[i].real(), b[i].real()) && close(a[i].imag(), b[i].imag());
+      else if constexpr (is_float_v<T>) same = close(a[i], b[i]);
+      else same = a[i] == b[i];
+      if (!same) {
+        std::string x, y;
+        pjrt_lite::detail::append_element(x, a[i]);
+        pjrt_lite::detail::append_element(y, b[i]);
+        out = str_cat("element ", i, ": cpu ", x, ", reference ", y);
+      }
+    }
+  });
+  return out;
+}
+
+/// What the sweep found for one op and dtype.
+enum class Outcome { kNotAccepted, kPass, kFail, kUnsupported };
+
+struct Sweep {
+  std::mt19937_64 rng{20261122};
+  std::unique_ptr<cpu::Client<cpu::InlineExecutor>> client = cpu::Client<cpu::InlineExecutor>::create({}).value();
+  std::map<std::string, std::map<DType, Outcome>> table;
+  std::vector<std::string> failures;
+
+  /// Builds with `make`, runs on both backends with `args`, and records the outcome. Floats
+  /// agree within kUlpBound ULP, or within `relative` when the op sums in an order of its own.
+  template <class F>
+  void check(const std::string& row, DType t, const std::vector<Literal>& args, F make, double relative = 0) {
+    GraphBuilder b(row);
+    std::vector<Value> params;
+    for (const Literal& a : args) params.push_back(b.parameter(a.shape()));
+    std::vector<Value> outs = make(b, params);
+    StatusOr<Graph> g = b.build(outs);
+    if (!g.ok()) {
+      table[row][t] = Outcome::kNotAccepted;
+      return;
+    }
+    auto ref = reference::evaluate(*g, args);
+    auto exe = client->compile(*g);
+    if (!exe.ok() || !ref.ok()) {
+      table[row][t] = Outcome::kUnsupported;
+      if (!exe.ok() && exe.status().code() != StatusCode::kUnimplemented) failures.push_back(str_cat(row, " ", dtype_name(t), ": ", exe.status()));
+      return;
+    }
+    std::vector<cpu::Buffer<cpu::InlineExecutor>> buffers;
+    std::vector<cpu::Buffer<cpu::InlineExecutor>*> pointers;
+    for (const Literal& a : args) buffers.push_back(client->buffer_from_literal(a).value());
+    for (auto& buffer : buffers) pointers.push_back(&buffer);
+    auto out = exe->execute_sharded(pointers, client->devices()[0]);
+    if (!out.ok()) {
+      table[row][t] = Outcome::kFail;
+      failures.push_back(str_cat(row, " ", dtype_name(t), ": ", out.status()));
+      return;
+    }
+    Outcome outcome = Outcome::kPass;
+    for (std::size_t k = 0; k < out->size(); ++k) {
+      std::string diff = compare((*out)[k].to_literal().await().value(), (*ref)[k], relative);
+      if (!diff.empty()) {
+        outcome = Outcome::kFail;
+        failures.push_back(str_cat(row, " ", dtype_name(t), " output ", k, ": ", diff));
+      }
+    }
+    table[row][t] = outcome;
+  }
+
+  std::string markdown() const {
+    std::ostringstream os;
+    os << "# What the CPU backend runs\n\n"
+       << "Generated by `tests/differential_test.cpp` (run the suite with `PJRT_LITE_WRITE_DOCS=1` to\n"
+       << "rewrite it; the test fails when this file and the code disagree). Each cell: `ok` when the\n"
+       << "CPU backend equals the reference interpreter on random and edge values (exactly for\n"
+       << "integers and bools, within " << kUlpBound << " ULP for floats), `-` when the op does not take\n"
+       << "that type, `unsupported` when the CPU backend rejects it, `FAIL` when results differ.\n\n| op |";
+    for (DType t : kAllDTypes) os << " " << dtype_name(t) << " |";
+    os << "\n|---|";
+    for (std::size_t i = 0; i < kAllDTypes.size(); ++i) os << "---|";
+    os << "\n";
+    for (const auto& [row, cells] : table) {
+      os << "| " << row << " |";
+      for (DType t : kAllDTypes) {
+        auto it = cells.find(t);
+        const Outcome o = it == cells.end() ? Outcome::kNotAccepted : it->second;
+        os << (o == Outcome::kPass ? " ok |" : o == Outcome::kFail ? " FAIL |" : o == Outcome::kUnsupported ? " unsupported |" : " - |");
+      }
+      os << "\n";
+    }
+    return os.str();
+  }
+};
+
+Sweep& sweep() {
+  static Sweep s;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("differential: element-wise ops on every dtype") {
+  Sweep& s = sweep();
+  for (std::size_t code = 0; code < kOpCodeCount; ++code) {
+    const auto op = static_cast<OpCode>(code);
+    if (!is_unary(op) && !is_binary(op)) continue;
+    for (DType t : kAllDTypes) {
+      std::vector<Literal> args = {make_input(t, 0, s.rng)};
+      if (is_binary(op)) args.push_back(make_input(t, 1, s.rng));
+      s.check(std::string(op_name(op)), t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+        return std::vector<Value>{is_binary(op) ? b.binary(op, p[0], p[1]) : b.unary(op, p[0])};
+      });
+    }
+  }
+}
+
+TEST_CASE("differential: compare, select, clamp, convert, bitcast_convert") {
+  Sweep& s = sweep();
+  for (DType t : kAllDTypes) {
+    std::vector<Literal> args = {make_input(t, 0, s.rng), make_input(t, 3, s.rng)};
+    for (int d = 0; d < 6; ++d) {
+      const auto dir = static_cast<ComparisonDirection>(d);
+      s.check(str_cat("compare ", comparison_direction_name(dir)), t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+        return std::vector<Value>{b.compare(p[0], p[1], dir)};
+      });
+      if (is_floating(t))
+        s.check(str_cat("compare ", comparison_direction_name(dir), " TOTALORDER"), t, args,
+                [&](GraphBuilder& b, std::vector<Value> p) {
+                  return std::vector<Value>{b.compare(p[0], p[1], dir, ComparisonType::kTotalOrder)};
+                });
+    }
+    std::vector<Literal> sel = {make_input(DType::kPred, 0, s.rng), args[0], args[1]};
+    s.check("select", t, sel, [&](GraphBuilder& b, std::vector<Value> p) { return std::vector<Value>{b.select(p[0], p[1], p[2])}; });
+    std::vector<Literal> clamp_args = {args[0], args[1], make_input(t, 5, s.rng)};
+    s.check("clamp", t, clamp_args, [&](GraphBuilder& b, std::vector<Value> p) { return std::vector<Value>{b.clamp(p[0], p[1], p[2])}; });
+    for (DType to : kAllDTypes) {
+      s.check(str_cat("convert to ", dtype_name(to)), t, {args[0]}, [&](GraphBuilder& b, std::vector<Value> p) {
+        return std::vector<Value>{b.convert(p[0], to)};
+      });
+    }
+    for (DType to : kAllDTypes) {
+      if (byte_size(to) != byte_size(t)) continue;
+      s.check(str_cat("bitcast_convert to ", byte_size(to) * 8, " bits"), t, {args[0]}, [&](GraphBuilder& b, std::vector<Value> p) {
+        return std::vector<Value>{b.bitcast_convert(p[0], to)};
+      });
+    }
+  }
+}
+
+TEST_CASE("differential: data movement, reduce and dot_general on every dtype") {
+  Sweep& s = sweep();
+  for (DType t : kAllDTypes) {
+    Literal cube = make_input(t, 2, s.rng);  // 97 values; use the first 60 as 3x4x5
+    Literal x(Shape(t, {3, 4, 5}));
+    std::memcpy(x.untyped_data(), cube.untyped_data(), x.size_bytes());
+    Literal scalar(Shape(t, {}));
+    std::memcpy(scalar.untyped_data(), static_cast<const std::byte*>(cube.untyped_data()) + 61 * byte_size(t), byte_size(t));
+    // Sums and products accumulate in an order of their own (Eigen's, f32 for f16/bf16
+    // dots): compare those on random values only, with a relative tolerance.
+    Literal xr(Shape(t, {3, 4, 5}));
+    visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+      for (T& v : xr.data<T>()) v = random_value<T>(s.rng);
+    });
+    const double relative = t == DType::kF16 || t == DType::kBF16 ? 2e-2 : t == DType::kF32 || t == DType::kC64 ? 1e-5 : 1e-12;
+    auto one = [&](std::string row, std::vector<Literal> args, auto make) { s.check(std::move(row), t, args, make); };
+    one("transpose", {x}, [](GraphBuilder& b, std::vector<Value> p) { return std::vector<Value>{b.transpose(p[0], {2, 0, 1})}; });
+    one("broadcast_in_dim", {x}, [](GraphBuilder& b, std::vector<Value> p) {
+      return std::vector<Value>{b.broadcast_in_dim(b.slice(p[0], {0, 0, 0}, {3, 1, 5}), {2, 3, 4, 5}, {1, 2, 3})};
+    });
+    one("reshape", {x}, [](GraphBuilder& b, std::vector<Value> p) { return std::vector<Value>{b.reshape(p[0], {5, 12})}; });
+    one("slice", {x}, [](GraphBuilder& b, std::vector<Value> p) { return std::vector<Value>{b.slice(p[0], {1, 0, 1}, {3, 4, 5}, {1, 3, 2})}; });
+    one("reverse", {x}, [](GraphBuilder& b, std::vector<Value> p) { return std::vector<Value>{b.reverse(p[0], {0, 2})}; });
+    one("concatenate", {x, x}, [](GraphBuilder& b, std::vector<Value> p) { return std::vector<Value>{b.concatenate({p[0], p[1], p[0]}, 1)}; });
+    one("pad", {x, scalar}, [](GraphBuilder& b, std::vector<Value> p) {
+      return std::vector<Value>{b.pad(p[0], p[1], {1, -1, 2}, {-1, 2, 0}, {0, 1, 2})};
+    });
+    one("iota", {}, [t](GraphBuilder& b, std::vector<Value>) { return std::vector<Value>{b.iota(Shape(t, {3, 7}), 1)}; });
+    one("dynamic_slice", {x}, [](GraphBuilder& b, std::vector<Value> p) {
+      return std::vector<Value>{b.dynamic_slice(p[0], {b.constant(std::int32_t{2}), b.constant(std::int32_t{-1}), b.constant(std::int32_t{9})}, {2, 2, 3})};
+    });
+    one("dynamic_update_slice", {x}, [](GraphBuilder& b, std::vector<Value> p) {
+      Value update = b.slice(p[0], {0, 0, 0}, {1, 2, 2});
+      return std::vector<Value>{b.dynamic_update_slice(p[0], update, {b.constant(std::int64_t{1}), b.constant(std::int64_t{3}), b.constant(std::int64_t{1})})};
+    });
+    for (OpCode op : {OpCode::kAdd, OpCode::kMultiply, OpCode::kMaximum, OpCode::kMinimum, OpCode::kAnd, OpCode::kOr}) {
+      const bool summing = (op == OpCode::kAdd || op == OpCode::kMultiply) && is_inexact(t);
+      s.check(str_cat("reduce ", op_name(op)), t, {summing ? xr : x, scalar}, [op](GraphBuilder& b, std::vector<Value> p) {
+        return std::vector<Value>{b.reduce(p[0], p[1], op, {1}), b.reduce(p[0], p[1], op, {0, 2})};
+      }, summing ? relative : 0);
+    }
+    one("reduce argmax", {x}, [](GraphBuilder& b, std::vector<Value> p) {
+      auto r = b.argmax(p[0], 2, DType::kS32);
+      return std::vector<Value>{r[0], r[1]};
+    });
+    s.check("dot_general", t, {is_inexact(t) ? xr : x, is_inexact(t) ? xr : x}, [](GraphBuilder& b, std::vector<Value> p) {
+      return std::vector<Value>{b.dot_general(p[0], p[1], DotDimensionNumbers{{0}, {0}, {2}, {2}})};
+    }, is_inexact(t) ? relative : 0);
+  }
+}
+
+TEST_CASE("differential: all agree, and docs/ops.md is the table of this run") {
+  Sweep& s = sweep();
+  for (const std::string& f : s.failures) FAIL_CHECK(f);
+  const std::string table = s.markdown();
+  const std::string path = std::string(PJRT_LITE_SOURCE_DIR) + "/docs/ops.md";
+  if (std::getenv("PJRT_LITE_WRITE_DOCS")) {
+    std::ofstream(path) << table;
+    MESSAGE("wrote " << path);
+  }
+  std::ifstream in(path);
+  std::stringstream current;
+  current << in.rdbuf();
+  CHECK_MESSAGE(current.str() == table, "docs/ops.md is out of date: run the tests with PJRT_LITE_WRITE_DOCS=1");
+}
