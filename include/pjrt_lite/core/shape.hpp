@@ -38,12 +38,15 @@ class Shape {
     if (!is_valid(dtype))
       return invalid_argument_error(str_cat("invalid dtype (enum value ",
                                             static_cast<int>(dtype), ")"));
+    // The product of the non-zero dims must fit too: strides and index arithmetic use it
+    // even when a zero dim makes the array empty.
     std::int64_t count = 1;
     for (std::size_t i = 0; i < dims.size(); ++i) {
       if (dims[i] < 0)
         return invalid_argument_error(str_cat("dimension ", i, " is negative (", dims[i], ")"));
-      if (dims[i] != 0 && count > std::numeric_limits<std::int64_t>::max() /
-                                      static_cast<std::int64_t>(pjrt_lite::byte_size(dtype)) / dims[i])
+      if (dims[i] == 0) continue;
+      if (count > std::numeric_limits<std::int64_t>::max() /
+                      static_cast<std::int64_t>(pjrt_lite::byte_size(dtype)) / dims[i])
         return invalid_argument_error(str_cat("shape ", dtype_name(dtype), dims_string(dims),
                                               " is too large: its byte size overflows int64"));
       count *= dims[i];

@@ -196,7 +196,7 @@ namespace detail {
 template <class A, class... Ts>
 constexpr std::size_t alternative_index(std::variant<Ts...>*) {
   std::size_t i = 0;
-  ((std::is_same_v<A, Ts> ? false : (++i, true)) && ...);
+  (void)((std::is_same_v<A, Ts> ? false : (++i, true)) && ...);
   return i;
 }
 }  // namespace detail

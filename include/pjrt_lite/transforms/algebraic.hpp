@@ -1,0 +1,280 @@
+#pragma once
+// Algebraic simplification: rewrites that are exact, bit for bit, for every element type the
+// op accepts. Floating point rules out most of the textbook ones: x + 0.0 is not x when x is
+// -0.0 (it gives +0.0), but x + (-0.0) is; x - 0.0 is x but x - (-0.0) is not; x * 0 is not
+// 0 when x is NaN, an infinity or negative; x * 1 is x for real types but not for complex,
+// where (inf + 0i) * (1 + 0i) has a NaN imaginary part. (Round-to-nearest is assumed, as
+// everywhere in the library; a signaling NaN may come out quieted, as any arithmetic does.)
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/ir/attributes.hpp"
+#include "pjrt_lite/ir/graph.hpp"
+#include "pjrt_lite/ir/op.hpp"
+#include "pjrt_lite/ir/verifier.hpp"
+#include "pjrt_lite/transforms/rewriter.hpp"
+
+namespace pjrt_lite {
+
+namespace detail {
+
+template <class T>
+double real_as_double(T x) {
+  if constexpr (std::is_same_v<T, double>)
+    return x;
+  else
+    return static_cast<double>(static_cast<float>(x));  // exact for f16, bf16, f32
+}
+template <class T>
+bool is_zero_with_sign(T x, bool negative) {
+  const double d = real_as_double(x);
+  return d == 0.0 && std::signbit(d) == negative;
+}
+
+/// c with x + c == x for every x: 0, false (add is `or` on pred), and for floating point
+/// -0.0 only (+0.0 turns x = -0.0 into +0.0). Complex adds part by part.
+template <class T>
+bool is_add_identity(T c) {
+  if constexpr (std::is_same_v<T, bool>)
+    return !c;
+  else if constexpr (is_complex_v<T>)
+    return is_zero_with_sign(c.real(), true) && is_zero_with_sign(c.imag(), true);
+  else if constexpr (is_float_v<T>)
+    return is_zero_with_sign(c, true);
+  else
+    return c == T(0);
+}
+/// c with x - c == x for every x: 0, and for floating point +0.0 only (x - (-0.0) is
+/// x + 0.0, which turns -0.0 into +0.0).
+template <class T>
+bool is_subtract_identity(T c) {
+  if constexpr (std::is_same_v<T, bool>)
+    return false;  // subtract does not take pred
+  else if constexpr (is_complex_v<T>)
+    return is_zero_with_sign(c.real(), false) && is_zero_with_sign(c.imag(), false);
+  else if constexpr (is_float_v<T>)
+    return is_zero_with_sign(c, false);
+  else
+    return c == T(0);
+}
+/// c with x * c == x for every x: 1, true (multiply is `and` on pred); never for complex,
+/// whose product mixes parts (inf * 0 is NaN).
+template <class T>
+bool is_multiply_identity(T c) {
+  if constexpr (std::is_same_v<T, bool>)
+    return c;
+  else if constexpr (is_complex_v<T>)
+    return false;
+  else if constexpr (is_float_v<T>)
+    return real_as_double(c) == 1.0;
+  else
+    return c == T(1);
+}
+/// c with x * c == c for every x: 0 and false only; for floating point NaN * 0 is NaN and
+/// -1 * 0 is -0.
+template <class T>
+bool is_multiply_zero(T c) {
+  if constexpr (std::is_same_v<T, bool>)
+    return !c;
+  else if constexpr (is_complex_v<T> || is_float_v<T>)
+    return false;
+  else
+    return c == T(0);
+}
+
+/// True when every element of `lit` satisfies pred (vacuously for no elements).
+template <class Pred>
+bool all_elements(const Literal& lit, Pred&& pred) {
+  return visit_dtype(lit.dtype(), [&]<class T>(std::type_identity<T>) {
+    for (T x : lit.data<T>())
+      if (!pred(x)) return false;
+    return true;
+  });
+}
+
+/// The literal whose elements make up `v` when `v` is a constant or a broadcast_in_dim
+/// (of a broadcast_in_dim ...) of one: then every element of `v` is an element of it.
+inline const Literal* constant_elements(const GraphRewriter& rw, Value v) {
+  const Node* node = &rw.node(v);
+  while (node->op == OpCode::kBroadcastInDim) node = &rw.node(node->operands[0]);
+  return node->op == OpCode::kConstant ? &node->attr<ConstantAttrs>().literal() : nullptr;
+}
+
+template <class Pred>
+bool all_constant(const GraphRewriter& rw, Value v, Pred&& pred) {
+  const Literal* lit = constant_elements(rw, v);
+  return lit != nullptr && all_elements(*lit, pred);
+}
+
+inline bool is_identity_permutation(std::span<const std::int64_t> p) {
+  for (std::size_t i = 0; i < p.size(); ++i)
+    if (p[i] != static_cast<std::int64_t>(i)) return false;
+  return true;
+}
+
+/// The value that a single-result node (with operands already mapped to the new graph) is
+/// equal to, appending new nodes if the rule needs them; nullopt when no rule applies.
+inline StatusOr<std::optional<Value>> simplify_node(GraphRewriter& rw, const Node& node,
+                                                    const std::vector<Value>& x) {
+  switch (node.op) {
+    case OpCode::kAdd: {
+      auto id = [](auto c) { return is_add_identity(c); };
+      if (all_constant(rw, x[1], id)) return x[0];
+      if (all_constant(rw, x[0], id)) return x[1];
+      break;
+    }
+    case OpCode::kSubtract:
+      if (all_constant(rw, x[1], [](auto c) { return is_subtract_identity(c); })) return x[0];
+      break;
+    case OpCode::kMultiply: {
+      auto one = [](auto c) { return is_multiply_identity(c); };
+      auto zero = [](auto c) { return is_multiply_zero(c); };
+      if (all_constant(rw, x[1], one)) return x[0];
+      if (all_constant(rw, x[0], one)) return x[1];
+      if (all_constant(rw, x[1], zero)) return x[1];
+      if (all_constant(rw, x[0], zero)) return x[0];
+      break;
+    }
+    case OpCode::kNegate: {
+      // Exact for integers too: negation wraps, and -(-INT_MIN) is INT_MIN.
+      const Node& inner = rw.node(x[0]);
+      if (inner.op == OpCode::kNegate) return inner.operands[0];
+      break;
+    }
+    case OpCode::kTranspose: {
+      const auto& perm = node.attr<TransposeAttrs>().permutation;
+      if (is_identity_permutation(perm)) return x[0];
+      const Node& inner = rw.node(x[0]);
+      if (inner.op != OpCode::kTranspose) break;
+      // transpose(transpose(y, p), q)[d] is y's dimension p[q[d]].
+      const auto& p = inner.attr<TransposeAttrs>().permutation;
+      std::vector<std::int64_t> composed(perm.size());
+      for (std::size_t d = 0; d < perm.size(); ++d)
+        composed[d] = p[static_cast<std::size_t>(perm[d])];
+      if (is_identity_permutation(composed)) return inner.operands[0];
+      PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> t,
+                                 rw.append_inferred(OpCode::kTranspose, {inner.operands[0]},
+                                                    TransposeAttrs{std::move(composed)}));
+      return t.front();
+    }
+    case OpCode::kReshape: {
+      const auto& dims = node.attr<ReshapeAttrs>().dims;
+      if (std::ranges::equal(dims, rw.shape(x[0]).dims())) return x[0];
+      const Node& inner = rw.node(x[0]);
+      if (inner.op != OpCode::kReshape) break;
+      // Row-major reshapes keep the element order, so two compose into one.
+      const Value y = inner.operands[0];
+      if (std::ranges::equal(dims, rw.shape(y).dims())) return y;
+      PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> r,
+                                 rw.append_inferred(OpCode::kReshape, {y}, ReshapeAttrs{dims}));
+      return r.front();
+    }
+    case OpCode::kBroadcastInDim: {
+      const auto& a = node.attr<BroadcastInDimAttrs>();
+      if (std::ranges::equal(a.dims, rw.shape(x[0]).dims()) &&
+          is_identity_permutation(a.broadcast_dimensions))
+        return x[0];
+      break;
+    }
+    case OpCode::kConvert:
+      if (node.attr<ConvertAttrs>().dtype == rw.shape(x[0]).dtype()) return x[0];
+      break;
+    case OpCode::kSlice: {
+      // Starting at 0 with the operand's dims means limit = size and stride 1 (or a dim of
+      // size <= 1, where the stride does not matter): the whole array.
+      const auto& a = node.attr<SliceAttrs>();
+      if (std::ranges::all_of(a.start_indices, [](std::int64_t s) { return s == 0; }) &&
+          std::ranges::equal(node.results[0].dims(), rw.shape(x[0]).dims()))
+        return x[0];
+      break;
+    }
+    case OpCode::kReverse: {
+      const auto& dims = node.attr<ReverseAttrs>().dimensions;
+      const Shape& s = rw.shape(x[0]);
+      if (std::ranges::all_of(dims, [&](std::int64_t d) { return s.dim(d) <= 1; })) return x[0];
+      const Node& inner = rw.node(x[0]);
+      if (inner.op != OpCode::kReverse) break;
+      std::vector<std::int64_t> a = dims, b = inner.attr<ReverseAttrs>().dimensions;
+      std::ranges::sort(a);
+      std::ranges::sort(b);
+      if (a == b) return inner.operands[0];
+      break;
+    }
+    case OpCode::kSelect: {
+      if (x[1] == x[2]) return x[1];
+      // The predicate is pred, but all_elements instantiates the test for every type.
+      const auto is = [](bool value) {
+        return [value](auto p) {
+          if constexpr (std::is_same_v<decltype(p), bool>)
+            return p == value;
+          else
+            return false;
+        };
+      };
+      if (all_constant(rw, x[0], is(true))) return x[1];
+      if (all_constant(rw, x[0], is(false))) return x[2];
+      break;
+    }
+    default: break;
+  }
+  return std::optional<Value>();
+}
+
+/// algebraic_simplify on a graph known to be verified.
+inline StatusOr<Graph> simplify_algebra(const Graph& g) {
+  GraphRewriter rw(g);
+  for (std::int64_t i = 0; i < g.num_nodes(); ++i) {
+    const Node& node = g.node(i);
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Graph> bodies, rewrite_bodies(node, simplify_algebra));
+    std::vector<Value> operands = rw.map_operands(node);
+    if (node.results.size() == 1) {
+      PJRT_LITE_ASSIGN_OR_RETURN(std::optional<Value> same, simplify_node(rw, node, operands));
+      if (same) {
+        if (!rw.shape(*same).same_type_and_dims(node.results[0]))
+          return internal_error(
+              str_cat("algebraic_simplify: node %", i, " (", op_name(node.op), ") of shape ",
+                      node.results[0], " would be replaced by a value of shape ", rw.shape(*same)));
+        rw.replace(i, {*same});
+        continue;
+      }
+    }
+    rw.replace(i, rw.append(Node{node.op, std::move(operands), node.attrs, node.results,
+                                 std::move(bodies)}));
+  }
+  return std::move(rw).finish("algebraic_simplify");
+}
+
+}  // namespace detail
+
+/// A copy of `g` with exact algebraic identities applied, in bodies too:
+///   x + c -> x          c all 0 (integers), false (pred), -0.0 (floating point, complex)
+///   x - c -> x          c all 0 (integers), +0.0 (floating point, complex)
+///   x * c -> x          c all 1 (integers, floating point), true (pred); not complex
+///   x * c -> c          c all 0 (integers), false (pred); never floating point or complex
+///   negate(negate(x)) -> x
+///   transpose(x, identity) -> x;  transpose(transpose(x, p), q) -> transpose(x, p.q) or x
+///   reshape(x, dims of x) -> x;   reshape(reshape(x, _), d) -> reshape(x, d) or x
+///   broadcast_in_dim(x, dims of x, identity) -> x
+///   convert(x, dtype of x) -> x
+///   slice of the whole of x -> x
+///   reverse(x, dims of size <= 1) -> x;  reverse(reverse(x, d), d) -> x
+///   select(c, a, b) -> a (c all true) or b (c all false);  select(p, a, a) -> a
+/// where "c" is a constant or a broadcast_in_dim of one (whose elements all qualify, in any
+/// operand position for add and multiply). Rewritten nodes disappear; operands they leave
+/// unused are left for dead_code_elimination. INVALID_ARGUMENT if `g` does not verify.
+inline StatusOr<Graph> algebraic_simplify(const Graph& g) {
+  PJRT_LITE_RETURN_IF_ERROR(verify(g).with_context("algebraic_simplify"));
+  return detail::simplify_algebra(g);
+}
+
+}  // namespace pjrt_lite
