@@ -1,0 +1,634 @@
+#pragma once
+// IWYU pragma: private, include "pjrt_lite/stablehlo/parser.hpp"
+// The pieces of MLIR syntax that every op shares: types (tensor types and function types),
+// attribute values and dictionaries, integer lists, `loc(...)` trailers. Reader wraps the
+// Lexer with expect-style helpers whose errors say "L:C: expected X, found Y".
+
+#include <charconv>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/stablehlo/detail/dense.hpp"
+#include "pjrt_lite/stablehlo/detail/lexer.hpp"
+#include "pjrt_lite/stablehlo/types.hpp"
+
+namespace pjrt_lite::stablehlo::detail {
+
+/// The highest tensor rank accepted; far above any real program, it bounds the recursion of
+/// everything that walks dimensions.
+inline constexpr std::int64_t kMaxRank = 64;
+/// The deepest nesting of attribute values ([[[...]]], {a = {b = ...}}) accepted.
+inline constexpr std::int64_t kMaxAttributeDepth = 64;
+
+/// `(T0, T1) -> (R0)`.
+struct FunctionType {
+  std::vector<Shape> inputs;
+  std::vector<Shape> results;
+};
+
+/// The trailing type of an op: a function type, or a plain list of types whose meaning the
+/// op decides (`: tensor<2xf32>` for same-type ops, `: tensor<i1>, tensor<2xf32>` for select).
+struct OpType {
+  bool functional = false;
+  FunctionType function;     // when functional
+  std::vector<Shape> types;  // otherwise
+  SourcePos pos;
+};
+
+/// One attribute value. Only what the parser needs is kept structured; everything else (a
+/// #dialect<...> it does not know, loc(...), affine maps) is kOpaque with its text.
+struct AttrValue {
+  enum class Kind : std::uint8_t {
+    kUnit,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kSymbol,
+    kList,
+    kDict,
+    kIntArray,  // array<i64: 1, 2> (and array<i1: ...> as 0 / 1)
+    kDense,     // dense<...> : tensor<...>
+    kEnum,      // #stablehlo<comparison_direction LT>: text = "comparison_direction", word = "LT"
+    kType,
+    kOpaque,
+  };
+  Kind kind = Kind::kUnit;
+  SourcePos pos;
+  bool b = false;
+  std::int64_t i = 0;
+  double f = 0;
+  std::string text;  // string contents, symbol name, enum kind, dialect attribute name, word
+  std::string word;  // enum value
+  std::vector<AttrValue> list;
+  std::vector<std::pair<std::string, AttrValue>> dict;  // kDict, and #stablehlo.dot<k = v>
+  std::vector<std::int64_t> ints;
+  std::shared_ptr<const Literal> dense;
+  Shape type;
+
+  /// The entry `key` of a dict, or nullptr.
+  [[nodiscard]] const AttrValue* find(std::string_view key) const {
+    for (const auto& [k, v] : dict)
+      if (k == key) return &v;
+    return nullptr;
+  }
+};
+
+/// An attribute dictionary: `{key = value, unit_key}`, and `<{...}>` properties.
+using AttrDict = std::vector<std::pair<std::string, AttrValue>>;
+
+inline const AttrValue* find_attr(const AttrDict& dict, std::string_view key) {
+  for (const auto& [k, v] : dict)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+/// Names of builtin scalar types: a value of one of them is valid MLIR but not a tensor.
+inline bool is_builtin_scalar_type(std::string_view name) {
+  if (dtype_from_element_type(name) || is_unsupported_element_type(name)) return true;
+  return name == "complex" || name == "none";
+}
+
+class Reader {
+ public:
+  explicit Reader(Lexer lex) : lex_(lex) {}
+
+  Token next() { return lex_.next(); }
+  [[nodiscard]] Token peek() const { return lex_.peek(); }
+  [[nodiscard]] Token peek2() const { return lex_.peek2(); }
+  Lexer& lexer() { return lex_; }
+
+  /// Consumes the punctuation `c` if it comes next.
+  bool consume_if(char c) {
+    if (!lex_.peek().is(c)) return false;
+    lex_.next();
+    return true;
+  }
+  bool consume_ident_if(std::string_view word) {
+    if (!lex_.peek().is_ident(word)) return false;
+    lex_.next();
+    return true;
+  }
+  /// Consumes `c` or fails with "expected 'c' <context>, found X".
+  Status expect(char c, std::string_view context) {
+    Token t = lex_.next();
+    if (t.is(c)) return ok_status();
+    return error_at(t.pos, str_cat("expected '", c, "' ", context, ", found ", describe(t)));
+  }
+  Status expect_arrow(std::string_view context) {
+    Token t = lex_.next();
+    if (t.kind == TokenKind::kArrow) return ok_status();
+    return error_at(t.pos, str_cat("expected '->' ", context, ", found ", describe(t)));
+  }
+  Status expect_ident(std::string_view word, std::string_view context) {
+    Token t = lex_.next();
+    if (t.is_ident(word)) return ok_status();
+    return error_at(t.pos, str_cat("expected '", word, "' ", context, ", found ", describe(t)));
+  }
+  StatusOr<Token> expect_kind(TokenKind kind, std::string_view what, std::string_view context) {
+    Token t = lex_.next();
+    if (t.kind == kind) return t;
+    return error_at(t.pos, str_cat("expected ", what, " ", context, ", found ", describe(t)));
+  }
+
+  /// Skips a `loc(...)` trailer if one comes next.
+  Status skip_loc() {
+    if (lex_.peek().is_ident("loc") && lex_.peek2().is('(')) {
+      lex_.next();
+      PJRT_LITE_RETURN_IF_ERROR(lex_.skip_balanced('(', ')').status());
+    }
+    return ok_status();
+  }
+
+  // ---- Numbers ------------------------------------------------------------------------
+
+  StatusOr<std::int64_t> parse_int(std::string_view context) {
+    Token t = lex_.next();
+    if (t.kind != TokenKind::kInt)
+      return error_at(t.pos, str_cat("expected an integer ", context, ", found ", describe(t)));
+    return int_value(t);
+  }
+  static StatusOr<std::int64_t> int_value(const Token& t) {
+    std::int64_t v = 0;
+    std::string_view s = t.text;
+    int base = 10;
+    if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+      s.remove_prefix(2);
+      base = 16;
+    }
+    auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v, base);
+    if (ec == std::errc::result_out_of_range)
+      return error_at(t.pos, str_cat("integer ", t.text, " does not fit in 64 bits"));
+    if (ec != std::errc() || ptr != s.data() + s.size())
+      return error_at(t.pos, str_cat("'", t.text, "' is not an integer"));
+    return v;
+  }
+  /// `[1, -2, 3]`.
+  StatusOr<std::vector<std::int64_t>> parse_int_list(std::string_view context) {
+    PJRT_LITE_RETURN_IF_ERROR(expect('[', context));
+    std::vector<std::int64_t> out;
+    if (consume_if(']')) return out;
+    while (true) {
+      PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t v, parse_int(str_cat("in the list ", context)));
+      out.push_back(v);
+      Token t = lex_.next();
+      if (t.is(']')) return out;
+      if (!t.is(','))
+        return error_at(
+            t.pos, str_cat("expected ',' or ']' in the list ", context, ", found ", describe(t)));
+    }
+  }
+
+  // ---- Types ----------------------------------------------------------------------------
+
+  /// A ranked tensor type of an element type the IR has. Valid types the IR lacks (dynamic
+  /// dimensions, f8 types, tokens, tuples, scalars) are UNIMPLEMENTED.
+  StatusOr<Shape> parse_type() {
+    Token t = lex_.next();
+    if (t.is_ident("tensor")) return parse_tensor_body(t.pos);
+    if (t.kind == TokenKind::kBangId) return unsupported_at(t.pos, str_cat("type ", t.text));
+    if (t.kind == TokenKind::kIdent) {
+      if (t.text == "tuple" || t.text == "vector" || t.text == "memref")
+        return unsupported_at(t.pos, str_cat(t.text, " types"));
+      if (is_builtin_scalar_type(t.text))
+        return unsupported_at(t.pos, str_cat("the non-tensor type ", t.text));
+    }
+    return error_at(t.pos, str_cat("expected a type such as tensor<2xf32>, found ", describe(t)));
+  }
+
+  /// `T0, T1, ...` (at least one).
+  StatusOr<std::vector<Shape>> parse_type_list() {
+    std::vector<Shape> out;
+    do {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, parse_type());
+      out.push_back(std::move(s));
+    } while (consume_if(','));
+    return out;
+  }
+
+  /// `(T0, T1)`, possibly empty; with `attributes` true each type may carry `{...}` and
+  /// `loc(...)` (function results).
+  StatusOr<std::vector<Shape>> parse_paren_types(bool attributes = false) {
+    PJRT_LITE_RETURN_IF_ERROR(expect('(', "to start a type list"));
+    std::vector<Shape> out;
+    if (consume_if(')')) return out;
+    while (true) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, parse_type());
+      out.push_back(std::move(s));
+      if (attributes && lex_.peek().is('{')) PJRT_LITE_RETURN_IF_ERROR(parse_dict().status());
+      if (attributes) PJRT_LITE_RETURN_IF_ERROR(skip_loc());
+      Token t = lex_.next();
+      if (t.is(')')) return out;
+      if (!t.is(','))
+        return error_at(t.pos, str_cat("expected ',' or ')' in a type list, found ", describe(t)));
+    }
+  }
+
+  /// `(inputs) -> result` or `(inputs) -> (results)`.
+  StatusOr<FunctionType> parse_function_type() {
+    FunctionType f;
+    PJRT_LITE_ASSIGN_OR_RETURN(f.inputs, parse_paren_types());
+    PJRT_LITE_RETURN_IF_ERROR(expect_arrow("after the operand types"));
+    if (lex_.peek().is('(')) {
+      PJRT_LITE_ASSIGN_OR_RETURN(f.results, parse_paren_types());
+    } else {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, parse_type());
+      f.results.push_back(std::move(s));
+    }
+    return f;
+  }
+
+  /// The type after an op's ':'.
+  StatusOr<OpType> parse_op_type() {
+    OpType t;
+    t.pos = lex_.next_pos();
+    if (lex_.peek().is('(')) {
+      t.functional = true;
+      PJRT_LITE_ASSIGN_OR_RETURN(t.function, parse_function_type());
+    } else {
+      PJRT_LITE_ASSIGN_OR_RETURN(t.types, parse_type_list());
+    }
+    return t;
+  }
+
+  // ---- Attributes -----------------------------------------------------------------------
+
+  /// `{key = value, unit_key, "quoted" = value}`.
+  StatusOr<AttrDict> parse_dict(std::int64_t depth = 0) {
+    PJRT_LITE_RETURN_IF_ERROR(expect('{', "to start an attribute dictionary"));
+    AttrDict dict;
+    if (consume_if('}')) return dict;
+    while (true) {
+      Token key = lex_.next();
+      if (key.kind != TokenKind::kIdent && key.kind != TokenKind::kString)
+        return error_at(
+            key.pos, str_cat("expected an attribute name in a dictionary, found ", describe(key)));
+      AttrValue value;
+      value.pos = key.pos;
+      if (consume_if('=')) {
+        PJRT_LITE_ASSIGN_OR_RETURN(value, parse_attr_value(depth + 1));
+      }
+      dict.emplace_back(key.kind == TokenKind::kString ? unquote(key.text) : std::string(key.text),
+                        std::move(value));
+      Token t = lex_.next();
+      if (t.is('}')) return dict;
+      if (!t.is(','))
+        return error_at(
+            t.pos, str_cat("expected ',' or '}' in an attribute dictionary, found ", describe(t)));
+    }
+  }
+
+  /// One attribute value.
+  StatusOr<AttrValue> parse_attr_value(std::int64_t depth = 0) {
+    const Token t = lex_.peek();
+    AttrValue v;
+    v.pos = t.pos;
+    if (depth > kMaxAttributeDepth)
+      return error_at(t.pos, str_cat("attribute nested deeper than ", kMaxAttributeDepth));
+    using K = AttrValue::Kind;
+    switch (t.kind) {
+      case TokenKind::kInt: {
+        lex_.next();
+        v.kind = K::kInt;
+        if (StatusOr<std::int64_t> i = int_value(t); i.ok())
+          v.i = *i;
+        else
+          v.kind = K::kOpaque;  // e.g. a ui64 beyond int64: kept as text
+        v.text = std::string(t.text);
+        PJRT_LITE_RETURN_IF_ERROR(skip_scalar_type_suffix());
+        return v;
+      }
+      case TokenKind::kFloat: {
+        lex_.next();
+        v.kind = K::kFloat;
+        v.text = std::string(t.text);
+        if (std::from_chars(t.text.data(), t.text.data() + t.text.size(), v.f).ec != std::errc())
+          v.kind = K::kOpaque;  // out of double's range: kept as text
+        PJRT_LITE_RETURN_IF_ERROR(skip_scalar_type_suffix());
+        return v;
+      }
+      case TokenKind::kString:
+        lex_.next();
+        v.kind = K::kString;
+        v.text = unquote(t.text);
+        PJRT_LITE_RETURN_IF_ERROR(skip_scalar_type_suffix());
+        return v;
+      case TokenKind::kSymbol:
+        lex_.next();
+        v.kind = K::kSymbol;
+        v.text = symbol_name(t.text);
+        while (lex_.peek().is(':') && lex_.peek2().is(':')) {  // nested @a::@b
+          lex_.next();
+          lex_.next();
+          PJRT_LITE_ASSIGN_OR_RETURN(Token inner,
+                                     expect_kind(TokenKind::kSymbol, "a symbol", "after '::'"));
+          v.text += "::" + symbol_name(inner.text);
+        }
+        return v;
+      case TokenKind::kHashId: return parse_hash_attr();
+      case TokenKind::kPunct:
+        if (t.is('[')) {
+          lex_.next();
+          v.kind = K::kList;
+          if (consume_if(']')) return v;
+          while (true) {
+            PJRT_LITE_ASSIGN_OR_RETURN(AttrValue item, parse_attr_value(depth + 1));
+            v.list.push_back(std::move(item));
+            Token u = lex_.next();
+            if (u.is(']')) return v;
+            if (!u.is(','))
+              return error_at(
+                  u.pos, str_cat("expected ',' or ']' in an attribute list, found ", describe(u)));
+          }
+        }
+        if (t.is('{')) {
+          v.kind = K::kDict;
+          PJRT_LITE_ASSIGN_OR_RETURN(v.dict, parse_dict(depth + 1));
+          return v;
+        }
+        if (t.is('(')) {  // a function type as an attribute
+          v.kind = K::kType;
+          PJRT_LITE_RETURN_IF_ERROR(parse_function_type().status());
+          return v;
+        }
+        if (t.is('-') && lex_.peek2().kind == TokenKind::kIdent) {  // -inf
+          lex_.next();
+          lex_.next();
+          v.kind = K::kOpaque;
+          v.text = "-";
+          return v;
+        }
+        break;
+      case TokenKind::kIdent: return parse_word_attr();
+      default: break;
+    }
+    return error_at(t.pos, str_cat("expected an attribute value, found ", describe(t)));
+  }
+
+  /// The name of a symbol token without '@' and quotes.
+  static std::string symbol_name(std::string_view token) {
+    token.remove_prefix(1);
+    if (!token.empty() && token.front() == '"') return unquote(token);
+    return std::string(token);
+  }
+
+ private:
+  // `: i64` after an integer attribute, `: f32` after a float. A `: tensor<...>` is left
+  // alone: after a scalar it is the type of the op the attribute belongs to.
+  Status skip_scalar_type_suffix() {
+    if (!lex_.peek().is(':')) return ok_status();
+    Token after = lex_.peek2();
+    if (after.kind == TokenKind::kIdent && is_builtin_scalar_type(after.text)) {
+      lex_.next();
+      lex_.next();
+      if (after.text == "complex") PJRT_LITE_RETURN_IF_ERROR(lex_.skip_balanced('<', '>').status());
+    }
+    return ok_status();
+  }
+
+  StatusOr<AttrValue> parse_hash_attr() {
+    using K = AttrValue::Kind;
+    Token t = lex_.next();
+    AttrValue v;
+    v.pos = t.pos;
+    v.text = std::string(t.text.substr(1));
+    if (!(lex_.peek_char() == '<')) {  // an alias reference such as #loc3
+      v.kind = K::kOpaque;
+      return v;
+    }
+    if (t.text == "#stablehlo.dot") {
+      // key = value pairs; the values are plain lists.
+      lex_.next();
+      v.kind = K::kDict;
+      if (consume_if('>')) return v;
+      while (true) {
+        PJRT_LITE_ASSIGN_OR_RETURN(
+            Token key, expect_kind(TokenKind::kIdent, "a field name", "in #stablehlo.dot<...>"));
+        PJRT_LITE_RETURN_IF_ERROR(expect('=', str_cat("after ", key.text)));
+        PJRT_LITE_ASSIGN_OR_RETURN(AttrValue value, parse_attr_value(1));
+        v.dict.emplace_back(std::string(key.text), std::move(value));
+        Token u = lex_.next();
+        if (u.is('>')) return v;
+        if (!u.is(','))
+          return error_at(
+              u.pos, str_cat("expected ',' or '>' in #stablehlo.dot<...>, found ", describe(u)));
+      }
+    }
+    PJRT_LITE_ASSIGN_OR_RETURN(std::string_view body, lex_.skip_balanced('<', '>'));
+    // `#stablehlo<comparison_direction LT>`: a kind and a word.
+    std::string_view s = body;
+    auto trim = [](std::string_view x) {
+      while (!x.empty() && (x.front() == ' ' || x.front() == '\n' || x.front() == '\t'))
+        x.remove_prefix(1);
+      while (!x.empty() && (x.back() == ' ' || x.back() == '\n' || x.back() == '\t'))
+        x.remove_suffix(1);
+      return x;
+    };
+    s = trim(s);
+    const std::size_t space = s.find(' ');
+    auto is_word = [](std::string_view w) {
+      if (w.empty()) return false;
+      for (char c : w)
+        if (!is_ident_char(c)) return false;
+      return true;
+    };
+    if (space != std::string_view::npos && is_word(s.substr(0, space)) &&
+        is_word(trim(s.substr(space + 1)))) {
+      v.kind = K::kEnum;
+      v.text = std::string(s.substr(0, space));
+      v.word = std::string(trim(s.substr(space + 1)));
+      return v;
+    }
+    v.kind = K::kOpaque;
+    v.word = std::string(body);
+    return v;
+  }
+
+  StatusOr<AttrValue> parse_word_attr() {
+    using K = AttrValue::Kind;
+    const Token t = lex_.peek();
+    AttrValue v;
+    v.pos = t.pos;
+    if (t.text == "true" || t.text == "false") {
+      lex_.next();
+      v.kind = K::kBool;
+      v.b = t.text == "true";
+      return v;
+    }
+    if (t.text == "unit") {
+      lex_.next();
+      v.kind = K::kUnit;
+      return v;
+    }
+    if (t.text == "dense") {
+      lex_.next();
+      PJRT_LITE_ASSIGN_OR_RETURN(DenseSyntax syntax, parse_dense(lex_));
+      PJRT_LITE_RETURN_IF_ERROR(expect(':', "and a type after a dense literal"));
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape type, parse_type());
+      PJRT_LITE_ASSIGN_OR_RETURN(Literal lit, dense_to_literal(syntax, type));
+      v.kind = K::kDense;
+      v.type = type;
+      v.dense = std::make_shared<const Literal>(std::move(lit));
+      return v;
+    }
+    if (t.text == "dense_resource" || t.text == "sparse")
+      return unsupported_at(t.pos, str_cat(t.text, " constants"));
+    if (t.text == "array" && lex_.peek2().is('<')) return parse_array();
+    if (t.text == "tensor" || is_builtin_scalar_type(t.text)) {
+      v.kind = K::kType;
+      if (t.text == "tensor") {
+        PJRT_LITE_ASSIGN_OR_RETURN(v.type, parse_type());
+      } else {
+        lex_.next();
+        if (t.text == "complex") PJRT_LITE_RETURN_IF_ERROR(lex_.skip_balanced('<', '>').status());
+      }
+      return v;
+    }
+    lex_.next();
+    v.kind = K::kOpaque;
+    v.text = std::string(t.text);
+    if (t.text == "loc" && lex_.peek_char() == '(') {
+      PJRT_LITE_RETURN_IF_ERROR(lex_.skip_balanced('(', ')').status());
+    } else if (lex_.peek_char() == '<') {  // affine_map<...>, strided<...>, ...
+      PJRT_LITE_ASSIGN_OR_RETURN(std::string_view body, lex_.skip_balanced('<', '>'));
+      v.word = std::string(body);
+    }
+    return v;
+  }
+
+  // `array<i64: 1, 2>`, `array<i64>`, `array<i1: true>`; other element types stay opaque.
+  StatusOr<AttrValue> parse_array() {
+    using K = AttrValue::Kind;
+    Token t = lex_.next();  // array
+    AttrValue v;
+    v.pos = t.pos;
+    PJRT_LITE_RETURN_IF_ERROR(expect('<', "after array"));
+    PJRT_LITE_ASSIGN_OR_RETURN(Token elem,
+                               expect_kind(TokenKind::kIdent, "an element type", "in array<...>"));
+    const bool is_int =
+        elem.text.size() > 1 && (elem.text[0] == 'i' || elem.text.starts_with("ui"));
+    if (!is_int) {  // array<f32: ...> and the like: skipped, kept opaque
+      v.kind = K::kOpaque;
+      while (!lex_.peek().is('>')) {
+        Token u = lex_.next();
+        if (u.kind == TokenKind::kEof || u.kind == TokenKind::kError)
+          return error_at(u.pos, str_cat("expected '>' to end array<...>, found ", describe(u)));
+      }
+      lex_.next();
+      return v;
+    }
+    v.kind = K::kIntArray;
+    if (consume_if('>')) return v;
+    PJRT_LITE_RETURN_IF_ERROR(expect(':', str_cat("after array<", elem.text)));
+    while (true) {
+      Token u = lex_.next();
+      if (u.is_ident("true") || u.is_ident("false")) {
+        v.ints.push_back(u.text == "true" ? 1 : 0);
+      } else if (u.kind == TokenKind::kInt) {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t i, int_value(u));
+        v.ints.push_back(i);
+      } else {
+        return error_at(u.pos, str_cat("expected an integer in array<", elem.text, ": ...>, found ",
+                                       describe(u)));
+      }
+      Token w = lex_.next();
+      if (w.is('>')) return v;
+      if (!w.is(','))
+        return error_at(w.pos, str_cat("expected ',' or '>' in array<...>, found ", describe(w)));
+    }
+  }
+
+  StatusOr<Shape> parse_tensor_body(SourcePos type_pos) {
+    lex_.skip_trivia();
+    if (lex_.peek_char() != '<')
+      return error_at(lex_.pos(), str_cat("expected '<' after tensor, found '",
+                                          std::string(1, lex_.peek_char()), "'"));
+    lex_.advance();
+    std::vector<std::int64_t> dims;
+    auto skip_spaces = [&] {
+      while (lex_.peek_char() == ' ' || lex_.peek_char() == '\t' || lex_.peek_char() == '\n' ||
+             lex_.peek_char() == '\r')
+        lex_.advance();
+    };
+    while (true) {
+      skip_spaces();
+      const SourcePos p = lex_.pos();
+      const char c = lex_.peek_char();
+      if (c == '?') return unsupported_at(p, "a dynamic dimension '?'");
+      if (c == '*') return unsupported_at(p, "an unranked tensor type");
+      if (!is_digit(c)) break;
+      std::int64_t d = 0;
+      while (is_digit(lex_.peek_char())) {
+        if (d > (std::int64_t{1} << 56)) return error_at(p, "tensor dimension is too large");
+        d = d * 10 + (lex_.peek_char() - '0');
+        lex_.advance();
+      }
+      skip_spaces();
+      if (lex_.peek_char() != 'x')
+        return error_at(lex_.pos(),
+                        str_cat("expected 'x' after the dimension ", d, " in a tensor type"));
+      lex_.advance();
+      dims.push_back(d);
+      if (static_cast<std::int64_t>(dims.size()) > kMaxRank)
+        return error_at(type_pos, str_cat("tensor rank exceeds the limit of ", kMaxRank));
+    }
+    const SourcePos elem_pos = lex_.pos();
+    if (lex_.peek_char() == '!')
+      return unsupported_at(elem_pos, "quantized or dialect element types");
+    std::string name;
+    while (is_letter(lex_.peek_char()) || is_digit(lex_.peek_char()) || lex_.peek_char() == '_') {
+      name += lex_.peek_char();
+      lex_.advance();
+    }
+    if (name.empty())
+      return error_at(elem_pos, str_cat("expected a dimension or an element type in a tensor type, "
+                                        "found '",
+                                        std::string(1, lex_.peek_char()), "'"));
+    if (name == "complex") {
+      skip_spaces();
+      if (lex_.peek_char() != '<') return error_at(lex_.pos(), "expected '<' after complex");
+      lex_.advance();
+      skip_spaces();
+      std::string inner;
+      while (is_letter(lex_.peek_char()) || is_digit(lex_.peek_char())) {
+        inner += lex_.peek_char();
+        lex_.advance();
+      }
+      skip_spaces();
+      if (lex_.peek_char() != '>') return error_at(lex_.pos(), "expected '>' to end complex<...>");
+      lex_.advance();
+      name = str_cat("complex<", inner, ">");
+    }
+    std::optional<DType> dtype = dtype_from_element_type(name);
+    if (!dtype) {
+      if (is_unsupported_element_type(name))
+        return unsupported_at(elem_pos, str_cat("the element type ", name));
+      return error_at(elem_pos, str_cat("unknown element type '", name,
+                                        "' (expected i1, i8..i64, ui8..ui64, f16, bf16, f32, f64, "
+                                        "complex<f32> or complex<f64>)"));
+    }
+    skip_spaces();
+    if (lex_.peek_char() == ',')
+      return unsupported_at(lex_.pos(), "a tensor encoding (bounded or sparse tensors)");
+    if (lex_.peek_char() != '>')
+      return error_at(lex_.pos(), str_cat("expected '>' to end the tensor type, found '",
+                                          std::string(1, lex_.peek_char()), "'"));
+    lex_.advance();
+    StatusOr<Shape> shape = Shape::make(*dtype, dims);
+    if (!shape.ok()) return error_at(type_pos, shape.status().message());
+    return shape;
+  }
+
+  Lexer lex_;
+};
+
+}  // namespace pjrt_lite::stablehlo::detail

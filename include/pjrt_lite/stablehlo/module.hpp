@@ -1,0 +1,100 @@
+#pragma once
+// What parse_module returns: a StableHLO module as IR graphs, one per function, plus the
+// checks that conformance programs make with `stablehlo.custom_call @check.expect_*`.
+//
+// The IR has no call op, so every function's graph has its calls already inlined: each
+// Graph stands alone. The checks a function makes (its own and those of the functions it
+// calls) are not ops of the graph either; the values they look at become extra outputs of
+// the function's graph, after its own results:
+//
+//   graph.outputs() = [result 0 .. result n-1, check 0's operands..., check 1's operands...]
+//
+// so a runner compiles the graph once and finds every checked value among the outputs.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/ir/graph.hpp"
+
+namespace pjrt_lite::stablehlo {
+
+/// What a check compares. The StableHLO interpreter's meanings (see the corpus README):
+/// kEq: every element equal (NaN equals NaN); kClose: within a few ULP, non-finite values
+/// count as close; kAlmostEq: within an absolute tolerance (0.001 by default).
+enum class CheckKind : std::uint8_t { kEq, kClose, kAlmostEq };
+
+/// "expect_eq", "expect_close", "expect_almost_eq".
+constexpr std::string_view check_kind_name(CheckKind k) {
+  switch (k) {
+    case CheckKind::kEq: return "expect_eq";
+    case CheckKind::kClose: return "expect_close";
+    case CheckKind::kAlmostEq: return "expect_almost_eq";
+  }
+  return "invalid";
+}
+
+/// One `check.expect_*` call: `actual` against `expected`, which is either a second value
+/// of the graph or (for the *_const variants) a constant.
+struct Check {
+  CheckKind kind = CheckKind::kEq;
+  /// The call's target as written, e.g. "check.expect_close" or "check.expect_eq_const".
+  std::string target;
+  /// The checked value, as a value of the function's graph.
+  Value actual;
+  /// The value it must match; invalid for the *_const variants.
+  Value expected;
+  /// For the *_const variants: the literal `actual` must match.
+  std::optional<Literal> expected_literal;
+  /// Where actual (and expected, if it is a value) sit in the graph's outputs.
+  std::int64_t actual_output = -1;
+  std::int64_t expected_output = -1;
+  /// The call's other attributes (such as a tolerance), as written: name and value text.
+  std::vector<std::pair<std::string, std::string>> attributes;
+  /// The line of the call in the source.
+  std::int64_t line = 0;
+};
+
+/// func.func visibility; `nested` reads as private.
+enum class Visibility : std::uint8_t { kPublic, kPrivate };
+
+/// One func.func of a module.
+struct Function {
+  std::string name;
+  Visibility visibility = Visibility::kPublic;
+  /// Calls inlined; outputs are the function's results followed by the checked values.
+  Graph graph;
+  /// How many of graph.outputs() are the function's own results.
+  std::int64_t num_results = 0;
+  /// The checks this function makes, including those of the functions it calls.
+  std::vector<Check> checks;
+};
+
+/// A parsed module. Plain data; thread-compatible.
+struct Module {
+  /// `module @name`; empty when the module has no name or the text has no module op.
+  std::string name;
+  /// In the order of the source.
+  std::vector<Function> functions;
+
+  /// The function called `name`, or nullptr.
+  [[nodiscard]] const Function* find(std::string_view name) const {
+    for (const Function& f : functions)
+      if (f.name == name) return &f;
+    return nullptr;
+  }
+  /// The graph of function `name` (results then checked values), or NOT_FOUND.
+  [[nodiscard]] StatusOr<Graph> function(std::string_view name) const {
+    if (const Function* f = find(name)) return f->graph;
+    return not_found_error(str_cat("the module has no function @", name));
+  }
+  /// The graph of @main.
+  [[nodiscard]] StatusOr<Graph> main() const { return function("main"); }
+};
+
+}  // namespace pjrt_lite::stablehlo

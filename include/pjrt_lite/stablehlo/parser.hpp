@@ -1,0 +1,1611 @@
+#pragma once
+// StableHLO text to IR: parse_module reads a module (what jax.export and stablehlo-opt
+// print) into one Graph per function; parse_stablehlo returns the graph of one entry
+// function.
+//
+//   StatusOr<Graph> g = parse_stablehlo(R"(
+//     func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {
+//       %0 = stablehlo.add %x, %x : tensor<2xf32>
+//       return %0 : tensor<2xf32>
+//     })");
+//
+// Both of MLIR's syntaxes are read: the pretty form JAX prints (`stablehlo.add %a, %b :
+// tensor<2xf32>`, `stablehlo.reduce(%x init: %c) applies stablehlo.add across dimensions =
+// [1]`, ...) and the generic form (`"stablehlo.add"(%a, %b) : (...) -> ...` with `<{...}>` /
+// `{...}` attribute dictionaries and `({ ^bb0(...): ... })` regions), mixed freely.
+// `func.call` / `call` are inlined (the IR has no call op); `stablehlo.custom_call
+// @check.expect_*` become Checks (module.hpp). Attributes that do not change what a program
+// computes (loc(...), #loc lines, mhlo.*, jax.*, precision_config, has_side_effect, ...) are
+// read and ignored.
+//
+// Errors: malformed text and type errors are INVALID_ARGUMENT "line:column: what was
+// expected, found what"; a declared type that differs from what the IR infers is one too.
+// Valid StableHLO that the IR cannot represent (while, gather, sort, chlo ops, dynamic
+// shapes, f8 types, ...) is UNIMPLEMENTED "stablehlo.while is not supported (line 12)", so a
+// runner can skip the file. The parser never throws, crashes or loops on any input: nesting
+// and sizes are bounded and every index is checked.
+//
+// Round trip: parse_stablehlo(to_stablehlo(g)) has g's fingerprint when g's parameters are
+// its first nodes in number order (as when a builder declares them first): function
+// arguments always become the first nodes.
+
+#include <charconv>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/ir/attributes.hpp"
+#include "pjrt_lite/ir/builder.hpp"
+#include "pjrt_lite/ir/graph.hpp"
+#include "pjrt_lite/ir/op.hpp"
+#include "pjrt_lite/stablehlo/detail/dense.hpp"
+#include "pjrt_lite/stablehlo/detail/lexer.hpp"
+#include "pjrt_lite/stablehlo/detail/syntax.hpp"
+#include "pjrt_lite/stablehlo/module.hpp"
+#include "pjrt_lite/stablehlo/types.hpp"
+
+namespace pjrt_lite::stablehlo {
+
+namespace detail {
+
+/// The deepest nesting of regions (a reduce inside a reduce's body ...) accepted.
+inline constexpr std::int64_t kMaxRegionDepth = 16;
+/// The longest chain of calls (f calls g calls h ...) accepted.
+inline constexpr std::int64_t kMaxCallDepth = 64;
+/// The most results one op may declare (`%0:N`).
+inline constexpr std::int64_t kMaxResults = 1 << 16;
+
+/// StableHLO ops (and a few long-standing extras) the IR does not have. A program using one
+/// is valid but unsupported; an op name outside this list and the IR is a typo.
+inline bool is_known_unsupported_op(std::string_view name) {
+  // clang-format off
+  constexpr std::string_view kNames[] = {
+      "after_all", "all_gather", "all_reduce", "all_to_all", "async_done", "async_start",
+      "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "case", "cholesky",
+      "collective_broadcast", "collective_permute", "collective_reduce", "composite",
+      "convolution", "count_leading_zeros", "create_token", "cross-replica-sum",
+      "dynamic_broadcast_in_dim", "dynamic_conv", "dynamic_gather", "dynamic_iota", "dynamic_pad",
+      "dynamic_reshape", "einsum", "fft", "gather", "get_dimension_size", "get_tuple_element",
+      "if", "infeed", "map", "optimization_barrier", "outfeed", "partition_id",
+      "real_dynamic_slice", "recv", "reduce_precision", "reduce_scatter", "reduce_window",
+      "replica_id", "rng", "rng_bit_generator", "scatter", "select_and_scatter", "send",
+      "set_dimension_size", "sort", "torch_index_select", "trace", "triangular_solve", "tuple",
+      "unary_einsum", "uniform_dequantize", "uniform_quantize", "while"};
+  // clang-format on
+  for (std::string_view n : kNames)
+    if (n == name) return true;
+  return false;
+}
+
+/// A name bound by an op (`%0`, or `%0:2` for two results).
+struct ResultName {
+  std::string name;
+  std::int64_t count = 1;
+  SourcePos pos;
+};
+
+/// The values visible in one region. Regions see their parents' names only to report a
+/// capture, which the IR's self-contained bodies cannot express.
+struct Scope {
+  struct Def {
+    std::vector<Value> values;
+    SourcePos pos;
+  };
+  std::unordered_map<std::string, Def> defs;
+  const Scope* parent = nullptr;
+
+  [[nodiscard]] const Def* find(const std::string& name, bool& local) const {
+    local = true;
+    for (const Scope* s = this; s != nullptr; s = s->parent, local = false)
+      if (auto it = s->defs.find(name); it != s->defs.end()) return &it->second;
+    return nullptr;
+  }
+};
+
+/// Where ops are being added: a function body or a region.
+struct Context {
+  GraphBuilder& b;
+  Scope& scope;
+  std::vector<Check>* checks;  // null inside regions, which cannot hold checks
+  std::int64_t depth = 0;      // region nesting
+};
+
+/// What one parsed op yields.
+struct OpResult {
+  std::vector<Value> values;
+  bool terminator = false;
+};
+
+/// How a plain (non-function) type list after an op's ':' reads.
+enum class TypeRule : std::uint8_t {
+  kSame,        // `: T`: every operand and the result have type T
+  kSelect,      // `: Tpred, T`: pred, then both branches and the result
+  kResultOnly,  // `: T`: the result only (complex)
+};
+
+/// A func.func as found by the first pass: its signature and where its body starts.
+struct FunctionSource {
+  std::string name;
+  Visibility visibility = Visibility::kPublic;
+  SourcePos pos;
+  std::vector<std::pair<std::string, SourcePos>> arg_names;
+  std::vector<Shape> arg_types;
+  std::vector<Shape> result_types;
+  bool has_body = false;
+  Lexer body{std::string_view()};  // just after the body's '{'
+  enum class State : std::uint8_t { kPending, kBuilding, kBuilt } state = State::kPending;
+  Function built;
+};
+
+class Parser {
+ public:
+  explicit Parser(std::string_view text) : top_(Lexer(text)) {}
+
+  StatusOr<Module> parse() {
+    PJRT_LITE_RETURN_IF_ERROR(parse_top_level());
+    for (std::size_t i = 0; i < sources_.size(); ++i) PJRT_LITE_RETURN_IF_ERROR(build(i));
+    Module m;
+    m.name = module_name_;
+    for (FunctionSource& f : sources_)
+      if (f.has_body) m.functions.push_back(std::move(f.built));
+    return m;
+  }
+
+ private:
+  // ---- Module level ---------------------------------------------------------------------
+
+  Status parse_top_level() {
+    bool seen_module = false;
+    while (true) {
+      Token t = top_.peek();
+      if (t.kind == TokenKind::kEof) return ok_status();
+      if (t.kind == TokenKind::kHashId) {  // #loc = loc(...), other attribute aliases
+        top_.next();
+        PJRT_LITE_RETURN_IF_ERROR(top_.expect('=', str_cat("after the alias ", t.text)));
+        PJRT_LITE_RETURN_IF_ERROR(top_.parse_attr_value().status());
+        continue;
+      }
+      if (t.kind == TokenKind::kBangId) return unsupported_at(t.pos, "type aliases");
+      if (t.is_ident("module")) {
+        if (seen_module) return unsupported_at(t.pos, "several or nested modules");
+        seen_module = true;
+        top_.next();
+        if (top_.peek().kind == TokenKind::kSymbol)
+          module_name_ = Reader::symbol_name(top_.next().text);
+        if (top_.consume_ident_if("attributes"))
+          PJRT_LITE_RETURN_IF_ERROR(top_.parse_dict().status());
+        PJRT_LITE_RETURN_IF_ERROR(top_.expect('{', "to start the module body"));
+        while (!top_.peek().is('}')) {
+          Token u = top_.peek();
+          if (u.kind == TokenKind::kEof)
+            return error_at(u.pos, "expected '}' to end the module, found end of input");
+          if (u.kind == TokenKind::kHashId) {
+            top_.next();
+            PJRT_LITE_RETURN_IF_ERROR(top_.expect('=', str_cat("after the alias ", u.text)));
+            PJRT_LITE_RETURN_IF_ERROR(top_.parse_attr_value().status());
+            continue;
+          }
+          PJRT_LITE_RETURN_IF_ERROR(parse_module_item());
+        }
+        top_.next();
+        PJRT_LITE_RETURN_IF_ERROR(top_.skip_loc());
+        continue;
+      }
+      PJRT_LITE_RETURN_IF_ERROR(parse_module_item());
+    }
+  }
+
+  Status parse_module_item() {
+    Token t = top_.peek();
+    if (t.is_ident("func.func")) return parse_function_header();
+    if (t.is_ident("sdy.mesh")) {
+      // `sdy.mesh @mesh = <["x"=2]>`: a device mesh for sharding annotations, which do not
+      // change what a program computes.
+      top_.next();
+      PJRT_LITE_RETURN_IF_ERROR(
+          top_.expect_kind(TokenKind::kSymbol, "a mesh name", "after sdy.mesh").status());
+      PJRT_LITE_RETURN_IF_ERROR(top_.expect('=', "after the mesh name"));
+      PJRT_LITE_RETURN_IF_ERROR(top_.lexer().skip_balanced('<', '>').status());
+      return top_.skip_loc();
+    }
+    if (t.kind == TokenKind::kString)
+      return unsupported_at(t.pos, str_cat("the generic-form op ", t.text, " at module level"));
+    if (t.is_ident("ml_program.global") || t.is_ident("memref.global") || t.is_ident("util.global"))
+      return unsupported_at(t.pos, str_cat("the module-level op ", t.text));
+    return error_at(t.pos, str_cat("expected func.func, found ", describe(t)));
+  }
+
+  Status parse_function_header() {
+    top_.next();  // func.func
+    FunctionSource f;
+    if (top_.consume_ident_if("private") || top_.consume_ident_if("nested"))
+      f.visibility = Visibility::kPrivate;
+    else
+      top_.consume_ident_if("public");
+    PJRT_LITE_ASSIGN_OR_RETURN(
+        Token sym,
+        top_.expect_kind(TokenKind::kSymbol, "a function name such as @main", "after func.func"));
+    f.name = Reader::symbol_name(sym.text);
+    f.pos = sym.pos;
+    if (by_name_.count(f.name))
+      return error_at(sym.pos, str_cat("redefinition of @", f.name, " (first defined at ",
+                                       to_string(sources_[by_name_[f.name]].pos), ")"));
+    PJRT_LITE_RETURN_IF_ERROR(top_.expect('(', str_cat("to start the arguments of @", f.name)));
+    if (!top_.consume_if(')')) {
+      while (true) {
+        Token a = top_.peek();
+        if (a.kind == TokenKind::kValueId) {
+          top_.next();
+          f.arg_names.emplace_back(std::string(a.text.substr(1)), a.pos);
+          PJRT_LITE_RETURN_IF_ERROR(top_.expect(':', "after the argument name"));
+        } else {
+          f.arg_names.emplace_back("", a.pos);  // a declaration: types only
+        }
+        PJRT_LITE_ASSIGN_OR_RETURN(Shape type, top_.parse_type());
+        f.arg_types.push_back(std::move(type));
+        if (top_.peek().is('{')) PJRT_LITE_RETURN_IF_ERROR(top_.parse_dict().status());
+        PJRT_LITE_RETURN_IF_ERROR(top_.skip_loc());
+        Token u = top_.next();
+        if (u.is(')')) break;
+        if (!u.is(','))
+          return error_at(u.pos, str_cat("expected ',' or ')' after an argument of @", f.name,
+                                         ", found ", describe(u)));
+      }
+    }
+    if (top_.peek().kind == TokenKind::kArrow) {
+      top_.next();
+      if (top_.peek().is('(')) {
+        PJRT_LITE_ASSIGN_OR_RETURN(f.result_types, top_.parse_paren_types(/*attributes=*/true));
+      } else {
+        // A bare result type takes no attributes: a '{' after it starts the body.
+        PJRT_LITE_ASSIGN_OR_RETURN(Shape type, top_.parse_type());
+        f.result_types.push_back(std::move(type));
+      }
+    }
+    if (top_.consume_ident_if("attributes")) PJRT_LITE_RETURN_IF_ERROR(top_.parse_dict().status());
+    if (top_.peek().is('{')) {
+      for (const auto& [name, pos] : f.arg_names)
+        if (name.empty())
+          return error_at(pos, str_cat("the arguments of @", f.name,
+                                       " need names (%arg0: type) when it has a body"));
+      f.has_body = true;
+      top_.lexer().skip_trivia();
+      Lexer body = top_.lexer();
+      body.advance();  // '{'
+      f.body = body;
+      // The body is only skipped here (callees may come later) and parsed by build().
+      Status skipped = top_.lexer().skip_balanced('{', '}', /*only_this_pair=*/true).status();
+      if (!skipped.ok()) {
+        // No closing brace: parsing the body now says precisely where it goes wrong.
+        by_name_[f.name] = sources_.size();
+        sources_.push_back(std::move(f));
+        PJRT_LITE_RETURN_IF_ERROR(build(sources_.size() - 1));
+        return skipped;
+      }
+    }
+    PJRT_LITE_RETURN_IF_ERROR(top_.skip_loc());
+    by_name_[f.name] = sources_.size();
+    sources_.push_back(std::move(f));
+    return ok_status();
+  }
+
+  // ---- Functions ------------------------------------------------------------------------
+
+  /// Builds function i (and, on demand, the functions it calls).
+  Status build(std::size_t i) {
+    FunctionSource& f = sources_[i];
+    if (f.state == FunctionSource::State::kBuilt || !f.has_body) return ok_status();
+    if (f.state == FunctionSource::State::kBuilding)
+      return unsupported_at(f.pos, str_cat("the recursive function @", f.name));
+    if (call_depth_ >= kMaxCallDepth)
+      return error_at(f.pos, str_cat("calls nest deeper than ", kMaxCallDepth, " functions"));
+    f.state = FunctionSource::State::kBuilding;
+    ++call_depth_;
+    StatusOr<Function> built = build_function(i);
+    --call_depth_;
+    if (!built.ok()) return built.status();
+    sources_[i].built = std::move(built).value();
+    sources_[i].state = FunctionSource::State::kBuilt;
+    return ok_status();
+  }
+
+  StatusOr<Function> build_function(std::size_t i) {
+    // sources_ no longer grows once functions are built, so this reference stays valid
+    // while callees are built.
+    const FunctionSource& source = sources_[i];
+    const std::string& name = source.name;
+    const std::vector<Shape>& arg_types = source.arg_types;
+    const std::vector<Shape>& result_types = source.result_types;
+    const auto& arg_names = source.arg_names;
+    Reader r(source.body);
+
+    GraphBuilder b(name);
+    Scope scope;
+    std::vector<Check> checks;
+    Context ctx{b, scope, &checks, 0};
+    for (std::size_t k = 0; k < arg_types.size(); ++k) {
+      Value v = b.parameter(static_cast<std::int64_t>(k), arg_types[k]);
+      PJRT_LITE_RETURN_IF_ERROR(define(scope, arg_names[k].first, {v}, arg_names[k].second));
+    }
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> returned, parse_block(r, ctx));
+    const SourcePos end = last_terminator_pos_;
+    if (returned.size() != result_types.size())
+      return error_at(end, str_cat("@", name, " returns ", returned.size(),
+                                   " value(s) but its signature declares ", result_types.size()));
+    for (std::size_t k = 0; k < returned.size(); ++k) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, b.shape(returned[k]));
+      if (!s.same_type_and_dims(result_types[k]))
+        return error_at(end,
+                        str_cat("@", name, " returns ", tensor_type_name(s), " as result ", k,
+                                " but its signature declares ", tensor_type_name(result_types[k])));
+    }
+    Function fn;
+    fn.name = name;
+    fn.visibility = source.visibility;
+    fn.num_results = static_cast<std::int64_t>(returned.size());
+    std::vector<Value> outputs = returned;
+    for (Check& c : checks) {
+      c.actual_output = static_cast<std::int64_t>(outputs.size());
+      outputs.push_back(c.actual);
+      c.actual = c.actual.detached();
+      if (c.expected.valid()) {
+        c.expected_output = static_cast<std::int64_t>(outputs.size());
+        outputs.push_back(c.expected);
+        c.expected = c.expected.detached();
+      }
+    }
+    StatusOr<Graph> g = b.build(outputs);
+    if (!g.ok()) return error_at(source.pos, g.status().message());
+    fn.graph = std::move(g).value();
+    fn.checks = std::move(checks);
+    return fn;
+  }
+
+  // ---- Blocks and ops -------------------------------------------------------------------
+
+  /// Ops up to and including the terminator and the closing '}'; returns the terminator's
+  /// operands.
+  StatusOr<std::vector<Value>> parse_block(Reader& r, Context& ctx) {
+    while (true) {
+      Token t = r.peek();
+      if (t.is('}') || t.kind == TokenKind::kEof)
+        return error_at(t.pos, str_cat("expected an op or a return before ", describe(t)));
+      if (t.kind == TokenKind::kBlockId)
+        return unsupported_at(t.pos, "regions with several blocks");
+      PJRT_LITE_ASSIGN_OR_RETURN(OpResult op, parse_op(r, ctx));
+      if (op.terminator) {
+        Token close = r.next();
+        if (close.kind == TokenKind::kBlockId)
+          return unsupported_at(close.pos, "regions with several blocks");
+        if (!close.is('}'))
+          return error_at(close.pos,
+                          str_cat("expected '}' after the return, found ", describe(close)));
+        return op.values;
+      }
+    }
+  }
+
+  StatusOr<OpResult> parse_op(Reader& r, Context& ctx) {
+    std::vector<ResultName> names;
+    if (r.peek().kind == TokenKind::kValueId) {
+      while (true) {
+        Token t = r.next();
+        if (t.kind != TokenKind::kValueId)
+          return error_at(t.pos, str_cat("expected a result name such as %0, found ", describe(t)));
+        if (t.text.find('#') != std::string_view::npos)
+          return error_at(t.pos, str_cat("a result name cannot select a result: ", t.text));
+        ResultName n{std::string(t.text.substr(1)), 1, t.pos};
+        if (r.consume_if(':')) {
+          PJRT_LITE_ASSIGN_OR_RETURN(n.count, r.parse_int("(the number of results)"));
+          if (n.count < 1 || n.count > kMaxResults)
+            return error_at(t.pos, str_cat("result count ", n.count, " is out of range"));
+        }
+        names.push_back(std::move(n));
+        if (!r.consume_if(',')) break;
+      }
+      PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after the result names"));
+    }
+    Token name = r.next();
+    OpResult result;
+    if (name.kind == TokenKind::kString) {
+      PJRT_LITE_ASSIGN_OR_RETURN(result, parse_generic(r, ctx, unquote(name.text), name.pos));
+    } else if (name.kind == TokenKind::kIdent) {
+      PJRT_LITE_ASSIGN_OR_RETURN(result, parse_pretty(r, ctx, name.text, name.pos));
+    } else {
+      return error_at(name.pos,
+                      str_cat("expected an op such as stablehlo.add, found ", describe(name)));
+    }
+    PJRT_LITE_RETURN_IF_ERROR(r.skip_loc());
+    if (result.terminator) {
+      if (!names.empty()) return error_at(names.front().pos, "a return has no results to name");
+      last_terminator_pos_ = name.pos;
+      return result;
+    }
+    std::int64_t named = 0;
+    for (const ResultName& n : names) named += n.count;
+    if (named != static_cast<std::int64_t>(result.values.size()))
+      return error_at(
+          names.empty() ? name.pos : names.front().pos,
+          str_cat("the op has ", result.values.size(), " result(s) but ", named, " are named"));
+    std::size_t next = 0;
+    for (const ResultName& n : names) {
+      std::vector<Value> values(
+          result.values.begin() + static_cast<std::ptrdiff_t>(next),
+          result.values.begin() + static_cast<std::ptrdiff_t>(next + n.count));
+      next += static_cast<std::size_t>(n.count);
+      PJRT_LITE_RETURN_IF_ERROR(define(ctx.scope, n.name, std::move(values), n.pos));
+    }
+    return result;
+  }
+
+  static Status define(Scope& scope, const std::string& name, std::vector<Value> values,
+                       SourcePos pos) {
+    bool local = false;
+    if (const Scope::Def* d = scope.find(name, local))
+      return error_at(
+          pos, str_cat("redefinition of %", name, " (first defined at ", to_string(d->pos), ")"));
+    scope.defs.emplace(name, Scope::Def{std::move(values), pos});
+    return ok_status();
+  }
+
+  // ---- Operands -------------------------------------------------------------------------
+
+  static StatusOr<Value> resolve(const Context& ctx, const Token& t) {
+    std::string_view text = t.text.substr(1);
+    std::int64_t index = 0;
+    if (std::size_t hash = text.find('#'); hash != std::string_view::npos) {
+      std::string_view digits = text.substr(hash + 1);
+      auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+      if (ec != std::errc() || ptr != digits.data() + digits.size())
+        return error_at(t.pos, str_cat("bad result number in ", t.text));
+      text = text.substr(0, hash);
+    }
+    bool local = false;
+    const Scope::Def* d = ctx.scope.find(std::string(text), local);
+    if (d == nullptr) return error_at(t.pos, str_cat("use of undefined value %", text));
+    if (!local)
+      return unsupported_at(t.pos,
+                            str_cat("a region using %", text, ", a value defined outside it,"));
+    if (index < 0 || index >= static_cast<std::int64_t>(d->values.size()))
+      return error_at(t.pos, str_cat("%", text, " has ", d->values.size(), " result(s); ", t.text,
+                                     " is out of range"));
+    return d->values[static_cast<std::size_t>(index)];
+  }
+
+  static StatusOr<Value> parse_operand(Reader& r, const Context& ctx, std::string_view context) {
+    Token t = r.next();
+    if (t.kind != TokenKind::kValueId)
+      return error_at(t.pos,
+                      str_cat("expected an operand such as %0 ", context, ", found ", describe(t)));
+    return resolve(ctx, t);
+  }
+
+  /// `%a, %b, ...` (possibly none): stops before a ',' that is not followed by a value, so
+  /// that keyword arguments (`, dims = [...]`) can follow.
+  static StatusOr<std::vector<Value>> parse_operand_list(Reader& r, const Context& ctx) {
+    std::vector<Value> out;
+    if (r.peek().kind != TokenKind::kValueId) return out;
+    while (true) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Value v, parse_operand(r, ctx, ""));
+      out.push_back(v);
+      if (!(r.peek().is(',') && r.peek2().kind == TokenKind::kValueId)) return out;
+      r.next();
+    }
+  }
+
+  /// Exactly n operands separated by commas.
+  static StatusOr<std::vector<Value>> parse_operands_exact(Reader& r, const Context& ctx,
+                                                           std::size_t n, std::string_view op) {
+    std::vector<Value> out;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (k > 0) PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
+      PJRT_LITE_ASSIGN_OR_RETURN(Value v, parse_operand(r, ctx, str_cat("for ", op)));
+      out.push_back(v);
+    }
+    if (r.peek().is(',') && r.peek2().kind == TokenKind::kValueId)
+      return error_at(r.peek2().pos, str_cat(op, " takes ", n, " operand(s), found more"));
+    return out;
+  }
+
+  // ---- Types ----------------------------------------------------------------------------
+
+  /// An optional attribute dictionary, then ':' and the op's type.
+  static StatusOr<OpType> parse_type_tail(Reader& r, std::string_view op,
+                                          AttrDict* dict = nullptr) {
+    if (r.peek().is('{')) {
+      PJRT_LITE_ASSIGN_OR_RETURN(AttrDict d, r.parse_dict());
+      if (dict) *dict = std::move(d);
+    }
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(':', str_cat("before the type of ", op)));
+    return r.parse_op_type();
+  }
+
+  /// Checks the declared operand types against the operands; returns the declared result
+  /// types.
+  static StatusOr<std::vector<Shape>> declared_types(const Context& ctx, const OpType& t,
+                                                     const std::vector<Value>& operands,
+                                                     TypeRule rule, std::string_view op,
+                                                     SourcePos pos) {
+    std::vector<Shape> inputs;
+    std::vector<Shape> results;
+    if (t.functional) {
+      inputs = t.function.inputs;
+      results = t.function.results;
+      if (inputs.size() != operands.size())
+        return error_at(t.pos, str_cat(op, " has ", operands.size(),
+                                       " operand(s) but its type lists ", inputs.size()));
+    } else {
+      const std::size_t want = rule == TypeRule::kSelect ? 2 : 1;
+      if (t.types.size() != want)
+        return error_at(t.pos, str_cat(op, " expects ", want == 2 ? "two types" : "one type",
+                                       " or a function type (...) -> ... after ':', found ",
+                                       t.types.size(), " types"));
+      results = {t.types.back()};
+      if (rule == TypeRule::kSame) inputs.assign(operands.size(), t.types[0]);
+      if (rule == TypeRule::kSelect && !operands.empty()) {
+        inputs.assign(operands.size(), t.types[1]);
+        inputs[0] = t.types[0];
+      }
+    }
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(operands[k]));
+      if (!s.same_type_and_dims(inputs[k]))
+        return error_at(pos, str_cat(op, ": operand ", k, " has type ", tensor_type_name(s),
+                                     " but the op's type says ", tensor_type_name(inputs[k])));
+    }
+    return results;
+  }
+
+  /// After adding an op: reports a builder error, and compares the results with the
+  /// declared types.
+  static Status finish(const Context& ctx, const std::vector<Value>& values,
+                       const std::vector<Shape>& declared, std::string_view op, SourcePos pos) {
+    if (!ctx.b.ok()) return error_at(pos, ctx.b.status().message());
+    if (values.size() != declared.size())
+      return error_at(pos, str_cat(op, " has ", values.size(), " result(s) but its type declares ",
+                                   declared.size()));
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(values[k]));
+      if (!s.same_type_and_dims(declared[k]))
+        return error_at(pos,
+                        str_cat(op, ": result ", k, " is declared ", tensor_type_name(declared[k]),
+                                " but the operands give ", tensor_type_name(s)));
+    }
+    return ok_status();
+  }
+
+  /// StableHLO can bitcast i1 (to i1); the IR gives pred no bit layout and refuses, so such a
+  /// program is unsupported rather than malformed.
+  static Status check_bitcast(const Context& ctx, const std::vector<Value>& operands,
+                              const Shape& result, SourcePos pos) {
+    bool pred = result.dtype() == DType::kPred;
+    if (operands.size() == 1) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(operands[0]));
+      pred = pred || s.dtype() == DType::kPred;
+    }
+    if (pred) return unsupported_at(pos, "stablehlo.bitcast_convert of i1");
+    return ok_status();
+  }
+
+  /// The single declared result type, for ops whose attributes come from it.
+  static StatusOr<Shape> single_result(const OpType& t, std::string_view op) {
+    const std::vector<Shape>& results = t.functional ? t.function.results : t.types;
+    if (results.empty()) return error_at(t.pos, str_cat(op, " needs a result type"));
+    if (t.functional && results.size() != 1)
+      return error_at(t.pos, str_cat(op, " has one result but its type declares ", results.size()));
+    return results.back();
+  }
+
+  // ---- Pretty form ----------------------------------------------------------------------
+
+  StatusOr<OpResult> parse_pretty(Reader& r, Context& ctx, std::string_view name, SourcePos pos) {
+    if (name == "return" || name == "func.return" || name == "stablehlo.return")
+      return parse_return(r, ctx, name);
+    if (name == "call" || name == "func.call") return parse_call(r, ctx, name, pos);
+    if (name == "stablehlo.custom_call") return parse_custom_call(r, ctx, pos);
+    if (name.starts_with("check.")) return parse_check_op(r, ctx, name, pos);
+    if (name == "func.func" || name == "module")
+      return error_at(pos, str_cat("expected '}' to end the function before ", name));
+    if (name.starts_with("func.")) return error_at(pos, str_cat("unknown op ", name));
+    if (!name.starts_with("stablehlo.")) {
+      if (name.find('.') != std::string_view::npos) return unsupported_at(pos, name);
+      return error_at(
+          pos, str_cat("expected an op such as stablehlo.add, found identifier '", name, "'"));
+    }
+    const std::string_view short_name = name.substr(10);
+    if (short_name == "dot") return parse_dot(r, ctx, name, pos);
+    if (short_name == "broadcast") return parse_broadcast(r, ctx, name, pos);
+    StatusOr<OpCode> code = op_from_name(short_name);
+    if (!code.ok() || *code == OpCode::kParameter) {
+      if (is_known_unsupported_op(short_name)) return unsupported_at(pos, name);
+      return error_at(pos, str_cat("unknown op ", name));
+    }
+    const OpCode op = *code;
+    OpResult out;
+    if (is_unary(op) || is_binary(op) || op == OpCode::kSelect || op == OpCode::kClamp ||
+        op == OpCode::kConvert || op == OpCode::kBitcastConvert || op == OpCode::kReshape) {
+      const int n = operand_count(op);
+      PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands,
+                                 parse_operands_exact(r, ctx, static_cast<std::size_t>(n), name));
+      PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+      const TypeRule rule = op == OpCode::kSelect    ? TypeRule::kSelect
+                            : op == OpCode::kComplex ? TypeRule::kResultOnly
+                                                     : TypeRule::kSame;
+      PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                                 declared_types(ctx, type, operands, rule, name, pos));
+      Attributes attrs = NoAttrs{};
+      if (op == OpCode::kConvert || op == OpCode::kBitcastConvert || op == OpCode::kReshape) {
+        PJRT_LITE_ASSIGN_OR_RETURN(Shape result, single_result(type, name));
+        if (op == OpCode::kReshape)
+          attrs =
+              ReshapeAttrs{std::vector<std::int64_t>(result.dims().begin(), result.dims().end())};
+        else
+          attrs = ConvertAttrs{result.dtype()};
+        if (op == OpCode::kBitcastConvert)
+          PJRT_LITE_RETURN_IF_ERROR(check_bitcast(ctx, operands, result, pos));
+      }
+      out.values = ctx.b.op(op, operands, std::move(attrs));
+      PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+      return out;
+    }
+    switch (op) {
+      case OpCode::kConstant: {
+        if (r.peek().is('{')) PJRT_LITE_RETURN_IF_ERROR(r.parse_dict().status());
+        Token t = r.peek();
+        if (!t.is_ident("dense"))
+          return error_at(
+              t.pos, str_cat("expected dense<...> after stablehlo.constant, found ", describe(t)));
+        PJRT_LITE_ASSIGN_OR_RETURN(AttrValue value, r.parse_attr_value());
+        out.values = {ctx.b.constant(Literal(*value.dense))};
+        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, {value.type}, name, pos));
+        return out;
+      }
+      case OpCode::kIota: {
+        PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("dim", "after stablehlo.iota"));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after dim"));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t dim, r.parse_int("after dim ="));
+        PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                                   declared_types(ctx, type, {}, TypeRule::kSame, name, pos));
+        PJRT_LITE_ASSIGN_OR_RETURN(Shape result, single_result(type, name));
+        out.values = ctx.b.op(op, {}, IotaAttrs{result, dim});
+        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        return out;
+      }
+      case OpCode::kCompare: {
+        PJRT_LITE_ASSIGN_OR_RETURN(
+            Token dir,
+            r.expect_kind(TokenKind::kIdent, "a comparison direction (EQ, NE, GE, GT, LE, LT)",
+                          "after stablehlo.compare"));
+        StatusOr<ComparisonDirection> direction = comparison_direction_from_name(dir.text);
+        if (!direction.ok()) return error_at(dir.pos, direction.status().message());
+        PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after the comparison direction"));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands,
+                                   parse_operands_exact(r, ctx, 2, name));
+        ComparisonType ctype = ComparisonType::kNotype;
+        if (r.consume_if(',')) {
+          PJRT_LITE_ASSIGN_OR_RETURN(
+              Token t, r.expect_kind(TokenKind::kIdent,
+                                     "a comparison type (FLOAT, TOTALORDER, SIGNED, UNSIGNED)",
+                                     "after the operands"));
+          StatusOr<ComparisonType> parsed = comparison_type_from_name(t.text);
+          if (!parsed.ok()) return error_at(t.pos, parsed.status().message());
+          ctype = *parsed;
+        }
+        PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                                   declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+        out.values = ctx.b.op(op, operands, CompareAttrs{*direction, ctype});
+        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        return out;
+      }
+      case OpCode::kBroadcastInDim:
+      case OpCode::kTranspose:
+      case OpCode::kReverse: {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands,
+                                   parse_operands_exact(r, ctx, 1, name));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("dims", str_cat("after the operand of ", name)));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after dims"));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> dims,
+                                   r.parse_int_list("after dims ="));
+        PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                                   declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+        Attributes attrs = NoAttrs{};
+        if (op == OpCode::kBroadcastInDim) {
+          PJRT_LITE_ASSIGN_OR_RETURN(Shape result, single_result(type, name));
+          attrs = BroadcastInDimAttrs{
+              std::vector<std::int64_t>(result.dims().begin(), result.dims().end()), dims};
+        } else if (op == OpCode::kTranspose) {
+          attrs = TransposeAttrs{dims};
+        } else {
+          attrs = ReverseAttrs{dims};
+        }
+        out.values = ctx.b.op(op, operands, std::move(attrs));
+        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        return out;
+      }
+      case OpCode::kSlice: {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands,
+                                   parse_operands_exact(r, ctx, 1, name));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect('[', "to start the slice ranges [start:limit:stride]"));
+        SliceAttrs attrs;
+        if (!r.consume_if(']')) {
+          while (true) {
+            PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t start, r.parse_int("(the slice start)"));
+            PJRT_LITE_RETURN_IF_ERROR(r.expect(':', "after the slice start"));
+            PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t limit, r.parse_int("(the slice limit)"));
+            std::int64_t stride = 1;
+            if (r.consume_if(':')) {
+              PJRT_LITE_ASSIGN_OR_RETURN(stride, r.parse_int("(the slice stride)"));
+            }
+            attrs.start_indices.push_back(start);
+            attrs.limit_indices.push_back(limit);
+            attrs.strides.push_back(stride);
+            if (attrs.start_indices.size() > static_cast<std::size_t>(kMaxRank))
+              return error_at(pos, "too many slice ranges");
+            Token t = r.next();
+            if (t.is(']')) break;
+            if (!t.is(','))
+              return error_at(
+                  t.pos, str_cat("expected ',' or ']' after a slice range, found ", describe(t)));
+          }
+        }
+        PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                                   declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+        out.values = ctx.b.op(op, operands, std::move(attrs));
+        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        return out;
+      }
+      case OpCode::kConcatenate: {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands, parse_operand_list(r, ctx));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after the operands of stablehlo.concatenate"));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("dim", "after the operands"));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after dim"));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t dim, r.parse_int("after dim ="));
+        PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                                   declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+        out.values = ctx.b.op(op, operands, ConcatenateAttrs{dim});
+        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        return out;
+      }
+      case OpCode::kPad: {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands,
+                                   parse_operands_exact(r, ctx, 2, name));
+        PadAttrs attrs;
+        const std::pair<std::string_view, std::vector<std::int64_t>*> fields[3] = {
+            {"low", &attrs.edge_padding_low},
+            {"high", &attrs.edge_padding_high},
+            {"interior", &attrs.interior_padding}};
+        for (const auto& [field, list] : fields) {
+          PJRT_LITE_RETURN_IF_ERROR(r.expect(',', str_cat("before ", field)));
+          PJRT_LITE_RETURN_IF_ERROR(r.expect_ident(field, "in stablehlo.pad"));
+          PJRT_LITE_RETURN_IF_ERROR(r.expect('=', str_cat("after ", field)));
+          PJRT_LITE_ASSIGN_OR_RETURN(*list, r.parse_int_list(str_cat("after ", field, " =")));
+        }
+        PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                                   declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+        out.values = ctx.b.op(op, operands, std::move(attrs));
+        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        return out;
+      }
+      case OpCode::kDynamicSlice:
+      case OpCode::kDynamicUpdateSlice: {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands, parse_operand_list(r, ctx));
+        Attributes attrs = NoAttrs{};
+        if (op == OpCode::kDynamicSlice) {
+          PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after the operands of stablehlo.dynamic_slice"));
+          PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("sizes", "after the operands"));
+          PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after sizes"));
+          PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> sizes,
+                                     r.parse_int_list("after sizes ="));
+          attrs = DynamicSliceAttrs{std::move(sizes)};
+        }
+        PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                                   declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+        out.values = ctx.b.op(op, operands, std::move(attrs));
+        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        return out;
+      }
+      case OpCode::kDotGeneral: return parse_dot_general(r, ctx, name, pos);
+      case OpCode::kReduce: return parse_reduce(r, ctx, name, pos);
+      default: break;
+    }
+    return error_at(pos, str_cat("unknown op ", name));
+  }
+
+  StatusOr<OpResult> parse_dot_general(Reader& r, Context& ctx, std::string_view name,
+                                       SourcePos pos) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands, parse_operands_exact(r, ctx, 2, name));
+    DotDimensionNumbers dn;
+    while (r.consume_if(',')) {
+      PJRT_LITE_ASSIGN_OR_RETURN(
+          Token key, r.expect_kind(TokenKind::kIdent,
+                                   "batching_dims, contracting_dims, precision or algorithm",
+                                   "in stablehlo.dot_general"));
+      PJRT_LITE_RETURN_IF_ERROR(r.expect('=', str_cat("after ", key.text)));
+      if (key.text == "batching_dims" || key.text == "contracting_dims") {
+        const bool batching = key.text == "batching_dims";
+        PJRT_LITE_ASSIGN_OR_RETURN(
+            (batching ? dn.lhs_batching_dimensions : dn.lhs_contracting_dimensions),
+            r.parse_int_list(str_cat("after ", key.text, " =")));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("x", "between the lhs and rhs dimensions"));
+        PJRT_LITE_ASSIGN_OR_RETURN(
+            (batching ? dn.rhs_batching_dimensions : dn.rhs_contracting_dimensions),
+            r.parse_int_list(str_cat("after ", key.text, " = [...] x")));
+      } else if (key.text == "precision") {
+        PJRT_LITE_RETURN_IF_ERROR(r.parse_attr_value().status());  // numerics hint only
+      } else if (key.text == "algorithm") {
+        return unsupported_at(key.pos, "stablehlo.dot_general with an algorithm");
+      } else {
+        return error_at(key.pos, str_cat("unknown stablehlo.dot_general field '", key.text, "'"));
+      }
+    }
+    PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                               declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+    OpResult out;
+    out.values = ctx.b.op(OpCode::kDotGeneral, operands, std::move(dn));
+    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    return out;
+  }
+
+  /// stablehlo.dot: dot_general contracting lhs's last dimension with rhs's first.
+  StatusOr<OpResult> parse_dot(Reader& r, Context& ctx, std::string_view name, SourcePos pos) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands, parse_operands_exact(r, ctx, 2, name));
+    if (r.consume_if(',')) {
+      PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("precision", "in stablehlo.dot"));
+      PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after precision"));
+      PJRT_LITE_RETURN_IF_ERROR(r.parse_attr_value().status());
+    }
+    PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+    return build_dot(ctx, operands, type, name, pos);
+  }
+
+  static StatusOr<OpResult> build_dot(Context& ctx, const std::vector<Value>& operands,
+                                      const OpType& type, std::string_view name, SourcePos pos) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                               declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+    if (operands.size() != 2) return error_at(pos, str_cat(name, " takes 2 operands"));
+    PJRT_LITE_ASSIGN_OR_RETURN(Shape lhs, ctx.b.shape(operands[0]));
+    DotDimensionNumbers dn{{}, {}, {lhs.rank() - 1}, {0}};
+    OpResult out;
+    out.values = ctx.b.op(OpCode::kDotGeneral, operands, std::move(dn));
+    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    return out;
+  }
+
+  /// stablehlo.broadcast: broadcast_in_dim with the new dimensions in front.
+  StatusOr<OpResult> parse_broadcast(Reader& r, Context& ctx, std::string_view name,
+                                     SourcePos pos) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands, parse_operands_exact(r, ctx, 1, name));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("sizes", "in stablehlo.broadcast"));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after sizes"));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> sizes, r.parse_int_list("after sizes ="));
+    PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+    return build_broadcast(ctx, operands, sizes, type, name, pos);
+  }
+
+  static StatusOr<OpResult> build_broadcast(Context& ctx, const std::vector<Value>& operands,
+                                            std::vector<std::int64_t> sizes, const OpType& type,
+                                            std::string_view name, SourcePos pos) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                               declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+    if (operands.size() != 1) return error_at(pos, str_cat(name, " takes 1 operand"));
+    PJRT_LITE_ASSIGN_OR_RETURN(Shape operand, ctx.b.shape(operands[0]));
+    std::vector<std::int64_t> mapping;
+    for (std::int64_t d = 0; d < operand.rank(); ++d)
+      mapping.push_back(static_cast<std::int64_t>(sizes.size()) + d);
+    sizes.insert(sizes.end(), operand.dims().begin(), operand.dims().end());
+    OpResult out;
+    out.values = ctx.b.op(OpCode::kBroadcastInDim, operands,
+                          BroadcastInDimAttrs{std::move(sizes), std::move(mapping)});
+    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    return out;
+  }
+
+  // reduce's pretty forms:
+  //   stablehlo.reduce(%x init: %c) applies stablehlo.add across dimensions = [1] : type
+  //   stablehlo.reduce(%a init: %b), (%c init: %d) across dimensions = [0] : type
+  //     reducer(%acc0: T, %x0: T) (%acc1: U, %x1: U) { ... stablehlo.return ... }
+  StatusOr<OpResult> parse_reduce(Reader& r, Context& ctx, std::string_view name, SourcePos pos) {
+    std::vector<Value> inputs, inits;
+    while (true) {
+      PJRT_LITE_RETURN_IF_ERROR(r.expect('(', "to start a reduce input (%x init: %c)"));
+      PJRT_LITE_ASSIGN_OR_RETURN(Value input, parse_operand(r, ctx, "as a reduce input"));
+      PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("init", "after the reduce input"));
+      PJRT_LITE_RETURN_IF_ERROR(r.expect(':', "after init"));
+      PJRT_LITE_ASSIGN_OR_RETURN(Value init, parse_operand(r, ctx, "as an init value"));
+      PJRT_LITE_RETURN_IF_ERROR(r.expect(')', "after the init value"));
+      inputs.push_back(input);
+      inits.push_back(init);
+      if (!(r.peek().is(',') && r.peek2().is('('))) break;
+      r.next();
+    }
+    std::optional<OpCode> applies;
+    SourcePos applies_pos;
+    if (r.consume_ident_if("applies")) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Token op,
+                                 r.expect_kind(TokenKind::kIdent, "a binary op", "after applies"));
+      applies_pos = op.pos;
+      StatusOr<OpCode> code = op_from_name(op.text);
+      if (!code.ok() || !is_binary(*code) || !op.text.starts_with("stablehlo."))
+        return error_at(op.pos,
+                        str_cat("expected a binary op such as stablehlo.add after applies, found ",
+                                describe(op)));
+      applies = *code;
+    }
+    PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("across", "in stablehlo.reduce"));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("dimensions", "after across"));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after dimensions"));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> dims,
+                               r.parse_int_list("after dimensions ="));
+    PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+    std::vector<Value> operands = inputs;
+    operands.insert(operands.end(), inits.begin(), inits.end());
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                               declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+    Graph body;
+    if (applies) {
+      if (inputs.size() != 1)
+        return error_at(applies_pos, "applies takes one reduce input; use a reducer region");
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape init, ctx.b.shape(inits[0]));
+      const DType dtype = declared.size() == 1 ? declared[0].dtype() : init.dtype();
+      StatusOr<Graph> made = make_binary_body(*applies, dtype);
+      if (!made.ok()) return error_at(applies_pos, made.status().message());
+      body = std::move(made).value();
+    } else {
+      PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("reducer", "(or applies) in stablehlo.reduce"));
+      // Each pair is (accumulator i, element i); the body takes all accumulators first.
+      const std::size_t n = inputs.size();
+      std::vector<BlockArg> args(2 * n);
+      for (std::size_t i = 0; i < n; ++i) {
+        PJRT_LITE_RETURN_IF_ERROR(r.expect('(', "to start a reducer argument pair"));
+        PJRT_LITE_ASSIGN_OR_RETURN(args[i], parse_block_arg(r));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "between the reducer arguments"));
+        PJRT_LITE_ASSIGN_OR_RETURN(args[n + i], parse_block_arg(r));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect(')', "after a reducer argument pair"));
+      }
+      PJRT_LITE_RETURN_IF_ERROR(r.expect('{', "to start the reducer body"));
+      PJRT_LITE_ASSIGN_OR_RETURN(body, parse_region_body(r, ctx, args, "reducer"));
+    }
+    OpResult out;
+    std::vector<Graph> bodies;
+    bodies.push_back(std::move(body));
+    out.values =
+        ctx.b.op(OpCode::kReduce, operands, ReduceAttrs{std::move(dims)}, std::move(bodies));
+    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    return out;
+  }
+
+  // ---- Regions --------------------------------------------------------------------------
+
+  struct BlockArg {
+    std::string name;
+    Shape type;
+    SourcePos pos;
+  };
+
+  /// `%name: type` with an optional loc(...).
+  static StatusOr<BlockArg> parse_block_arg(Reader& r) {
+    BlockArg a;
+    PJRT_LITE_ASSIGN_OR_RETURN(
+        Token t, r.expect_kind(TokenKind::kValueId, "an argument name", "in a block's arguments"));
+    a.name = std::string(t.text.substr(1));
+    a.pos = t.pos;
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(':', "after the argument name"));
+    PJRT_LITE_ASSIGN_OR_RETURN(a.type, r.parse_type());
+    PJRT_LITE_RETURN_IF_ERROR(r.skip_loc());
+    return a;
+  }
+
+  /// The ops of a region whose '{' has been read, with `args` as its parameters in number
+  /// order; reads through the closing '}'.
+  StatusOr<Graph> parse_region_body(Reader& r, Context& ctx, const std::vector<BlockArg>& args,
+                                    std::string_view name) {
+    if (ctx.depth + 1 > kMaxRegionDepth)
+      return error_at(r.peek().pos, str_cat("regions nest deeper than ", kMaxRegionDepth));
+    GraphBuilder b{std::string(name)};
+    Scope scope;
+    scope.parent = &ctx.scope;
+    Context inner{b, scope, nullptr, ctx.depth + 1};
+    for (std::size_t k = 0; k < args.size(); ++k) {
+      Value v = b.parameter(static_cast<std::int64_t>(k), args[k].type);
+      PJRT_LITE_RETURN_IF_ERROR(define(scope, args[k].name, {v}, args[k].pos));
+    }
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> outputs, parse_block(r, inner));
+    StatusOr<Graph> g = b.build(outputs);
+    if (!g.ok()) return error_at(last_terminator_pos_, g.status().message());
+    return g;
+  }
+
+  /// A generic region `{ ^bb0(%a: T, ...): ops }` whose '{' comes next.
+  StatusOr<Graph> parse_generic_region(Reader& r, Context& ctx) {
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('{', "to start a region"));
+    std::vector<BlockArg> args;
+    if (r.peek().kind == TokenKind::kBlockId) {
+      r.next();
+      if (r.consume_if('(') && !r.consume_if(')')) {
+        while (true) {
+          PJRT_LITE_ASSIGN_OR_RETURN(BlockArg a, parse_block_arg(r));
+          args.push_back(std::move(a));
+          Token t = r.next();
+          if (t.is(')')) break;
+          if (!t.is(','))
+            return error_at(
+                t.pos, str_cat("expected ',' or ')' in the block arguments, found ", describe(t)));
+        }
+      }
+      PJRT_LITE_RETURN_IF_ERROR(r.expect(':', "after the block label"));
+    }
+    return parse_region_body(r, ctx, args, "region");
+  }
+
+  // ---- Terminators, calls and checks ----------------------------------------------------
+
+  StatusOr<OpResult> parse_return(Reader& r, Context& ctx, std::string_view name) {
+    OpResult out;
+    out.terminator = true;
+    PJRT_LITE_ASSIGN_OR_RETURN(out.values, parse_operand_list(r, ctx));
+    if (r.peek().is('{')) PJRT_LITE_RETURN_IF_ERROR(r.parse_dict().status());
+    if (out.values.empty()) return out;
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(':', str_cat("before the types of ", name)));
+    const SourcePos type_pos = r.lexer().next_pos();
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> types, r.parse_type_list());
+    PJRT_LITE_RETURN_IF_ERROR(check_listed_types(ctx, out.values, types, name, type_pos));
+    return out;
+  }
+
+  static Status check_listed_types(const Context& ctx, const std::vector<Value>& values,
+                                   const std::vector<Shape>& types, std::string_view op,
+                                   SourcePos pos) {
+    if (types.size() != values.size())
+      return error_at(pos, str_cat(op, " has ", values.size(), " operand(s) but lists ",
+                                   types.size(), " type(s)"));
+    for (std::size_t k = 0; k < values.size(); ++k) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(values[k]));
+      if (!s.same_type_and_dims(types[k]))
+        return error_at(pos, str_cat(op, ": operand ", k, " has type ", tensor_type_name(s),
+                                     " but is listed as ", tensor_type_name(types[k])));
+    }
+    return ok_status();
+  }
+
+  StatusOr<OpResult> parse_call(Reader& r, Context& ctx, std::string_view name, SourcePos pos) {
+    PJRT_LITE_ASSIGN_OR_RETURN(Token callee, r.expect_kind(TokenKind::kSymbol, "a function name",
+                                                           str_cat("after ", name)));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('(', "to start the call's arguments"));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> args, parse_operand_list(r, ctx));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(')', "after the call's arguments"));
+    PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+    return inline_call(ctx, Reader::symbol_name(callee.text), args, type, pos);
+  }
+
+  StatusOr<OpResult> inline_call(Context& ctx, const std::string& callee,
+                                 const std::vector<Value>& args, const OpType& type,
+                                 SourcePos pos) {
+    if (!type.functional) return error_at(type.pos, "a call's type must be a function type");
+    auto it = by_name_.find(callee);
+    if (it == by_name_.end()) return error_at(pos, str_cat("call to undefined function @", callee));
+    const std::size_t index = it->second;
+    if (!sources_[index].has_body)
+      return unsupported_at(pos, str_cat("a call to the external function @", callee));
+    PJRT_LITE_RETURN_IF_ERROR(build(index));
+    const Function& f = sources_[index].built;
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                               declared_types(ctx, type, args, TypeRule::kSame, "call", pos));
+    if (args.size() != static_cast<std::size_t>(f.graph.num_parameters()))
+      return error_at(pos, str_cat("@", callee, " takes ", f.graph.num_parameters(),
+                                   " argument(s), got ", args.size()));
+    for (std::size_t k = 0; k < args.size(); ++k) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(args[k]));
+      const Shape& want = f.graph.shape(f.graph.parameters()[k]);
+      if (!s.same_type_and_dims(want))
+        return error_at(
+            pos, str_cat("argument ", k, " of the call to @", callee, " has type ",
+                         tensor_type_name(s), " but @", callee, " takes ", tensor_type_name(want)));
+    }
+    std::vector<Value> outs = ctx.b.inline_graph(f.graph, args);
+    if (!ctx.b.ok()) return error_at(pos, ctx.b.status().message());
+    OpResult out;
+    out.values.assign(outs.begin(), outs.begin() + f.num_results);
+    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, str_cat("call @", callee), pos));
+    if (!f.checks.empty() && ctx.checks == nullptr)
+      return unsupported_at(
+          pos, str_cat("a call inside a region to @", callee, ", which makes checks,"));
+    for (const Check& c : f.checks) {
+      Check mapped = c;
+      mapped.actual = outs[static_cast<std::size_t>(c.actual_output)];
+      if (c.expected_output >= 0)
+        mapped.expected = outs[static_cast<std::size_t>(c.expected_output)];
+      ctx.checks->push_back(std::move(mapped));
+    }
+    return out;
+  }
+
+  /// `check.expect_eq`, `check.expect_close_const`, ... : the kind, or nullopt.
+  static std::optional<CheckKind> check_kind(std::string_view target, bool& is_const) {
+    if (!target.starts_with("check.")) return std::nullopt;
+    target.remove_prefix(6);
+    is_const = target.ends_with("_const");
+    if (is_const) target.remove_suffix(6);
+    if (target == "expect_eq") return CheckKind::kEq;
+    if (target == "expect_close") return CheckKind::kClose;
+    if (target == "expect_almost_eq") return CheckKind::kAlmostEq;
+    return std::nullopt;
+  }
+
+  static std::string attr_text(const AttrValue& v) {
+    switch (v.kind) {
+      case AttrValue::Kind::kBool: return v.b ? "true" : "false";
+      case AttrValue::Kind::kInt:
+      case AttrValue::Kind::kFloat:
+      case AttrValue::Kind::kString:
+      case AttrValue::Kind::kSymbol: return v.text;
+      case AttrValue::Kind::kEnum: return v.word;
+      case AttrValue::Kind::kUnit: return "";
+      default: return v.text.empty() ? v.word : v.text;
+    }
+  }
+
+  /// Records a check; `attrs` are its attributes (a dense one is the *_const literal).
+  static StatusOr<OpResult> add_check(Context& ctx, const std::string& target,
+                                      const std::vector<Value>& operands, const AttrDict& attrs,
+                                      const std::shared_ptr<const Literal>& literal,
+                                      SourcePos pos) {
+    bool is_const = false;
+    std::optional<CheckKind> kind = check_kind(target, is_const);
+    if (!kind) return unsupported_at(pos, str_cat("the check ", target));
+    if (ctx.checks == nullptr)
+      return unsupported_at(pos, str_cat("a check inside a region (", target, ")"));
+    Check c;
+    c.kind = *kind;
+    c.target = target;
+    c.line = pos.line;
+    const std::size_t want = is_const ? 1 : 2;
+    if (operands.size() != want)
+      return error_at(pos, str_cat(target, " takes ", want, " operand(s), got ", operands.size()));
+    c.actual = operands[0];
+    std::shared_ptr<const Literal> expected = literal;
+    for (const auto& [key, value] : attrs) {
+      if (value.kind == AttrValue::Kind::kDense && !expected) {
+        expected = value.dense;
+        continue;
+      }
+      if (key == "has_side_effect" || key == "call_target_name" || key == "api_version") continue;
+      c.attributes.emplace_back(key, attr_text(value));
+    }
+    if (is_const) {
+      if (!expected)
+        return error_at(pos,
+                        str_cat(target, " needs the expected value as a dense<...> attribute"));
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(c.actual));
+      if (!s.same_type_and_dims(expected->shape()))
+        return error_at(
+            pos, str_cat(target, ": the checked value has type ", tensor_type_name(s),
+                         " but the expected constant has ", tensor_type_name(expected->shape())));
+      c.expected_literal = *expected;
+    } else {
+      c.expected = operands[1];
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape a, ctx.b.shape(c.actual));
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape e, ctx.b.shape(c.expected));
+      if (!a.same_type_and_dims(e))
+        return error_at(pos, str_cat(target, ": the checked value has type ", tensor_type_name(a),
+                                     " but the expected value has ", tensor_type_name(e)));
+    }
+    ctx.checks->push_back(std::move(c));
+    return OpResult{};
+  }
+
+  /// `stablehlo.custom_call @target(%a, %b) {attrs} : (T, T) -> ()`.
+  StatusOr<OpResult> parse_custom_call(Reader& r, Context& ctx, SourcePos pos) {
+    PJRT_LITE_ASSIGN_OR_RETURN(Token target,
+                               r.expect_kind(TokenKind::kSymbol, "a call target such as @foo",
+                                             "after stablehlo.custom_call"));
+    const std::string name = Reader::symbol_name(target.text);
+    bool is_const = false;
+    if (!check_kind(name, is_const) && name != "Sharding")
+      return unsupported_at(pos, str_cat("stablehlo.custom_call @", name));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('(', "to start the custom call's operands"));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands, parse_operand_list(r, ctx));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(')', "after the custom call's operands"));
+    AttrDict attrs;
+    PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, "stablehlo.custom_call", &attrs));
+    return finish_custom_call(ctx, name, operands, attrs, type, pos);
+  }
+
+  static StatusOr<OpResult> finish_custom_call(Context& ctx, const std::string& target,
+                                               const std::vector<Value>& operands,
+                                               const AttrDict& attrs, const OpType& type,
+                                               SourcePos pos) {
+    if (target == "Sharding") {
+      // jax's sharding constraint: on one device the value itself, so no node at all.
+      PJRT_LITE_ASSIGN_OR_RETURN(
+          std::vector<Shape> declared,
+          declared_types(ctx, type, operands, TypeRule::kSame, "stablehlo.custom_call", pos));
+      if (operands.size() != 1 || declared.size() != 1)
+        return error_at(pos,
+                        "stablehlo.custom_call @Sharding takes one operand and has one result");
+      OpResult out;
+      out.values = operands;
+      PJRT_LITE_RETURN_IF_ERROR(
+          finish(ctx, out.values, declared, "stablehlo.custom_call @Sharding", pos));
+      return out;
+    }
+    if (!type.functional)
+      return error_at(type.pos, "a custom call's type must be a function type (...) -> (...)");
+    if (!type.function.results.empty())
+      return error_at(type.pos, str_cat(target, " returns nothing, but its type lists results"));
+    PJRT_LITE_RETURN_IF_ERROR(
+        declared_types(ctx, type, operands, TypeRule::kSame, "stablehlo.custom_call", pos)
+            .status());
+    return add_check(ctx, target, operands, attrs, nullptr, pos);
+  }
+
+  /// The check dialect's own form: `check.expect_eq %a, %b : T`,
+  /// `check.expect_eq_const %a, dense<...> : T`, with optional `, key = value` fields.
+  StatusOr<OpResult> parse_check_op(Reader& r, Context& ctx, std::string_view name, SourcePos pos) {
+    bool is_const = false;
+    if (!check_kind(name, is_const)) return unsupported_at(pos, name);
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands, parse_operand_list(r, ctx));
+    AttrDict attrs;
+    std::shared_ptr<const Literal> literal;
+    bool typed = false;
+    while (r.consume_if(',')) {
+      if (r.peek().is_ident("dense")) {
+        PJRT_LITE_ASSIGN_OR_RETURN(AttrValue v, r.parse_attr_value());  // reads ': type' too
+        literal = v.dense;
+        typed = true;
+        continue;
+      }
+      PJRT_LITE_ASSIGN_OR_RETURN(
+          Token key, r.expect_kind(TokenKind::kIdent, "a field name", str_cat("in ", name)));
+      PJRT_LITE_RETURN_IF_ERROR(r.expect('=', str_cat("after ", key.text)));
+      PJRT_LITE_ASSIGN_OR_RETURN(AttrValue v, r.parse_attr_value());
+      attrs.emplace_back(std::string(key.text), std::move(v));
+    }
+    if (r.peek().is('{')) {
+      PJRT_LITE_ASSIGN_OR_RETURN(AttrDict d, r.parse_dict());
+      for (auto& kv : d) attrs.push_back(std::move(kv));
+    }
+    if (!typed || r.peek().is(':')) {
+      PJRT_LITE_RETURN_IF_ERROR(r.expect(':', str_cat("before the type of ", name)));
+      PJRT_LITE_RETURN_IF_ERROR(r.parse_op_type().status());
+    }
+    return add_check(ctx, std::string(name), operands, attrs, literal, pos);
+  }
+
+  // ---- Generic form ---------------------------------------------------------------------
+
+  /// `"dialect.op"(%operands) <{properties}> ({regions}) {attributes} : (types) -> types`.
+  StatusOr<OpResult> parse_generic(Reader& r, Context& ctx, const std::string& name,
+                                   SourcePos pos) {
+    // Decide support before reading further: an unsupported op's attributes and regions may
+    // hold syntax this parser does not read.
+    std::optional<OpCode> code;
+    const bool is_return = name == "func.return" || name == "stablehlo.return";
+    const bool is_call = name == "func.call";
+    const bool is_custom = name == "stablehlo.custom_call";
+    const bool is_dot = name == "stablehlo.dot";
+    const bool is_broadcast = name == "stablehlo.broadcast";
+    if (!is_return && !is_call && !is_custom && !is_dot && !is_broadcast) {
+      if (!name.starts_with("stablehlo.")) return unsupported_at(pos, name);
+      StatusOr<OpCode> c = op_from_name(name);
+      if (!c.ok() || *c == OpCode::kParameter) {
+        if (is_known_unsupported_op(std::string_view(name).substr(10)))
+          return unsupported_at(pos, name);
+        return error_at(pos, str_cat("unknown op ", name));
+      }
+      code = *c;
+    }
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('(', str_cat("to start the operands of \"", name, "\"")));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands, parse_operand_list(r, ctx));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(')', str_cat("after the operands of \"", name, "\"")));
+    AttrDict attrs;
+    if (r.peek().is('<')) {
+      r.next();
+      PJRT_LITE_ASSIGN_OR_RETURN(attrs, r.parse_dict());
+      PJRT_LITE_RETURN_IF_ERROR(r.expect('>', "to end the properties <{...}>"));
+    }
+    std::vector<Graph> regions;
+    if (r.peek().is('(') && r.peek2().is('{')) {
+      r.next();
+      do {
+        PJRT_LITE_ASSIGN_OR_RETURN(Graph g, parse_generic_region(r, ctx));
+        regions.push_back(std::move(g));
+      } while (r.consume_if(','));
+      PJRT_LITE_RETURN_IF_ERROR(r.expect(')', "after the regions"));
+    }
+    if (r.peek().is('{')) {
+      PJRT_LITE_ASSIGN_OR_RETURN(AttrDict more, r.parse_dict());
+      for (auto& kv : more) attrs.push_back(std::move(kv));
+    }
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(':', str_cat("before the type of \"", name, "\"")));
+    PJRT_LITE_ASSIGN_OR_RETURN(OpType type, r.parse_op_type());
+    if (!type.functional)
+      return error_at(type.pos, "a generic op's type must be a function type (...) -> ...");
+
+    if (is_return) {
+      PJRT_LITE_RETURN_IF_ERROR(
+          check_listed_types(ctx, operands, type.function.inputs, name, type.pos));
+      if (!type.function.results.empty())
+        return error_at(type.pos, str_cat(name, " has no results, but its type lists some"));
+      OpResult out;
+      out.terminator = true;
+      out.values = operands;
+      return out;
+    }
+    if (is_call) {
+      const AttrValue* callee = find_attr(attrs, "callee");
+      if (!callee || callee->kind != AttrValue::Kind::kSymbol)
+        return error_at(pos, "func.call needs a callee = @function attribute");
+      return inline_call(ctx, callee->text, operands, type, pos);
+    }
+    if (is_custom) {
+      const AttrValue* target = find_attr(attrs, "call_target_name");
+      if (!target || target->kind != AttrValue::Kind::kString)
+        return error_at(pos, "stablehlo.custom_call needs a call_target_name = \"...\" attribute");
+      bool is_const = false;
+      if (!check_kind(target->text, is_const) && target->text != "Sharding")
+        return unsupported_at(pos, str_cat("stablehlo.custom_call @", target->text));
+      return finish_custom_call(ctx, target->text, operands, attrs, type, pos);
+    }
+    if (is_dot) {
+      if (find_attr(attrs, "algorithm"))
+        return unsupported_at(pos, "stablehlo.dot with an algorithm");
+      return build_dot(ctx, operands, type, name, pos);
+    }
+    if (is_broadcast) {
+      PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> sizes,
+                                 int_list_attr(attrs, "broadcast_sizes", name, pos));
+      return build_broadcast(ctx, operands, std::move(sizes), type, name, pos);
+    }
+    return build_generic(ctx, *code, name, operands, attrs, std::move(regions), type, pos);
+  }
+
+  static StatusOr<std::vector<std::int64_t>> int_list_attr(const AttrDict& attrs,
+                                                           std::string_view key,
+                                                           std::string_view op, SourcePos pos,
+                                                           bool required = true) {
+    const AttrValue* v = find_attr(attrs, key);
+    if (v == nullptr) {
+      if (!required) return std::vector<std::int64_t>{};
+      return error_at(pos, str_cat(op, " needs the attribute ", key));
+    }
+    return int_list_value(*v, key);
+  }
+
+  static StatusOr<std::vector<std::int64_t>> int_list_value(const AttrValue& v,
+                                                            std::string_view key) {
+    using K = AttrValue::Kind;
+    if (v.kind == K::kIntArray) return v.ints;
+    if (v.kind == K::kList) {
+      std::vector<std::int64_t> out;
+      for (const AttrValue& item : v.list) {
+        if (item.kind != K::kInt)
+          return error_at(item.pos, str_cat("expected an integer in ", key));
+        out.push_back(item.i);
+      }
+      return out;
+    }
+    if (v.kind == K::kDense && v.dense && v.dense->shape().rank() <= 1 &&
+        is_integral(v.dense->dtype())) {
+      StatusOr<Literal> as64 = v.dense->convert(DType::kS64);
+      if (!as64.ok()) return error_at(v.pos, as64.status().message());
+      std::span<const std::int64_t> data = as64->data<std::int64_t>();
+      return std::vector<std::int64_t>(data.begin(), data.end());
+    }
+    return error_at(v.pos, str_cat("expected a list of integers for ", key,
+                                   " (array<i64: ...>, [...] or dense<...>)"));
+  }
+
+  static StatusOr<std::int64_t> int_attr(const AttrDict& attrs, std::string_view key,
+                                         std::string_view op, SourcePos pos) {
+    const AttrValue* v = find_attr(attrs, key);
+    if (v == nullptr) return error_at(pos, str_cat(op, " needs the attribute ", key));
+    if (v->kind != AttrValue::Kind::kInt)
+      return error_at(v->pos, str_cat("expected an integer for ", key));
+    return v->i;
+  }
+
+  /// `#stablehlo<kind WORD>` or a bare `WORD`; nullopt when absent.
+  static StatusOr<std::optional<std::string>> enum_attr(const AttrDict& attrs,
+                                                        std::string_view key) {
+    const AttrValue* v = find_attr(attrs, key);
+    if (v == nullptr) return std::optional<std::string>();
+    if (v->kind == AttrValue::Kind::kEnum) return std::optional<std::string>(v->word);
+    if (v->kind == AttrValue::Kind::kOpaque && !v->text.empty() && v->word.empty())
+      return std::optional<std::string>(v->text);
+    return error_at(v->pos, str_cat("expected #stablehlo<", key, " ...> for ", key));
+  }
+
+  StatusOr<OpResult> build_generic(Context& ctx, OpCode op, const std::string& name,
+                                   const std::vector<Value>& operands, const AttrDict& attrs,
+                                   std::vector<Graph> regions, const OpType& type, SourcePos pos) {
+    if (op != OpCode::kReduce && !regions.empty())
+      return error_at(pos, str_cat(name, " takes no regions"));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                               declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+    auto result_shape = [&]() -> StatusOr<Shape> { return single_result(type, name); };
+    Attributes a = NoAttrs{};
+    switch (op) {
+      case OpCode::kConstant: {
+        const AttrValue* v = find_attr(attrs, "value");
+        if (!v || v->kind != AttrValue::Kind::kDense)
+          return error_at(pos, "stablehlo.constant needs a value = dense<...> attribute");
+        a = ConstantAttrs{v->dense};
+        break;
+      }
+      case OpCode::kIota: {
+        PJRT_LITE_ASSIGN_OR_RETURN(Shape s, result_shape());
+        PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t d, int_attr(attrs, "iota_dimension", name, pos));
+        a = IotaAttrs{s, d};
+        break;
+      }
+      case OpCode::kCompare: {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::optional<std::string> dir,
+                                   enum_attr(attrs, "comparison_direction"));
+        if (!dir) return error_at(pos, "stablehlo.compare needs comparison_direction");
+        StatusOr<ComparisonDirection> d = comparison_direction_from_name(*dir);
+        if (!d.ok()) return error_at(pos, d.status().message());
+        CompareAttrs c{*d, ComparisonType::kNotype};
+        PJRT_LITE_ASSIGN_OR_RETURN(std::optional<std::string> t, enum_attr(attrs, "compare_type"));
+        if (t) {
+          StatusOr<ComparisonType> parsed = comparison_type_from_name(*t);
+          if (!parsed.ok()) return error_at(pos, parsed.status().message());
+          c.type = *parsed;
+        }
+        a = c;
+        break;
+      }
+      case OpCode::kConvert:
+      case OpCode::kBitcastConvert: {
+        PJRT_LITE_ASSIGN_OR_RETURN(Shape s, result_shape());
+        if (op == OpCode::kBitcastConvert)
+          PJRT_LITE_RETURN_IF_ERROR(check_bitcast(ctx, operands, s, pos));
+        a = ConvertAttrs{s.dtype()};
+        break;
+      }
+      case OpCode::kBroadcastInDim: {
+        PJRT_LITE_ASSIGN_OR_RETURN(Shape s, result_shape());
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> bd,
+                                   int_list_attr(attrs, "broadcast_dimensions", name, pos));
+        a = BroadcastInDimAttrs{std::vector<std::int64_t>(s.dims().begin(), s.dims().end()),
+                                std::move(bd)};
+        break;
+      }
+      case OpCode::kReshape: {
+        PJRT_LITE_ASSIGN_OR_RETURN(Shape s, result_shape());
+        a = ReshapeAttrs{std::vector<std::int64_t>(s.dims().begin(), s.dims().end())};
+        break;
+      }
+      case OpCode::kTranspose: {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> p,
+                                   int_list_attr(attrs, "permutation", name, pos));
+        a = TransposeAttrs{std::move(p)};
+        break;
+      }
+      case OpCode::kSlice: {
+        SliceAttrs s;
+        PJRT_LITE_ASSIGN_OR_RETURN(s.start_indices,
+                                   int_list_attr(attrs, "start_indices", name, pos));
+        PJRT_LITE_ASSIGN_OR_RETURN(s.limit_indices,
+                                   int_list_attr(attrs, "limit_indices", name, pos));
+        PJRT_LITE_ASSIGN_OR_RETURN(s.strides, int_list_attr(attrs, "strides", name, pos, false));
+        if (s.strides.empty()) s.strides.assign(s.start_indices.size(), 1);
+        a = std::move(s);
+        break;
+      }
+      case OpCode::kConcatenate: {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t d, int_attr(attrs, "dimension", name, pos));
+        a = ConcatenateAttrs{d};
+        break;
+      }
+      case OpCode::kPad: {
+        PadAttrs p;
+        PJRT_LITE_ASSIGN_OR_RETURN(p.edge_padding_low,
+                                   int_list_attr(attrs, "edge_padding_low", name, pos));
+        PJRT_LITE_ASSIGN_OR_RETURN(p.edge_padding_high,
+                                   int_list_attr(attrs, "edge_padding_high", name, pos));
+        PJRT_LITE_ASSIGN_OR_RETURN(p.interior_padding,
+                                   int_list_attr(attrs, "interior_padding", name, pos));
+        a = std::move(p);
+        break;
+      }
+      case OpCode::kReverse: {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> d,
+                                   int_list_attr(attrs, "dimensions", name, pos));
+        a = ReverseAttrs{std::move(d)};
+        break;
+      }
+      case OpCode::kDynamicSlice: {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> s,
+                                   int_list_attr(attrs, "slice_sizes", name, pos));
+        a = DynamicSliceAttrs{std::move(s)};
+        break;
+      }
+      case OpCode::kReduce: {
+        if (regions.size() != 1) return error_at(pos, "stablehlo.reduce needs one region");
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> d,
+                                   int_list_attr(attrs, "dimensions", name, pos));
+        a = ReduceAttrs{std::move(d)};
+        break;
+      }
+      case OpCode::kDotGeneral: {
+        if (find_attr(attrs, "algorithm"))
+          return unsupported_at(pos, "stablehlo.dot_general with an algorithm");
+        const AttrValue* v = find_attr(attrs, "dot_dimension_numbers");
+        if (!v || v->kind != AttrValue::Kind::kDict)
+          return error_at(
+              pos, "stablehlo.dot_general needs dot_dimension_numbers = #stablehlo.dot<...>");
+        DotDimensionNumbers dn;
+        const std::pair<std::string_view, std::vector<std::int64_t>*> fields[4] = {
+            {"lhs_batching_dimensions", &dn.lhs_batching_dimensions},
+            {"rhs_batching_dimensions", &dn.rhs_batching_dimensions},
+            {"lhs_contracting_dimensions", &dn.lhs_contracting_dimensions},
+            {"rhs_contracting_dimensions", &dn.rhs_contracting_dimensions}};
+        for (const auto& [key, list] : fields)
+          if (const AttrValue* f = v->find(key)) {
+            PJRT_LITE_ASSIGN_OR_RETURN(*list, int_list_value(*f, key));
+          }
+        a = std::move(dn);
+        break;
+      }
+      default: break;  // element-wise ops without attributes
+    }
+    OpResult out;
+    out.values = ctx.b.op(op, operands, std::move(a), std::move(regions));
+    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    return out;
+  }
+
+  Reader top_;
+  std::string module_name_;
+  std::vector<FunctionSource> sources_;
+  std::map<std::string, std::size_t> by_name_;
+  std::int64_t call_depth_ = 0;
+  SourcePos last_terminator_pos_;
+};
+
+}  // namespace detail
+
+/// Parses a StableHLO module: every func.func with its calls inlined and its checks listed
+/// (module.hpp). Text without a `module { ... }` wrapper (bare functions) is accepted too.
+/// INVALID_ARGUMENT "line:column: ..." for malformed or ill-typed text, UNIMPLEMENTED for
+/// valid StableHLO the IR cannot represent. Thread-safe (no shared state).
+inline StatusOr<Module> parse_module(std::string_view text) { return detail::Parser(text).parse(); }
+
+}  // namespace pjrt_lite::stablehlo
+
+namespace pjrt_lite {
+
+/// The graph of function `entry` of a StableHLO module, with every call inlined and only the
+/// function's own results as outputs (checks are dropped; parse_module keeps them).
+/// NOT_FOUND when the module has no such function. Thread-safe.
+inline StatusOr<Graph> parse_stablehlo(std::string_view text, std::string_view entry = "main") {
+  PJRT_LITE_ASSIGN_OR_RETURN(stablehlo::Module module, stablehlo::parse_module(text));
+  const stablehlo::Function* f = module.find(entry);
+  if (f == nullptr) return not_found_error(str_cat("the module has no function @", entry));
+  if (static_cast<std::int64_t>(f->graph.outputs().size()) == f->num_results) return f->graph;
+  GraphParts parts = f->graph.to_parts();
+  parts.outputs.resize(static_cast<std::size_t>(f->num_results));
+  return Graph::from_parts(std::move(parts));
+}
+
+}  // namespace pjrt_lite

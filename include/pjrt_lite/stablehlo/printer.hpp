@@ -1,0 +1,304 @@
+#pragma once
+// IR to StableHLO text: to_stablehlo(graph) prints a module with one public `func.func
+// @main` in the pretty form JAX prints, valid StableHLO that parse_stablehlo reads back to a
+// graph with the same fingerprint (see parser.hpp for the one condition on parameter order).
+//
+//   module @affine {
+//     func.func public @main(%arg0: tensor<2x3xf32>) -> (tensor<2x3xf32>) {
+//       %1 = stablehlo.constant dense<1.0> : tensor<f32>
+//       %2 = stablehlo.broadcast_in_dim %1, dims = [] : (tensor<f32>) -> tensor<2x3xf32>
+//       %3 = stablehlo.add %arg0, %2 : tensor<2x3xf32>
+//       return %3 : tensor<2x3xf32>
+//     }
+//   }
+//
+// Values are named after their nodes (%3; %arg<n> for parameter n), so a line of the text
+// points at a node of the graph. Constants are exact: floats print as the shortest decimal
+// that reads back to the same bits, or as hex bit patterns (NaN, inf, -0), and large
+// constants as little-endian hex blobs. Reduce bodies print as `applies stablehlo.add` when
+// they are that one op, else as a `reducer` region.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <variant>
+#include <vector>
+
+#include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/ir/attributes.hpp"
+#include "pjrt_lite/ir/graph.hpp"
+#include "pjrt_lite/ir/op.hpp"
+#include "pjrt_lite/stablehlo/detail/dense.hpp"
+#include "pjrt_lite/stablehlo/detail/lexer.hpp"
+#include "pjrt_lite/stablehlo/types.hpp"
+
+namespace pjrt_lite {
+
+namespace stablehlo::detail {
+
+/// `module @name` needs a symbol: bare when it is an identifier, else quoted.
+inline std::string symbol_text(std::string_view name) {
+  bool bare = !name.empty() && (is_letter(name[0]) || name[0] == '_');
+  for (char c : name) bare = bare && is_suffix_char(c);
+  if (bare) return str_cat("@", name);
+  std::string out = "@\"";
+  for (char c : name) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) {
+      constexpr char kDigits[] = "0123456789ABCDEF";
+      out += '\\';
+      out += kDigits[(c >> 4) & 0xF];
+      out += kDigits[c & 0xF];
+      continue;
+    }
+    out += c;
+  }
+  return out + "\"";
+}
+
+inline std::string int_list(const std::vector<std::int64_t>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) out += str_cat(i ? ", " : "", v[i]);
+  return out + "]";
+}
+
+/// True when `body` is what the parser makes of `applies stablehlo.<op>`: two rank-0
+/// parameters of one dtype and that binary op on them, in order.
+inline bool is_applies_body(const Graph& body, DType dtype, OpCode& op) {
+  if (body.num_nodes() != 3 || body.outputs().size() != 1) return false;
+  for (std::int64_t i = 0; i < 2; ++i) {
+    const Node& p = body.node(i);
+    if (p.op != OpCode::kParameter || p.attr<ParameterAttrs>().number != i ||
+        p.shape() != Shape(dtype, {}))
+      return false;
+  }
+  const Node& n = body.node(2);
+  if (!is_binary(n.op) || n.operands.size() != 2 || n.operands[0] != Value{0, 0, 0} ||
+      n.operands[1] != Value{1, 0, 0} || body.outputs()[0] != Value{2, 0, 0})
+    return false;
+  op = n.op;
+  return true;
+}
+
+class Printer {
+ public:
+  std::string print(const Graph& g) {
+    out_ = "module " + symbol_text(g.name().empty() ? "main" : g.name()) + " {\n";
+    out_ += "  func.func public @main(";
+    const std::vector<std::string> names = value_names(g, "");
+    for (std::int64_t k = 0; k < g.num_parameters(); ++k) {
+      const Value p = g.parameters()[static_cast<std::size_t>(k)];
+      out_ += str_cat(k ? ", " : "", names[static_cast<std::size_t>(p.node)], ": ",
+                      tensor_type_name(g.shape(p)));
+    }
+    out_ += ") -> (";
+    for (std::size_t k = 0; k < g.outputs().size(); ++k)
+      out_ += str_cat(k ? ", " : "", tensor_type_name(g.shape(g.outputs()[k])));
+    out_ += ") {\n";
+    print_nodes(g, "", "    ");
+    print_return(g, "", "    ", "return");
+    out_ += "  }\n}\n";
+    return std::move(out_);
+  }
+
+ private:
+  // One name per node: %<prefix>arg<n> for parameters, %<prefix><index> otherwise. Bodies
+  // get their own prefix, because MLIR names must be unique across nested regions.
+  static std::vector<std::string> value_names(const Graph& g, std::string_view prefix) {
+    std::vector<std::string> names;
+    for (std::int64_t i = 0; i < g.num_nodes(); ++i) {
+      const Node& n = g.node(i);
+      names.push_back(n.op == OpCode::kParameter
+                          ? str_cat("%", prefix, "arg", n.attr<ParameterAttrs>().number)
+                          : str_cat("%", prefix, i));
+    }
+    return names;
+  }
+
+  static std::string use(const Graph& g, const std::vector<std::string>& names, Value v) {
+    const std::string& base = names[static_cast<std::size_t>(v.node)];
+    if (g.node(v).results.size() > 1) return str_cat(base, "#", v.index);
+    return base;
+  }
+
+  void print_return(const Graph& g, std::string_view prefix, std::string_view indent,
+                    std::string_view keyword) {
+    const std::vector<std::string> names = value_names(g, prefix);
+    out_ += str_cat(indent, keyword);
+    for (std::size_t k = 0; k < g.outputs().size(); ++k)
+      out_ += str_cat(k ? ", " : " ", use(g, names, g.outputs()[k]));
+    if (!g.outputs().empty()) {
+      out_ += " : ";
+      for (std::size_t k = 0; k < g.outputs().size(); ++k)
+        out_ += str_cat(k ? ", " : "", tensor_type_name(g.shape(g.outputs()[k])));
+    }
+    out_ += '\n';
+  }
+
+  void print_nodes(const Graph& g, std::string_view prefix, std::string_view indent) {
+    const std::vector<std::string> names = value_names(g, prefix);
+    for (std::int64_t i = 0; i < g.num_nodes(); ++i) {
+      const Node& n = g.node(i);
+      if (n.op == OpCode::kParameter) continue;
+      out_ += indent;
+      out_ += names[static_cast<std::size_t>(i)];
+      if (n.results.size() > 1) out_ += str_cat(":", n.results.size());
+      out_ += " = ";
+      print_node(g, names, n, str_cat(prefix, "b", i, "_"), indent);
+      out_ += '\n';
+    }
+  }
+
+  std::string operand_list(const Graph& g, const std::vector<std::string>& names, const Node& n,
+                           std::size_t first = 0) {
+    std::string s;
+    for (std::size_t k = first; k < n.operands.size(); ++k)
+      s += str_cat(k > first ? ", " : "", use(g, names, n.operands[k]));
+    return s;
+  }
+
+  static std::string function_type(const Graph& g, const Node& n) {
+    std::string s = "(";
+    for (std::size_t k = 0; k < n.operands.size(); ++k)
+      s += str_cat(k ? ", " : "", tensor_type_name(g.shape(n.operands[k])));
+    s += ") -> ";
+    if (n.results.size() == 1) return s + tensor_type_name(n.results[0]);
+    s += "(";
+    for (std::size_t k = 0; k < n.results.size(); ++k)
+      s += str_cat(k ? ", " : "", tensor_type_name(n.results[k]));
+    return s + ")";
+  }
+
+  /// `: T` when every operand has the result's type, else the function type.
+  static std::string same_or_function_type(const Graph& g, const Node& n) {
+    for (Value v : n.operands)
+      if (!g.shape(v).same_type_and_dims(n.results[0])) return function_type(g, n);
+    return tensor_type_name(n.results[0]);
+  }
+
+  void print_node(const Graph& g, const std::vector<std::string>& names, const Node& n,
+                  const std::string& body_prefix, std::string_view indent) {
+    const std::string name = str_cat("stablehlo.", op_name(n.op));
+    if (is_unary(n.op) || is_binary(n.op) || n.op == OpCode::kClamp || n.op == OpCode::kConvert ||
+        n.op == OpCode::kBitcastConvert || n.op == OpCode::kReshape ||
+        n.op == OpCode::kDynamicUpdateSlice) {
+      // complex's operands are its result's parts, so its short form is the result type.
+      const std::string type =
+          n.op == OpCode::kComplex ? function_type(g, n) : same_or_function_type(g, n);
+      out_ += str_cat(name, " ", operand_list(g, names, n), " : ", type);
+      return;
+    }
+    std::visit(
+        [&](const auto& a) {
+          using A = std::decay_t<decltype(a)>;
+          if constexpr (std::is_same_v<A, ConstantAttrs>) {
+            out_ +=
+                str_cat(name, " ", dense_text(a.literal()), " : ", tensor_type_name(n.results[0]));
+          } else if constexpr (std::is_same_v<A, IotaAttrs>) {
+            out_ +=
+                str_cat(name, " dim = ", a.iota_dimension, " : ", tensor_type_name(n.results[0]));
+          } else if constexpr (std::is_same_v<A, CompareAttrs>) {
+            out_ += str_cat(name, "  ", comparison_direction_name(a.direction), ", ",
+                            operand_list(g, names, n));
+            if (a.type != ComparisonType::kNotype)
+              out_ += str_cat(",  ", comparison_type_name(a.type));
+            out_ += str_cat(" : ", function_type(g, n));
+          } else if constexpr (std::is_same_v<A, BroadcastInDimAttrs>) {
+            out_ +=
+                str_cat(name, " ", operand_list(g, names, n),
+                        ", dims = ", int_list(a.broadcast_dimensions), " : ", function_type(g, n));
+          } else if constexpr (std::is_same_v<A, TransposeAttrs>) {
+            out_ += str_cat(name, " ", operand_list(g, names, n),
+                            ", dims = ", int_list(a.permutation), " : ", function_type(g, n));
+          } else if constexpr (std::is_same_v<A, ReverseAttrs>) {
+            out_ +=
+                str_cat(name, " ", operand_list(g, names, n), ", dims = ", int_list(a.dimensions),
+                        " : ", same_or_function_type(g, n));
+          } else if constexpr (std::is_same_v<A, SliceAttrs>) {
+            out_ += str_cat(name, " ", operand_list(g, names, n), " [");
+            for (std::size_t d = 0; d < a.start_indices.size(); ++d) {
+              out_ += str_cat(d ? ", " : "", a.start_indices[d], ":", a.limit_indices[d]);
+              if (d < a.strides.size() && a.strides[d] != 1) out_ += str_cat(":", a.strides[d]);
+            }
+            out_ += str_cat("] : ", function_type(g, n));
+          } else if constexpr (std::is_same_v<A, ConcatenateAttrs>) {
+            out_ += str_cat(name, " ", operand_list(g, names, n), ", dim = ", a.dimension, " : ",
+                            function_type(g, n));
+          } else if constexpr (std::is_same_v<A, PadAttrs>) {
+            out_ += str_cat(
+                name, " ", operand_list(g, names, n), ", low = ", int_list(a.edge_padding_low),
+                ", high = ", int_list(a.edge_padding_high),
+                ", interior = ", int_list(a.interior_padding), " : ", function_type(g, n));
+          } else if constexpr (std::is_same_v<A, DynamicSliceAttrs>) {
+            out_ += str_cat(name, " ", operand_list(g, names, n),
+                            ", sizes = ", int_list(a.slice_sizes), " : ", function_type(g, n));
+          } else if constexpr (std::is_same_v<A, DotDimensionNumbers>) {
+            out_ += str_cat(name, " ", operand_list(g, names, n));
+            if (!a.lhs_batching_dimensions.empty() || !a.rhs_batching_dimensions.empty())
+              out_ += str_cat(", batching_dims = ", int_list(a.lhs_batching_dimensions), " x ",
+                              int_list(a.rhs_batching_dimensions));
+            out_ += str_cat(", contracting_dims = ", int_list(a.lhs_contracting_dimensions), " x ",
+                            int_list(a.rhs_contracting_dimensions), " : ", function_type(g, n));
+          } else if constexpr (std::is_same_v<A, ReduceAttrs>) {
+            print_reduce(g, names, n, a, body_prefix, indent);
+          } else if (n.op == OpCode::kSelect) {
+            // `: pred type, result type`, as JAX prints it: the branches have the result's.
+            out_ += str_cat(name, " ", operand_list(g, names, n), " : ",
+                            tensor_type_name(g.shape(n.operands[0])), ", ",
+                            tensor_type_name(n.results[0]));
+          } else {
+            // Anything a future op adds: the operands and the function type.
+            out_ += str_cat(name, " ", operand_list(g, names, n), " : ", function_type(g, n));
+          }
+        },
+        n.attrs);
+  }
+
+  void print_reduce(const Graph& g, const std::vector<std::string>& names, const Node& n,
+                    const ReduceAttrs& a, const std::string& body_prefix, std::string_view indent) {
+    const std::size_t inputs = n.operands.size() / 2;
+    out_ += "stablehlo.reduce";
+    for (std::size_t i = 0; i < inputs; ++i)
+      out_ += str_cat(i ? ", " : "", "(", use(g, names, n.operands[i]),
+                      " init: ", use(g, names, n.operands[inputs + i]), ")");
+    const Graph& body = n.bodies[0];
+    OpCode applies = OpCode::kAdd;
+    if (inputs == 1 && is_applies_body(body, n.results[0].dtype(), applies)) {
+      out_ += str_cat(" applies stablehlo.", op_name(applies),
+                      " across dimensions = ", int_list(a.dimensions), " : ", function_type(g, n));
+      return;
+    }
+    out_ += str_cat(" across dimensions = ", int_list(a.dimensions), " : ", function_type(g, n));
+    // reducer(%acc_i: T, %x_i: T) per input; the body's parameters are the accumulators
+    // (0..N-1), then the elements (N..2N-1).
+    out_ += str_cat("\n", indent, " reducer");
+    const std::vector<std::string> body_names = value_names(body, body_prefix);
+    for (std::size_t i = 0; i < inputs; ++i) {
+      const Value acc = body.parameters()[i];
+      const Value elem = body.parameters()[inputs + i];
+      out_ += str_cat(i ? " " : "", "(", body_names[static_cast<std::size_t>(acc.node)], ": ",
+                      tensor_type_name(body.shape(acc)), ", ",
+                      body_names[static_cast<std::size_t>(elem.node)], ": ",
+                      tensor_type_name(body.shape(elem)), ")");
+    }
+    out_ += " {\n";
+    const std::string inner = str_cat(indent, "  ");
+    print_nodes(body, body_prefix, inner);
+    print_return(body, body_prefix, inner, "stablehlo.return");
+    out_ += str_cat(indent, "}");
+  }
+
+  std::string out_;
+};
+
+}  // namespace stablehlo::detail
+
+/// The StableHLO text of `graph`: a module with one public func.func @main. `graph` must be
+/// verified (every GraphBuilder graph is). Thread-safe.
+inline std::string to_stablehlo(const Graph& graph) {
+  return stablehlo::detail::Printer().print(graph);
+}
+
+}  // namespace pjrt_lite

@@ -1,0 +1,57 @@
+#pragma once
+// StableHLO's spelling of the IR's types: element types (i1, ui8, bf16, complex<f32>) and
+// ranked tensor types (tensor<2x3xf32>, tensor<f32>).
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/core/shape.hpp"
+
+namespace pjrt_lite::stablehlo {
+
+/// The StableHLO element type of a dtype: "i1", "i32", "ui8", "bf16", "complex<f64>".
+constexpr std::string_view element_type_name(DType t) {
+  constexpr std::array<std::string_view, 16> names = {
+      "invalid", "i1",   "i8",  "i16",  "i32", "i64", "ui8",          "ui16",
+      "ui32",    "ui64", "f16", "bf16", "f32", "f64", "complex<f32>", "complex<f64>"};
+  const auto i = static_cast<std::size_t>(t);
+  return i < names.size() ? names[i] : std::string_view("invalid");
+}
+
+/// The dtype of a StableHLO element type name, or nullopt when the IR has none.
+constexpr std::optional<DType> dtype_from_element_type(std::string_view name) {
+  for (DType t : kAllDTypes)
+    if (element_type_name(t) == name) return t;
+  return std::nullopt;
+}
+
+/// Element types that StableHLO has and the IR lacks (so a program using them is valid but
+/// unsupported, not malformed).
+constexpr bool is_unsupported_element_type(std::string_view name) {
+  constexpr std::array<std::string_view, 22> names = {
+      "i2",       "i4",         "ui2",       "ui4",         "si8",        "si16",
+      "si32",     "si64",       "tf32",      "index",       "f4E2M1FN",   "f6E2M3FN",
+      "f6E3M2FN", "f8E3M4",     "f8E4M3",    "f8E4M3FN",    "f8E4M3FNUZ", "f8E4M3B11FNUZ",
+      "f8E5M2",   "f8E5M2FNUZ", "f8E8M0FNU", "complex<f16>"};
+  for (std::string_view n : names)
+    if (n == name) return true;
+  return false;
+}
+
+/// "tensor<2x3xf32>", "tensor<f32>" for rank 0. Layouts are not part of the type.
+inline std::string tensor_type_name(const Shape& shape) {
+  std::string out = "tensor<";
+  for (std::int64_t d : shape.dims()) {
+    out += std::to_string(d);
+    out += 'x';
+  }
+  out += element_type_name(shape.dtype());
+  out += '>';
+  return out;
+}
+
+}  // namespace pjrt_lite::stablehlo

@@ -1,0 +1,1151 @@
+// Tests of StableHLO import and export: every syntax the parser reads (pretty and generic
+// forms, types, dense literals, calls, regions, checks), its errors (each with line:column),
+// the round trip graph -> text -> graph for every op and attribute kind, and the JAX-exported
+// corpus: a sample checked structurally and a sweep over every file.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <bit>
+#include <cmath>
+#include <complex>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pjrt_lite/ir/ir.hpp"
+#include "pjrt_lite/stablehlo/stablehlo.hpp"
+
+#ifndef PJRT_LITE_STABLEHLO_TESTDATA
+#define PJRT_LITE_STABLEHLO_TESTDATA "/work/shared/stablehlo-testdata"
+#endif
+
+using namespace pjrt_lite;
+
+namespace {
+
+constexpr DType kPred = DType::kPred;
+constexpr DType kS8 = DType::kS8;
+constexpr DType kS16 = DType::kS16;
+constexpr DType kS32 = DType::kS32;
+constexpr DType kS64 = DType::kS64;
+constexpr DType kU8 = DType::kU8;
+constexpr DType kU16 = DType::kU16;
+constexpr DType kU32 = DType::kU32;
+constexpr DType kU64 = DType::kU64;
+constexpr DType kF16 = DType::kF16;
+constexpr DType kBF16 = DType::kBF16;
+constexpr DType kF32 = DType::kF32;
+constexpr DType kF64 = DType::kF64;
+constexpr DType kC64 = DType::kC64;
+constexpr DType kC128 = DType::kC128;
+
+stablehlo::Module parse_ok(std::string_view text) {
+  StatusOr<stablehlo::Module> m = stablehlo::parse_module(text);
+  REQUIRE_MESSAGE(m.ok(), m.status().to_string());
+  return *std::move(m);
+}
+
+Graph graph_ok(std::string_view text, std::string_view entry = "main") {
+  StatusOr<Graph> g = parse_stablehlo(text, entry);
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return *std::move(g);
+}
+
+Graph build_ok(const GraphBuilder& b, const std::vector<Value>& outputs) {
+  StatusOr<Graph> g = b.build(outputs);
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return *std::move(g);
+}
+
+std::int64_t count_ops(const Graph& g, OpCode op) {
+  return std::count_if(g.nodes().begin(), g.nodes().end(),
+                       [&](const Node& n) { return n.op == op; });
+}
+
+/// The first node of `op` in `g`; it must exist.
+const Node& first_node(const Graph& g, OpCode op) {
+  for (const Node& n : g.nodes())
+    if (n.op == op) return n;
+  FAIL("no node ", op_name(op));
+  return g.node(0);
+}
+
+/// The status must be INVALID_ARGUMENT whose message starts with `position` ("3:17", or a
+/// line alone: "3") and contains `fragment`.
+void check_invalid(const Status& s, std::string_view position, std::string_view fragment) {
+  CHECK_MESSAGE(s.code() == StatusCode::kInvalidArgument, s.to_string());
+  CHECK_MESSAGE(s.message().starts_with(std::string(position) + ":"), "message: '", s.message(),
+                "' does not start with '", position, ":'");
+  CHECK_MESSAGE(s.message().find(fragment) != std::string_view::npos, "message: '", s.message(),
+                "' lacks '", fragment, "'");
+}
+
+/// The status must be UNIMPLEMENTED "<what> is not supported (line N)".
+void check_unsupported(const Status& s, std::string_view what, std::int64_t line) {
+  CHECK_MESSAGE(s.code() == StatusCode::kUnimplemented, s.to_string());
+  const std::string want = str_cat(what, " is not supported (line ", line, ")");
+  CHECK_MESSAGE(s.message().find(want) != std::string_view::npos, "message: '", s.message(),
+                "' lacks '", want, "'");
+}
+
+Status parse_status(std::string_view text) { return stablehlo::parse_module(text).status(); }
+
+/// A module whose @main takes `args` and runs `body` (lines ending in a return).
+std::string program(std::string_view signature, std::string_view body) {
+  return str_cat("func.func @main", signature, " {\n", body, "}\n");
+}
+
+/// The corpus file's text, or nullopt (with a message) when the corpus is not there.
+std::optional<std::string> read_corpus(std::string_view name) {
+  const std::filesystem::path path = std::filesystem::path(PJRT_LITE_STABLEHLO_TESTDATA) / name;
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool have_corpus() {
+  if (std::filesystem::is_directory(PJRT_LITE_STABLEHLO_TESTDATA)) return true;
+  MESSAGE("skipped: no StableHLO corpus at " PJRT_LITE_STABLEHLO_TESTDATA);
+  return false;
+}
+
+template <class T>
+std::vector<T> values_of(const Literal& lit) {
+  std::span<const T> d = lit.data<T>();
+  return std::vector<T>(d.begin(), d.end());
+}
+
+/// The literal of the first constant node of the graph of `text`'s @main.
+Literal first_constant(std::string_view text) {
+  Graph g = graph_ok(text);
+  return first_node(g, OpCode::kConstant).attr<ConstantAttrs>().literal();
+}
+
+/// A one-constant program: `dense` is the attribute text, `type` the tensor type.
+std::string constant_program(std::string_view dense, std::string_view type) {
+  return program(str_cat("() -> ", type), str_cat("  %0 = stablehlo.constant ", dense, " : ", type,
+                                                  "\n  return %0 : ", type, "\n"));
+}
+
+/// parse(print(g)) must have g's fingerprint.
+void check_round_trip(const Graph& g) {
+  const std::string text = to_stablehlo(g);
+  StatusOr<Graph> back = parse_stablehlo(text);
+  REQUIRE_MESSAGE(back.ok(), back.status().to_string(), "\n", text);
+  CHECK_MESSAGE(fingerprint(*back) == fingerprint(g), "fingerprints differ for\n", text);
+  // Printing is a function of the graph: the reparsed graph prints the same text, but for
+  // the module's name, which is the graph's name (the reparsed one is called "main").
+  const std::string again = to_stablehlo(*back);
+  CHECK(again.substr(again.find('\n')) == text.substr(text.find('\n')));
+}
+
+}  // namespace
+
+// ---- Syntax --------------------------------------------------------------------------------
+
+TEST_CASE("stablehlo: a pretty-form function") {
+  const Graph g = graph_ok(R"(
+    func.func @main(%arg0: tensor<2x3xf32>, %arg1: tensor<f32>) -> tensor<3xf32> {
+      %0 = stablehlo.broadcast_in_dim %arg1, dims = [] : (tensor<f32>) -> tensor<2x3xf32>
+      %1 = stablehlo.add %arg0, %0 : tensor<2x3xf32>
+      %cst = stablehlo.constant dense<0.000000e+00> : tensor<f32>
+      %2 = stablehlo.reduce(%1 init: %cst) applies stablehlo.add across dimensions = [0] : (tensor<2x3xf32>, tensor<f32>) -> tensor<3xf32>
+      return %2 : tensor<3xf32>
+    })");
+  CHECK(g.name() == "main");
+  CHECK(g.num_parameters() == 2);
+  CHECK(g.shape(g.parameters()[0]) == Shape(kF32, {2, 3}));
+  CHECK(g.shape(g.parameters()[1]) == Shape(kF32, {}));
+  CHECK(g.num_nodes() == 6);
+  CHECK(count_ops(g, OpCode::kAdd) == 1);
+  const Node& reduce = first_node(g, OpCode::kReduce);
+  CHECK(reduce.attr<ReduceAttrs>().dimensions == std::vector<std::int64_t>{0});
+  REQUIRE(reduce.bodies.size() == 1);
+  CHECK(count_ops(reduce.bodies[0], OpCode::kAdd) == 1);
+  CHECK(reduce.bodies[0].num_parameters() == 2);
+  REQUIRE(g.outputs().size() == 1);
+  CHECK(g.shape(g.outputs()[0]) == Shape(kF32, {3}));
+  const Node& bcast = first_node(g, OpCode::kBroadcastInDim);
+  CHECK(bcast.attr<BroadcastInDimAttrs>().dims == std::vector<std::int64_t>{2, 3});
+}
+
+TEST_CASE("stablehlo: every element type") {
+  const std::pair<std::string_view, DType> types[] = {
+      {"i1", kPred},          {"i8", kS8},
+      {"i16", kS16},          {"i32", kS32},
+      {"i64", kS64},          {"ui8", kU8},
+      {"ui16", kU16},         {"ui32", kU32},
+      {"ui64", kU64},         {"f16", kF16},
+      {"bf16", kBF16},        {"f32", kF32},
+      {"f64", kF64},          {"complex<f32>", kC64},
+      {"complex<f64>", kC128}};
+  for (const auto& [name, dtype] : types) {
+    CAPTURE(name);
+    CHECK(stablehlo::element_type_name(dtype) == name);
+    const std::string t2 = str_cat("tensor<2x0x3x", name, ">");
+    const std::string t0 = str_cat("tensor<", name, ">");
+    const Graph g =
+        graph_ok(program(str_cat("(%a: ", t2, ", %b: ", t0, ") -> (", t2, ", ", t0, ")"),
+                         str_cat("  return %a, %b : ", t2, ", ", t0, "\n")));
+    CHECK(g.shape(g.parameters()[0]) == Shape(dtype, {2, 0, 3}));
+    CHECK(g.shape(g.parameters()[1]) == Shape(dtype, {}));
+    CHECK(stablehlo::tensor_type_name(Shape(dtype, {2, 0, 3})) == t2);
+  }
+}
+
+TEST_CASE("stablehlo: dense constants") {
+  SUBCASE("decimal lists, nested lists and splats") {
+    Literal a =
+        first_constant(constant_program("dense<[[1, -2, 3], [4, 5, -6]]>", "tensor<2x3xi32>"));
+    CHECK(a.shape() == Shape(kS32, {2, 3}));
+    CHECK(values_of<std::int32_t>(a) == std::vector<std::int32_t>{1, -2, 3, 4, 5, -6});
+    Literal s = first_constant(constant_program("dense<7>", "tensor<2x2xi8>"));
+    CHECK(values_of<std::int8_t>(s) == std::vector<std::int8_t>{7, 7, 7, 7});
+    Literal f = first_constant(constant_program("dense<[1.5, -2.0e+00, 3, 1.]>", "tensor<4xf32>"));
+    CHECK(values_of<float>(f) == std::vector<float>{1.5f, -2.0f, 3.0f, 1.0f});
+    Literal d = first_constant(constant_program("dense<0.1>", "tensor<f64>"));
+    CHECK(values_of<double>(d) == std::vector<double>{0.1});
+    Literal u =
+        first_constant(constant_program("dense<[18446744073709551615, 0]>", "tensor<2xui64>"));
+    CHECK(values_of<std::uint64_t>(u) ==
+          std::vector<std::uint64_t>{std::numeric_limits<std::uint64_t>::max(), 0});
+    Literal i = first_constant(constant_program("dense<-9223372036854775808>", "tensor<i64>"));
+    CHECK(values_of<std::int64_t>(i)[0] == std::numeric_limits<std::int64_t>::min());
+  }
+  SUBCASE("booleans") {
+    Literal b = first_constant(constant_program("dense<[true, false, true]>", "tensor<3xi1>"));
+    CHECK(values_of<bool>(b) == std::vector<bool>{true, false, true});
+    Literal s = first_constant(constant_program("dense<true>", "tensor<2xi1>"));
+    CHECK(values_of<bool>(s) == std::vector<bool>{true, true});
+  }
+  SUBCASE("half floats round correctly") {
+    Literal h =
+        first_constant(constant_program("dense<[1.000000e-01, 6.550400e+04]>", "tensor<2xf16>"));
+    CHECK(std::bit_cast<std::uint16_t>(values_of<f16>(h)[0]) == 0x2E66);  // nearest f16 to 0.1
+    CHECK(static_cast<float>(values_of<f16>(h)[1]) == 65504.0f);
+    Literal b = first_constant(constant_program("dense<-3.261720e-01>", "tensor<bf16>"));
+    CHECK(static_cast<float>(values_of<bf16>(b)[0]) == -0.326171875f);
+  }
+  SUBCASE("hex bit patterns, nan and inf") {
+    Literal f = first_constant(constant_program(
+        "dense<[0x7FC00000, 0xFF800000, 0x80000000, 0x3F800000]>", "tensor<4xf32>"));
+    const std::vector<float> v = values_of<float>(f);
+    CHECK(std::bit_cast<std::uint32_t>(v[0]) == 0x7FC00000u);
+    CHECK(v[1] == -std::numeric_limits<float>::infinity());
+    CHECK(std::bit_cast<std::uint32_t>(v[2]) == 0x80000000u);  // -0.0 keeps its sign
+    CHECK(v[3] == 1.0f);
+    Literal h = first_constant(constant_program("dense<0x7E00>", "tensor<bf16>"));
+    CHECK(std::bit_cast<std::uint16_t>(values_of<bf16>(h)[0]) == 0x7E00);
+    Literal d = first_constant(constant_program("dense<0xFFF0000000000000>", "tensor<f64>"));
+    CHECK(values_of<double>(d)[0] == -std::numeric_limits<double>::infinity());
+    Literal w = first_constant(constant_program("dense<[nan, inf, -inf, -nan]>", "tensor<4xf64>"));
+    const std::vector<double> wv = values_of<double>(w);
+    CHECK(std::isnan(wv[0]));
+    CHECK(wv[1] == std::numeric_limits<double>::infinity());
+    CHECK(wv[2] == -std::numeric_limits<double>::infinity());
+    CHECK((std::isnan(wv[3]) && std::signbit(wv[3])));
+    Literal i = first_constant(constant_program("dense<0xFF>", "tensor<i8>"));
+    CHECK(values_of<std::int8_t>(i)[0] == -1);
+  }
+  SUBCASE("complex pairs") {
+    Literal c = first_constant(
+        constant_program("dense<[(1.0, 2.0), (0x7FC00000, -3.5)]>", "tensor<2xcomplex<f32>>"));
+    const std::vector<c64> v = values_of<c64>(c);
+    CHECK(v[0] == c64(1.0f, 2.0f));
+    CHECK(std::isnan(v[1].real()));
+    CHECK(v[1].imag() == -3.5f);
+    Literal s = first_constant(
+        constant_program("dense<(0.000000e+00,1.000000e+00)>", "tensor<complex<f64>>"));
+    CHECK(values_of<c128>(s)[0] == c128(0.0, 1.0));
+  }
+  SUBCASE("hex blobs are little-endian raw bytes") {
+    Literal f = first_constant(constant_program("dense<\"0x0000803F00000040\">", "tensor<2xf32>"));
+    CHECK(values_of<float>(f) == std::vector<float>{1.0f, 2.0f});
+    Literal s = first_constant(constant_program("dense<\"0x0100\">", "tensor<3xi16>"));  // splat
+    CHECK(values_of<std::int16_t>(s) == std::vector<std::int16_t>{1, 1, 1});
+    Literal b = first_constant(constant_program("dense<\"0x000102\">", "tensor<3xi1>"));
+    CHECK(values_of<bool>(b) == std::vector<bool>{false, true, true});
+    Literal c =
+        first_constant(constant_program("dense<\"0x0000803F000000C0\">", "tensor<complex<f32>>"));
+    CHECK(values_of<c64>(c)[0] == c64(1.0f, -2.0f));
+  }
+  SUBCASE("empty tensors") {
+    Literal e = first_constant(constant_program("dense<>", "tensor<2x0x1xf32>"));
+    CHECK(e.shape() == Shape(kF32, {2, 0, 1}));
+    Literal l = first_constant(constant_program("dense<[]>", "tensor<0xi32>"));
+    CHECK(l.element_count() == 0);
+  }
+}
+
+TEST_CASE("stablehlo: multi-result values, calls and private functions") {
+  const char* text = R"(
+    module @jit_f attributes {mhlo.num_partitions = 1 : i32} {
+      func.func public @main(%x: tensor<3xf32>) -> (tensor<3xf32> {jax.result_info = ""}) {
+        %0:2 = call @pair(%x) : (tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+        %1 = func.call @twice(%0#1) : (tensor<3xf32>) -> tensor<3xf32>
+        %a, %b = call @pair(%1) : (tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+        %2 = stablehlo.subtract %0#0, %b : tensor<3xf32>
+        return %2 : tensor<3xf32>
+      }
+      func.func private @pair(%arg0: tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>) {
+        %0 = stablehlo.negate %arg0 : tensor<3xf32>
+        return %arg0, %0 : tensor<3xf32>, tensor<3xf32>
+      }
+      func.func private @twice(%arg0: tensor<3xf32>) -> tensor<3xf32> {
+        %0:2 = call @pair(%arg0) : (tensor<3xf32>) -> (tensor<3xf32>, tensor<3xf32>)
+        %1 = stablehlo.add %arg0, %arg0 : tensor<3xf32>
+        return %1 : tensor<3xf32>
+      }
+    })";
+  const stablehlo::Module m = parse_ok(text);
+  CHECK(m.name == "jit_f");
+  REQUIRE(m.functions.size() == 3);
+  CHECK(m.functions[0].name == "main");
+  CHECK(m.functions[0].visibility == stablehlo::Visibility::kPublic);
+  CHECK(m.functions[1].visibility == stablehlo::Visibility::kPrivate);
+  const Graph g = *m.main();
+  // @pair inlined three times (one negate each, once through @twice), @twice once.
+  CHECK(count_ops(g, OpCode::kNegate) == 3);
+  CHECK(count_ops(g, OpCode::kAdd) == 1);
+  CHECK(count_ops(g, OpCode::kSubtract) == 1);
+  CHECK(g.num_parameters() == 1);
+  const Node& sub = first_node(g, OpCode::kSubtract);
+  CHECK(g.node(sub.operands[0]).op == OpCode::kParameter);  // %0#0 is @pair's %arg0: %x
+  CHECK(g.node(sub.operands[1]).op == OpCode::kNegate);
+  CHECK(m.function("pair")->outputs().size() == 2);
+  CHECK(m.function("nope").status().code() == StatusCode::kNotFound);
+  CHECK(parse_stablehlo(text, "nope").status().code() == StatusCode::kNotFound);
+  // Another entry point.
+  const Graph twice = graph_ok(text, "twice");
+  CHECK(count_ops(twice, OpCode::kAdd) == 1);
+}
+
+TEST_CASE("stablehlo: reduce in all its forms") {
+  const char* pretty = R"(
+    func.func @main(%x: tensor<4x5xf32>, %i: tensor<4x5xi32>) -> (tensor<5xf32>, tensor<5xi32>, tensor<4xf32>) {
+      %cst = stablehlo.constant dense<0xFF800000> : tensor<f32>
+      %c = stablehlo.constant dense<0> : tensor<i32>
+      %0:2 = stablehlo.reduce(%x init: %cst), (%i init: %c) across dimensions = [0] : (tensor<4x5xf32>, tensor<4x5xi32>, tensor<f32>, tensor<i32>) -> (tensor<5xf32>, tensor<5xi32>)
+       reducer(%a: tensor<f32>, %b: tensor<f32>) (%ai: tensor<i32>, %bi: tensor<i32>)  {
+        %1 = stablehlo.compare  GT, %a, %b,  FLOAT : (tensor<f32>, tensor<f32>) -> tensor<i1>
+        %2 = stablehlo.select %1, %a, %b : tensor<i1>, tensor<f32>
+        %3 = stablehlo.select %1, %ai, %bi : tensor<i1>, tensor<i32>
+        stablehlo.return %2, %3 : tensor<f32>, tensor<i32>
+      }
+      %4 = stablehlo.reduce(%x init: %cst) applies stablehlo.maximum across dimensions = [1] : (tensor<4x5xf32>, tensor<f32>) -> tensor<4xf32>
+      return %0#0, %0#1, %4 : tensor<5xf32>, tensor<5xi32>, tensor<4xf32>
+    })";
+  const char* generic = R"(
+    func.func @main(%x: tensor<4x5xf32>, %i: tensor<4x5xi32>) -> (tensor<5xf32>, tensor<5xi32>, tensor<4xf32>) {
+      %cst = "stablehlo.constant"() <{value = dense<0xFF800000> : tensor<f32>}> : () -> tensor<f32>
+      %c = "stablehlo.constant"() {value = dense<0> : tensor<i32>} : () -> tensor<i32>
+      %0:2 = "stablehlo.reduce"(%x, %i, %cst, %c) ({
+      ^bb0(%a: tensor<f32>, %ai: tensor<i32>, %b: tensor<f32>, %bi: tensor<i32>):
+        %1 = "stablehlo.compare"(%a, %b) {comparison_direction = #stablehlo<comparison_direction GT>, compare_type = #stablehlo<comparison_type FLOAT>} : (tensor<f32>, tensor<f32>) -> tensor<i1>
+        %2 = "stablehlo.select"(%1, %a, %b) : (tensor<i1>, tensor<f32>, tensor<f32>) -> tensor<f32>
+        %3 = "stablehlo.select"(%1, %ai, %bi) : (tensor<i1>, tensor<i32>, tensor<i32>) -> tensor<i32>
+        "stablehlo.return"(%2, %3) : (tensor<f32>, tensor<i32>) -> ()
+      }) {dimensions = array<i64: 0>} : (tensor<4x5xf32>, tensor<4x5xi32>, tensor<f32>, tensor<i32>) -> (tensor<5xf32>, tensor<5xi32>)
+      %4 = "stablehlo.reduce"(%x, %cst) ({
+      ^bb0(%p: tensor<f32>, %q: tensor<f32>):
+        %5 = "stablehlo.maximum"(%p, %q) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+        "stablehlo.return"(%5) : (tensor<f32>) -> ()
+      }) {dimensions = dense<1> : tensor<1xi64>} : (tensor<4x5xf32>, tensor<f32>) -> tensor<4xf32>
+      "func.return"(%0#0, %0#1, %4) : (tensor<5xf32>, tensor<5xi32>, tensor<4xf32>) -> ()
+    })";
+  const Graph a = graph_ok(pretty);
+  const Graph b = graph_ok(generic);
+  CHECK(fingerprint(a) == fingerprint(b));
+  CHECK(count_ops(a, OpCode::kReduce) == 2);
+  const Node& argmax = first_node(a, OpCode::kReduce);
+  REQUIRE(argmax.results.size() == 2);
+  CHECK(argmax.results[1] == Shape(kS32, {5}));
+  const Graph& body = argmax.bodies[0];
+  REQUIRE(body.num_parameters() == 4);
+  // Accumulators first (f32, i32), then elements (f32, i32).
+  CHECK(body.shape(body.parameters()[1]) == Shape(kS32, {}));
+  CHECK(body.shape(body.parameters()[2]) == Shape(kF32, {}));
+  check_round_trip(a);
+}
+
+TEST_CASE("stablehlo: the pretty and the generic form of a program are the same graph") {
+  const std::string sig =
+      "(%x: tensor<2x3xf32>, %y: tensor<3x4xf32>, %k: tensor<i32>) -> (tensor<2x4xf32>, "
+      "tensor<4x4xf32>, tensor<4x2xf32>, tensor<2x3xf32>, tensor<1x3xf32>, tensor<4x2xf32>, "
+      "tensor<2x3xf32>, tensor<1x2xf32>)";
+  const std::string ret =
+      "  return %0, %4, %5, %15, %21, %22, %23, %16 : tensor<2x4xf32>, tensor<4x4xf32>, "
+      "tensor<4x2xf32>, tensor<2x3xf32>, tensor<1x3xf32>, tensor<4x2xf32>, tensor<2x3xf32>, "
+      "tensor<1x2xf32>\n";
+  const std::string pretty_body = R"(
+      %0 = stablehlo.dot_general %x, %y, contracting_dims = [1] x [0], precision = [DEFAULT, DEFAULT] : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+      %1 = stablehlo.transpose %x, dims = [1, 0] : (tensor<2x3xf32>) -> tensor<3x2xf32>
+      %2 = stablehlo.compare  LT, %x, %x : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+      %3 = stablehlo.concatenate %x, %x, dim = 1 : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x6xf32>
+      %cst = stablehlo.constant dense<1.5> : tensor<f32>
+      %4 = stablehlo.pad %x, %cst, low = [1, -1], high = [1, 0], interior = [0, 1] : (tensor<2x3xf32>, tensor<f32>) -> tensor<4x4xf32>
+      %5 = stablehlo.slice %4 [0:4, 1:4:2] : (tensor<4x4xf32>) -> tensor<4x2xf32>
+      %6 = stablehlo.dynamic_slice %x, %k, %k, sizes = [1, 2] : (tensor<2x3xf32>, tensor<i32>, tensor<i32>) -> tensor<1x2xf32>
+      %7 = stablehlo.dynamic_update_slice %x, %6, %k, %k : (tensor<2x3xf32>, tensor<1x2xf32>, tensor<i32>, tensor<i32>) -> tensor<2x3xf32>
+      %8 = stablehlo.iota dim = 0 : tensor<6xi32>
+      %9 = stablehlo.complex %x, %7 : tensor<2x3xcomplex<f32>>
+      %10 = stablehlo.bitcast_convert %x : (tensor<2x3xf32>) -> tensor<2x3xui32>
+      %11 = stablehlo.convert %x : (tensor<2x3xf32>) -> tensor<2x3xf64>
+      %12 = stablehlo.reshape %x : (tensor<2x3xf32>) -> tensor<3x2xf32>
+      %13 = stablehlo.reverse %7, dims = [0, 1] : tensor<2x3xf32>
+      %14 = stablehlo.clamp %cst, %13, %cst : (tensor<f32>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+      %15 = stablehlo.select %2, %14, %x : tensor<2x3xi1>, tensor<2x3xf32>
+      %16 = stablehlo.broadcast_in_dim %6, dims = [0, 1] : (tensor<1x2xf32>) -> tensor<1x2xf32>
+      %17 = stablehlo.real %9 : (tensor<2x3xcomplex<f32>>) -> tensor<2x3xf32>
+      %18 = stablehlo.dot %x, %y : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+      %19 = stablehlo.transpose %y, dims = [1, 0] : (tensor<3x4xf32>) -> tensor<4x3xf32>
+      %20 = stablehlo.reduce(%19 init: %cst) applies stablehlo.add across dimensions = [0] : (tensor<4x3xf32>, tensor<f32>) -> tensor<3xf32>
+      %21 = stablehlo.broadcast %20, sizes = [1] : (tensor<3xf32>) -> tensor<1x3xf32>
+      %22 = stablehlo.abs %5 : tensor<4x2xf32>
+      %23 = stablehlo.exponential %17 : tensor<2x3xf32>
+)";
+  const std::string generic_body = R"(
+      %0 = "stablehlo.dot_general"(%x, %y) <{dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [1], rhs_contracting_dimensions = [0]>, precision_config = [#stablehlo<precision DEFAULT>, #stablehlo<precision DEFAULT>]}> : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+      %1 = "stablehlo.transpose"(%x) <{permutation = array<i64: 1, 0>}> : (tensor<2x3xf32>) -> tensor<3x2xf32>
+      %2 = "stablehlo.compare"(%x, %x) <{comparison_direction = #stablehlo<comparison_direction LT>}> : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
+      %3 = "stablehlo.concatenate"(%x, %x) <{dimension = 1 : i64}> : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x6xf32>
+      %cst = "stablehlo.constant"() <{value = dense<1.500000e+00> : tensor<f32>}> : () -> tensor<f32>
+      %4 = "stablehlo.pad"(%x, %cst) <{edge_padding_high = array<i64: 1, 0>, edge_padding_low = array<i64: 1, -1>, interior_padding = array<i64: 0, 1>}> : (tensor<2x3xf32>, tensor<f32>) -> tensor<4x4xf32>
+      %5 = "stablehlo.slice"(%4) <{limit_indices = array<i64: 4, 4>, start_indices = array<i64: 0, 1>, strides = array<i64: 1, 2>}> : (tensor<4x4xf32>) -> tensor<4x2xf32>
+      %6 = "stablehlo.dynamic_slice"(%x, %k, %k) <{slice_sizes = array<i64: 1, 2>}> : (tensor<2x3xf32>, tensor<i32>, tensor<i32>) -> tensor<1x2xf32>
+      %7 = "stablehlo.dynamic_update_slice"(%x, %6, %k, %k) : (tensor<2x3xf32>, tensor<1x2xf32>, tensor<i32>, tensor<i32>) -> tensor<2x3xf32>
+      %8 = "stablehlo.iota"() <{iota_dimension = 0 : i64}> : () -> tensor<6xi32>
+      %9 = "stablehlo.complex"(%x, %7) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xcomplex<f32>>
+      %10 = "stablehlo.bitcast_convert"(%x) : (tensor<2x3xf32>) -> tensor<2x3xui32>
+      %11 = "stablehlo.convert"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf64>
+      %12 = "stablehlo.reshape"(%x) : (tensor<2x3xf32>) -> tensor<3x2xf32>
+      %13 = "stablehlo.reverse"(%7) <{dimensions = array<i64: 0, 1>}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
+      %14 = "stablehlo.clamp"(%cst, %13, %cst) : (tensor<f32>, tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+      %15 = "stablehlo.select"(%2, %14, %x) : (tensor<2x3xi1>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+      %16 = "stablehlo.broadcast_in_dim"(%6) <{broadcast_dimensions = array<i64: 0, 1>}> : (tensor<1x2xf32>) -> tensor<1x2xf32>
+      %17 = "stablehlo.real"(%9) : (tensor<2x3xcomplex<f32>>) -> tensor<2x3xf32>
+      %18 = "stablehlo.dot"(%x, %y) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+      %19 = "stablehlo.transpose"(%y) {permutation = dense<[1, 0]> : tensor<2xi64>} : (tensor<3x4xf32>) -> tensor<4x3xf32>
+      %20 = "stablehlo.reduce"(%19, %cst) ({
+      ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):
+        %s = "stablehlo.add"(%arg0, %arg1) : (tensor<f32>, tensor<f32>) -> tensor<f32>
+        "stablehlo.return"(%s) : (tensor<f32>) -> ()
+      }) {dimensions = array<i64: 0>} : (tensor<4x3xf32>, tensor<f32>) -> tensor<3xf32>
+      %21 = "stablehlo.broadcast"(%20) {broadcast_sizes = array<i64: 1>} : (tensor<3xf32>) -> tensor<1x3xf32>
+      %22 = "stablehlo.abs"(%5) : (tensor<4x2xf32>) -> tensor<4x2xf32>
+      %23 = "stablehlo.exponential"(%17) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+)";
+  const Graph p = graph_ok(program(sig, pretty_body + ret));
+  const Graph g = graph_ok(program(sig, generic_body + ret));
+  CHECK(fingerprint(p) == fingerprint(g));
+  CHECK(p.num_nodes() == 3 + 25);
+  CHECK(count_ops(p, OpCode::kDotGeneral) == 2);
+  CHECK(count_ops(p, OpCode::kBroadcastInDim) == 2);
+  const Node& cmp = first_node(p, OpCode::kCompare);
+  CHECK(cmp.attr<CompareAttrs>().direction == ComparisonDirection::kLt);
+  CHECK(cmp.attr<CompareAttrs>().type == ComparisonType::kNotype);  // absent: the default
+  const Node& slice = first_node(p, OpCode::kSlice);
+  CHECK(slice.attr<SliceAttrs>().strides == std::vector<std::int64_t>{1, 2});
+  const Node& pad = first_node(p, OpCode::kPad);
+  CHECK(pad.attr<PadAttrs>().edge_padding_low == std::vector<std::int64_t>{1, -1});
+  check_round_trip(p);
+}
+
+TEST_CASE("stablehlo: attributes that do not change meaning are ignored") {
+  const Graph plain = graph_ok(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                                       "  %0 = stablehlo.add %arg0, %arg0 : tensor<2xf32>\n"
+                                       "  return %0 : tensor<2xf32>\n"));
+  const Graph noisy = graph_ok(R"(// A comment
+#loc = loc(unknown)
+#loc1 = loc("x.py":3:4)
+module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 : i32, mhlo.frontend_attributes = {a = "b"}} {
+  func.func public @main(%arg0: tensor<2xf32> {mhlo.sharding = "{replicated}", jax.arg_info = "x", mhlo.layout_mode = "default"} loc("x")) -> (tensor<2xf32> {jax.result_info = "", mhlo.layout_mode = "default"}) attributes {jax.uses_shape_polymorphism = false} {
+    %0 = stablehlo.add %arg0, %arg0 {mhlo.frontend_attributes = {_xla = "1"}} : tensor<2xf32> loc(#loc1) // trailing
+    return %0 : tensor<2xf32> loc(#loc)
+  } loc(#loc)
+} loc(#loc)
+{-#
+  dialect_resources: { builtin: { blob: "0x01" } }
+#-}
+)");
+  CHECK(fingerprint(plain) == fingerprint(noisy));
+  // A sharding constraint is the value itself on one device.
+  const Graph sharded = graph_ok(R"(
+    func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32> {
+      %s = stablehlo.custom_call @Sharding(%arg0) {mhlo.sharding = "{replicated}"} : (tensor<2xf32>) -> tensor<2xf32>
+      %0 = stablehlo.add %s, %s : tensor<2xf32>
+      return %0 : tensor<2xf32>
+    })");
+  CHECK(fingerprint(plain) == fingerprint(sharded));
+}
+
+// ---- Checks --------------------------------------------------------------------------------
+
+TEST_CASE("stablehlo: check calls become checks and extra outputs") {
+  const char* text = R"(
+    module {
+      func.func public @main() -> tensor<2xf32> {
+        %0:2 = call @inputs() : () -> (tensor<2xf32>, tensor<2xf32>)
+        %1 = stablehlo.add %0#0, %0#1 : tensor<2xf32>
+        stablehlo.custom_call @check.expect_close(%1, %0#0) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+        "stablehlo.custom_call"(%1, %0#1) {call_target_name = "check.expect_almost_eq", has_side_effect = true, tolerance = 1.0e-2 : f32} : (tensor<2xf32>, tensor<2xf32>) -> ()
+        check.expect_eq_const %1, dense<[1.0, 2.0]> : tensor<2xf32>
+        stablehlo.custom_call @check.expect_eq_const(%0#0) {value = dense<3> : tensor<2xi32>} : (tensor<2xf32>) -> ()
+        return %1 : tensor<2xf32>
+      }
+      func.func private @inputs() -> (tensor<2xf32>, tensor<2xf32>) {
+        %cst = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+        %cst_0 = stablehlo.constant dense<0.0> : tensor<2xf32>
+        stablehlo.custom_call @check.expect_eq(%cst, %cst) {has_side_effect = true} : (tensor<2xf32>, tensor<2xf32>) -> ()
+        return %cst, %cst_0 : tensor<2xf32>, tensor<2xf32>
+      }
+    })";
+  // The last check compares f32 with an i32 constant: a type error naming its line.
+  check_invalid(parse_status(text), "9:9", "expected constant has tensor<2xi32>");
+
+  std::string fixed(text);
+  fixed.replace(fixed.find("dense<3> : tensor<2xi32>"), 24, "dense<3.0> : tensor<2xf32>");
+  const stablehlo::Module m = parse_ok(fixed);
+  const stablehlo::Function& main = *m.find("main");
+  CHECK(main.num_results == 1);
+  // @inputs' own check comes first (it ran first), then main's four.
+  REQUIRE(main.checks.size() == 5);
+  const stablehlo::Check& inner = main.checks[0];
+  CHECK(inner.kind == stablehlo::CheckKind::kEq);
+  CHECK(inner.line == 15);
+  const stablehlo::Check& close = main.checks[1];
+  CHECK(close.kind == stablehlo::CheckKind::kClose);
+  CHECK(close.target == "check.expect_close");
+  CHECK(close.line == 6);
+  const stablehlo::Check& almost = main.checks[2];
+  CHECK(almost.kind == stablehlo::CheckKind::kAlmostEq);
+  REQUIRE(almost.attributes.size() == 1);
+  CHECK(almost.attributes[0].first == "tolerance");
+  const stablehlo::Check& eq_const = main.checks[3];
+  CHECK(eq_const.kind == stablehlo::CheckKind::kEq);
+  CHECK(eq_const.target == "check.expect_eq_const");
+  CHECK_FALSE(eq_const.expected.valid());
+  REQUIRE(eq_const.expected_literal.has_value());
+  CHECK(values_of<float>(*eq_const.expected_literal) == std::vector<float>{1.0f, 2.0f});
+  CHECK(eq_const.expected_output == -1);
+  REQUIRE(main.checks[4].expected_literal.has_value());
+  CHECK(values_of<float>(*main.checks[4].expected_literal) == std::vector<float>{3.0f, 3.0f});
+
+  // Outputs: the result, then each check's values in order.
+  const Graph& g = main.graph;
+  REQUIRE(g.outputs().size() == 1 + 2 + 2 + 2 + 1 + 1);
+  CHECK(close.actual_output == 3);
+  CHECK(close.expected_output == 4);
+  CHECK(g.outputs()[3] == close.actual);
+  CHECK(g.outputs()[4] == close.expected);
+  CHECK(g.node(close.actual).op == OpCode::kAdd);
+  CHECK(g.outputs()[static_cast<std::size_t>(eq_const.actual_output)] == eq_const.actual);
+  // The check dialect's own spelling, with a field.
+  const stablehlo::Module d =
+      parse_ok(program("(%a: tensor<2xf32>) -> tensor<2xf32>",
+                       "  check.expect_almost_eq %a, %a, tolerance = 1.0e-3 : tensor<2xf32>\n"
+                       "  return %a : tensor<2xf32>\n"));
+  REQUIRE(d.find("main")->checks.size() == 1);
+  CHECK(d.find("main")->checks[0].kind == stablehlo::CheckKind::kAlmostEq);
+  CHECK(d.find("main")->checks[0].attributes ==
+        std::vector<std::pair<std::string, std::string>>{{"tolerance", "1.0e-3"}});
+  check_unsupported(parse_status(program("(%a: tensor<2xf32>) -> tensor<2xf32>",
+                                         "  check.expect_serialized_eq %a : tensor<2xf32>\n"
+                                         "  return %a : tensor<2xf32>\n")),
+                    "check.expect_serialized_eq", 2);
+  // parse_stablehlo keeps only the function's results.
+  const Graph plain = graph_ok(fixed);
+  CHECK(plain.outputs().size() == 1);
+  CHECK(plain.num_nodes() == g.num_nodes());
+}
+
+// ---- Unsupported and malformed input ----------------------------------------------------------
+
+TEST_CASE("stablehlo: ops and types the IR lacks are UNIMPLEMENTED") {
+  check_unsupported(parse_status(program("(%a: tensor<i32>) -> tensor<i32>", R"(
+  %0 = stablehlo.while(%iterArg = %a) : tensor<i32>
+   cond {
+    stablehlo.return %iterArg : tensor<i32>
+  } do {
+    stablehlo.return %iterArg : tensor<i32>
+  }
+  return %0 : tensor<i32>
+)")),
+                    "stablehlo.while", 3);
+  check_unsupported(
+      parse_status(program("(%a: tensor<3xf32>, %i: tensor<1xi64>) -> tensor<f32>", R"(
+  %0 = "stablehlo.gather"(%a, %i) <{dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 0>, slice_sizes = array<i64: 1>}> : (tensor<3xf32>, tensor<1xi64>) -> tensor<f32>
+  return %0 : tensor<f32>
+)")),
+      "stablehlo.gather", 3);
+  check_unsupported(parse_status(program("(%a: tensor<3xf32>) -> tensor<3xf32>",
+                                         "  %0 = chlo.erf %a : tensor<3xf32> -> tensor<3xf32>\n"
+                                         "  return %0 : tensor<3xf32>\n")),
+                    "chlo.erf", 2);
+  check_unsupported(parse_status(program(
+                        "(%a: tensor<3xf32>) -> tensor<3xf32>",
+                        "  %0 = stablehlo.custom_call @foo(%a) : (tensor<3xf32>) -> tensor<3xf32>\n"
+                        "  return %0 : tensor<3xf32>\n")),
+                    "stablehlo.custom_call @foo", 2);
+  check_unsupported(parse_status(program("(%a: tensor<?xf32>) -> tensor<?xf32>",
+                                         "  return %a : tensor<?xf32>\n")),
+                    "a dynamic dimension '?'", 1);
+  check_unsupported(parse_status(program("(%a: tensor<2xf8E4M3FN>) -> tensor<2xf8E4M3FN>",
+                                         "  return %a : tensor<2xf8E4M3FN>\n")),
+                    "the element type f8E4M3FN", 1);
+  check_unsupported(parse_status(program("(%a: !stablehlo.token) -> !stablehlo.token",
+                                         "  return %a : !stablehlo.token\n")),
+                    "type !stablehlo.token", 1);
+  check_unsupported(parse_status(program("(%a: tensor<3xi1>) -> tensor<3xi1>",
+                                         "  %0 = stablehlo.bitcast_convert %a : tensor<3xi1>\n"
+                                         "  return %0 : tensor<3xi1>\n")),
+                    "stablehlo.bitcast_convert of i1", 2);
+  check_unsupported(parse_status(program("(%a: tensor<2xf32>) -> tensor<2xf32>", R"(
+  %0 = "stablehlo.dot_general"(%a, %a) <{dot_dimension_numbers = #stablehlo.dot<>, algorithm = #stablehlo.dot_algorithm<lhs_precision_type = tf32, rhs_precision_type = tf32, accumulation_type = f32, lhs_component_count = 1, rhs_component_count = 1, num_primitive_operations = 1, allow_imprecise_accumulation = false>}> : (tensor<2xf32>, tensor<2xf32>) -> tensor<2x2xf32>
+  return %a : tensor<2xf32>
+)")),
+                    "stablehlo.dot_general with an algorithm", 3);
+}
+
+TEST_CASE("stablehlo: malformed input is INVALID_ARGUMENT with line:column") {
+  const std::string good = program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                                   "  %0 = stablehlo.add %arg0, %arg0 : tensor<2xf32>\n"
+                                   "  return %0 : tensor<2xf32>\n");
+  SUBCASE("truncated text") {
+    // Every prefix fails cleanly, but for the empty module and the two that end right after a
+    // signature (a valid declaration of an external function); a few with their message.
+    for (std::size_t n = 0; n < good.size() - 1; ++n) {
+      const std::string_view prefix = std::string_view(good).substr(0, n);
+      const Status s = parse_status(prefix);
+      std::string_view trimmed = prefix;
+      while (trimmed.ends_with(' ')) trimmed.remove_suffix(1);
+      if (n == 0 || trimmed == "func.func @main(%arg0: tensor<2xf32>)" ||
+          trimmed == "func.func @main(%arg0: tensor<2xf32>) -> tensor<2xf32>") {
+        CHECK_MESSAGE(s.ok(), "prefix ", n, ": ", s);
+        continue;
+      }
+      CHECK_MESSAGE(s.code() == StatusCode::kInvalidArgument, "prefix ", n, ": ", s);
+    }
+    check_invalid(parse_status(good.substr(0, good.find(": tensor<2xf32>\n  return"))), "2:35",
+                  "expected ':' before the type of stablehlo.add, found end of input");
+    check_invalid(parse_status(good.substr(0, good.size() - 2)), "4:1",
+                  "expected '}' after the return, found end of input");
+  }
+  SUBCASE("unknown type") {
+    check_invalid(parse_status(program("(%arg0: tensor<2xfoo>) -> tensor<2xf32>",
+                                       "  return %arg0 : tensor<2xf32>\n")),
+                  "1:33", "unknown element type 'foo'");
+    check_invalid(parse_status(program("(%arg0: memory) -> tensor<2xf32>",
+                                       "  return %arg0 : tensor<2xf32>\n")),
+                  "1:24", "expected a type such as tensor<2xf32>, found identifier 'memory'");
+    check_invalid(parse_status(program("(%arg0: tensor<2f32>) -> tensor<2xf32>",
+                                       "  return %arg0 : tensor<2xf32>\n")),
+                  "1:32", "expected 'x' after the dimension 2");
+  }
+  SUBCASE("mismatched result type") {
+    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                                       "  %0 = stablehlo.add %arg0, %arg0 : tensor<3xf32>\n"
+                                       "  return %0 : tensor<2xf32>\n")),
+                  "2:8", "operand 0 has type tensor<2xf32> but the op's type says tensor<3xf32>");
+    check_invalid(parse_status(program("(%arg0: tensor<2x3xf32>) -> tensor<2xf32>",
+                                       "  %0 = stablehlo.transpose %arg0, dims = [1, 0] : "
+                                       "(tensor<2x3xf32>) -> tensor<2x3xf32>\n"
+                                       "  return %0 : tensor<2xf32>\n")),
+                  "2:8",
+                  "result 0 is declared tensor<2x3xf32> but the operands give tensor<3x2xf32>");
+    check_invalid(
+        parse_status(
+            program("(%arg0: tensor<2xf32>) -> tensor<2xf64>", "  return %arg0 : tensor<2xf32>\n")),
+        "2:3", "@main returns tensor<2xf32> as result 0 but its signature declares tensor<2xf64>");
+    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                                       "  %0 = stablehlo.compare  LT, %arg0, %arg0,  SIGNED : "
+                                       "(tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>\n"
+                                       "  return %arg0 : tensor<2xf32>\n")),
+                  "2:8", "compare type SIGNED does not fit element type f32");
+  }
+  SUBCASE("undefined or misused values") {
+    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                                       "  %0 = stablehlo.add %arg0, %arg1 : tensor<2xf32>\n"
+                                       "  return %0 : tensor<2xf32>\n")),
+                  "2:29", "use of undefined value %arg1");
+    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                                       "  %0 = stablehlo.add %arg0, %arg0#1 : tensor<2xf32>\n"
+                                       "  return %0 : tensor<2xf32>\n")),
+                  "2:29", "%arg0 has 1 result(s); %arg0#1 is out of range");
+    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                                       "  %arg0 = stablehlo.add %arg0, %arg0 : tensor<2xf32>\n"
+                                       "  return %arg0 : tensor<2xf32>\n")),
+                  "2:3", "redefinition of %arg0");
+    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                                       "  %0:2 = stablehlo.add %arg0, %arg0 : tensor<2xf32>\n"
+                                       "  return %0 : tensor<2xf32>\n")),
+                  "2:3", "the op has 1 result(s) but 2 are named");
+  }
+  SUBCASE("wrong operand count") {
+    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                                       "  %0 = stablehlo.add %arg0 : tensor<2xf32>\n"
+                                       "  return %0 : tensor<2xf32>\n")),
+                  "2:28", "expected ',' after operand, found ':'");
+    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                                       "  %0 = stablehlo.negate %arg0, %arg0 : tensor<2xf32>\n"
+                                       "  return %0 : tensor<2xf32>\n")),
+                  "2:32", "stablehlo.negate takes 1 operand(s), found more");
+    check_invalid(
+        parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                             "  %0 = \"stablehlo.add\"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>\n"
+                             "  return %0 : tensor<2xf32>\n")),
+        "2:8", "add: takes 2 operand(s), got 1");
+  }
+  SUBCASE("bad dense literals") {
+    check_invalid(parse_status(constant_program("dense<[1.0, 2.0]>", "tensor<3xf32>")), "2:33",
+                  "dense literal has 2 entries in dimension 0 but tensor<3xf32> has 3");
+    check_invalid(parse_status(constant_program("dense<[1, x]>", "tensor<2xi32>")), "2:37",
+                  "expected an integer for i32, found 'x'");
+    check_invalid(parse_status(constant_program("dense<300>", "tensor<ui8>")), "2:33",
+                  "integer 300 is out of range for ui8");
+    check_invalid(parse_status(constant_program("dense<1.5>", "tensor<i32>")), "2:33",
+                  "expected an integer for i32, found '1.5'");
+    check_invalid(parse_status(constant_program("dense<[[1, 2], 3]>", "tensor<2x2xi32>")), "2:42",
+                  "a dense list mixes nested lists and elements");
+    check_invalid(parse_status(constant_program("dense<\"0x0102\">", "tensor<3xf32>")), "2:33",
+                  "hex blob has 2 bytes but tensor<3xf32> needs 12");
+    check_invalid(parse_status(constant_program("dense<0x1FFFF>", "tensor<f16>")), "2:33",
+                  "hex value 0x1FFFF does not fit in the 16 bits of f16");
+    check_invalid(parse_status(constant_program("dense<1.0>", "tensor<complex<f32>>")), "2:33",
+                  "expected a complex element (re, im) for complex<f32>");
+    check_invalid(parse_status(constant_program("dense<[1, 2]", "tensor<2xi32>")), "2:40",
+                  "expected '>' to end the dense literal, found ':'");
+  }
+  SUBCASE("other syntax errors") {
+    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                                       "  %0 = stablehlo.frobnicate %arg0 : tensor<2xf32>\n"
+                                       "  return %0 : tensor<2xf32>\n")),
+                  "2:8", "unknown op stablehlo.frobnicate");
+    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                                       "  %0 = stablehlo.add %arg0, %arg0 : tensor<2xf32>\n")),
+                  "3:1", "expected an op or a return before '}'");
+    check_invalid(
+        parse_status("func.func @main() {\n  return\n}\nfunc.func @main() {\n  return\n}\n"),
+        "4:11", "redefinition of @main (first defined at 1:11)");
+    check_invalid(
+        parse_status(
+            program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                    "  %0 = stablehlo.add %arg0, %arg0 : tensor<2xf32>\n"
+                    "  return %0 : tensor<2xf32>\n  %1 = stablehlo.add %0, %0 : tensor<2xf32>\n")),
+        "4:3", "expected '}' after the return, found '%1'");
+    check_invalid(
+        parse_status("func.func @main() {\n  %0 = call @nowhere() : () -> ()\n  return\n}\n"),
+        "2:8", "call to undefined function @nowhere");
+    check_invalid(parse_status("module {\n  func.func @main() {\n    return\n  }\n"), "5:1",
+                  "expected '}' to end the module, found end of input");
+    check_invalid(parse_status("func.func @main() {\n  return \"unterminated\n}\n"), "2:10",
+                  "unterminated string");
+    check_invalid(parse_status("func.func @f() {\n  return\nfunc.func @main() {\n  return\n}\n"),
+                  "3:1", "expected '}' after the return, found identifier 'func.func'");
+    check_invalid(parse_status("func.func @main() {\n  func.frobnicate\n}\n"), "2:3",
+                  "unknown op func.frobnicate");
+    check_invalid(parse_status("module {\n  stablehlo.add\n}\n"), "2:3",
+                  "expected func.func, found identifier 'stablehlo.add'");
+  }
+}
+
+TEST_CASE("stablehlo: limits and pathological input never crash") {
+  // A recursive function cannot be inlined.
+  CHECK(parse_status("func.func @main() {\n  call @main() : () -> ()\n  return\n}\n").code() ==
+        StatusCode::kUnimplemented);
+  CHECK(parse_status("func.func @f() {\n  call @g() : () -> ()\n  return\n}\n"
+                     "func.func @g() {\n  call @f() : () -> ()\n  return\n}\n")
+            .code() == StatusCode::kUnimplemented);
+  // A long chain of calls is fine up to the limit, refused beyond it.
+  auto chain = [](int n) {
+    std::string text;
+    for (int i = 0; i < n; ++i)
+      text +=
+          str_cat("func.func @f", i, "() {\n  ",
+                  i + 1 < n ? str_cat("call @f", i + 1, "() : () -> ()\n  ") : "", "return\n}\n");
+    return text;
+  };
+  CHECK(parse_status(chain(50)).ok());
+  CHECK(parse_status(chain(200)).code() == StatusCode::kInvalidArgument);
+  // Deep nesting of attributes, lists and regions.
+  const std::string deep_attr =
+      str_cat("func.func @main() attributes {a = ", std::string(10000, '['),
+              std::string(10000, ']'), "} {\n  return\n}\n");
+  check_invalid(parse_status(deep_attr), "1", "attribute nested deeper than 64");
+  const std::string deep_dense = constant_program(
+      str_cat("dense<", std::string(5000, '['), "1", std::string(5000, ']'), ">"), "tensor<1xi32>");
+  check_invalid(parse_status(deep_dense), "2", "dense literal nested deeper than 64");
+  std::string nested = "func.func @main(%x: tensor<f32>) -> tensor<f32> {\n";
+  for (int i = 0; i < 40; ++i) {
+    const std::string in = i == 0 ? "%x" : str_cat("%a", i - 1),
+                      init = i == 0 ? "%x" : str_cat("%b", i - 1);
+    nested +=
+        str_cat("%r", i, " = stablehlo.reduce(", in, " init: ", init,
+                ") across dimensions = [] : (tensor<f32>, tensor<f32>) -> tensor<f32>\n reducer(%a",
+                i, ": tensor<f32>, %b", i, ": tensor<f32>) {\n");
+  }
+  check_invalid(parse_status(nested), "36:1", "regions nest deeper than 16");
+  // Sizes: a huge splat is refused, not allocated; huge dims do not overflow.
+  CHECK(parse_status(constant_program("dense<0.0>", "tensor<100000x100000x100000xf32>")).code() ==
+        StatusCode::kResourceExhausted);
+  check_invalid(parse_status(constant_program("dense<0.0>", "tensor<99999999999999999999xf32>")),
+                "1:29", "tensor dimension is too large");
+  check_invalid(
+      parse_status(constant_program("dense<0.0>", "tensor<1000000000x1000000000x1000000000xf32>")),
+      "1:22", "byte size overflows int64");
+  check_invalid(parse_status(str_cat(
+                    "func.func @main(%x: tensor<",
+                    [] {
+                      std::string s;
+                      for (int i = 0; i < 70; ++i) s += "1x";
+                      return s;
+                    }(),
+                    "f32>) {\n  return\n}\n")),
+                "1:21", "tensor rank exceeds the limit of 64");
+  // Garbage of every kind.
+  for (std::string_view junk :
+       {"}", "{{{{", "%", "@", "\"", "func.func", "func.func @", "module @m {",
+        "func.func @main(%a: tensor<", "#loc = ", "\x01\x02\xff", "{-#", "func.func @main() -> (",
+        "dense<", "-> -> ->"}) {
+    CAPTURE(junk);
+    const Status s = parse_status(junk);
+    CHECK((s.ok() || s.code() == StatusCode::kInvalidArgument ||
+           s.code() == StatusCode::kUnimplemented));
+  }
+}
+
+// ---- Round trip ------------------------------------------------------------------------------
+
+TEST_CASE("stablehlo: the printer's text") {
+  GraphBuilder b("affine");
+  Value x = b.parameter(Shape(kF32, {2, 3}));
+  Value one = b.broadcast_in_dim(b.constant(1.0f), {2, 3}, {});
+  const Graph g = build_ok(b, {b.add(x, one)});
+  CHECK(to_stablehlo(g) ==
+        "module @affine {\n"
+        "  func.func public @main(%arg0: tensor<2x3xf32>) -> (tensor<2x3xf32>) {\n"
+        "    %1 = stablehlo.constant dense<1.0> : tensor<f32>\n"
+        "    %2 = stablehlo.broadcast_in_dim %1, dims = [] : (tensor<f32>) -> tensor<2x3xf32>\n"
+        "    %3 = stablehlo.add %arg0, %2 : tensor<2x3xf32>\n"
+        "    return %3 : tensor<2x3xf32>\n"
+        "  }\n"
+        "}\n");
+  check_round_trip(g);
+}
+
+TEST_CASE("stablehlo: round trip of every op and attribute kind") {
+  GraphBuilder b("everything");
+  Value x = b.parameter(Shape(kF32, {2, 3}));
+  Value y = b.parameter(Shape(kF32, {2, 3}));
+  Value n = b.parameter(Shape(kS32, {2, 3}));
+  Value u = b.parameter(Shape(kU16, {2, 3}));
+  Value p = b.parameter(Shape(kPred, {2, 3}));
+  Value c = b.parameter(Shape(kC64, {3}));
+  Value k = b.parameter(Shape(kS64, {}));
+  Value h = b.parameter(Shape(kF16, {4}));
+  std::vector<Value> out;
+  for (std::size_t i = 0; i < kOpCodeCount; ++i) {
+    const auto op = static_cast<OpCode>(i);
+    if (is_unary(op)) {
+      if (op == OpCode::kNot)
+        out.push_back(b.unary(op, p)), out.push_back(b.unary(op, n));
+      else if (op == OpCode::kPopcnt)
+        out.push_back(b.unary(op, u));
+      else if (op == OpCode::kReal || op == OpCode::kImag)
+        out.push_back(b.unary(op, c));
+      else
+        out.push_back(b.unary(op, x));
+    } else if (is_binary(op)) {
+      if (op == OpCode::kAnd || op == OpCode::kOr || op == OpCode::kXor)
+        out.push_back(b.binary(op, p, p)), out.push_back(b.binary(op, n, n));
+      else if (op == OpCode::kShiftLeft || op == OpCode::kShiftRightArithmetic ||
+               op == OpCode::kShiftRightLogical)
+        out.push_back(b.binary(op, n, n));
+      else
+        out.push_back(b.binary(op, x, y));
+    }
+  }
+  out.push_back(b.abs(c));  // complex -> real
+  out.push_back(b.sign(n));
+  out.push_back(b.add(h, h));
+  for (ComparisonDirection d :
+       {ComparisonDirection::kEq, ComparisonDirection::kNe, ComparisonDirection::kGe,
+        ComparisonDirection::kGt, ComparisonDirection::kLe, ComparisonDirection::kLt})
+    out.push_back(b.compare(x, y, d));
+  out.push_back(b.compare(x, y, ComparisonDirection::kLt, ComparisonType::kTotalOrder));
+  out.push_back(b.compare(n, n, ComparisonDirection::kGe));
+  out.push_back(b.compare(u, u, ComparisonDirection::kLe));
+  out.push_back(b.compare(p, p, ComparisonDirection::kNe));
+  out.push_back(b.op1(OpCode::kCompare, {x, y},
+                      CompareAttrs{ComparisonDirection::kGt, ComparisonType::kNotype}));
+  out.push_back(b.select(p, x, y));
+  out.push_back(b.select(b.compare(k, k, ComparisonDirection::kEq), x, y));  // scalar pred
+  out.push_back(b.clamp(b.constant(0.0f), x, b.constant(1.0f)));
+  out.push_back(b.clamp(y, x, y));
+  for (DType t : kAllDTypes) out.push_back(b.convert(x, t));
+  out.push_back(b.convert(c, kC128));
+  out.push_back(b.bitcast_convert(x, kS32));
+  out.push_back(b.bitcast_convert(x, kF16));  // narrower: a new minor dimension
+  out.push_back(b.bitcast_convert(h, kBF16));
+  out.push_back(b.bitcast_convert(b.reshape(h, {2, 2}), kU32));  // wider: consumes one
+  out.push_back(b.broadcast_in_dim(x, {3, 2, 4, 3}, {1, 3}));
+  out.push_back(b.broadcast_in_dim(k, {5}, {}));
+  out.push_back(b.reshape(x, {3, 1, 2}));
+  out.push_back(b.reshape(k, {1, 1}));
+  out.push_back(b.transpose(x, {1, 0}));
+  out.push_back(b.slice(x, {0, 1}, {2, 3}));
+  out.push_back(b.slice(x, {1, 0}, {2, 3}, {1, 2}));
+  out.push_back(b.slice(x, {0, 0}, {0, 0}));
+  out.push_back(b.concatenate({x, y, x}, 0));
+  out.push_back(b.concatenate({x}, 1));
+  out.push_back(b.pad(x, b.constant(-1.0f), {1, -1}, {0, 2}, {1, 0}));
+  out.push_back(b.reverse(x, {0, 1}));
+  out.push_back(b.reverse(x, {}));
+  out.push_back(b.dynamic_slice(x, {k, k}, {1, 2}));
+  out.push_back(b.dynamic_update_slice(x, b.slice(y, {0, 0}, {1, 2}), {k, k}));
+  out.push_back(b.iota(Shape(kU8, {2, 5}), 1));
+  out.push_back(b.iota(Shape(kF32, {7}), 0));
+  // Reductions: the applies form, an argmax region with two results, a body that is not a
+  // plain binary op, and a reduce inside a reduce's body.
+  out.push_back(b.reduce(x, b.constant(0.0f), OpCode::kAdd, {0, 1}));
+  out.push_back(b.reduce(p, b.constant(false), OpCode::kOr, {1}));
+  for (Value v : b.argmax(x, 1, kS64)) out.push_back(v);
+  {
+    GraphBuilder body("swapped");
+    Value a0 = body.parameter(Shape(kF32, {}));
+    Value a1 = body.parameter(Shape(kF32, {}));
+    Graph swapped = build_ok(body, {body.subtract(a1, a0)});
+    out.push_back(b.reduce(x, b.constant(0.0f), swapped, {0}));
+    GraphBuilder outer("outer");
+    Value o0 = outer.parameter(Shape(kF32, {}));
+    Value o1 = outer.parameter(Shape(kF32, {}));
+    Value inner = outer.reduce(o1, o0, std::move(swapped), {});
+    Graph nested = build_ok(outer, {outer.maximum(o0, inner)});
+    out.push_back(b.reduce(y, b.constant(1.0f), std::move(nested), {1}));
+  }
+  out.push_back(b.dot_general(b.reshape(x, {1, 2, 3}), b.reshape(y, {1, 3, 2}),
+                              DotDimensionNumbers{{0}, {0}, {2}, {1}}));
+  out.push_back(b.dot_general(x, y, DotDimensionNumbers{{}, {}, {}, {}}));  // outer product
+  out.push_back(b.dot(b.transpose(x, {1, 0}), y));
+  out.push_back(b.dot_general(c, c, DotDimensionNumbers{{}, {}, {0}, {0}}));
+  out.push_back(x);  // a parameter as an output, twice
+  out.push_back(x);
+  check_round_trip(build_ok(b, out));
+}
+
+TEST_CASE("stablehlo: constants round-trip exactly") {
+  GraphBuilder b("constants");
+  std::vector<Value> out;
+  const float nan_payload = std::bit_cast<float>(0x7FA12345u);
+  out.push_back(b.constant(Literal::vector<float>(
+      {0.0f, -0.0f, 1.0f / 3.0f, std::numeric_limits<float>::infinity(),
+       -std::numeric_limits<float>::infinity(), nan_payload,
+       std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::max(), -1e-30f})));
+  out.push_back(b.constant(Literal::vector<double>(
+      {0.1, -0.0, std::numeric_limits<double>::quiet_NaN(), 1e300, 5e-324})));
+  out.push_back(b.constant(Literal::vector<f16>({f16(0.1f), f16(-65504.0f), f16(6e-8f)})));
+  out.push_back(b.constant(Literal::vector<bf16>({bf16(3.14159f), bf16(-1e38f), bf16(0.0f)})));
+  out.push_back(b.constant(Literal::vector<c64>({c64(1.5f, -0.0f), c64(nan_payload, 2.0f)})));
+  out.push_back(b.constant(Literal::vector<c128>({c128(1e-300, 1e300)})));
+  out.push_back(b.constant(Literal::vector<std::int8_t>({-128, 127, 0})));
+  out.push_back(b.constant(Literal::vector<std::int64_t>(
+      {std::numeric_limits<std::int64_t>::min(), std::numeric_limits<std::int64_t>::max()})));
+  out.push_back(
+      b.constant(Literal::vector<std::uint64_t>({std::numeric_limits<std::uint64_t>::max()})));
+  out.push_back(b.constant(Literal::vector<std::uint8_t>({255, 0})));
+  out.push_back(b.constant(Literal::vector<bool>({true, false})));
+  out.push_back(b.constant(Literal(Shape(kS16, {3, 0}))));
+  out.push_back(b.constant(Literal::scalar<std::uint32_t>(4000000000u)));
+  out.push_back(b.scalar(kC64, 0.0));
+  // Large constants go through the hex blob, of every element type.
+  for (DType t : kAllDTypes) {
+    Literal lit(Shape(t, {10, 9}));
+    std::span<std::byte> bytes = lit.bytes();
+    for (std::size_t i = 0; i < bytes.size(); ++i)
+      bytes[i] = static_cast<std::byte>(t == kPred ? (i * 7) % 3 == 0 : (i * 37 + 11) % 251);
+    out.push_back(b.constant(std::move(lit)));
+    out.push_back(b.constant(Literal(Shape(t, {100}))));  // a large splat of zeros
+  }
+  const Graph g = build_ok(b, out);
+  check_round_trip(g);
+  // And the values themselves come back bit for bit.
+  const Graph back = graph_ok(to_stablehlo(g));
+  for (std::int64_t i = 0; i < g.num_nodes(); ++i)
+    CHECK(g.node(i).attr<ConstantAttrs>().literal() ==
+          back.node(i).attr<ConstantAttrs>().literal());
+}
+
+// ---- The corpus ------------------------------------------------------------------------------
+
+TEST_CASE("stablehlo: a sample of the corpus, checked structurally") {
+  if (!have_corpus()) return;
+  struct Expect {
+    std::string_view file;
+    OpCode op;              // the op under test
+    std::int64_t op_count;  // its nodes in @main
+    Shape result;           // @main's result 0
+    stablehlo::CheckKind check;
+  };
+  const Expect expects[] = {
+      {"add_any_float32_2_float32_2.mlir", OpCode::kAdd, 1, Shape(kF32, {2}),
+       stablehlo::CheckKind::kClose},
+      {"dot_general_float32_4_3_float64_3_6.mlir", OpCode::kDotGeneral, 1, Shape(kF64, {4, 6}),
+       stablehlo::CheckKind::kAlmostEq},
+      {"argmax_bfloat16_15.mlir", OpCode::kReduce, 1, Shape(kS32, {}), stablehlo::CheckKind::kEq},
+      {"eq_float32_1_2_float32_3_2.mlir", OpCode::kCompare, 1, Shape(kPred, {3, 2}),
+       stablehlo::CheckKind::kEq},
+      {"dynamic_update_slice_float32_7_5_3_float32_2_0_1_int64_3.mlir", OpCode::kDynamicUpdateSlice,
+       1, Shape(kF32, {7, 5, 3}), stablehlo::CheckKind::kClose},
+      {"concatenate_float32_2_3_4_float32_3_3_4_float32_4_3_4.mlir", OpCode::kConcatenate, 1,
+       Shape(kF32, {9, 3, 4}), stablehlo::CheckKind::kClose},
+      {"clamp_float32_float32_2_3_float32.mlir", OpCode::kClamp, 1, Shape(kF32, {2, 3}),
+       stablehlo::CheckKind::kClose},
+      {"bitcast_convert_type_float32_2_3.mlir", OpCode::kBitcastConvert, 1, Shape(kU32, {2, 3}),
+       stablehlo::CheckKind::kEq},
+      {"pad_float32_2_3_float32.mlir", OpCode::kPad, 1, Shape(kF32, {2, 0}),
+       stablehlo::CheckKind::kClose},
+      {"iota_.mlir", OpCode::kIota, 1, Shape(kU8, {2, 3}), stablehlo::CheckKind::kEq},
+      {"transpose_bfloat16_2_3.mlir", OpCode::kTranspose, 1, Shape(kBF16, {3, 2}),
+       stablehlo::CheckKind::kClose},
+      {"rev_bfloat16_4_5.mlir", OpCode::kReverse, 1, Shape(kBF16, {4, 5}),
+       stablehlo::CheckKind::kClose},
+      {"shift_left_int16_20_20_int16_20_20.mlir", OpCode::kShiftLeft, 1, Shape(kS16, {20, 20}),
+       stablehlo::CheckKind::kEq},
+      {"acos_complex64_20_20_chlo.mlir", OpCode::kAdd, 0, Shape(),
+       stablehlo::CheckKind::kEq},  // chlo
+  };
+  for (const Expect& e : expects) {
+    CAPTURE(e.file);
+    const std::optional<std::string> text = read_corpus(e.file);
+    REQUIRE(text.has_value());
+    StatusOr<stablehlo::Module> m = stablehlo::parse_module(*text);
+    if (e.op_count == 0) {
+      check_unsupported(m.status(), "chlo.acosh", 10);
+      continue;
+    }
+    REQUIRE_MESSAGE(m.ok(), m.status().to_string());
+    const stablehlo::Function& main = *m->find("main");
+    CHECK(count_ops(main.graph, e.op) == e.op_count);
+    CHECK(main.num_results == 1);
+    CHECK(main.graph.shape(main.graph.outputs()[0]) == e.result);
+    REQUIRE(main.checks.size() == 1);
+    CHECK(main.checks[0].kind == e.check);
+    CHECK(main.graph.outputs()[1] == main.checks[0].actual);
+    CHECK(main.graph.outputs()[0] == main.checks[0].actual);  // the checked value is the result
+    check_round_trip(main.graph);
+  }
+  // A closer look at a few.
+  {
+    const stablehlo::Module m = parse_ok(*read_corpus("add_any_float32_2_float32_2.mlir"));
+    const Graph& g = m.find("main")->graph;
+    CHECK(g.num_parameters() == 0);
+    CHECK(g.num_nodes() == 4);  // @inputs' two constants, @expected's one, the add
+    CHECK(values_of<float>(g.node(0).attr<ConstantAttrs>().literal()) ==
+          std::vector<float>{-1.14770842f, -0.810447216f});
+    CHECK(m.functions.size() == 3);
+  }
+  {
+    const stablehlo::Module m = parse_ok(*read_corpus("argmax_bfloat16_15.mlir"));
+    const Node& reduce = first_node(m.find("main")->graph, OpCode::kReduce);
+    CHECK(reduce.results == std::vector<Shape>{Shape(kBF16, {}), Shape(kS32, {})});
+    CHECK(count_ops(reduce.bodies[0], OpCode::kSelect) == 2);
+    const Literal& init =
+        m.find("main")->graph.node(reduce.operands[2]).attr<ConstantAttrs>().literal();
+    CHECK(static_cast<float>(values_of<bf16>(init)[0]) == -std::numeric_limits<float>::infinity());
+  }
+  {
+    const stablehlo::Module m = parse_ok(*read_corpus("dot_general_float32_4_3_float64_3_6.mlir"));
+    const Node& dot = first_node(m.find("main")->graph, OpCode::kDotGeneral);
+    CHECK(dot.attr<DotDimensionNumbers>() == DotDimensionNumbers{{}, {}, {1}, {0}});
+    CHECK(count_ops(m.find("main")->graph, OpCode::kConvert) == 2);
+  }
+  {
+    const Status s = parse_status(*read_corpus("cumsum_float32_8_9.mlir"));
+    check_unsupported(s, "stablehlo.reduce_window", 25);
+  }
+}
+
+TEST_CASE("stablehlo: every corpus file parses or is UNIMPLEMENTED") {
+  if (!have_corpus()) return;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(PJRT_LITE_STABLEHLO_TESTDATA))
+    if (entry.path().extension() == ".mlir") files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  std::int64_t parsed = 0, unsupported = 0, round_tripped = 0;
+  std::map<std::string, std::int64_t> by_op;
+  for (const auto& path : files) {
+    CAPTURE(path.filename().string());
+    const std::optional<std::string> text = read_corpus(path.filename().string());
+    REQUIRE(text.has_value());
+    StatusOr<stablehlo::Module> m = stablehlo::parse_module(*text);
+    if (m.ok()) {
+      ++parsed;
+      const stablehlo::Function* main = m->find("main");
+      REQUIRE(main != nullptr);
+      CHECK(main->checks.size() >= 1);
+      StatusOr<Graph> back = parse_stablehlo(to_stablehlo(main->graph));
+      if (back.ok() && fingerprint(*back) == fingerprint(main->graph)) ++round_tripped;
+      continue;
+    }
+    const Status& s = m.status();
+    REQUIRE_MESSAGE(s.code() == StatusCode::kUnimplemented, s.to_string());
+    const std::string message(s.message());
+    const std::size_t at = message.find(" is not supported (line ");
+    REQUIRE_MESSAGE(at != std::string::npos, message);
+    ++unsupported;
+    ++by_op[message.substr(0, at)];
+  }
+  std::string counts;
+  for (const auto& [op, count] : by_op) counts += str_cat("\n  ", op, ": ", count);
+  MESSAGE(files.size(), " corpus files: ", parsed, " parsed (", round_tripped, " round-tripped), ",
+          unsupported, " unimplemented:", counts);
+  CHECK(parsed + unsupported == static_cast<std::int64_t>(files.size()));
+  CHECK(round_tripped == parsed);
+  CHECK(files.size() == 2325);
+}
+
+TEST_CASE("stablehlo: truncated and mutated corpus files never crash") {
+  if (!have_corpus()) return;
+  const std::optional<std::string> text = read_corpus("argmax_bfloat16_15.mlir");
+  REQUIRE(text.has_value());
+  // Every prefix, then a deterministic stream of small mutations.
+  for (std::size_t n = 0; n <= text->size(); n += 3) {
+    const Status s = parse_status(std::string_view(*text).substr(0, n));
+    CHECK((s.ok() || s.code() == StatusCode::kInvalidArgument ||
+           s.code() == StatusCode::kUnimplemented));
+  }
+  std::uint64_t state = 12345;
+  auto next = [&] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::size_t>(state >> 33);
+  };
+  constexpr std::string_view kPieces[] = {
+      "(",    ")",      "[",  "]", "{", "}",  "<",    ">",    ",", ":",  "%0",
+      "%1#7", "dense<", "\"", "x", "-", "0x", "loc(", "^bb0", "=", "->", "stablehlo.reduce",
+      "1e999"};
+  for (int round = 0; round < 2000; ++round) {
+    std::string m = *text;
+    for (int j = 0; j < 3; ++j) {
+      const std::size_t pos = next() % (m.size() + 1);
+      switch (next() % 3) {
+        case 0: m.insert(pos, kPieces[next() % std::size(kPieces)]); break;
+        case 1: m.erase(pos, 1 + next() % 8); break;
+        default:
+          if (pos < m.size()) m[pos] = static_cast<char>(next() % 128);
+      }
+    }
+    const Status s = parse_status(m);
+    CHECK((s.ok() || s.code() == StatusCode::kInvalidArgument ||
+           s.code() == StatusCode::kUnimplemented));
+  }
+}
