@@ -5,6 +5,8 @@ option(PJRT_LITE_BUILD_TESTS "Build the test suite" ${PROJECT_IS_TOP_LEVEL})
 option(PJRT_LITE_BUILD_EXAMPLES "Build the examples" ${PROJECT_IS_TOP_LEVEL})
 option(PJRT_LITE_BUILD_BENCH "Build the benchmarks (skipped without Google Benchmark)" ${PROJECT_IS_TOP_LEVEL})
 option(PJRT_LITE_WARNINGS_AS_ERRORS "Treat warnings in pjrt_lite's own code as errors" OFF)
+set(PJRT_LITE_STABLEHLO_TESTDATA "${PROJECT_SOURCE_DIR}/../shared/stablehlo-testdata" CACHE PATH
+    "The StableHLO conformance corpus (JAX-exported .mlir files); tests that need it skip when absent")
 set(PJRT_LITE_SANITIZE "" CACHE STRING
     "Sanitizers for tests and examples: empty, 'address,undefined' or 'thread'")
 set_property(CACHE PJRT_LITE_SANITIZE PROPERTY STRINGS "" "address,undefined" "thread")

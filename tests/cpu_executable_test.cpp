@@ -503,3 +503,43 @@ TEST_CASE("cpu executable: compile errors and the compile cache") {
   CHECK(after.first - before.first == 1);   // e2
   CHECK(after.second - before.second == 2);  // e1, e3
 }
+
+TEST_CASE("cpu executable: serialize and deserialize, and corrupt blobs are rejected") {
+  auto client = make_client();
+  GraphBuilder b("serial");
+  Value x = b.parameter(Shape(DType::kF32, {3}));
+  Value y = b.tanh(b.multiply(x, b.broadcast_in_dim(b.constant(3.0f), {3}, {})));
+  auto exe = client->compile(build(b, {y, b.reduce(y, b.constant(0.0f), OpCode::kMaximum, {0})}),
+                             {.optimize = true, .fuse = false, .device_ids = {1}})
+                 .value();
+  const std::vector<std::byte> bytes = exe.serialize();
+  auto back = client->deserialize_executable(bytes);
+  REQUIRE_MESSAGE(back.ok(), back.status().to_string());
+  CHECK(back->compile_options() == exe.compile_options());
+  CHECK(fingerprint(back->source_graph()) == fingerprint(exe.source_graph()));
+  CHECK(back->optimized_program_text() == exe.optimized_program_text());
+  auto arg = client->buffer_from_literal(Literal::vector<float>({0.1f, -0.2f, 0.3f}), client->devices()[1]->memory_spaces()[0]).value();
+  cpu::Buffer<>* args[] = {&arg};
+  auto a = exe.execute_sharded(args, client->devices()[1]).value();
+  auto c = back->execute_sharded(args, client->devices()[1]).value();
+  for (std::size_t k = 0; k < 2; ++k) CHECK(a[k].to_literal().await().value() == c[k].to_literal().await().value());
+
+  std::vector<std::byte> foreign = bytes;
+  foreign[0] = std::byte{'X'};
+  CHECK(contains(client->deserialize_executable(foreign).status().message(), "not a pjrt_lite CPU executable"));
+  std::vector<std::byte> future = bytes;
+  future[4] = std::byte{9};
+  CHECK(contains(client->deserialize_executable(future).status().message(), "format version 9 is not supported"));
+  for (std::size_t cut = 0; cut < bytes.size(); ++cut) {
+    Status s = client->deserialize_executable(std::span(bytes).first(cut)).status();
+    REQUIRE_FALSE(s.ok());
+  }
+  for (std::size_t at = 0; at < bytes.size(); ++at) {
+    std::vector<std::byte> flipped = bytes;
+    flipped[at] ^= std::byte{0x20};
+    REQUIRE_FALSE(client->deserialize_executable(flipped).ok());
+  }
+  // A valid blob for devices this client lacks: compiles nothing, says which device.
+  auto small = make_client(1);
+  CHECK(contains(small->deserialize_executable(bytes).status().message(), "no device with id 1"));
+}

@@ -4,7 +4,8 @@
 // StatusOr<T>, so errors travel through the same channel as values and nothing throws.
 //
 // Design notes:
-//  - One heap allocation per promise/future pair holds the shared state. Readiness is an
+//  - One heap allocation per promise/future pair holds the shared state (none for
+//    make_ready_future(), whose OK state is shared by all callers). Readiness is an
 //    atomic flag so polling never takes a lock; waiting uses a mutex and a condition
 //    variable so blocked threads sleep instead of spinning.
 //  - User callbacks never run under a lock. The fulfilling thread swaps the waiter list out
@@ -398,9 +399,13 @@ Future<T> make_ready_future(T value) {
       std::make_shared<detail::FutureState<T>>(FutureResult<T>(std::move(value))));
 }
 
-/// Already fulfilled with OK.
+/// Already fulfilled with OK. Allocates nothing: every call shares one process-wide state,
+/// which is safe because a ready state is immutable and runs callbacks at once instead of
+/// storing them. Thread-safe.
 inline Future<void> make_ready_future() {
-  return detail::FutureAccess::future(std::make_shared<detail::FutureState<void>>(Status()));
+  static const std::shared_ptr<detail::FutureState<void>> ready_ok =
+      std::make_shared<detail::FutureState<void>>(Status());
+  return detail::FutureAccess::future(ready_ok);
 }
 
 /// Already failed with `error`; an OK status becomes INTERNAL, as with Promise::set_error.

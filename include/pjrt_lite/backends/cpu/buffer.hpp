@@ -1,11 +1,15 @@
 #pragma once
 // CPU buffers: arrays in host memory with PJRT's ownership and lifetime rules.
 
+#include <array>
+#include <atomic>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <new>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -26,37 +30,270 @@ inline constexpr std::size_t kMinBufferAlignment = 16;
 
 namespace detail {
 
+class MemoryRef;
+class MemoryPool;
+template <class E>
+class BufferStatePool;
+
 /// A block of host memory backing one or more buffers' lifetimes. It is shared by the buffer,
 /// by every pending operation that reads or writes it, and by external references, so it is
 /// released only when the last of them lets go; then a zero-copy block calls the owner's
-/// on_done.
-struct DeviceMemory {
-  std::byte* data = nullptr;
-  std::size_t size = 0;
-  pjrt_lite::detail::AlignedBytes owned;  // empty when the memory is the caller's (zero-copy)
-  UniqueFunction<void()> on_release;
+/// on_done, and a pooled block goes back to its client's MemoryPool. The header and the data
+/// the runtime owns share one allocation, and the reference count is intrusive (MemoryRef),
+/// so a block costs one allocation, or none when a pool recycles it.
+class DeviceMemory {
+ public:
+  std::byte* data = nullptr;  // null for an empty block
+  std::size_t size = 0;       // bytes of the array it holds
   /// False for kImmutableZeroCopy memory, which the runtime must never write.
   bool writable = true;
 
-  DeviceMemory() = default;
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
+
+  /// `size` bytes of uninitialized memory, aligned to kHostAlignment, that no pool recycles.
+  /// Thread-safe.
+  static MemoryRef allocate(std::size_t size);
+  /// The caller's `data` (zero-copy): not owned, and `on_release` (may be empty) runs on the
+  /// thread that drops the last reference. Thread-safe.
+  static MemoryRef wrap(std::byte* data, std::size_t size, bool writable,
+                        UniqueFunction<void()> on_release);
+
+ private:
+  friend class MemoryRef;
+  friend class MemoryPool;
+
+  DeviceMemory() = default;
   ~DeviceMemory() {
     if (on_release) on_release();
   }
 
-  static std::shared_ptr<DeviceMemory> allocate(std::size_t size) {
-    auto m = std::make_shared<DeviceMemory>();
-    m->owned = pjrt_lite::detail::allocate_aligned(size);
-    m->data = m->owned.get();
-    m->size = size;
+  // The header takes whole alignment units, so the data after it is aligned as well.
+  static constexpr std::size_t header_bytes() {
+    return (sizeof(DeviceMemory) + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
+  }
+  // A header followed by `capacity` owned bytes, in one kHostAlignment-aligned allocation.
+  static DeviceMemory* create(std::size_t capacity) {
+    void* raw = ::operator new(header_bytes() + capacity, std::align_val_t{kHostAlignment});
+    auto* m = ::new (raw) DeviceMemory();
+    m->capacity_ = capacity;
+    if (capacity > 0) m->data = static_cast<std::byte*>(raw) + header_bytes();
     return m;
   }
+  static void destroy(DeviceMemory* m) noexcept {
+    m->~DeviceMemory();  // runs a zero-copy on_release before the header goes
+    ::operator delete(static_cast<void*>(m), std::align_val_t{kHostAlignment});
+  }
+  static void last_reference_gone(DeviceMemory* m) noexcept;
+
+  UniqueFunction<void()> on_release;   // zero-copy blocks only
+  std::atomic<std::size_t> refs_{0};   // MemoryRefs to this block
+  std::size_t capacity_ = 0;           // owned bytes after the header (a size class if pooled)
+  std::shared_ptr<MemoryPool> pool_;   // the pool to go back to; set only while live
+  DeviceMemory* next_free_ = nullptr;  // the pool's free-list link
+  std::size_t size_class_ = 0;         // the pool's size class of capacity_
 };
+
+/// A counted reference to a DeviceMemory, used like std::shared_ptr<DeviceMemory> but
+/// intrusive, so that copying one never allocates. The last reference to go releases the
+/// block. Distinct MemoryRefs to one block may be copied and dropped from any threads; one
+/// MemoryRef object is not safe to assign while another thread uses it.
+class MemoryRef {
+ public:
+  MemoryRef() noexcept = default;
+  MemoryRef(std::nullptr_t) noexcept {}  // NOLINT: implicit like a pointer
+  MemoryRef(const MemoryRef& other) noexcept : m_(other.m_) {
+    // Relaxed suffices: a new reference can only come from an existing one.
+    if (m_) m_->refs_.fetch_add(1, std::memory_order_relaxed);
+  }
+  MemoryRef(MemoryRef&& other) noexcept : m_(std::exchange(other.m_, nullptr)) {}
+  MemoryRef& operator=(MemoryRef other) noexcept {
+    std::swap(m_, other.m_);
+    return *this;
+  }
+  ~MemoryRef() { reset(); }
+
+  void reset() noexcept {
+    DeviceMemory* m = std::exchange(m_, nullptr);
+    // acq_rel: every use by other holders happens before the block is reused or freed.
+    if (m && m->refs_.fetch_sub(1, std::memory_order_acq_rel) == 1)
+      DeviceMemory::last_reference_gone(m);
+  }
+
+  [[nodiscard]] DeviceMemory* get() const noexcept { return m_; }
+  DeviceMemory* operator->() const noexcept { return m_; }
+  DeviceMemory& operator*() const noexcept { return *m_; }
+  explicit operator bool() const noexcept { return m_ != nullptr; }
+  /// How many MemoryRefs share the block (0 for null). Exact only while no other thread
+  /// copies or drops one, as with std::shared_ptr::use_count.
+  [[nodiscard]] long use_count() const noexcept {
+    return m_ ? static_cast<long>(m_->refs_.load(std::memory_order_acquire)) : 0;
+  }
+
+  friend bool operator==(const MemoryRef& a, const MemoryRef& b) noexcept { return a.m_ == b.m_; }
+  friend bool operator==(const MemoryRef& a, std::nullptr_t) noexcept { return a.m_ == nullptr; }
+
+ private:
+  friend class DeviceMemory;
+  friend class MemoryPool;
+  // Takes the first reference to a fresh or recycled block.
+  explicit MemoryRef(DeviceMemory* adopted) noexcept : m_(adopted) {
+    m_->refs_.store(1, std::memory_order_relaxed);
+  }
+
+  DeviceMemory* m_ = nullptr;
+};
+
+/// Recycles the memory of one client's buffers, so that a loop which drops its outputs and
+/// then allocates the same sizes again never reaches the heap. Free blocks are kept in LIFO
+/// lists by size class, four classes per power of two from 64 bytes (so a block is at most a
+/// quarter larger than its request), and hold at most `budget_bytes` in all, headers
+/// included; a block released past the budget is freed. Every live pooled block holds the
+/// pool by shared_ptr, so a block released after its client is gone (an ExternalReference, a
+/// late transfer) still finds it; close(), from the client's destructor, frees the free
+/// blocks and makes later releases free theirs directly. Thread-safe: one mutex, held only
+/// for a few pointer operations, never across an allocation, a free or user code.
+class MemoryPool {
+ public:
+  explicit MemoryPool(std::size_t budget_bytes) : budget_(budget_bytes) {}
+  MemoryPool(const MemoryPool&) = delete;
+  MemoryPool& operator=(const MemoryPool&) = delete;
+  ~MemoryPool() { free_all(free_); }
+
+  /// `size` bytes of uninitialized memory aligned to kHostAlignment: a free block of its size
+  /// class if `pool` has one, else a new block that goes back to `pool` when released.
+  /// Unpooled when `pool` is null or closed, or the size is 0 or too big for the budget.
+  /// Thread-safe.
+  static MemoryRef allocate(const std::shared_ptr<MemoryPool>& pool, std::size_t size) {
+    if (pool == nullptr || size == 0 || size > pool->budget_) return DeviceMemory::allocate(size);
+    const std::size_t size_class = class_of(size);
+    const std::size_t capacity = class_bytes(size_class);
+    // A block the budget could never keep is not worth rounding up.
+    if (DeviceMemory::header_bytes() + capacity > pool->budget_)
+      return DeviceMemory::allocate(size);
+    DeviceMemory* m = nullptr;
+    {
+      std::lock_guard lock(pool->mu_);
+      if (pool->closed_) return DeviceMemory::allocate(size);
+      if ((m = pool->free_[size_class]) != nullptr) {
+        pool->free_[size_class] = m->next_free_;
+        --pool->free_blocks_;
+        pool->free_bytes_ -= DeviceMemory::header_bytes() + m->capacity_;
+      }
+    }
+    if (m == nullptr) {
+      m = DeviceMemory::create(capacity);
+      m->size_class_ = size_class;
+    }
+    m->next_free_ = nullptr;
+    m->size = size;
+    m->writable = true;
+    m->pool_ = pool;
+    return MemoryRef(m);
+  }
+
+  /// Frees the free blocks now and every block released from now on. Idempotent;
+  /// thread-safe.
+  void close() {
+    FreeLists lists{};
+    {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+      lists.swap(free_);
+      free_blocks_ = 0;
+      free_bytes_ = 0;
+    }
+    free_all(lists);
+  }
+
+  /// Bytes held in free blocks, headers included; at most the budget. Thread-safe.
+  [[nodiscard]] std::size_t free_bytes() const {
+    std::lock_guard lock(mu_);
+    return free_bytes_;
+  }
+  /// How many free blocks are held. Thread-safe.
+  [[nodiscard]] std::size_t free_blocks() const {
+    std::lock_guard lock(mu_);
+    return free_blocks_;
+  }
+
+  /// The bytes a block for a request of `size` (> 0) bytes holds.
+  static constexpr std::size_t capacity_for(std::size_t size) {
+    return class_bytes(class_of(size));
+  }
+
+ private:
+  friend class DeviceMemory;
+
+  // Class 0 holds 64 bytes; then for each k >= 6 four classes span (2^k, 2^(k+1)] in steps of
+  // 2^(k-2). Only sizes up to the budget (below 2^63) are pooled, so k stays below 63.
+  static constexpr std::size_t kClasses = 1 + 4 * (63 - 6);
+  using FreeLists = std::array<DeviceMemory*, kClasses>;
+
+  static constexpr std::size_t class_of(std::size_t size) {
+    if (size <= 64) return 0;
+    const auto k = static_cast<std::size_t>(std::bit_width(size - 1) - 1);  // 2^k < size <= 2^(k+1)
+    const std::size_t step = std::size_t{1} << (k - 2);
+    const std::size_t quarter = (size - (std::size_t{1} << k) + step - 1) / step;  // 1..4
+    return 1 + 4 * (k - 6) + (quarter - 1);
+  }
+  static constexpr std::size_t class_bytes(std::size_t size_class) {
+    if (size_class == 0) return 64;
+    const std::size_t k = 6 + (size_class - 1) / 4;
+    return (std::size_t{1} << k) + ((size_class - 1) % 4 + 1) * (std::size_t{1} << (k - 2));
+  }
+
+  // Keeps `m` (whose last reference is gone) if the budget allows; false means free it.
+  bool put(DeviceMemory* m) noexcept {
+    const std::size_t bytes = DeviceMemory::header_bytes() + m->capacity_;
+    std::lock_guard lock(mu_);
+    if (closed_ || bytes > budget_ - free_bytes_) return false;
+    m->next_free_ = free_[m->size_class_];
+    free_[m->size_class_] = m;
+    ++free_blocks_;
+    free_bytes_ += bytes;
+    return true;
+  }
+
+  static void free_all(FreeLists& lists) noexcept {
+    for (DeviceMemory*& head : lists)
+      while (head != nullptr) DeviceMemory::destroy(std::exchange(head, head->next_free_));
+  }
+
+  mutable std::mutex mu_;
+  FreeLists free_{};  // singly linked through DeviceMemory::next_free_
+  std::size_t free_blocks_ = 0;
+  std::size_t free_bytes_ = 0;  // never above budget_
+  const std::size_t budget_;
+  bool closed_ = false;
+};
+
+inline MemoryRef DeviceMemory::allocate(std::size_t size) {
+  DeviceMemory* m = create(size);
+  m->size = size;
+  return MemoryRef(m);
+}
+
+inline MemoryRef DeviceMemory::wrap(std::byte* data, std::size_t size, bool writable,
+                                    UniqueFunction<void()> on_release) {
+  DeviceMemory* m = create(0);
+  m->data = data;
+  m->size = size;
+  m->writable = writable;
+  m->on_release = std::move(on_release);
+  return MemoryRef(m);
+}
+
+inline void DeviceMemory::last_reference_gone(DeviceMemory* m) noexcept {
+  // The local keeps the pool alive through put(); if it is the last owner, the pool (and
+  // with it `m`, now on a free list) is freed when it goes, after `m` is no longer touched.
+  std::shared_ptr<MemoryPool> pool = std::move(m->pool_);
+  if (pool == nullptr || !pool->put(m)) destroy(m);
+}
 
 /// The memory of a live buffer and the future that says when its contents are defined.
 struct BufferHold {
-  std::shared_ptr<DeviceMemory> memory;
+  MemoryRef memory;
   Future<void> ready;
 };
 
@@ -67,8 +304,96 @@ struct BufferState {
   Shape shape;
   Future<void> ready;
   mutable std::mutex mu;
-  std::shared_ptr<DeviceMemory> memory;  // null once deleted or donated; guarded by mu
+  MemoryRef memory;  // null once deleted or donated; guarded by mu
+  // Where the state goes when its buffer is destroyed; set only while live.
+  std::shared_ptr<BufferStatePool<E>> pool;
+  BufferState* next_free = nullptr;  // the pool's free-list link
 };
+
+/// Recycles the states behind one client's buffers, so making a buffer in a steady-state
+/// loop allocates nothing: a recycled state keeps its shape, whose dimension vectors then
+/// take the next shape without allocating. Keeps at most kMaxFree states; like MemoryPool,
+/// live states hold it by shared_ptr and close() frees the free ones. Thread-safe (a mutex
+/// around a list push or pop).
+template <class E>
+class BufferStatePool {
+ public:
+  static constexpr std::size_t kMaxFree = 1024;
+
+  BufferStatePool() = default;
+  BufferStatePool(const BufferStatePool&) = delete;
+  BufferStatePool& operator=(const BufferStatePool&) = delete;
+  ~BufferStatePool() { free_all(free_); }
+
+  /// A free state of `pool`, or a new one (also when `pool` is null). Thread-safe.
+  static BufferState<E>* take(const std::shared_ptr<BufferStatePool>& pool) {
+    BufferState<E>* s = nullptr;
+    if (pool != nullptr) {
+      std::lock_guard lock(pool->mu_);
+      if (!pool->closed_ && (s = pool->free_) != nullptr) {
+        pool->free_ = s->next_free;
+        --pool->free_count_;
+      }
+    }
+    if (s == nullptr) s = new BufferState<E>();
+    s->next_free = nullptr;
+    s->pool = pool;
+    return s;
+  }
+
+  /// Ends the life of a buffer's state: back to its pool, or freed. Thread-safe.
+  static void give_back(BufferState<E>* s) noexcept {
+    std::shared_ptr<BufferStatePool> pool = std::move(s->pool);
+    // Dropped here rather than in the pool: the memory may run a zero-copy on_done, which
+    // must not run under the pool's lock, and must not wait for the state's reuse.
+    s->memory.reset();
+    s->ready = Future<void>();
+    s->client = nullptr;
+    s->memory_space = nullptr;
+    if (pool == nullptr || !pool->put(s)) delete s;
+  }
+
+  /// Frees the free states now and every state given back from now on. Idempotent;
+  /// thread-safe.
+  void close() {
+    BufferState<E>* list = nullptr;
+    {
+      std::lock_guard lock(mu_);
+      closed_ = true;
+      list = std::exchange(free_, nullptr);
+      free_count_ = 0;
+    }
+    free_all(list);
+  }
+
+ private:
+  bool put(BufferState<E>* s) noexcept {
+    std::lock_guard lock(mu_);
+    if (closed_ || free_count_ >= kMaxFree) return false;
+    s->next_free = free_;
+    free_ = s;
+    ++free_count_;
+    return true;
+  }
+
+  static void free_all(BufferState<E>* list) noexcept {
+    while (list != nullptr) delete std::exchange(list, list->next_free);
+  }
+
+  std::mutex mu_;
+  BufferState<E>* free_ = nullptr;  // singly linked through BufferState::next_free
+  std::size_t free_count_ = 0;
+  bool closed_ = false;
+};
+
+/// Lets a Buffer's unique_ptr give its state back to the pool instead of deleting it.
+template <class E>
+struct BufferStateDeleter {
+  void operator()(BufferState<E>* s) const noexcept { BufferStatePool<E>::give_back(s); }
+};
+
+template <class E>
+using BufferStatePtr = std::unique_ptr<BufferState<E>, BufferStateDeleter<E>>;
 
 }  // namespace detail
 
@@ -76,13 +401,12 @@ struct BufferState {
 /// foreign library reads it. Movable; the memory is released with the last reference.
 class ExternalReference {
  public:
-  explicit ExternalReference(std::shared_ptr<detail::DeviceMemory> memory)
-      : memory_(std::move(memory)) {}
+  explicit ExternalReference(detail::MemoryRef memory) : memory_(std::move(memory)) {}
   [[nodiscard]] void* data() const { return memory_->data; }
   [[nodiscard]] std::size_t size() const { return memory_->size; }
 
  private:
-  std::shared_ptr<detail::DeviceMemory> memory_;
+  detail::MemoryRef memory_;
 };
 
 /// An array on one device's memory space. Move-only, like PJRT's unique_ptr<PjRtBuffer>:
@@ -94,7 +418,7 @@ class Buffer {
  public:
   using buffer_concept = buffer_tag;
 
-  explicit Buffer(std::unique_ptr<detail::BufferState<E>> state) : state_(std::move(state)) {}
+  explicit Buffer(detail::BufferStatePtr<E> state) : state_(std::move(state)) {}
   Buffer(Buffer&&) noexcept = default;
   Buffer& operator=(Buffer&&) noexcept = default;
   ~Buffer() = default;
@@ -124,7 +448,7 @@ class Buffer {
   /// Drops this buffer's claim on its memory; later uses fail with FAILED_PRECONDITION.
   /// Pending uses keep the memory until they finish. Idempotent.
   void delete_buffer() {
-    std::shared_ptr<detail::DeviceMemory> released;
+    detail::MemoryRef released;
     {
       std::lock_guard lock(state_->mu);
       released = std::move(state_->memory);
@@ -139,16 +463,18 @@ class Buffer {
     if (!hold.ok()) return make_error_future<Literal>(hold.status());
     auto [promise, future] = make_promise<Literal>();
     Shape shape = state_->shape;
-    run_when_ready(std::move(*hold), [shape = std::move(shape), promise = std::move(promise)](
-                                         const Status& status, detail::DeviceMemory& memory) mutable {
-      if (!status.ok()) {
-        promise.set_error(status);
-        return;
-      }
-      Literal literal(std::move(shape));
-      if (memory.size) std::memcpy(literal.untyped_data(), memory.data, memory.size);
-      promise.set_value(std::move(literal));
-    });
+    const auto bytes = static_cast<std::int64_t>(hold->memory->size);
+    run_when_ready(std::move(*hold), bytes,
+                   [shape = std::move(shape), promise = std::move(promise)](
+                       const Status& status, detail::DeviceMemory& memory) mutable {
+                     if (!status.ok()) {
+                       promise.set_error(status);
+                       return;
+                     }
+                     Literal literal(std::move(shape));
+                     if (memory.size) std::memcpy(literal.untyped_data(), memory.data, memory.size);
+                     promise.set_value(std::move(literal));
+                   });
     return future;
   }
 
@@ -164,12 +490,22 @@ class Buffer {
                   state_->shape, " are outside its ", total, " bytes")));
     if (dst == nullptr && size > 0)
       return make_error_future<void>(invalid_argument_error("copy_raw_to_host: dst is null"));
+    // A small copy of a ready buffer happens here and now, without a promise: a control loop
+    // reading its results back then allocates nothing.
+    if (hold->ready.is_ready() && !offloaded(size)) {
+      Status status = hold->ready.await();
+      if (!status.ok()) return make_error_future<void>(std::move(status));
+      if (size > 0) std::memcpy(dst, hold->memory->data + offset, static_cast<std::size_t>(size));
+      return make_ready_future();
+    }
     auto [promise, future] = make_promise<void>();
-    run_when_ready(std::move(*hold), [dst, offset, size, promise = std::move(promise)](
-                                         const Status& status, detail::DeviceMemory& memory) mutable {
-      if (status.ok() && size > 0) std::memcpy(dst, memory.data + offset, static_cast<std::size_t>(size));
-      promise.set(status);
-    });
+    run_when_ready(std::move(*hold), size,
+                   [dst, offset, size, promise = std::move(promise)](
+                       const Status& status, detail::DeviceMemory& memory) mutable {
+                     if (status.ok() && size > 0)
+                       std::memcpy(dst, memory.data + offset, static_cast<std::size_t>(size));
+                     promise.set(status);
+                   });
     return future;
   }
 
@@ -183,13 +519,16 @@ class Buffer {
                                             memory_space->debug_string(),
                                             " belongs to another client"));
     PJRT_LITE_ASSIGN_OR_RETURN(detail::BufferHold hold, acquire("copy_to_memory_space"));
-    auto destination = detail::DeviceMemory::allocate(hold.memory->size);
+    detail::MemoryRef destination = state_->client->allocate_memory(hold.memory->size);
     auto [promise, future] = make_promise<void>();
-    run_when_ready(std::move(hold), [destination, promise = std::move(promise)](
-                                        const Status& status, detail::DeviceMemory& source) mutable {
-      if (status.ok() && source.size) std::memcpy(destination->data, source.data, source.size);
-      promise.set(status);
-    });
+    const auto bytes = static_cast<std::int64_t>(hold.memory->size);
+    run_when_ready(std::move(hold), bytes,
+                   [destination, promise = std::move(promise)](
+                       const Status& status, detail::DeviceMemory& source) mutable {
+                     if (status.ok() && source.size)
+                       std::memcpy(destination->data, source.data, source.size);
+                     promise.set(status);
+                   });
     return make(state_->client, memory_space, state_->shape, std::move(destination), std::move(future));
   }
 
@@ -218,34 +557,47 @@ class Buffer {
 
   // ----- For the runtime's own use (executables, decorators) -----
 
-  static Buffer make(Client<E>* client, MemorySpace<E>* memory_space, Shape shape,
-                     std::shared_ptr<detail::DeviceMemory> memory, Future<void> ready) {
-    auto state = std::make_unique<detail::BufferState<E>>();
+  /// A buffer over `memory`, defined once `ready` is. Its state comes from the client's pool
+  /// and `shape` is copied into the recycled one, so in a steady state this allocates
+  /// nothing. Thread-safe.
+  static Buffer make(Client<E>* client, MemorySpace<E>* memory_space, const Shape& shape,
+                     detail::MemoryRef memory, Future<void> ready) {
+    detail::BufferStatePtr<E> state(
+        detail::BufferStatePool<E>::take(client != nullptr ? client->buffer_state_pool_ : nullptr));
     state->client = client;
     state->memory_space = memory_space;
-    state->shape = std::move(shape);
+    state->shape = shape;
     state->memory = std::move(memory);
     state->ready = std::move(ready);
     return Buffer(std::move(state));
   }
 
   /// The memory and ready future of a live buffer, or FAILED_PRECONDITION naming `what`.
+  /// Allocates nothing unless it fails.
   [[nodiscard]] StatusOr<detail::BufferHold> acquire(std::string_view what) const {
     std::lock_guard lock(state_->mu);
-    if (state_->memory == nullptr)
-      return failed_precondition_error(str_cat(what, ": buffer ", state_->shape, " on ",
-                                               state_->memory_space->debug_string(),
-                                               " has been deleted or donated"));
+    if (state_->memory == nullptr) return gone_error(what);
+    return detail::BufferHold{state_->memory, state_->ready};
+  }
+  /// As acquire(what) for the operand `index` of an operation, named "what index" in the
+  /// error; the name is formatted only on failure.
+  [[nodiscard]] StatusOr<detail::BufferHold> acquire(std::string_view what,
+                                                     std::size_t index) const {
+    std::lock_guard lock(state_->mu);
+    if (state_->memory == nullptr) return gone_error(what, " ", index);
     return detail::BufferHold{state_->memory, state_->ready};
   }
 
   /// Takes the memory away from a live buffer, which becomes deleted (donation).
   [[nodiscard]] StatusOr<detail::BufferHold> release(std::string_view what) {
     std::lock_guard lock(state_->mu);
-    if (state_->memory == nullptr)
-      return failed_precondition_error(str_cat(what, ": buffer ", state_->shape, " on ",
-                                               state_->memory_space->debug_string(),
-                                               " has been deleted or donated"));
+    if (state_->memory == nullptr) return gone_error(what);
+    return detail::BufferHold{std::move(state_->memory), state_->ready};
+  }
+  /// As release(what) for the operand `index` of an operation, like acquire(what, index).
+  [[nodiscard]] StatusOr<detail::BufferHold> release(std::string_view what, std::size_t index) {
+    std::lock_guard lock(state_->mu);
+    if (state_->memory == nullptr) return gone_error(what, " ", index);
     return detail::BufferHold{std::move(state_->memory), state_->ready};
   }
 
@@ -253,13 +605,26 @@ class Buffer {
   [[nodiscard]] const void* id() const { return state_.get(); }
 
  private:
+  template <class... Name>
+  Status gone_error(const Name&... name) const {
+    return failed_precondition_error(str_cat(name..., ": buffer ", state_->shape, " on ",
+                                             state_->memory_space->debug_string(),
+                                             " has been deleted or donated"));
+  }
+
+  /// Whether a host copy of `bytes` runs on the client's executor: only an executor with
+  /// threads, since an inline one would run it here anyway.
+  bool offloaded(std::int64_t bytes) const {
+    return state_->client->executor().num_threads() > 0 &&
+           bytes >= state_->client->options().async_transfer_threshold_bytes;
+  }
+
   /// Runs fn(status of the ready future, memory) once the buffer is ready: inline for small
-  /// buffers, on the client's executor for large ones. `hold` keeps the memory alive until
-  /// fn has run.
+  /// copies (of `bytes`), on the client's executor for large ones. `hold` keeps the memory
+  /// alive until fn has run.
   template <class F>
-  void run_when_ready(detail::BufferHold hold, F fn) const {
-    const bool offload = static_cast<std::int64_t>(hold.memory->size) >=
-                         state_->client->options().async_transfer_threshold_bytes;
+  void run_when_ready(detail::BufferHold hold, std::int64_t bytes, F fn) const {
+    const bool offload = offloaded(bytes);
     E* executor = &state_->client->executor();
     Future<void> ready = hold.ready;
     ready.on_ready([memory = std::move(hold.memory), fn = std::move(fn), offload,
@@ -274,7 +639,7 @@ class Buffer {
     });
   }
 
-  std::unique_ptr<detail::BufferState<E>> state_;
+  detail::BufferStatePtr<E> state_;
 };
 
 }  // namespace pjrt_lite::cpu

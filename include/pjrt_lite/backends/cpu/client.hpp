@@ -41,6 +41,9 @@ struct ClientOptions {
   /// Host transfers of at least this many bytes run on the executor; smaller ones run inline,
   /// where a thread hop would cost more than the copy.
   std::int64_t async_transfer_threshold_bytes = 64 * 1024;
+  /// Bytes of released buffer memory the client keeps for reuse, so that a steady-state loop
+  /// of executions allocates nothing. 0 turns the memory pool off.
+  std::int64_t memory_pool_bytes = 64 << 20;
 };
 
 /// A CPU runtime. Create with Client<E>::create(options); it owns its devices, memory spaces
@@ -70,12 +73,19 @@ class Client {
                                             options.process_index));
     if (options.async_transfer_threshold_bytes < 0)
       return invalid_argument_error("ClientOptions.async_transfer_threshold_bytes must be >= 0");
+    if (options.memory_pool_bytes < 0)
+      return invalid_argument_error("ClientOptions.memory_pool_bytes must be >= 0");
     return std::unique_ptr<Client>(new Client(options));
   }
 
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
-  ~Client() = default;
+  /// Frees the pooled memory and buffer states now; blocks still referenced (e.g. by an
+  /// ExternalReference) are freed when released. The executor then finishes its tasks.
+  ~Client() {
+    memory_pool_->close();
+    buffer_state_pool_->close();
+  }
 
   [[nodiscard]] std::string_view platform_name() const { return "cpu"; }
   [[nodiscard]] std::string_view platform_version() const { return "pjrt_lite cpu (Eigen)"; }
@@ -144,15 +154,14 @@ class Client {
     const bool aligned = reinterpret_cast<std::uintptr_t>(data.data()) % kMinBufferAlignment == 0;
 
     if (zero_copy && dense && aligned) {
-      auto memory = std::make_shared<detail::DeviceMemory>();
-      memory->data = const_cast<std::byte*>(data.data());  // writable only if the caller said so
-      memory->size = static_cast<std::size_t>(shape.byte_size());
-      memory->writable = semantics == HostBufferSemantics::kMutableZeroCopy;
-      memory->on_release = std::move(guard.fn);
-      return Buffer<E>::make(this, target, std::move(shape), std::move(memory), make_ready_future());
+      // Writable only if the caller said so.
+      detail::MemoryRef memory = detail::DeviceMemory::wrap(
+          const_cast<std::byte*>(data.data()), static_cast<std::size_t>(shape.byte_size()),
+          semantics == HostBufferSemantics::kMutableZeroCopy, std::move(guard.fn));
+      return Buffer<E>::make(this, target, shape, std::move(memory), make_ready_future());
     }
 
-    auto memory = detail::DeviceMemory::allocate(static_cast<std::size_t>(shape.byte_size()));
+    detail::MemoryRef memory = allocate_memory(static_cast<std::size_t>(shape.byte_size()));
     std::vector<std::int64_t> strides =
         byte_strides ? std::vector<std::int64_t>(byte_strides->begin(), byte_strides->end())
                      : dense_byte_strides(shape.dims(), static_cast<std::int64_t>(byte_size(dtype)));
@@ -161,7 +170,7 @@ class Client {
     if (!offload) {
       gather_strided(data.data(), shape.dims(), strides,
                      static_cast<std::int64_t>(byte_size(dtype)), memory->data);
-      return Buffer<E>::make(this, target, std::move(shape), std::move(memory), make_ready_future());
+      return Buffer<E>::make(this, target, shape, std::move(memory), make_ready_future());
     }
     auto [promise, ready] = make_promise<void>();
     executor_.schedule([src = data.data(), dims = std::vector<std::int64_t>(shape.dims().begin(), shape.dims().end()),
@@ -171,7 +180,7 @@ class Client {
       if (on_done) on_done();  // before ready: whoever awaits the buffer may reuse the data
       promise.set_value();
     });
-    return Buffer<E>::make(this, target, std::move(shape), std::move(memory), std::move(ready));
+    return Buffer<E>::make(this, target, shape, std::move(memory), std::move(ready));
   }
 
   /// buffer_from_host_buffer onto `device`'s default memory space.
@@ -222,9 +231,8 @@ class Client {
     if (!checked->has_default_layout())
       return unimplemented_error(str_cat("create_uninitialized_buffer: layout of ", *checked,
                                          " is not the default; CPU buffers are row-major"));
-    auto memory = detail::DeviceMemory::allocate(static_cast<std::size_t>(checked->byte_size()));
-    return Buffer<E>::make(this, target, std::move(checked).value(), std::move(memory),
-                           make_ready_future());
+    detail::MemoryRef memory = allocate_memory(static_cast<std::size_t>(checked->byte_size()));
+    return Buffer<E>::make(this, target, *checked, std::move(memory), make_ready_future());
   }
 
   /// Compiles `graph` into an executable loaded on options.device_ids. Results are cached by
@@ -245,8 +253,14 @@ class Client {
 
  private:
   friend class LoadedExecutable<E>;
+  friend class Buffer<E>;
 
-  explicit Client(const ClientOptions& options) : options_(options), executor_(options.thread_count) {
+  explicit Client(const ClientOptions& options)
+      : options_(options),
+        memory_pool_(std::make_shared<detail::MemoryPool>(
+            static_cast<std::size_t>(options.memory_pool_bytes))),
+        buffer_state_pool_(std::make_shared<detail::BufferStatePool<E>>()),
+        executor_(options.thread_count) {
     DeviceAttributeMap common = {
         {"hardware_threads", static_cast<std::int64_t>(std::thread::hardware_concurrency())},
         {"executor_threads", static_cast<std::int64_t>(executor_.num_threads())},
@@ -267,6 +281,12 @@ class Client {
     }
   }
 
+  /// `bytes` of uninitialized buffer memory, recycled from the pool when it can be.
+  /// Thread-safe.
+  detail::MemoryRef allocate_memory(std::size_t bytes) {
+    return detail::MemoryPool::allocate(memory_pool_, bytes);
+  }
+
   StatusOr<MemorySpace<E>*> resolve(std::string_view what, MemorySpace<E>* memory_space) const {
     if (memory_space == nullptr) return memory_space_ptrs_.front();
     if (memory_space->client() != this)
@@ -276,6 +296,10 @@ class Client {
   }
 
   ClientOptions options_;
+  // Shared with every live pooled block and buffer state, which may outlive the client (an
+  // ExternalReference, a transfer still in flight) and must find their pool still there.
+  std::shared_ptr<detail::MemoryPool> memory_pool_;
+  std::shared_ptr<detail::BufferStatePool<E>> buffer_state_pool_;
   // Destroyed in reverse order: the executor first, so that transfers in flight finish while
   // the devices and memory spaces they name still exist.
   std::vector<std::unique_ptr<Device<E>>> devices_;

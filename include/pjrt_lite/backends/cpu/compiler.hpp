@@ -15,9 +15,11 @@
 #include "pjrt_lite/backends/cpu/program.hpp"
 #include "pjrt_lite/backends/cpu/reduce_kernel.hpp"
 #include "pjrt_lite/backends/cpu/tile_program.hpp"
+#include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/printer.hpp"
 #include "pjrt_lite/ir/verifier.hpp"
+#include "pjrt_lite/transforms/simplify.hpp"
 
 namespace pjrt_lite::cpu {
 
@@ -610,12 +612,23 @@ class Compiler {
   std::vector<std::vector<std::int32_t>> reads_, writes_;
 };
 
+/// Results of constant folding up to this many elements become constants.
+inline constexpr std::int64_t kMaxFoldElements = 1024;
+
 /// Compiles a verified `graph` for CPU executors with `max_workers` threads (the caller
 /// included).
 inline StatusOr<std::shared_ptr<Program>> compile_program(const Graph& graph, const CompileOptions& options,
                                                           int max_workers) {
   PJRT_LITE_RETURN_IF_ERROR(verify(graph));
-  return Compiler(graph, options, max_workers).run();
+  if (!options.optimize) return Compiler(graph, options, max_workers).run();
+  // Constant folding evaluates with the reference interpreter: folding happens once per
+  // compile, on small constants, where being obviously right matters more than speed. Large
+  // results stay computed: a broadcast scalar is free inside a fused loop, a folded one is
+  // memory traffic.
+  SimplifyOptions simplify_options;
+  simplify_options.max_fold_elements = kMaxFoldElements;
+  PJRT_LITE_ASSIGN_OR_RETURN(Graph simplified, simplify(graph, &reference::evaluate_node, simplify_options));
+  return Compiler(simplified, options, max_workers).run();
 }
 
 }  // namespace detail

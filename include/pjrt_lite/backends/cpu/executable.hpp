@@ -13,6 +13,7 @@
 #include "pjrt_lite/backends/cpu/buffer.hpp"
 #include "pjrt_lite/backends/cpu/client.hpp"
 #include "pjrt_lite/backends/cpu/compiler.hpp"
+#include "pjrt_lite/backends/cpu/executable_format.hpp"
 #include "pjrt_lite/backends/cpu/program.hpp"
 #include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/core/runtime_types.hpp"
@@ -55,6 +56,10 @@ class LoadedExecutable {
   [[nodiscard]] const Graph& source_graph() const { return source_; }
   /// For each parameter, the output a donated argument's memory may become, or -1.
   [[nodiscard]] std::span<const std::int32_t> donation_targets() const { return program_->donation_target; }
+
+  /// The source graph and compile options as version-tagged, checksummed bytes, which
+  /// Client::deserialize_executable turns back into an executable (by compiling again).
+  [[nodiscard]] std::vector<std::byte> serialize() const { return detail::write_executable(source_, options_); }
 
   /// Marks the executable unusable; executions in flight finish.
   void delete_executable() { deleted_ = true; }
@@ -148,7 +153,7 @@ class LoadedExecutable {
     std::unique_ptr<detail::RunState> state = program.acquire_state();
     for (std::size_t i = 0; i < args.size(); ++i) {
       if (donated(options, i)) continue;
-      StatusOr<detail::BufferHold> hold = args[i]->acquire(str_cat("execute: argument ", i));
+      StatusOr<detail::BufferHold> hold = args[i]->acquire("execute: argument", i);
       if (!hold.ok()) {
         program.release_state(std::move(state));
         return hold.status();
@@ -158,13 +163,16 @@ class LoadedExecutable {
     // Donations last: once taken, a buffer is deleted, so nothing may fail after this.
     for (std::size_t i = 0; i < args.size(); ++i) {
       if (!donated(options, i)) continue;
-      StatusOr<detail::BufferHold> hold = args[i]->release(str_cat("execute: donated argument ", i));
+      StatusOr<detail::BufferHold> hold = args[i]->release("execute: donated argument", i);
       if (!hold.ok()) {
         program.release_state(std::move(state));
         return hold.status();
       }
       state->holds[i] = std::move(hold).value();
     }
+    // The arguments are held now, so the previous results can go (even if some of them are
+    // arguments): their memory returns to the pool in time to back this execution's outputs.
+    results.clear();
 
     for (std::size_t j = 0; j < program.output_shapes.size(); ++j) state->outputs[j] = nullptr;
     for (std::size_t i = 0; i < args.size(); ++i) {
@@ -178,7 +186,7 @@ class LoadedExecutable {
     }
     for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
       if (!state->outputs[j])
-        state->outputs[j] = detail::DeviceMemory::allocate(static_cast<std::size_t>(program.output_shapes[j].byte_size()));
+        state->outputs[j] = client_->allocate_memory(static_cast<std::size_t>(program.output_shapes[j].byte_size()));
 
     bool all_ready = true;
     for (const auto& h : state->holds) all_ready &= h.ready.is_ready();
@@ -189,7 +197,6 @@ class LoadedExecutable {
          program.cost.flops < kInlineFlops);
 
     MemorySpace<E>* memory_space = device->memory_spaces().front();
-    results.clear();
     if (synchronous) {
       Status status;
       for (const auto& h : state->holds) {
@@ -273,6 +280,14 @@ StatusOr<LoadedExecutable<E>> Client<E>::compile(const Graph& graph, const Compi
     cache_.emplace(key, CacheEntry{graph, options, shared});
   }
   return LoadedExecutable<E>(this, std::move(shared), std::move(devices), options, graph);
+}
+
+template <class E>
+StatusOr<LoadedExecutable<E>> Client<E>::deserialize_executable(std::span<const std::byte> bytes) {
+  PJRT_LITE_ASSIGN_OR_RETURN(auto parts, detail::read_executable(bytes));
+  StatusOr<LoadedExecutable<E>> exe = compile(parts.first, parts.second);
+  if (!exe.ok()) return exe.status().with_context("deserialize_executable");
+  return exe;
 }
 
 }  // namespace pjrt_lite::cpu

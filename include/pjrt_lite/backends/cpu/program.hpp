@@ -52,8 +52,8 @@ struct Slot {
 struct RunState {
   std::vector<std::byte*> slot_addresses;
   pjrt_lite::detail::AlignedBytes arena;
-  std::vector<BufferHold> holds;                      // one per argument
-  std::vector<std::shared_ptr<DeviceMemory>> outputs;  // one per output
+  std::vector<BufferHold> holds;   // one per argument
+  std::vector<MemoryRef> outputs;  // one per output
 };
 
 class Program {

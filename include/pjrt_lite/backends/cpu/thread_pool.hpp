@@ -3,11 +3,13 @@
 // threads that sleep when idle, and an inline executor that runs everything on the caller.
 
 #include <algorithm>
+#include <bit>
 #include <condition_variable>
 #include <cstddef>
-#include <deque>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "pjrt_lite/concepts.hpp"
@@ -17,8 +19,58 @@ namespace pjrt_lite::cpu {
 
 using Task = UniqueFunction<void()>;
 
+namespace detail {
+
+/// A FIFO of tasks in a ring buffer that doubles when full and never shrinks, so once it has
+/// held the most tasks a program queues at a time, pushing and popping allocate nothing
+/// (a std::deque allocates and frees a block every few elements as it moves). Not
+/// thread-safe: the pool guards it with its mutex.
+class TaskQueue {
+ public:
+  explicit TaskQueue(std::size_t initial_capacity = 64)
+      : capacity_(std::bit_ceil(std::max<std::size_t>(initial_capacity, 1))),
+        slots_(std::make_unique<Task[]>(capacity_)) {}
+
+  [[nodiscard]] bool empty() const { return size_ == 0; }
+  [[nodiscard]] std::size_t size() const { return size_; }
+
+  void push(Task task) {
+    if (size_ == capacity_) grow();
+    slots_[(head_ + size_) & (capacity_ - 1)] = std::move(task);
+    ++size_;
+  }
+
+  /// Precondition: !empty(). Leaves the slot empty, so a popped task's captures live only in
+  /// the returned Task.
+  Task pop() {
+    Task task = std::move(slots_[head_]);
+    head_ = (head_ + 1) & (capacity_ - 1);
+    --size_;
+    return task;
+  }
+
+ private:
+  void grow() {
+    auto bigger = std::make_unique<Task[]>(capacity_ * 2);
+    for (std::size_t i = 0; i < size_; ++i)
+      bigger[i] = std::move(slots_[(head_ + i) & (capacity_ - 1)]);
+    slots_ = std::move(bigger);
+    capacity_ *= 2;
+    head_ = 0;
+  }
+
+  std::size_t capacity_;  // a power of two, so wrapping is a mask
+  std::unique_ptr<Task[]> slots_;
+  std::size_t head_ = 0;
+  std::size_t size_ = 0;
+};
+
+}  // namespace detail
+
 /// A fixed set of worker threads over one FIFO queue. Idle workers block on a condition
-/// variable, so an idle pool burns no CPU. The destructor runs every task already scheduled
+/// variable, so an idle pool burns no CPU. Scheduling allocates nothing once the queue has
+/// grown to the most tasks ever waiting at once (and a task's captures fit Task's inline
+/// storage). The destructor runs every task already scheduled
 /// (including tasks those tasks schedule) and then joins the workers. All methods are
 /// thread-safe.
 class ThreadPool {
@@ -46,7 +98,7 @@ class ThreadPool {
   void schedule(Task task) {
     {
       std::lock_guard lock(mu_);
-      queue_.push_back(std::move(task));
+      queue_.push(std::move(task));
     }
     cv_.notify_one();
   }
@@ -60,8 +112,7 @@ class ThreadPool {
     {
       std::lock_guard lock(mu_);
       if (queue_.empty()) return false;
-      task = std::move(queue_.front());
-      queue_.pop_front();
+      task = queue_.pop();
     }
     task();
     return true;
@@ -84,8 +135,7 @@ class ThreadPool {
     for (;;) {
       cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
       if (queue_.empty()) return;  // stopping and drained
-      Task task = std::move(queue_.front());
-      queue_.pop_front();
+      Task task = queue_.pop();
       lock.unlock();
       task();
       task.reset();  // destroy captures outside the lock too
@@ -95,7 +145,7 @@ class ThreadPool {
 
   std::mutex mu_;
   std::condition_variable cv_;
-  std::deque<Task> queue_;
+  detail::TaskQueue queue_;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
 };

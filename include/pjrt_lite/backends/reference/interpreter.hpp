@@ -143,9 +143,10 @@ inline std::vector<std::int64_t> free_dimensions(std::int64_t rank,
 }
 
 /// dot_general: result index = batch index + lhs free index + rhs free index. Each element
-/// is a sum of products, accumulated in the element type in ascending order of the
-/// contracting index and starting from zero, as the spec's formula (a reduce with init 0)
-/// and XLA's evaluator do. pred uses its add (or) and multiply (and).
+/// is a sum of products, accumulated in ascending order of the contracting index and
+/// starting from zero, as the spec's formula (a reduce with init 0) and XLA's evaluator do:
+/// in the element type, except that f16 and bf16 accumulate in f32 and round once at the
+/// end, as XLA does and as JAX's exported expectations assume. pred uses or and and.
 inline StatusOr<Literal> eval_dot_general(const Literal& lhs, const Literal& rhs,
                                           const DotDimensionNumbers& dn, const Shape& result) {
   const std::vector<std::int64_t> lhs_free = free_dimensions(
@@ -172,15 +173,17 @@ inline StatusOr<Literal> eval_dot_general(const Literal& lhs, const Literal& rhs
       }
       for (std::int64_t d : lhs_free) at(l, d) = index[k++];
       for (std::int64_t d : rhs_free) at(r, d) = index[k++];
-      T sum = convert_element<T>(0);
+      constexpr bool kHalf = std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
+      using Acc = std::conditional_t<kHalf, float, T>;
+      Acc sum = convert_element<Acc>(0);
       for_each_index(contracting_sizes, [&](std::span<const std::int64_t> c) {
         for (std::size_t i = 0; i < c.size(); ++i) {
           at(l, dn.lhs_contracting_dimensions[i]) = c[i];
           at(r, dn.rhs_contracting_dimensions[i]) = c[i];
         }
-        sum = scalar::add(sum, scalar::multiply(lhs.get<T>(l), rhs.get<T>(r)));
+        sum = scalar::add(sum, scalar::multiply(convert_element<Acc>(lhs.get<T>(l)), convert_element<Acc>(rhs.get<T>(r))));
       });
-      out.set<T>(index, sum);
+      out.set<T>(index, convert_element<T>(sum));
     });
     return out;
   });

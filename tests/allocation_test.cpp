@@ -1,0 +1,594 @@
+// Tests of the promise in ARCHITECTURE.md that a steady-state execute makes no heap
+// allocation: this file replaces the global operator new and delete with versions that count
+// while a scope asks them to, and runs a control loop (execute, read the result back, drop
+// it) that must count zero. The counting is off outside those scopes, so the rest of the
+// suite, which shares this binary, is unaffected.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <optional>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pjrt_lite/cpu.hpp"
+#include "pjrt_lite/ir/builder.hpp"
+
+using namespace pjrt_lite;
+
+namespace {
+
+// Plain constant-initialised thread_locals: reading them from operator new needs no dynamic
+// TLS initialisation, which could itself allocate.
+thread_local bool t_counting = false;
+thread_local std::int64_t t_allocations = 0;
+thread_local std::int64_t t_deallocations = 0;
+// The same for every thread of the process (the pool's workers run parallel chunks).
+std::atomic<bool> g_counting{false};
+std::atomic<std::int64_t> g_allocations{0};
+
+void* counted_allocate(std::size_t size, std::size_t alignment, bool nothrow) {
+  if (t_counting) ++t_allocations;
+  if (g_counting.load(std::memory_order_relaxed))
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (size == 0) size = 1;
+  void* p = alignment <= alignof(std::max_align_t)
+                ? std::malloc(size)
+                : std::aligned_alloc(alignment, (size + alignment - 1) / alignment * alignment);
+  if (p == nullptr && !nothrow) {
+#if defined(__cpp_exceptions)
+    throw std::bad_alloc();
+#else
+    std::abort();
+#endif
+  }
+  return p;
+}
+
+void counted_free(void* p) noexcept {
+  if (p == nullptr) return;
+  if (t_counting) ++t_deallocations;
+  std::free(p);
+}
+
+}  // namespace
+
+// Every replaceable form, so that no allocation slips past the count: plain, array, nothrow
+// and over-aligned (buffer memory is allocated with std::align_val_t).
+void* operator new(std::size_t n) { return counted_allocate(n, 0, false); }
+void* operator new[](std::size_t n) { return counted_allocate(n, 0, false); }
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+  return counted_allocate(n, 0, true);
+}
+void* operator new[](std::size_t n, const std::nothrow_t&) noexcept {
+  return counted_allocate(n, 0, true);
+}
+void* operator new(std::size_t n, std::align_val_t a) {
+  return counted_allocate(n, static_cast<std::size_t>(a), false);
+}
+void* operator new[](std::size_t n, std::align_val_t a) {
+  return counted_allocate(n, static_cast<std::size_t>(a), false);
+}
+void* operator new(std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_allocate(n, static_cast<std::size_t>(a), true);
+}
+void* operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t&) noexcept {
+  return counted_allocate(n, static_cast<std::size_t>(a), true);
+}
+void operator delete(void* p) noexcept { counted_free(p); }
+void operator delete[](void* p) noexcept { counted_free(p); }
+void operator delete(void* p, std::size_t) noexcept { counted_free(p); }
+void operator delete[](void* p, std::size_t) noexcept { counted_free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { counted_free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { counted_free(p); }
+void operator delete(void* p, std::align_val_t) noexcept { counted_free(p); }
+void operator delete[](void* p, std::align_val_t) noexcept { counted_free(p); }
+void operator delete(void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
+void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { counted_free(p); }
+void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept { counted_free(p); }
+void operator delete[](void* p, std::align_val_t, const std::nothrow_t&) noexcept {
+  counted_free(p);
+}
+
+namespace {
+
+/// What a counting scope saw.
+struct Counts {
+  std::int64_t allocations = 0;    // on the thread that opened the scope
+  std::int64_t deallocations = 0;  // on that thread
+  std::int64_t any_thread = 0;     // allocations on every thread of the process
+};
+
+/// Counts heap allocations from construction to stop(). Not nestable.
+class CountingScope {
+ public:
+  CountingScope() {
+    t_allocations = t_deallocations = 0;
+    g_allocations.store(0);
+    g_counting.store(true);
+    t_counting = true;
+  }
+  CountingScope(const CountingScope&) = delete;
+  CountingScope& operator=(const CountingScope&) = delete;
+  ~CountingScope() { stop(); }
+
+  Counts stop() {
+    t_counting = false;
+    g_counting.store(false);
+    return {t_allocations, t_deallocations, g_allocations.load()};
+  }
+};
+
+Graph build(GraphBuilder& b, std::vector<Value> outputs) {
+  auto g = b.build(outputs);
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return std::move(g).value();
+}
+
+/// 16 bytes of host memory aligned for zero-copy.
+struct AlignedHost {
+  pjrt_lite::detail::AlignedBytes bytes = pjrt_lite::detail::allocate_aligned(16);
+};
+
+ExecuteOptions sync_options() {
+  ExecuteOptions o;
+  o.mode = ExecutionMode::kSynchronous;
+  return o;
+}
+
+// The MLP layer: tanh(x . w + b), big enough that the pool splits the product across workers.
+constexpr std::int64_t kBatch = 64, kIn = 128, kOut = 64;
+// The element-wise chain: long enough that the pool splits it across workers too.
+constexpr std::int64_t kChain = 1 << 16;
+
+float x_at(std::int64_t i, std::int64_t k) {
+  return std::sin(0.01f * static_cast<float>(i * kIn + k));
+}
+float w_at(std::int64_t k, std::int64_t j) {
+  return 0.05f * std::cos(0.03f * static_cast<float>(k * kOut + j));
+}
+float b_at(std::int64_t j) { return 0.01f * static_cast<float>(j) - 0.3f; }
+float u_at(std::int64_t i) { return std::sin(0.001f * static_cast<float>(i)); }
+float v_at(std::int64_t i) { return std::cos(0.002f * static_cast<float>(i)); }
+
+/// The largest error of `got` against expected(i), relative to max(1, |expected(i)|).
+template <class F>
+double max_error(const std::vector<float>& got, F expected) {
+  double worst = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double e = expected(i);
+    worst = std::max(worst, std::abs(double(got[i]) - e) / std::max(1.0, std::abs(e)));
+  }
+  return worst;
+}
+
+template <class E>
+cpu::Buffer<E> upload(cpu::Client<E>& client, const std::vector<float>& values,
+                      std::vector<std::int64_t> dims) {
+  auto b = client.buffer_from_host_buffer(std::span<const float>(values), dims);
+  REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+  return std::move(b).value();
+}
+
+/// Runs `iterations` executes of `exe` on `args`, each followed by reading every output into
+/// `host[j]` and dropping the outputs, as a control loop would. Returns the first error.
+template <class E>
+Status control_loop(cpu::LoadedExecutable<E>& exe, std::span<cpu::Buffer<E>* const> args,
+                    std::vector<std::vector<float>>& host, std::vector<cpu::Buffer<E>>& results,
+                    const ExecuteOptions& options, int iterations) {
+  cpu::Device<E>* device = exe.addressable_devices()[0];
+  for (int it = 0; it < iterations; ++it) {
+    PJRT_LITE_RETURN_IF_ERROR(exe.execute_sharded(args, device, options, results));
+    for (std::size_t j = 0; j < results.size(); ++j) {
+      const auto bytes = static_cast<std::int64_t>(host[j].size() * sizeof(float));
+      PJRT_LITE_RETURN_IF_ERROR(results[j].copy_raw_to_host(host[j].data(), 0, bytes).await());
+    }
+    results.clear();  // keeps its capacity; the outputs go back to the client's pools
+  }
+  return ok_status();
+}
+
+/// Compiles `graph`, warms it up, then counts the allocations of 100 executes.
+template <class E>
+Counts count_steady_state(cpu::Client<E>& client, const Graph& graph,
+                          std::vector<cpu::Buffer<E>*> args,
+                          std::vector<std::vector<float>>& host) {
+  auto exe = client.compile(graph);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  const ExecuteOptions options = sync_options();
+  std::vector<cpu::Buffer<E>> results;
+  // Warm-up fills the pools, the run-state cache, the shared ready future and the vectors'
+  // capacities; after it nothing may allocate.
+  Status warm = control_loop<E>(*exe, args, host, results, options, 3);
+  REQUIRE_MESSAGE(warm.ok(), warm.to_string());
+  Counts counts;
+  Status status;
+  {
+    CountingScope scope;
+    status = control_loop<E>(*exe, args, host, results, options, 100);
+    counts = scope.stop();
+  }
+  REQUIRE_MESSAGE(status.ok(), status.to_string());
+  return counts;
+}
+
+template <class E>
+void check_mlp_layer(cpu::Client<E>& client) {
+  GraphBuilder b("mlp_layer");
+  Value x = b.parameter(Shape(DType::kF32, {kBatch, kIn}));
+  Value w = b.parameter(Shape(DType::kF32, {kIn, kOut}));
+  Value bias = b.parameter(Shape(DType::kF32, {kOut}));
+  Value y = b.tanh(b.add(b.dot(x, w), b.broadcast_in_dim(bias, {kBatch, kOut}, {1})));
+  Graph graph = build(b, {y});
+
+  std::vector<float> xs(kBatch * kIn), ws(kIn * kOut), bs(kOut);
+  for (std::int64_t i = 0; i < kBatch; ++i)
+    for (std::int64_t k = 0; k < kIn; ++k) xs[static_cast<std::size_t>(i * kIn + k)] = x_at(i, k);
+  for (std::int64_t k = 0; k < kIn; ++k)
+    for (std::int64_t j = 0; j < kOut; ++j) ws[static_cast<std::size_t>(k * kOut + j)] = w_at(k, j);
+  for (std::int64_t j = 0; j < kOut; ++j) bs[static_cast<std::size_t>(j)] = b_at(j);
+  auto xb = upload(client, xs, {kBatch, kIn});
+  auto wb = upload(client, ws, {kIn, kOut});
+  auto bb = upload(client, bs, {kOut});
+
+  std::vector<std::vector<float>> host{std::vector<float>(kBatch * kOut)};
+  Counts counts = count_steady_state<E>(client, graph, {&xb, &wb, &bb}, host);
+  CHECK_MESSAGE(counts.allocations == 0, "allocations in 100 executes: ", counts.allocations);
+  CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
+  CHECK_MESSAGE(counts.any_thread == 0,
+                "allocations on all threads in 100 executes: ", counts.any_thread);
+
+  CHECK(max_error(host[0], [](std::size_t index) {
+          const auto i = static_cast<std::int64_t>(index) / kOut,
+                     j = static_cast<std::int64_t>(index) % kOut;
+          double acc = b_at(j);
+          for (std::int64_t k = 0; k < kIn; ++k) acc += double(x_at(i, k)) * double(w_at(k, j));
+          return std::tanh(acc);
+        }) <= 1e-5);
+}
+
+template <class E>
+void check_elementwise_chain(cpu::Client<E>& client) {
+  GraphBuilder b("chain");
+  Value u = b.parameter(Shape(DType::kF32, {kChain}));
+  Value v = b.parameter(Shape(DType::kF32, {kChain}));
+  Value half = b.broadcast_in_dim(b.constant(0.5f), {kChain}, {});
+  Value first =
+      b.add(b.multiply(b.tanh(b.add(b.multiply(u, v), b.exponential(b.negate(u)))), half), v);
+  Value second = b.add(b.multiply(u, u), v);
+  Graph graph = build(b, {first, second});
+
+  std::vector<float> us(kChain), vs(kChain);
+  for (std::int64_t i = 0; i < kChain; ++i) {
+    us[static_cast<std::size_t>(i)] = u_at(i);
+    vs[static_cast<std::size_t>(i)] = v_at(i);
+  }
+  auto ub = upload(client, us, {kChain});
+  auto vb = upload(client, vs, {kChain});
+
+  std::vector<std::vector<float>> host{std::vector<float>(kChain), std::vector<float>(kChain)};
+  Counts counts = count_steady_state<E>(client, graph, {&ub, &vb}, host);
+  CHECK_MESSAGE(counts.allocations == 0, "allocations in 100 executes: ", counts.allocations);
+  CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
+  CHECK_MESSAGE(counts.any_thread == 0,
+                "allocations on all threads in 100 executes: ", counts.any_thread);
+
+  // Relative to max(1, |expected|), as the fused kernels compute in f32.
+  CHECK(max_error(host[0], [](std::size_t i) {
+          const double x = u_at(static_cast<std::int64_t>(i)),
+                       y = v_at(static_cast<std::int64_t>(i));
+          return std::tanh(x * y + std::exp(-x)) * 0.5 + y;
+        }) <= 4e-6);
+  CHECK(max_error(host[1], [](std::size_t i) {
+          const double x = u_at(static_cast<std::int64_t>(i)),
+                       y = v_at(static_cast<std::int64_t>(i));
+          return x * x + y;
+        }) <= 4e-6);
+}
+
+// Reads of at least async_transfer_threshold_bytes hop to a worker, which costs a promise:
+// a control loop that reads its results synchronously raises the threshold above them.
+cpu::ClientOptions loop_options(int threads) {
+  return {.thread_count = threads, .async_transfer_threshold_bytes = 1 << 20};
+}
+
+}  // namespace
+
+TEST_CASE("allocation: a steady-state synchronous execute allocates nothing on an inline client") {
+  auto client = cpu::Client<cpu::InlineExecutor>::create(loop_options(0)).value();
+  SUBCASE("mlp layer") { check_mlp_layer(*client); }
+  SUBCASE("element-wise chain") { check_elementwise_chain(*client); }
+}
+
+TEST_CASE(
+    "allocation: a steady-state synchronous execute allocates nothing on a thread pool client") {
+  auto client = cpu::Client<cpu::ThreadPool>::create(loop_options(2)).value();
+  SUBCASE("mlp layer") { check_mlp_layer(*client); }
+  SUBCASE("element-wise chain") { check_elementwise_chain(*client); }
+}
+
+TEST_CASE("allocation: a donating state-update loop allocates nothing and updates in place") {
+  // s <- tanh(s . w + b), the shape of a recurrent controller: the state is donated each
+  // step, so its memory backs the next state and the loop never touches the heap.
+  constexpr std::int64_t kRows = 4, kWidth = 16;
+  auto client = cpu::Client<cpu::InlineExecutor>::create().value();
+  GraphBuilder b("step");
+  Value s = b.parameter(Shape(DType::kF32, {kRows, kWidth}));
+  Value w = b.parameter(Shape(DType::kF32, {kWidth, kWidth}));
+  Value bias = b.parameter(Shape(DType::kF32, {kWidth}));
+  auto exe =
+      client
+          ->compile(build(
+              b, {b.tanh(b.add(b.dot(s, w), b.broadcast_in_dim(bias, {kRows, kWidth}, {1})))}))
+          .value();
+  REQUIRE(exe.donation_targets()[0] == 0);
+
+  std::vector<double> state(kRows * kWidth), ws(kWidth * kWidth), bs(kWidth);
+  for (std::size_t i = 0; i < state.size(); ++i) state[i] = std::sin(0.1 * double(i));
+  for (std::size_t i = 0; i < ws.size(); ++i) ws[i] = 0.05 * std::cos(0.07 * double(i));
+  for (std::size_t i = 0; i < bs.size(); ++i) bs[i] = 0.01 * double(i);
+  const auto to_f32 = [](const std::vector<double>& v) {
+    return std::vector<float>(v.begin(), v.end());
+  };
+  auto sb = upload(*client, to_f32(state), {kRows, kWidth});
+  auto wb = upload(*client, to_f32(ws), {kWidth, kWidth});
+  auto bb = upload(*client, to_f32(bs), {kWidth});
+
+  ExecuteOptions options = sync_options();
+  options.donated_arguments = {0};
+  std::vector<cpu::Buffer<cpu::InlineExecutor>> results;
+  std::vector<float> host(kRows * kWidth);
+  const void* home = nullptr;
+  int moved = 0;  // steps whose new state is not in the memory of the old one
+  Status status;
+  auto step = [&] {
+    cpu::Buffer<cpu::InlineExecutor>* args[] = {&sb, &wb, &bb};
+    if (status.ok()) status = exe.execute_sharded(args, client->devices()[0], options, results);
+    if (!status.ok()) return;
+    sb =
+        std::move(results[0]);  // the donated old state is deleted; its state goes back to the pool
+    if (sb.acquire_external_reference().value().data() != home) ++moved;
+    status =
+        sb.copy_raw_to_host(host.data(), 0, static_cast<std::int64_t>(host.size() * sizeof(float)))
+            .await();
+  };
+  home = sb.acquire_external_reference().value().data();
+  for (int i = 0; i < 3; ++i) step();
+  Counts counts;
+  {
+    CountingScope scope;
+    for (int i = 0; i < 100; ++i) step();
+    counts = scope.stop();
+  }
+  REQUIRE_MESSAGE(status.ok(), status.to_string());
+  CHECK(moved == 0);
+  CHECK_MESSAGE(counts.allocations == 0, "allocations in 100 steps: ", counts.allocations);
+  CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 steps: ", counts.deallocations);
+
+  for (int it = 0; it < 103; ++it) {
+    std::vector<double> next(state.size());
+    for (std::int64_t r = 0; r < kRows; ++r)
+      for (std::int64_t j = 0; j < kWidth; ++j) {
+        double acc = bs[static_cast<std::size_t>(j)];
+        for (std::int64_t k = 0; k < kWidth; ++k)
+          acc += state[static_cast<std::size_t>(r * kWidth + k)] *
+                 ws[static_cast<std::size_t>(k * kWidth + j)];
+        next[static_cast<std::size_t>(r * kWidth + j)] = std::tanh(acc);
+      }
+    state = next;
+  }
+  // Each row of w sums to at most 0.8 in magnitude, so the map contracts and f32 rounding
+  // does not compound over the steps.
+  CHECK(max_error(host, [&](std::size_t i) { return state[i]; }) <= 1e-4);
+}
+
+TEST_CASE("allocation: with the memory pool off the same loop allocates and the counter sees it") {
+  auto client = cpu::Client<cpu::InlineExecutor>::create({.memory_pool_bytes = 0}).value();
+  GraphBuilder b("negate");
+  Value x = b.parameter(Shape(DType::kF32, {256}));
+  Graph graph = build(b, {b.negate(x)});
+  std::vector<float> xs(256, 2.0f);
+  auto xb = upload(*client, xs, {256});
+  std::vector<std::vector<float>> host{std::vector<float>(256)};
+  Counts counts = count_steady_state<cpu::InlineExecutor>(*client, graph, {&xb}, host);
+  CHECK(counts.allocations == 100);  // exactly the output block of each execute
+  CHECK(counts.deallocations == 100);
+  CHECK(host[0][255] == -2.0f);
+}
+
+TEST_CASE("allocation: the memory pool recycles by size class within its budget") {
+  using cpu::detail::MemoryPool;
+  using cpu::detail::MemoryRef;
+  auto pool = std::make_shared<MemoryPool>(64 << 10);
+  const void* first = nullptr;
+  {
+    MemoryRef a = MemoryPool::allocate(pool, 1000);
+    REQUIRE(a->data != nullptr);
+    CHECK(a->size == 1000);
+    CHECK(reinterpret_cast<std::uintptr_t>(a->data) % kHostAlignment == 0);
+    CHECK(a.use_count() == 1);
+    first = a->data;
+  }
+  CHECK(pool->free_blocks() == 1);
+  CHECK(MemoryPool::capacity_for(900) ==
+        MemoryPool::capacity_for(1000));  // 897..1024 share a class
+  {
+    Counts counts;
+    const void* second = nullptr;
+    long shared = 0, alone = 0;
+    std::size_t free_while_live = 0;
+    {
+      CountingScope scope;
+      MemoryRef b = MemoryPool::allocate(pool, 900);
+      second = b->data;
+      MemoryRef c = b;  // copies share the count; the block returns once both are gone
+      shared = c.use_count();
+      b.reset();
+      alone = c.use_count();
+      free_while_live = pool->free_blocks();
+      c.reset();
+      counts = scope.stop();
+    }
+    CHECK(second == first);
+    CHECK(shared == 2);
+    CHECK(alone == 1);
+    CHECK(free_while_live == 0);
+    CHECK(counts.allocations == 0);
+    CHECK(counts.deallocations == 0);
+    CHECK(pool->free_blocks() == 1);
+  }
+  CHECK(MemoryPool::capacity_for(1) == 64);
+  CHECK(MemoryPool::capacity_for(65) == 80);
+  CHECK(MemoryPool::capacity_for(1025) == 1280);
+  CHECK(MemoryPool::capacity_for(std::size_t{3} << 20) == std::size_t{3} << 20);
+
+  // Releasing more than the budget keeps what fits and frees the rest.
+  {
+    std::vector<MemoryRef> many;
+    for (int i = 0; i < 100; ++i) many.push_back(MemoryPool::allocate(pool, 1024));
+  }
+  CHECK(pool->free_bytes() <= std::size_t{64} << 10);
+  CHECK(pool->free_blocks() > 10);
+  CHECK(pool->free_blocks() < 64);
+  const std::size_t kept = pool->free_blocks();
+  // Too big for the budget, or empty: not pooled.
+  MemoryPool::allocate(pool, 1 << 20).reset();
+  CHECK(pool->free_blocks() == kept);
+  MemoryRef empty = MemoryPool::allocate(pool, 0);
+  CHECK(empty->data == nullptr);
+  CHECK(empty->size == 0);
+
+  // After close, free blocks are gone and released ones are freed, not kept.
+  MemoryRef live = MemoryPool::allocate(pool, 1000);
+  pool->close();
+  CHECK(pool->free_blocks() == 0);
+  live.reset();
+  CHECK(pool->free_blocks() == 0);
+  CHECK(MemoryPool::allocate(pool, 1000)->size == 1000);
+
+  // A block outliving every other owner of its pool frees both when released.
+  MemoryRef last = MemoryPool::allocate(std::make_shared<MemoryPool>(1 << 20), 4096);
+  std::memset(last->data, 1, 4096);
+  last.reset();
+}
+
+TEST_CASE("allocation: memory released after its client is gone is freed safely") {
+  AlignedHost host;
+  std::atomic<int> done{0};
+  std::vector<float> values{1, 2, 3, 4};
+  std::optional<cpu::ExternalReference> owned, zero_copy;
+  {
+    auto client = cpu::Client<cpu::ThreadPool>::create({.thread_count = 1}).value();
+    auto buffer = upload(*client, values, {4});
+    owned = buffer.acquire_external_reference().value();
+    std::memcpy(host.bytes.get(), values.data(), 16);
+    auto aliased =
+        client
+            ->buffer_from_host_buffer(
+                std::span<const std::byte>(host.bytes.get(), 16), DType::kF32,
+                std::vector<std::int64_t>{4}, std::nullopt, HostBufferSemantics::kImmutableZeroCopy,
+                [&] { ++done; }, client->devices()[0])
+            .value();
+    zero_copy = aliased.acquire_external_reference().value();
+    CHECK(zero_copy->data() == host.bytes.get());
+  }
+  // The client, its pools and its buffers are gone; the references still hold the memory.
+  REQUIRE(owned->size() == 16);
+  CHECK(std::memcmp(owned->data(), values.data(), 16) == 0);
+  owned.reset();
+  CHECK(done == 0);
+  zero_copy.reset();
+  CHECK(done == 1);
+}
+
+TEST_CASE("allocation: copy_raw_to_host copies at once when ready and waits otherwise") {
+  auto client = cpu::Client<cpu::ThreadPool>::create({.thread_count = 1}).value();
+  auto memory = cpu::detail::DeviceMemory::allocate(8);
+  const float values[2] = {5, 6};
+  std::memcpy(memory->data, values, 8);
+  auto [promise, ready] = make_promise<void>();
+  auto pending = cpu::Buffer<>::make(client.get(), client->memory_spaces()[0],
+                                     Shape(DType::kF32, {2}), memory, ready);
+  float out[2] = {0, 0};
+  Future<> copy = pending.copy_raw_to_host(out, 4, 4);
+  CHECK_FALSE(copy.is_ready());
+  promise.set_value();
+  CHECK(copy.await().ok());
+  CHECK(out[0] == 6);
+  Future<> now = pending.copy_raw_to_host(out, 0, 4);
+  CHECK(now.is_ready());  // ready and small: done before returning
+  CHECK(out[0] == 5);
+
+  auto [failing, failed] = make_promise<void>();
+  auto broken = cpu::Buffer<>::make(client.get(), client->memory_spaces()[0],
+                                    Shape(DType::kF32, {2}), memory, failed);
+  failing.set_error(data_loss_error("transfer failed"));
+  CHECK(broken.copy_raw_to_host(out, 0, 8).await().message() == "transfer failed");
+}
+
+TEST_CASE("allocation: make_ready_future shares one state") {
+  Future<> warm = make_ready_future();
+  Counts counts;
+  bool all_ok = true;
+  {
+    CountingScope scope;
+    for (int i = 0; i < 100; ++i) {
+      Future<> f = make_ready_future();
+      all_ok &= f.is_ready() && f.await().ok();
+      int ran = 0;
+      f.on_ready([&](const Status& s) { ran += s.ok(); });  // a ready future runs it at once
+      all_ok &= ran == 1;
+    }
+    counts = scope.stop();
+  }
+  CHECK(all_ok);
+  CHECK(counts.allocations == 0);
+}
+
+TEST_CASE(
+    "allocation: the thread pool queue grows only when it must and then schedules without allocating") {
+  cpu::ThreadPool pool(1);
+  std::vector<int> order;
+  order.reserve(400);
+  std::atomic<int> finished{0};
+  std::atomic<bool> started{false}, open{false};
+  // Holds the only worker, so the tasks queue up behind it.
+  auto gate = [&] {
+    started = true;
+    while (!open) std::this_thread::yield();
+  };
+  auto run_round = [&](int first, int count) {
+    started = false;
+    open = false;
+    pool.schedule(gate);
+    while (!started) std::this_thread::yield();
+    for (int i = first; i < first + count; ++i)
+      pool.schedule([&order, &finished, i] {
+        order.push_back(i);
+        ++finished;
+      });
+    open = true;
+    while (finished < first + count) std::this_thread::yield();
+  };
+  // The gate was taken from the front, so the queue wraps as it fills and then grows twice.
+  run_round(0, 200);
+  Counts counts;
+  {
+    CountingScope scope;
+    run_round(200, 200);
+    counts = scope.stop();
+  }
+  CHECK(counts.allocations == 0);
+  CHECK(counts.any_thread == 0);
+  REQUIRE(order.size() == 400);
+  bool fifo = true;
+  for (int i = 0; i < 400; ++i) fifo &= order[static_cast<std::size_t>(i)] == i;
+  CHECK(fifo);
+}
