@@ -531,7 +531,7 @@ class Compiler {
         if (writer < 0) continue;
         bool safe = last_read < writer;
         if (last_read == writer) {
-          auto* fused = dynamic_cast<const FusedKernel*>(program_->kernels[static_cast<std::size_t>(writer)].get());
+          const FusedKernel* fused = program_->kernels[static_cast<std::size_t>(writer)]->as_fused();
           safe = fused != nullptr && in_place_safe(*fused, ps, os);
         }
         if (safe) {

@@ -40,6 +40,8 @@ class Kernel {
  public:
   virtual ~Kernel() = default;
   virtual void run(const RunContext& ctx) const = 0;
+  /// This kernel as a fused loop, or null: lets the planner look inside without RTTI.
+  [[nodiscard]] virtual const class FusedKernel* as_fused() const { return nullptr; }
 
   std::string text;                 // the step in the optimized program listing
   std::int64_t scratch_bytes = 0;   // for all workers together
@@ -55,6 +57,8 @@ class FusedKernel final : public Kernel {
   std::vector<std::int32_t> externals;  // the slot of each external register address
   std::int64_t n = 0;
   int workers = 1;
+
+  [[nodiscard]] const FusedKernel* as_fused() const override { return this; }
 
   void run(const RunContext& ctx) const override {
     // The external address table sits at the start of scratch, then one region per worker.
