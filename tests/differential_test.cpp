@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "pjrt_lite/backends/reference/interpreter.hpp"
+#include "pjrt_lite/core/ulp.hpp"
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/builder.hpp"
 
@@ -85,18 +86,6 @@ Literal make_input(DType t, int salt, std::mt19937_64& rng) {
     }
   });
   return lit;
-}
-
-/// Distance in units in the last place between two finite floats of one type.
-template <class T>
-std::int64_t ulp_distance(T a, T b) {
-  using I = std::conditional_t<sizeof(T) == 8, std::int64_t, std::conditional_t<sizeof(T) == 4, std::int32_t, std::int16_t>>;
-  auto key = [](T x) {
-    const I bits = std::bit_cast<I>(x);
-    return bits < 0 ? static_cast<std::int64_t>(std::numeric_limits<I>::min()) - bits : static_cast<std::int64_t>(bits);
-  };
-  const std::int64_t d = key(a) - key(b);
-  return d < 0 ? -d : d;
 }
 
 template <class R>

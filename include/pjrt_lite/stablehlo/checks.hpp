@@ -12,6 +12,7 @@
 
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/core/ulp.hpp"
 #include "pjrt_lite/stablehlo/module.hpp"
 
 namespace pjrt_lite::stablehlo {
@@ -20,18 +21,6 @@ inline constexpr std::int64_t kCloseUlps = 3;
 inline constexpr double kAlmostEqTolerance = 1e-3;
 
 namespace detail {
-/// Units in the last place between two finite values of float type T.
-template <class T>
-std::int64_t ulps_apart(T a, T b) {
-  using I = std::conditional_t<sizeof(T) == 8, std::int64_t, std::conditional_t<sizeof(T) == 4, std::int32_t, std::int16_t>>;
-  auto key = [](T x) {
-    const I bits = std::bit_cast<I>(x);
-    return bits < 0 ? static_cast<std::int64_t>(std::numeric_limits<I>::min()) - bits : static_cast<std::int64_t>(bits);
-  };
-  const std::int64_t d = key(a) - key(b);
-  return d < 0 ? -d : d;
-}
-
 template <class T>
 bool component_matches(CheckKind kind, T a, T b) {
   if constexpr (is_float_v<T>) {
@@ -39,7 +28,7 @@ bool component_matches(CheckKind kind, T a, T b) {
     const double y = static_cast<double>(static_cast<std::conditional_t<std::is_same_v<T, double>, double, float>>(b));
     if (std::isnan(x) || std::isnan(y)) return kind == CheckKind::kClose || (std::isnan(x) && std::isnan(y));
     if (kind == CheckKind::kEq) return x == y;
-    if (kind == CheckKind::kClose) return !std::isfinite(x) || !std::isfinite(y) || x == y || ulps_apart(a, b) <= kCloseUlps;
+    if (kind == CheckKind::kClose) return !std::isfinite(x) || !std::isfinite(y) || x == y || ulp_distance(a, b) <= kCloseUlps;
     if (std::isinf(x) || std::isinf(y)) return x == y;
     return std::abs(x - y) <= kAlmostEqTolerance;
   } else {
