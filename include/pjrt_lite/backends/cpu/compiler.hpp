@@ -278,8 +278,7 @@ class Compiler {
 
   /// Byte strides of a value's row-major layout.
   static std::vector<std::int64_t> strides_of(const Shape& s) {
-    return row_major_strides(std::vector<std::int64_t>(s.dims().begin(), s.dims().end()),
-                             static_cast<std::int64_t>(byte_size(s.dtype())));
+    return dense_byte_strides(s.dims(), static_cast<std::int64_t>(byte_size(s.dtype())));
   }
 
   Status emit_node(std::int64_t i, const Node& n) {
@@ -310,7 +309,7 @@ class Compiler {
                      std::vector<std::int64_t> dst_strides, std::vector<std::int64_t> src_strides) {
       return MoveKernel::Piece{src, src_offset, dst_offset, StridedCopy{std::move(dims), std::move(dst_strides), std::move(src_strides), esize}};
     };
-    const std::vector<std::int64_t> dense = row_major_strides(out_dims, esize);
+    const std::vector<std::int64_t> dense = dense_byte_strides(out_dims, esize);
 
     switch (n.op) {
       case OpCode::kBroadcastInDim: {
@@ -418,6 +417,7 @@ class Compiler {
         for (std::size_t j = first_index; j < n.operands.size(); ++j) k->index_slots.push_back(reads[j]);
         k->index_dtype = n.operands.size() > first_index ? g_.shape(n.operands[first_index]).dtype() : DType::kS32;
         const auto op_strides = strides_of(operand);
+        k->operand_strides = op_strides;
         if (update) {
           const Shape& upd = g_.shape(n.operands[1]);
           k->update_slot = reads[1];

@@ -109,14 +109,14 @@ class DotKernel final : public Kernel {
     bool identity = true;
     for (std::size_t i = 0; i < order.size(); ++i) identity &= order[i] == static_cast<std::int64_t>(i);
     if (identity) return std::nullopt;
-    const auto src = row_major_strides(std::vector<std::int64_t>(s.dims().begin(), s.dims().end()), esize);
+    const auto src = dense_byte_strides(s.dims(), esize);
     StridedCopy copy;
     copy.element_size = esize;
     for (std::int64_t d : order) {
       copy.dims.push_back(s.dim(d));
       copy.src_strides.push_back(src[static_cast<std::size_t>(d)]);
     }
-    copy.dst_strides = row_major_strides(copy.dims, esize);
+    copy.dst_strides = dense_byte_strides(copy.dims, esize);
     copy.simplify();
     return copy;
   }

@@ -18,6 +18,7 @@
 #include "pjrt_lite/backends/cpu/tile_program.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/strided_copy.hpp"
 
 namespace pjrt_lite::cpu::detail {
 
@@ -172,17 +173,17 @@ class DynamicSliceKernel final : public Kernel {
   std::vector<std::int32_t> index_slots;
   DType index_dtype = DType::kS32;
   std::vector<std::int64_t> operand_dims;
+  std::vector<std::int64_t> operand_strides;  // bytes, row-major
   std::vector<std::int64_t> window;  // slice sizes, or the update's dims
   std::int64_t element_size = 0;
   StridedCopy copy;                  // over `window`, strides for the operand and the window
 
   void run(const RunContext& ctx) const override {
     std::int64_t offset = 0;
-    const auto strides = row_major_strides(operand_dims, element_size);
     for (std::size_t d = 0; d < operand_dims.size(); ++d) {
       std::int64_t start = read_index(ctx.slots[index_slots[d]], index_dtype);
       start = std::clamp<std::int64_t>(start, 0, operand_dims[d] - window[d]);
-      offset += start * strides[d];
+      offset += start * operand_strides[d];
     }
     std::byte* dst = ctx.slots[dst_slot];
     if (update) {

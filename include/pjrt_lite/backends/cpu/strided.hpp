@@ -115,15 +115,4 @@ struct StridedCopy {
   }
 };
 
-/// Row-major byte strides of `dims`.
-inline std::vector<std::int64_t> row_major_strides(const std::vector<std::int64_t>& dims, std::int64_t element_size) {
-  std::vector<std::int64_t> s(dims.size());
-  std::int64_t stride = element_size;
-  for (std::size_t k = dims.size(); k-- > 0;) {
-    s[k] = stride;
-    stride *= dims[k];
-  }
-  return s;
-}
-
 }  // namespace pjrt_lite::cpu::detail
