@@ -44,6 +44,8 @@ struct OpType {
   SourcePos pos;
 };
 
+struct AttrEntry;
+
 /// One attribute value. Only what the parser needs is kept structured; everything else (a
 /// #dialect<...> it does not know, loc(...), affine maps) is kOpaque with its text.
 struct AttrValue {
@@ -70,21 +72,32 @@ struct AttrValue {
   std::string text;  // string contents, symbol name, enum kind, dialect attribute name, word
   std::string word;  // enum value
   std::vector<AttrValue> list;
-  std::vector<std::pair<std::string, AttrValue>> dict;  // kDict, and #stablehlo.dot<k = v>
+  std::vector<AttrEntry> dict;  // kDict, and #stablehlo.dot<k = v>
   std::vector<std::int64_t> ints;
   std::shared_ptr<const Literal> dense;
   Shape type;
 
   /// The entry `key` of a dict, or nullptr.
-  [[nodiscard]] const AttrValue* find(std::string_view key) const {
-    for (const auto& [k, v] : dict)
-      if (k == key) return &v;
-    return nullptr;
-  }
+  [[nodiscard]] const AttrValue* find(std::string_view key) const;
 };
 
+/// One `key = value` of a dictionary. A struct rather than std::pair<std::string, AttrValue>:
+/// clang cannot instantiate that pair while AttrValue, which holds a vector of them, is
+/// being completed.
+struct AttrEntry {
+  AttrEntry(std::string key, AttrValue value) : first(std::move(key)), second(std::move(value)) {}
+  std::string first;
+  AttrValue second;
+};
+
+inline const AttrValue* AttrValue::find(std::string_view key) const {
+  for (const auto& [k, v] : dict)
+    if (k == key) return &v;
+  return nullptr;
+}
+
 /// An attribute dictionary: `{key = value, unit_key}`, and `<{...}>` properties.
-using AttrDict = std::vector<std::pair<std::string, AttrValue>>;
+using AttrDict = std::vector<AttrEntry>;
 
 inline const AttrValue* find_attr(const AttrDict& dict, std::string_view key) {
   for (const auto& [k, v] : dict)
