@@ -45,7 +45,7 @@ def medians(doc):
     out = {}
     for b in doc["benchmarks"]:
         name = b["run_name"] if "run_name" in b else b["name"]
-        name = name.removesuffix("/real_time")
+        name = name.removesuffix("/real_time").removesuffix("/process_time")
         if b.get("run_type") == "aggregate":
             if b.get("aggregate_name") == "median":
                 out[name] = b
