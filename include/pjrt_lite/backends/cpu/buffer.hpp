@@ -15,6 +15,7 @@
 #include <utility>
 
 #include "pjrt_lite/backends/cpu/forward.hpp"
+#include "pjrt_lite/backends/cpu/observer.hpp"
 #include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
@@ -464,7 +465,7 @@ class Buffer {
     auto [promise, future] = make_promise<Literal>();
     Shape shape = state_->shape;
     const auto bytes = static_cast<std::int64_t>(hold->memory->size);
-    run_when_ready(std::move(*hold), bytes,
+    run_when_ready(SpanKind::kDeviceToHost, "to_literal", std::move(*hold), bytes,
                    [shape = std::move(shape), promise = std::move(promise)](
                        const Status& status, detail::DeviceMemory& memory) mutable {
                      if (!status.ok()) {
@@ -495,11 +496,12 @@ class Buffer {
     if (hold->ready.is_ready() && !offloaded(size)) {
       Status status = hold->ready.await();
       if (!status.ok()) return make_error_future<void>(std::move(status));
+      detail::ObservedSpan span(state_->client->observer(), SpanKind::kDeviceToHost, "copy_raw_to_host", size);
       if (size > 0) std::memcpy(dst, hold->memory->data + offset, static_cast<std::size_t>(size));
       return make_ready_future();
     }
     auto [promise, future] = make_promise<void>();
-    run_when_ready(std::move(*hold), size,
+    run_when_ready(SpanKind::kDeviceToHost, "copy_raw_to_host", std::move(*hold), size,
                    [dst, offset, size, promise = std::move(promise)](
                        const Status& status, detail::DeviceMemory& memory) mutable {
                      if (status.ok() && size > 0)
@@ -522,7 +524,7 @@ class Buffer {
     detail::MemoryRef destination = state_->client->allocate_memory(hold.memory->size);
     auto [promise, future] = make_promise<void>();
     const auto bytes = static_cast<std::int64_t>(hold.memory->size);
-    run_when_ready(std::move(hold), bytes,
+    run_when_ready(SpanKind::kDeviceToDevice, "copy_to_memory_space", std::move(hold), bytes,
                    [destination, promise = std::move(promise)](
                        const Status& status, detail::DeviceMemory& source) mutable {
                      if (status.ok() && source.size)
@@ -621,19 +623,22 @@ class Buffer {
 
   /// Runs fn(status of the ready future, memory) once the buffer is ready: inline for small
   /// copies (of `bytes`), on the client's executor for large ones. `hold` keeps the memory
-  /// alive until fn has run.
+  /// alive until fn has run. The client's observer, if any, hears of it as a span of `kind`
+  /// named `what` (a string literal).
   template <class F>
-  void run_when_ready(detail::BufferHold hold, std::int64_t bytes, F fn) const {
+  void run_when_ready(SpanKind kind, std::string_view what, detail::BufferHold hold, std::int64_t bytes, F fn) const {
     const bool offload = offloaded(bytes);
     E* executor = &state_->client->executor();
     Future<void> ready = hold.ready;
-    ready.on_ready([memory = std::move(hold.memory), fn = std::move(fn), offload,
-                    executor](const Status& status) mutable {
+    ready.on_ready([memory = std::move(hold.memory), fn = std::move(fn), offload, executor,
+                    observer = state_->client->observer(), kind, what, bytes](const Status& status) mutable {
       if (offload && status.ok()) {
-        executor->schedule([memory = std::move(memory), fn = std::move(fn)]() mutable {
+        executor->schedule([memory = std::move(memory), fn = std::move(fn), observer, kind, what, bytes]() mutable {
+          detail::ObservedSpan span(observer, kind, what, bytes);
           fn(Status(), *memory);
         });
       } else {
+        detail::ObservedSpan span(status.ok() ? observer : nullptr, kind, what, bytes);
         fn(status, *memory);
       }
     });

@@ -2,6 +2,7 @@
 // The CPU client: devices in host memory, buffers, and asynchronous transfers on an executor
 // chosen at compile time.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include "pjrt_lite/backends/cpu/compile_options.hpp"
 #include "pjrt_lite/backends/cpu/device.hpp"
 #include "pjrt_lite/backends/cpu/forward.hpp"
+#include "pjrt_lite/backends/cpu/observer.hpp"
 #include "pjrt_lite/backends/cpu/thread_pool.hpp"
 #include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/core/literal.hpp"
@@ -98,6 +100,13 @@ class Client {
   [[nodiscard]] const ClientOptions& options() const { return options_; }
   [[nodiscard]] E& executor() { return executor_; }
 
+  /// Attaches `observer` (null detaches) to hear of every compile, transfer, execution and
+  /// kernel from now on. It must outlive the work it observes: detach it only once every
+  /// execution and transfer started under it is done. Thread-safe.
+  void set_observer(Observer* observer) { observer_.store(observer, std::memory_order_release); }
+  /// The attached observer, or null. Thread-safe.
+  [[nodiscard]] Observer* observer() const { return observer_.load(std::memory_order_acquire); }
+
   /// The device with `id`, or INVALID_ARGUMENT.
   [[nodiscard]] StatusOr<Device<E>*> lookup_device(int id) const {
     if (id < 0 || id >= device_count())
@@ -168,6 +177,7 @@ class Client {
     const bool offload = semantics != HostBufferSemantics::kImmutableOnlyDuringCall &&
                          shape.byte_size() >= options_.async_transfer_threshold_bytes;
     if (!offload) {
+      detail::ObservedSpan span(observer(), SpanKind::kHostToDevice, "buffer_from_host_buffer", shape.byte_size());
       gather_strided(data.data(), shape.dims(), strides,
                      static_cast<std::int64_t>(byte_size(dtype)), memory->data);
       return Buffer<E>::make(this, target, shape, std::move(memory), make_ready_future());
@@ -175,8 +185,13 @@ class Client {
     auto [promise, ready] = make_promise<void>();
     executor_.schedule([src = data.data(), dims = std::vector<std::int64_t>(shape.dims().begin(), shape.dims().end()),
                         strides = std::move(strides), esize = static_cast<std::int64_t>(byte_size(dtype)),
-                        memory, on_done = std::move(guard.fn), promise = std::move(promise)]() mutable {
-      gather_strided(src, dims, strides, esize, memory->data);
+                        memory, on_done = std::move(guard.fn), promise = std::move(promise),
+                        observer = observer()]() mutable {
+      {
+        detail::ObservedSpan span(observer, SpanKind::kHostToDevice, "buffer_from_host_buffer",
+                                  static_cast<std::int64_t>(memory->size));
+        gather_strided(src, dims, strides, esize, memory->data);
+      }
       if (on_done) on_done();  // before ready: whoever awaits the buffer may reuse the data
       promise.set_value();
     });
@@ -316,6 +331,7 @@ class Client {
   std::unordered_multimap<std::uint64_t, CacheEntry> cache_;  // by source fingerprint
   std::int64_t cache_hits_ = 0;
   std::int64_t cache_misses_ = 0;
+  std::atomic<Observer*> observer_{nullptr};
   E executor_;
 };
 

@@ -180,11 +180,16 @@ class Compiler {
   }
 
   Status emit_kernels() {
+    program_->node_kernel.assign(static_cast<std::size_t>(g_.num_nodes()), -1);
     for (std::int64_t i = 0; i < g_.num_nodes(); ++i) {
       const Node& n = g_.node(i);
       const std::int32_t gid = group_of_[static_cast<std::size_t>(i)];
       if (gid >= 0) {
-        if (groups_[static_cast<std::size_t>(gid)].members.back() == i) PJRT_LITE_RETURN_IF_ERROR(emit_group(gid));
+        const Group& group = groups_[static_cast<std::size_t>(gid)];
+        if (group.members.back() != i) continue;
+        PJRT_LITE_RETURN_IF_ERROR(emit_group(gid));
+        for (std::int64_t m : group.members)
+          program_->node_kernel[static_cast<std::size_t>(m)] = static_cast<std::int32_t>(program_->kernels.size() - 1);
         continue;
       }
       if (n.op == OpCode::kParameter || n.op == OpCode::kConstant) continue;
@@ -194,7 +199,10 @@ class Compiler {
         if (slot_of(v0) != slot_of(n.operands[0])) emit_byte_copy(slot_of(v0), slot_of(n.operands[0]), n.shape().byte_size(), str_cat(to_string(v0), " = ", op_name(n.op), " (copy)"));
         continue;
       }
+      const std::size_t before = program_->kernels.size();
       PJRT_LITE_RETURN_IF_ERROR(emit_node(i, n));
+      if (program_->kernels.size() > before)
+        program_->node_kernel[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(program_->kernels.size() - 1);
     }
     for (std::size_t j = 0; j < output_copies_.size(); ++j) {
       if (output_copies_[j] < 0) continue;

@@ -54,6 +54,17 @@ class LoadedExecutable {
   }
   /// The graph as given to compile (what serialize() records).
   [[nodiscard]] const Graph& source_graph() const { return source_; }
+  /// The graph the kernels compute: the source after simplification.
+  [[nodiscard]] const Graph& optimized_graph() const { return program_->graph; }
+  /// The kernels an execution runs, in order, as lines of the optimized program.
+  [[nodiscard]] std::vector<std::string_view> kernel_names() const {
+    std::vector<std::string_view> names;
+    for (const auto& k : program_->kernels) names.push_back(k->text);
+    return names;
+  }
+  /// For each node of optimized_graph(), the index of the kernel that computes it, or -1:
+  /// nodes sharing a fused kernel are one fusion group.
+  [[nodiscard]] std::span<const std::int32_t> node_kernels() const { return program_->node_kernel; }
   /// For each parameter, the output a donated argument's memory may become, or -1.
   [[nodiscard]] std::span<const std::int32_t> donation_targets() const { return program_->donation_target; }
 
@@ -197,13 +208,17 @@ class LoadedExecutable {
          program.cost.flops < kInlineFlops);
 
     MemorySpace<E>* memory_space = device->memory_spaces().front();
+    Observer* const observer = client_->observer();
     if (synchronous) {
       Status status;
       for (const auto& h : state->holds) {
         Status s = h.ready.await();
         if (!s.ok() && status.ok()) status = s;
       }
-      if (status.ok()) program.run(*state, &client_->executor());
+      if (status.ok()) {
+        detail::ObservedSpan span(observer, SpanKind::kExecute, name(), program.cost.bytes_accessed);
+        program.run(*state, &client_->executor(), observer);
+      }
       Future<void> ready = status.ok() ? make_ready_future() : make_error_future<void>(status);
       for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
         results.push_back(Buffer<E>::make(client_, memory_space, program.output_shapes[j], state->outputs[j], ready));
@@ -219,15 +234,19 @@ class LoadedExecutable {
       if (!h.ready.is_ready() || !h.ready.await().ok()) pending.push_back(h.ready);
     E* executor = &client_->executor();
     join(pending).on_ready([program = program_, state = std::move(state), promise = std::move(promise),
-                            executor](const Status& status) mutable {
+                            executor, observer](const Status& status) mutable {
       if (!status.ok()) {
         program->release_state(std::move(state));
         promise.set_error(status);
         return;
       }
       executor->schedule([program = std::move(program), state = std::move(state), promise = std::move(promise),
-                          executor]() mutable {
-        program->run(*state, executor);
+                          executor, observer]() mutable {
+        {
+          // The program's graph outlives the span: the program is held here.
+          detail::ObservedSpan span(observer, SpanKind::kExecute, program->graph.name(), program->cost.bytes_accessed);
+          program->run(*state, executor, observer);
+        }
         program->release_state(std::move(state));
         promise.set_value();
       });
@@ -259,6 +278,7 @@ StatusOr<LoadedExecutable<E>> Client<E>::compile(const Graph& graph, const Compi
       return invalid_argument_error(str_cat("compile: device ", id, " appears twice in CompileOptions.device_ids"));
     devices.push_back(*d);
   }
+  detail::ObservedSpan span(observer(), SpanKind::kCompile, graph.name());
   const std::uint64_t key = fingerprint(graph);
   {
     std::lock_guard lock(cache_mu_);

@@ -14,6 +14,7 @@
 
 #include "pjrt_lite/backends/cpu/buffer.hpp"
 #include "pjrt_lite/backends/cpu/kernels.hpp"
+#include "pjrt_lite/backends/cpu/observer.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/ir/graph.hpp"
@@ -61,6 +62,9 @@ class Program {
   Graph graph;  // the optimized graph; owns the constants the slots point at
   std::vector<Slot> slots;
   std::vector<std::unique_ptr<Kernel>> kernels;
+  /// For each node of `graph`, the kernel that computes it, or -1 (parameters, constants,
+  /// aliases): the fusion groups, for pictures of the program.
+  std::vector<std::int32_t> node_kernel;
   std::vector<Shape> parameter_shapes;
   std::vector<Shape> output_shapes;
   std::vector<std::int32_t> output_slots;
@@ -96,9 +100,10 @@ class Program {
     if (cached_.compare_exchange_strong(expected, s.get(), std::memory_order_release)) s.release();
   }
 
-  /// Runs every kernel. `state.holds` and `state.outputs` must be filled.
+  /// Runs every kernel, each reported to `observer` if it is not null. `state.holds` and
+  /// `state.outputs` must be filled.
   template <class E>
-  void run(RunState& state, E* executor) const {
+  void run(RunState& state, E* executor, Observer* observer = nullptr) const {
     for (std::size_t i = 0; i < slots.size(); ++i) {
       const Slot& s = slots[i];
       switch (s.kind) {
@@ -112,7 +117,14 @@ class Program {
                    [](void* e, int workers, std::int64_t n, std::int64_t grain, RangeFn fn) {
                      parallel_for(static_cast<E*>(e), workers, n, grain, fn);
                    }};
-    for (const auto& k : kernels) k->run(ctx);
+    if (observer == nullptr) {
+      for (const auto& k : kernels) k->run(ctx);
+      return;
+    }
+    for (const auto& k : kernels) {
+      ObservedSpan span(observer, SpanKind::kKernel, k->text, k->bytes_accessed);
+      k->run(ctx);
+    }
   }
 
  private:
