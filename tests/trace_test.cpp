@@ -453,7 +453,7 @@ TEST_CASE("trace: LogSink writes one line per call; WithCallStack attaches the n
   // Some frame resolves to a file (this executable or a shared library).
   CHECK(frames.find(" (") != std::string::npos);
 #endif
-  CHECK(trace::demangle("_ZN9pjrt_lite5TracedE") == "pjrt_lite::Traced");
+  CHECK(trace::demangle("_ZN9pjrt_lite6TracedE") == "pjrt_lite::Traced");
   CHECK(trace::demangle("not_mangled") == "not_mangled");
 }
 
