@@ -1,0 +1,395 @@
+// Tests of the graph transformations jvp_graph, vjp_graph and batch_graph, evaluated with the
+// reference interpreter. Oracles: central finite differences for every differentiable op
+// (f64, random inputs), the adjoint identity <vjp(u), v> == <u, jvp(v)>, and for batching
+// the unbatched graph run once per batch element.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "pjrt_lite/backends/reference/interpreter.hpp"
+#include "pjrt_lite/ir/ir.hpp"
+#include "pjrt_lite/transforms/autodiff.hpp"
+#include "pjrt_lite/transforms/batching.hpp"
+
+using namespace pjrt_lite;
+
+namespace {
+
+constexpr DType kF64 = DType::kF64;
+
+Literal random_literal(std::mt19937_64& rng, const Shape& s, double lo, double hi) {
+  Literal l(s);
+  std::uniform_real_distribution<double> u(lo, hi);
+  for (double& x : l.data<double>()) x = u(rng);
+  return l;
+}
+
+std::vector<Literal> eval(const Graph& g, const std::vector<Literal>& args) {
+  StatusOr<std::vector<Literal>> r = reference::evaluate(g, args);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  return std::move(*r);
+}
+
+double dot(const Literal& a, const Literal& b) {
+  double s = 0;
+  for (std::size_t i = 0; i < a.data<double>().size(); ++i)
+    s += a.data<double>()[i] * b.data<double>()[i];
+  return s;
+}
+
+/// A test case: a graph of f64 parameters with one f64 output, and the range its inputs are
+/// drawn from (kept away from singularities and kinks).
+struct Case {
+  std::string name;
+  std::function<Value(GraphBuilder&, std::vector<Value>&)> build;
+  std::vector<Shape> inputs;
+  double lo = -2, hi = 2;
+};
+
+Graph make(const Case& c) {
+  GraphBuilder b(c.name);
+  std::vector<Value> params;
+  for (const Shape& s : c.inputs) params.push_back(b.parameter(s));
+  Value out = c.build(b, params);
+  StatusOr<Graph> g = b.build({out});
+  REQUIRE_MESSAGE(g.ok(), c.name, ": ", g.status().to_string());
+  return *g;
+}
+
+// Checks vjp against central differences of <w, f(x)> and the adjoint identity with jvp.
+void check_case(const Case& c, std::mt19937_64& rng) {
+  CAPTURE(c.name);
+  const Graph g = make(c);
+  const Shape out_shape = g.output_shapes()[0];
+  std::vector<Literal> x;
+  for (const Shape& s : c.inputs) x.push_back(random_literal(rng, s, c.lo, c.hi));
+  const Literal w = random_literal(rng, out_shape, -1, 1);
+  const std::vector<bool> all(c.inputs.size(), true);
+
+  StatusOr<Graph> vjp = vjp_graph(g, all);
+  REQUIRE_MESSAGE(vjp.ok(), vjp.status().to_string());
+  std::vector<Literal> vjp_args = x;
+  vjp_args.push_back(w);
+  const std::vector<Literal> vjp_out = eval(*vjp, vjp_args);
+  REQUIRE(vjp_out.size() == 1 + c.inputs.size());
+  CHECK(vjp_out[0] == eval(g, x)[0]);  // the primal output is the function's
+
+  // Finite differences of <w, f(x)> per input element.
+  const double h = 1e-6;
+  for (std::size_t k = 0; k < x.size(); ++k) {
+    for (std::size_t i = 0; i < x[k].data<double>().size(); ++i) {
+      std::vector<Literal> xp = x, xm = x;
+      xp[k].data<double>()[i] += h;
+      xm[k].data<double>()[i] -= h;
+      const double fd = (dot(w, eval(g, xp)[0]) - dot(w, eval(g, xm)[0])) / (2 * h);
+      const double ad = vjp_out[1 + k].data<double>()[i];
+      CAPTURE(k);
+      CAPTURE(i);
+      CHECK(ad == doctest::Approx(fd).epsilon(1e-5).scale(1.0));
+    }
+  }
+
+  // <vjp(w), v> == <w, jvp(v)> for random tangents v.
+  StatusOr<Graph> jvp = jvp_graph(g, all);
+  REQUIRE_MESSAGE(jvp.ok(), jvp.status().to_string());
+  std::vector<Literal> jvp_args = x;
+  std::vector<Literal> v;
+  for (const Shape& s : c.inputs) v.push_back(random_literal(rng, s, -1, 1));
+  jvp_args.insert(jvp_args.end(), v.begin(), v.end());
+  const std::vector<Literal> jvp_out = eval(*jvp, jvp_args);
+  REQUIRE(jvp_out.size() == 2);
+  CHECK(jvp_out[0] == eval(g, x)[0]);
+  double lhs = 0;
+  for (std::size_t k = 0; k < x.size(); ++k) lhs += dot(vjp_out[1 + k], v[k]);
+  const double rhs = dot(w, jvp_out[1]);
+  CHECK(lhs == doctest::Approx(rhs).epsilon(1e-12).scale(1.0));
+}
+
+Shape f64(std::vector<std::int64_t> dims) { return Shape(kF64, std::move(dims)); }
+
+Value full(GraphBuilder& b, double v, std::vector<std::int64_t> dims) {
+  return b.broadcast_in_dim(b.scalar(kF64, v), std::move(dims), {});
+}
+
+std::vector<Case> unary_cases() {
+  std::vector<Case> cases;
+  struct U {
+    OpCode op;
+    double lo, hi;
+  };
+  for (U u : {U{OpCode::kAbs, 0.2, 2}, U{OpCode::kNegate, -2, 2}, U{OpCode::kExponential, -2, 2},
+              U{OpCode::kExponentialMinusOne, -2, 2}, U{OpCode::kLog, 0.3, 3},
+              U{OpCode::kLogPlusOne, -0.5, 2}, U{OpCode::kSqrt, 0.3, 3}, U{OpCode::kRsqrt, 0.3, 3},
+              U{OpCode::kCbrt, 0.3, 3}, U{OpCode::kTanh, -2, 2}, U{OpCode::kLogistic, -3, 3},
+              U{OpCode::kSine, -3, 3}, U{OpCode::kCosine, -3, 3}, U{OpCode::kTan, -1.2, 1.2}}) {
+    cases.push_back(
+        Case{std::string(op_name(u.op)),
+             [op = u.op](GraphBuilder& b, std::vector<Value>& p) { return b.unary(op, p[0]); },
+             {f64({2, 3})},
+             u.lo,
+             u.hi});
+  }
+  cases.push_back(Case{"abs_negative",
+                       [](GraphBuilder& b, std::vector<Value>& p) { return b.abs(p[0]); },
+                       {f64({4})},
+                       -2,
+                       -0.2});
+  return cases;
+}
+
+std::vector<Case> binary_cases() {
+  std::vector<Case> cases;
+  struct B {
+    OpCode op;
+    double lo, hi;
+  };
+  for (B o :
+       {B{OpCode::kAdd, -2, 2}, B{OpCode::kSubtract, -2, 2}, B{OpCode::kMultiply, -2, 2},
+        B{OpCode::kDivide, 0.5, 2}, B{OpCode::kPower, 0.5, 2}, B{OpCode::kMaximum, -2, 2},
+        B{OpCode::kMinimum, -2, 2}, B{OpCode::kAtan2, -2, 2}, B{OpCode::kRemainder, 0.3, 3}}) {
+    cases.push_back(Case{
+        std::string(op_name(o.op)),
+        [op = o.op](GraphBuilder& b, std::vector<Value>& p) { return b.binary(op, p[0], p[1]); },
+        {f64({3, 2}), f64({3, 2})},
+        o.lo,
+        o.hi});
+  }
+  return cases;
+}
+
+std::vector<Case> other_cases() {
+  std::vector<Case> c;
+  auto add = [&](std::string name, std::vector<Shape> in,
+                 std::function<Value(GraphBuilder&, std::vector<Value>&)> f, double lo = -2,
+                 double hi = 2) {
+    c.push_back(Case{std::move(name), std::move(f), std::move(in), lo, hi});
+  };
+  add("select", {f64({5}), f64({5}), f64({5})}, [](GraphBuilder& b, auto& p) {
+    return b.select(b.compare(p[0], full(b, 0, {5}), ComparisonDirection::kGt), p[1], p[2]);
+  });
+  add("clamp", {f64({6}), f64({6}), f64({6})}, [](GraphBuilder& b, auto& p) {
+    // lo = p0 - 1 and hi = p0 + 1 around p1 in [-2, 2]: every branch is taken somewhere.
+    return b.clamp(b.subtract(p[0], full(b, 1, {6})), p[1], b.add(p[0], full(b, 1, {6})));
+  });
+  add("clamp_scalar_bounds", {f64({}), f64({6}), f64({})}, [](GraphBuilder& b, auto& p) {
+    return b.clamp(b.subtract(p[0], b.scalar(kF64, 0.5)), p[1], b.add(p[2], b.scalar(kF64, 0.5)));
+  });
+  add("convert_roundtrip", {f64({4})},
+      [](GraphBuilder& b, auto& p) { return b.convert(b.convert(p[0], DType::kC128), kF64); });
+  add("broadcast_in_dim", {f64({3, 1})}, [](GraphBuilder& b, auto& p) {
+    return b.broadcast_in_dim(p[0], {2, 3, 4}, {1, 2});
+  });
+  add("reshape", {f64({2, 6})}, [](GraphBuilder& b, auto& p) { return b.reshape(p[0], {3, 4}); });
+  add("transpose", {f64({2, 3, 4})}, [](GraphBuilder& b, auto& p) {
+    return b.transpose(p[0], {2, 0, 1});
+  });
+  add("slice_strided", {f64({7, 5})}, [](GraphBuilder& b, auto& p) {
+    return b.slice(p[0], {1, 0}, {7, 5}, {2, 3});
+  });
+  add("concatenate", {f64({2, 3}), f64({4, 3})}, [](GraphBuilder& b, auto& p) {
+    return b.concatenate({p[0], p[1], p[0]}, 0);
+  });
+  add("pad", {f64({3, 4}), f64({})}, [](GraphBuilder& b, auto& p) {
+    return b.pad(p[0], p[1], {1, -1}, {2, 0}, {1, 2});
+  });
+  add("reverse", {f64({3, 4})}, [](GraphBuilder& b, auto& p) { return b.reverse(p[0], {1}); });
+  add("dynamic_slice", {f64({5, 4})}, [](GraphBuilder& b, auto& p) {
+    return b.dynamic_slice(p[0], {b.constant(std::int32_t{1}), b.constant(std::int32_t{3})},
+                           {3, 2});
+  });
+  add("dynamic_update_slice", {f64({5, 4}), f64({2, 2})}, [](GraphBuilder& b, auto& p) {
+    return b.dynamic_update_slice(p[0], p[1],
+                                  {b.constant(std::int32_t{2}), b.constant(std::int32_t{1})});
+  });
+  add("reduce_sum", {f64({3, 4}), f64({})},
+      [](GraphBuilder& b, auto& p) { return b.reduce(p[0], p[1], OpCode::kAdd, {1}); });
+  add("reduce_product", {f64({3, 4})}, [](GraphBuilder& b, auto& p) {
+    return b.reduce(p[0], b.scalar(kF64, 1), OpCode::kMultiply, {0});
+  });
+  add("reduce_product_with_zero", {f64({3, 4})}, [](GraphBuilder& b, auto& p) {
+    // Row 0 gets one exact zero: the derivative there is the product of the others.
+    Value mask = b.compare(b.iota(Shape(DType::kS32, {3, 4}), 1),
+                           b.broadcast_in_dim(b.constant(std::int32_t{0}), {3, 4}, {}),
+                           ComparisonDirection::kEq);
+    Value rows = b.compare(b.iota(Shape(DType::kS32, {3, 4}), 0),
+                           b.broadcast_in_dim(b.constant(std::int32_t{0}), {3, 4}, {}),
+                           ComparisonDirection::kEq);
+    Value x = b.select(b.and_(mask, rows), full(b, 0, {3, 4}), p[0]);
+    return b.reduce(x, b.scalar(kF64, 1), OpCode::kMultiply, {1});
+  });
+  add("reduce_max", {f64({3, 5})}, [](GraphBuilder& b, auto& p) {
+    return b.reduce(p[0], b.scalar(kF64, -INFINITY), OpCode::kMaximum, {1});
+  });
+  add("reduce_min", {f64({3, 5})}, [](GraphBuilder& b, auto& p) {
+    return b.reduce(p[0], b.scalar(kF64, INFINITY), OpCode::kMinimum, {0});
+  });
+  add("argmax_value", {f64({4, 3})}, [](GraphBuilder& b, auto& p) { return b.argmax(p[0], 0)[0]; });
+  add("dot_general", {f64({2, 3, 4}), f64({2, 4, 5})}, [](GraphBuilder& b, auto& p) {
+    return b.dot_general(p[0], p[1], DotDimensionNumbers{{0}, {0}, {2}, {1}});
+  });
+  add("dot_general_transposed_contraction", {f64({4, 3}), f64({5, 4})},
+      [](GraphBuilder& b, auto& p) {
+        return b.dot_general(p[0], p[1], DotDimensionNumbers{{}, {}, {0}, {1}});
+      });
+  add("dot_general_batch_last", {f64({3, 2, 4}), f64({4, 2})}, [](GraphBuilder& b, auto& p) {
+    return b.dot_general(p[0], p[1], DotDimensionNumbers{{1}, {1}, {2}, {0}});
+  });
+  add("complex_parts", {f64({3}), f64({3})}, [](GraphBuilder& b, auto& p) {
+    Value z = b.complex(p[0], p[1]);
+    Value zz = b.multiply(z, z);
+    return b.add(b.real(zz), b.imag(b.exponential(z)));
+  });
+  add(
+      "complex_abs", {f64({3}), f64({3})},
+      [](GraphBuilder& b, auto& p) { return b.abs(b.complex(p[0], p[1])); }, 0.3, 2);
+  add("composite", {f64({4, 3}), f64({3})}, [](GraphBuilder& b, auto& p) {
+    Value h = b.tanh(b.add(b.dot(p[0], p[1]), full(b, 0.5, {4})));
+    return b.multiply(h, b.log_plus_one(b.multiply(h, h)));
+  });
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "autodiff: vjp of every differentiable op matches central differences, and jvp is its "
+    "adjoint") {
+  std::mt19937_64 rng(7);
+  for (const auto& list : {unary_cases(), binary_cases(), other_cases()})
+    for (const Case& c : list) check_case(c, rng);
+}
+
+TEST_CASE("autodiff: second derivatives match closed forms") {
+  struct Fn {
+    OpCode op;
+    std::function<double(double)> second;
+  };
+  for (const Fn& f : {Fn{OpCode::kSine, [](double x) { return -std::sin(x); }},
+                      Fn{OpCode::kExponential, [](double x) { return std::exp(x); }},
+                      Fn{OpCode::kTanh, [](double x) {
+                           const double t = std::tanh(x);
+                           return -2 * t * (1 - t * t);
+                         }}}) {
+    CAPTURE(op_name(f.op));
+    GraphBuilder b("f");
+    Value x = b.parameter(Shape(kF64, {}));
+    Graph g = b.build({b.unary(f.op, x)}).value();
+    // d/dx of the vjp graph (with cotangent 1 bound) is the second derivative.
+    Graph d1 = vjp_graph(g, {true}).value();
+    GraphBuilder b2("df");
+    Value x2 = b2.parameter(Shape(kF64, {}));
+    Graph df = b2.build({b2.inline_graph(d1, {x2, b2.scalar(kF64, 1)})[1]}).value();
+    Graph d2 = vjp_graph(df, {true}).value();
+    for (double v : {-1.3, 0.2, 0.9}) {
+      auto r = eval(d2, {Literal::scalar(v), Literal::scalar(1.0)});
+      CHECK(r[1].data<double>()[0] == doctest::Approx(f.second(v)).epsilon(1e-13));
+    }
+  }
+  // A polynomial: p(x) = 3x^4 - 2x^3 + x - 5, p'' = 36x^2 - 12x.
+  GraphBuilder b("poly");
+  Value x = b.parameter(Shape(kF64, {}));
+  auto c = [&](double v) { return b.scalar(kF64, v); };
+  Value x2 = b.multiply(x, x), x3 = b.multiply(x2, x), x4 = b.multiply(x3, x);
+  Value p = b.add(b.subtract(b.multiply(c(3), x4), b.multiply(c(2), x3)), b.subtract(x, c(5)));
+  Graph g = b.build({p}).value();
+  Graph d1 = jvp_graph(g, {true}).value();  // forward over reverse would do as well
+  GraphBuilder b2("dpoly");
+  Value y = b2.parameter(Shape(kF64, {}));
+  Graph dp = b2.build({b2.inline_graph(d1, {y, b2.scalar(kF64, 1)})[1]}).value();
+  Graph d2 = vjp_graph(dp, {true}).value();
+  for (double v : {-2.0, 0.5, 3.0})
+    CHECK(eval(d2, {Literal::scalar(v), Literal::scalar(1.0)})[1].data<double>()[0] ==
+          doctest::Approx(36 * v * v - 12 * v).epsilon(1e-13));
+}
+
+TEST_CASE("autodiff: bad inputs are statuses") {
+  GraphBuilder b("ints");
+  Value i = b.parameter(Shape(DType::kS32, {3}));
+  Value f = b.parameter(Shape(kF64, {3}));
+  Graph g = b.build({b.add(b.convert(i, kF64), f)}).value();
+  StatusOr<Graph> r = vjp_graph(g, {true, true});
+  CHECK(r.status().code() == StatusCode::kInvalidArgument);
+  CHECK(r.status().message().find("parameter 0") != std::string::npos);
+  CHECK(r.status().message().find("s32[3]") != std::string::npos);
+  StatusOr<Graph> wrong = jvp_graph(g, {true});
+  CHECK(wrong.status().code() == StatusCode::kInvalidArgument);
+  CHECK(wrong.status().message().find("wrt has 1 entries for 2 parameters") != std::string::npos);
+  // Integer inputs that are not differentiated are fine; their path has zero tangent.
+  StatusOr<Graph> ok = jvp_graph(g, {false, true});
+  REQUIRE(ok.ok());
+  // A reduce with a body the rules do not know.
+  GraphBuilder body_b("weird");
+  Value a = body_b.parameter(Shape(kF64, {}));
+  Value c = body_b.parameter(Shape(kF64, {}));
+  Graph body = body_b.build({body_b.add(body_b.multiply(a, c), c)}).value();
+  GraphBuilder rb("r");
+  Value x = rb.parameter(Shape(kF64, {4}));
+  Graph rg = rb.build({rb.reduce(x, rb.scalar(kF64, 0), body, {0})}).value();
+  StatusOr<Graph> rr = vjp_graph(rg, {true});
+  CHECK(rr.status().code() == StatusCode::kUnimplemented);
+  CHECK(rr.status().message().find("weird") != std::string::npos);
+}
+
+TEST_CASE("batching: batch_graph equals the graph run per batch element") {
+  std::mt19937_64 rng(11);
+  for (const auto& list : {unary_cases(), binary_cases(), other_cases()}) {
+    for (const Case& c : list) {
+      CAPTURE(c.name);
+      const Graph g = make(c);
+      const std::int64_t batch = 3;
+      // Batch every other input; the rest are shared.
+      std::vector<bool> batched;
+      std::vector<Literal> args;
+      for (std::size_t k = 0; k < c.inputs.size(); ++k) {
+        batched.push_back(k % 2 == 0);
+        std::vector<std::int64_t> dims(c.inputs[k].dims().begin(), c.inputs[k].dims().end());
+        if (batched.back()) dims.insert(dims.begin(), batch);
+        args.push_back(random_literal(rng, f64(dims), c.lo, c.hi));
+      }
+      StatusOr<Graph> bg = batch_graph(g, batched, batch);
+      REQUIRE_MESSAGE(bg.ok(), bg.status().to_string());
+      const Literal out = eval(*bg, args)[0];
+      const std::int64_t per = out.element_count() / batch;
+      for (std::int64_t i = 0; i < batch; ++i) {
+        std::vector<Literal> one;
+        for (std::size_t k = 0; k < args.size(); ++k) {
+          if (!batched[k]) {
+            one.push_back(args[k]);
+            continue;
+          }
+          Literal e(c.inputs[k]);
+          const std::int64_t n = e.element_count();
+          for (std::int64_t j = 0; j < n; ++j)
+            e.data<double>()[static_cast<std::size_t>(j)] =
+                args[k].data<double>()[static_cast<std::size_t>(i * n + j)];
+          one.push_back(std::move(e));
+        }
+        const Literal expected = eval(g, one)[0];
+        for (std::int64_t j = 0; j < per; ++j)
+          CHECK(out.data<double>()[static_cast<std::size_t>(i * per + j)] ==
+                expected.data<double>()[static_cast<std::size_t>(j)]);
+      }
+    }
+  }
+}
+
+TEST_CASE("batching: ops without a rule unroll, and bad inputs are statuses") {
+  // A dynamic_slice whose start index is batched has no rule: it unrolls.
+  GraphBuilder b("ds");
+  Value x = b.parameter(Shape(kF64, {6}));
+  Value i = b.parameter(Shape(DType::kS32, {}));
+  Graph g = b.build({b.dynamic_slice(x, {i}, {2})}).value();
+  Graph bg = batch_graph(g, {false, true}, 3).value();
+  Literal xs = Literal::vector<double>({0, 1, 2, 3, 4, 5});
+  Literal is = Literal::vector<std::int32_t>({4, 0, 9});  // 9 clamps to 4
+  CHECK(eval(bg, {xs, is})[0] ==
+        Literal::from_span<double>(std::vector<double>{4, 5, 0, 1, 4, 5}, {3, 2}).value());
+  CHECK(batch_graph(g, {true}, 3).status().code() == StatusCode::kInvalidArgument);
+  CHECK(batch_graph(g, {true, false}, -1).status().code() == StatusCode::kInvalidArgument);
+}
