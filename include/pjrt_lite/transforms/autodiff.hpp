@@ -627,9 +627,28 @@ class JvpRules {
       case OpCode::kDotGeneral:
         return l_.add(l_.apply(OpCode::kDotGeneral, {L::lin(t[0]), L::coef(p[1])}, n.attrs),
                       l_.apply(OpCode::kDotGeneral, {L::coef(p[0]), L::lin(t[1])}, n.attrs));
+      case OpCode::kSign:
+      case OpCode::kFloor:
+      case OpCode::kCeil:
+      case OpCode::kRoundNearestAfz:
+      case OpCode::kRoundNearestEven:
+      case OpCode::kIsFinite:
+      case OpCode::kNot:
+      case OpCode::kPopcnt:
+      case OpCode::kAnd:
+      case OpCode::kOr:
+      case OpCode::kXor:
+      case OpCode::kShiftLeft:
+      case OpCode::kShiftRightArithmetic:
+      case OpCode::kShiftRightLogical:
+      case OpCode::kCompare:
+      case OpCode::kBitcastConvert:
+      case OpCode::kIota:
+      case OpCode::kConstant:
+        // Piecewise constant, or not a number: zero tangent, as in JAX.
+        return kZero;
       default:
-        // Piecewise constant (sign, floor, ceil, round, compare, ...) or not a number
-        // (bitcast_convert): zero tangent.
+        l_.fail(unimplemented_error(str_cat("autodiff: ", op_name(n.op), " has no derivative rule")));
         return kZero;
     }
   }
