@@ -66,13 +66,13 @@ int main() {
     return std::make_pair(l, next);
   });
 
-  for (int epoch = 0; epoch <= 2000; ++epoch) {
+  for (int epoch = 0; epoch <= 3000; ++epoch) {
     StatusOr<std::pair<Literal, Mlp<Literal>>> r = step(params, x, y);
     if (!r.ok()) {
       std::fprintf(stderr, "step failed: %s\n", r.status().to_string().c_str());
       return 1;
     }
-    if (epoch % 250 == 0) std::printf("epoch %4d  loss %.6f\n", epoch, r->first.data<float>()[0]);
+    if (epoch % 500 == 0) std::printf("epoch %4d  loss %.6f\n", epoch, r->first.data<float>()[0]);
     params = std::move(r->second);
   }
   return 0;

@@ -648,7 +648,8 @@ class JvpRules {
         // Piecewise constant, or not a number: zero tangent, as in JAX.
         return kZero;
       default:
-        l_.fail(unimplemented_error(str_cat("autodiff: ", op_name(n.op), " has no derivative rule")));
+        l_.fail(
+            unimplemented_error(str_cat("autodiff: ", op_name(n.op), " has no derivative rule")));
         return kZero;
     }
   }
