@@ -4,7 +4,14 @@
 option(PJRT_LITE_BUILD_TESTS "Build the test suite" ${PROJECT_IS_TOP_LEVEL})
 option(PJRT_LITE_BUILD_EXAMPLES "Build the examples" ${PROJECT_IS_TOP_LEVEL})
 option(PJRT_LITE_BUILD_BENCH "Build the benchmarks (skipped without Google Benchmark)" ${PROJECT_IS_TOP_LEVEL})
-option(PJRT_LITE_WARNINGS_AS_ERRORS "Treat warnings in pjrt_lite's own code as errors" OFF)
+option(PJRT_LITE_INSTALL "Generate the install rules (headers, CMake package, pkg-config file)" ${PROJECT_IS_TOP_LEVEL})
+option(PJRT_LITE_WERROR "Treat warnings in pjrt_lite's own code as errors" OFF)
+# The older spelling of PJRT_LITE_WERROR.
+if(PJRT_LITE_WARNINGS_AS_ERRORS)
+  set(PJRT_LITE_WERROR ON)
+endif()
+option(PJRT_LITE_NO_EXCEPTIONS
+       "Build tests, examples and benchmarks with -fno-exceptions -fno-rtti, as game engines do" OFF)
 set(PJRT_LITE_STABLEHLO_TESTDATA "${PROJECT_SOURCE_DIR}/../shared/stablehlo-testdata" CACHE PATH
     "The StableHLO conformance corpus (JAX-exported .mlir files); tests that need it skip when absent")
 set(PJRT_LITE_SANITIZE "" CACHE STRING
@@ -21,11 +28,18 @@ if(PROJECT_IS_TOP_LEVEL)
   endif()
 endif()
 
-# pjrt_lite_project_settings(<target>): warnings and sanitizers for the project's own binaries.
+# pjrt_lite_project_settings(<target>): warnings, sanitizers and the no-exceptions build for the
+# project's own binaries.
 function(pjrt_lite_project_settings target)
   target_compile_options(${target} PRIVATE -Wall -Wextra -Wpedantic)
-  if(PJRT_LITE_WARNINGS_AS_ERRORS)
+  if(PJRT_LITE_WERROR)
     target_compile_options(${target} PRIVATE -Werror)
+  endif()
+  if(PJRT_LITE_NO_EXCEPTIONS)
+    target_compile_options(${target} PRIVATE -fno-exceptions -fno-rtti)
+    # Without exceptions doctest drops its REQUIRE family unless told to keep it (a failed
+    # REQUIRE then ends the test run instead of the test case).
+    target_compile_definitions(${target} PRIVATE DOCTEST_CONFIG_NO_EXCEPTIONS_BUT_WITH_ALL_ASSERTS)
   endif()
   if(PJRT_LITE_SANITIZE)
     target_compile_options(${target} PRIVATE -fsanitize=${PJRT_LITE_SANITIZE} -fno-omit-frame-pointer

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/compile_options.hpp"
+#include "pjrt_lite/backends/cpu/compile_program.hpp"
 #include "pjrt_lite/backends/cpu/dot_kernel.hpp"
 #include "pjrt_lite/backends/cpu/kernels.hpp"
 #include "pjrt_lite/backends/cpu/program.hpp"
@@ -623,10 +624,9 @@ class Compiler {
 /// Results of constant folding up to this many elements become constants.
 inline constexpr std::int64_t kMaxFoldElements = 1024;
 
-/// Compiles a verified `graph` for CPU executors with `max_workers` threads (the caller
-/// included).
-inline StatusOr<std::shared_ptr<Program>> compile_program(const Graph& graph, const CompileOptions& options,
-                                                          int max_workers) {
+PJRT_LITE_CPU_KERNELS_INLINE StatusOr<std::shared_ptr<Program>> compile_program(const Graph& graph,
+                                                                                const CompileOptions& options,
+                                                                                int max_workers) {
   PJRT_LITE_RETURN_IF_ERROR(verify(graph));
   if (!options.optimize) return Compiler(graph, options, max_workers).run();
   // Constant folding evaluates with the reference interpreter: folding happens once per

@@ -12,13 +12,17 @@
 
 #include "pjrt_lite/backends/cpu/buffer.hpp"
 #include "pjrt_lite/backends/cpu/client.hpp"
-#include "pjrt_lite/backends/cpu/compiler.hpp"
+#include "pjrt_lite/backends/cpu/compile_program.hpp"
 #include "pjrt_lite/backends/cpu/executable_format.hpp"
 #include "pjrt_lite/backends/cpu/program.hpp"
 #include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/core/runtime_types.hpp"
 #include "pjrt_lite/future.hpp"
 #include "pjrt_lite/ir/fingerprint.hpp"
+#include "pjrt_lite/ir/printer.hpp"
+#if !defined(PJRT_LITE_CPU_EXTERN_KERNELS)
+#include "pjrt_lite/backends/cpu/compiler.hpp"
+#endif
 
 namespace pjrt_lite::cpu {
 
@@ -311,3 +315,13 @@ StatusOr<LoadedExecutable<E>> Client<E>::deserialize_executable(std::span<const 
 }
 
 }  // namespace pjrt_lite::cpu
+
+#if defined(PJRT_LITE_CPU_EXTERN_KERNELS)
+// Compiled once, in the translation unit that includes <pjrt_lite/cpu_instantiate.hpp>.
+namespace pjrt_lite::cpu {
+extern template class Client<ThreadPool>;
+extern template class Client<InlineExecutor>;
+extern template class LoadedExecutable<ThreadPool>;
+extern template class LoadedExecutable<InlineExecutor>;
+}  // namespace pjrt_lite::cpu
+#endif

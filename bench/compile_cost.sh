@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Compile cost of pjrt_lite: CPU seconds (user + system, so a busy machine inflates them less
+# than wall time) to compile a translation unit that includes one public header, and each
+# example, with the flags a user's release build would use. Also says whether the header pulls
+# in Eigen (Eigen/Core) and Eigen's Tensor module. Prints a Markdown table.
+#
+#   bench/compile_cost.sh [regex]      # only headers / examples whose path matches
+#   CXX=clang++-14 bench/compile_cost.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+cxx=${CXX:-g++}
+filter=${1:-.}
+flags=(-std=c++20 -O2 -fno-exceptions -fno-rtti -Iinclude -isystem /usr/include/eigen3 -w)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+cpu_seconds() {  # cpu_seconds <extra flags...> <source>: compiles to an object, prints seconds
+  /usr/bin/time -f "%U %S" -o "$work/time" "$cxx" "${flags[@]}" "$@" -c -o "$work/out.o"
+  awk '{printf "%.1f", $1 + $2}' "$work/time"
+}
+
+echo "$cxx $("$cxx" -dumpversion), ${flags[*]}"
+echo
+echo "| translation unit | CPU s | Eigen/Core | Eigen Tensor |"
+echo "|---|---:|:---:|:---:|"
+for header in $(cd include && find pjrt_lite -name '*.hpp' | sort); do
+  [[ "$header" =~ $filter ]] || continue
+  echo "#include <$header>" >"$work/tu.cpp"
+  deps=$("$cxx" "${flags[@]}" -M "$work/tu.cpp")
+  core=no tensor=no
+  grep -q 'Eigen/Core' <<<"$deps" && core=yes
+  grep -q 'CXX11/Tensor' <<<"$deps" && tensor=yes
+  echo "| \`#include <$header>\` | $(cpu_seconds "$work/tu.cpp") | $core | $tensor |"
+done
+# Examples as the build compiles them: the three that share examples/cpu_kernels.cpp are built
+# with PJRT_LITE_CPU_EXTERN_KERNELS (declarations only); cpu_kernels.cpp holds the kernels.
+for example in examples/*.cpp; do
+  [[ "$example" =~ $filter ]] || continue
+  extra=()
+  case "$(basename "$example" .cpp)" in
+    robot_control | particles | microbenchmark | cpu_kernels) extra=(-DPJRT_LITE_CPU_EXTERN_KERNELS) ;;
+  esac
+  echo "| \`$example\`${extra:+ (extern kernels)} | $(cpu_seconds "${extra[@]}" "$example") | | |"
+  if [ "${#extra[@]}" -gt 0 ] && [ "$(basename "$example" .cpp)" != cpu_kernels ]; then
+    echo "| \`$example\` (kernels inline) | $(cpu_seconds "$example") | | |"
+  fi
+done

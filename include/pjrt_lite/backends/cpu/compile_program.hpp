@@ -1,0 +1,32 @@
+#pragma once
+// The seam between the CPU client and its compiler: `compile_program` turns a graph into a
+// Program, and is where every kernel for every op and dtype gets instantiated.
+//
+// By default it is an inline function of compiler.hpp, compiled in every translation unit that
+// compiles programs. A large application can compile it once instead: define
+// PJRT_LITE_CPU_EXTERN_KERNELS for every translation unit of the program and include
+// <pjrt_lite/cpu_instantiate.hpp> in exactly one. The other translation units then see only
+// this declaration (and `extern template` declarations of the CPU classes, see executable.hpp).
+
+#include <memory>
+
+#include "pjrt_lite/backends/cpu/compile_options.hpp"
+#include "pjrt_lite/backends/cpu/forward.hpp"
+#include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/ir/graph.hpp"
+
+#if defined(PJRT_LITE_CPU_EXTERN_KERNELS)
+#define PJRT_LITE_CPU_KERNELS_INLINE
+#else
+#define PJRT_LITE_CPU_KERNELS_INLINE inline
+#endif
+
+namespace pjrt_lite::cpu::detail {
+
+/// Compiles a verified `graph` for CPU executors with `max_workers` threads (the caller
+/// included).
+PJRT_LITE_CPU_KERNELS_INLINE StatusOr<std::shared_ptr<Program>> compile_program(const Graph& graph,
+                                                                                const CompileOptions& options,
+                                                                                int max_workers);
+
+}  // namespace pjrt_lite::cpu::detail

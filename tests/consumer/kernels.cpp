@@ -1,0 +1,1 @@
+#include <pjrt_lite/cpu_instantiate.hpp>
