@@ -2,7 +2,8 @@
 // on a threadless client (cpu::Client<cpu::InlineExecutor>): read the state, upload the
 // observation, execute, read the action back, step the plant. Prints the latency of each
 // tick's policy call (p50 / p99 / max) and the heap allocations made during the loop, counted
-// by the replaced global operator new below: a steady-state execute allocates nothing.
+// by the replaced global operator new below: a steady-state execute and read-back allocate
+// nothing; creating the observation's buffer each tick still does.
 //
 //   ./build/examples/robot_control [seconds]
 #include <algorithm>
@@ -23,9 +24,15 @@
 namespace {
 std::atomic<bool> g_counting{false};
 std::atomic<std::int64_t> g_allocations{0};
+// Which part of a tick is running: 0 uploads the observation, 1 executes and reads back.
+std::atomic<int> g_phase{0};
+std::atomic<std::int64_t> g_phase_allocations[2] = {0, 0};
 
 void* counted_allocate(std::size_t size, std::size_t alignment) {
-  if (g_counting.load(std::memory_order_relaxed)) g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (g_counting.load(std::memory_order_relaxed)) {
+    g_allocations.fetch_add(1, std::memory_order_relaxed);
+    g_phase_allocations[g_phase.load(std::memory_order_relaxed)].fetch_add(1, std::memory_order_relaxed);
+  }
   if (size == 0) size = 1;
   void* p = alignment <= alignof(std::max_align_t)
                 ? std::malloc(size)
@@ -173,9 +180,11 @@ int main(int argc, char** argv) {
     StatusOr<InlineBuffer> input = client.buffer_from_host_buffer(std::span<const float>(obs), kObsDims, device);
     if (!input.ok()) return input.status();
     args[0] = &*input;
+    g_phase.store(1, std::memory_order_relaxed);
     PJRT_LITE_RETURN_IF_ERROR(exe->execute_sharded(args, device, options, results));
     PJRT_LITE_RETURN_IF_ERROR(results[0].copy_raw_to_host(action, 0, sizeof(action)).await());
     results.clear();
+    g_phase.store(0, std::memory_order_relaxed);
     for (int i = 0; i < 2; ++i) {
       vel[i] += 0.001f * (4.0f * action[i] - 0.5f * vel[i]);
       pos[i] += 0.001f * vel[i];
@@ -217,7 +226,10 @@ int main(int argc, char** argv) {
   std::sort(latency_us.begin(), latency_us.end());
   auto at = [&](double q) { return latency_us[static_cast<std::size_t>(q * static_cast<double>(ticks - 1))]; };
   std::printf("policy latency: p50 %.1f us, p99 %.1f us, max %.1f us\n", at(0.5), at(0.99), latency_us.back());
-  std::printf("heap allocations during the loop: %lld\n", static_cast<long long>(allocations));
+  std::printf("heap allocations during the loop: %lld (execute + read back: %lld, observation upload: %lld)\n",
+              static_cast<long long>(allocations), static_cast<long long>(g_phase_allocations[1].load()),
+              static_cast<long long>(g_phase_allocations[0].load()));
   std::printf("policy vs plain C++ MLP: max abs difference %.2g\n", worst_error);
-  return allocations == 0 && worst_error < 1e-5 ? 0 : 1;
+  // The executable's promise is the execute path; creating a buffer per tick still allocates.
+  return g_phase_allocations[1].load() == 0 && worst_error < 1e-5 ? 0 : 1;
 }
