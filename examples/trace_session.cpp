@@ -1,5 +1,5 @@
 // Every runtime call of a small session, as a framework would make them: load a CPU client,
-// compile y = power(x, 2) for an int32 x, run it on 1, print y. The client is a Traced one,
+// jit y = power(x, 2) for an int32 x, run it on 1, print y. The client is a Traced one,
 // so each call prints a log line; a Timeline records the compile, the transfers and every
 // kernel; the program is written as Graphviz DOT (and SVG when `dot` is on PATH).
 //
@@ -14,7 +14,7 @@
 #include <string>
 
 #include "pjrt_lite/cpu.hpp"
-#include "pjrt_lite/ir/builder.hpp"
+#include "pjrt_lite/frontend.hpp"
 #include "pjrt_lite/trace/traced.hpp"
 
 using namespace pjrt_lite;
@@ -34,13 +34,6 @@ bool write_file(const std::string& path, const std::string& text) {
 }
 
 bool dot_on_path() { return std::system("command -v dot >/dev/null 2>&1") == 0; }
-
-// y = power(x, 2) with x an int32 scalar: what jit(lambda x: power(x, int32(2))) traces to.
-Graph power_graph() {
-  GraphBuilder b("jit_power");
-  Value x = b.parameter(Shape(DType::kS32, {}));
-  return b.build(b.power(x, b.constant(std::int32_t{2}))).value();
-}
 
 template <class Sink>
 int session(Sink sink, trace::Timeline& timeline, const std::string& out_dir) {
@@ -66,23 +59,17 @@ int session(Sink sink, trace::Timeline& timeline, const std::string& out_dir) {
 
   std::printf("== run y = jit(lambda x: power(x, int32(2)))(1)\n");
   std::fflush(stdout);
-  const Graph graph = power_graph();
-  auto exe = client.compile(graph);
+  // jit traces the function, compiles it through the traced client, moves the argument to
+  // the device and executes; each of those calls is a line of the log.
+  auto f = jit(
+      client, [](const Tensor& x) { return power(x, 2); }, JitOptions{"jit_power"});
+  StatusOr<Literal> value = f(std::int32_t{1});
+  if (!value.ok()) return fail(value.status());
+  auto exe = f.executable(std::int32_t{1});  // the cached entry: no new compile
   if (!exe.ok()) return fail(exe.status());
-  const std::int32_t one = 1;
-  auto x = client.buffer_from_host_buffer(
-      std::as_bytes(std::span<const std::int32_t>(&one, 1)), DType::kS32, {}, std::nullopt,
-      HostBufferSemantics::kImmutableUntilTransferCompletes, nullptr, *memory);
-  if (!x.ok()) return fail(x.status());
-  typename Traced<cpu::Client<>, Sink>::buffer_type* args[] = {&*x};
-  auto y = exe->execute_sharded(args, device);
-  if (!y.ok()) return fail(y.status());
 
   std::printf("== print(y)\n");
   std::fflush(stdout);
-  if (Status ready = (*y)[0].get_ready_future().await(); !ready.ok()) return fail(ready);
-  auto value = (*y)[0].to_literal().await();
-  if (!value.ok()) return fail(value.status());
   std::fflush(stderr);
   std::printf("y = %s\n", value->to_string().c_str());
   client.inner().set_observer(nullptr);
@@ -93,7 +80,7 @@ int session(Sink sink, trace::Timeline& timeline, const std::string& out_dir) {
   std::printf("timeline: %s (%zu spans; open in ui.perfetto.dev or chrome://tracing)\n",
               json_path.c_str(), timeline.events().size());
   const std::string dot_path = out_dir + "/trace_session.dot";
-  if (!write_file(dot_path, trace::to_dot(exe->inner())))
+  if (!write_file(dot_path, trace::to_dot((*exe)->inner())))
     return fail(unavailable_error("cannot write " + dot_path));
   std::printf("program:  %s\n", dot_path.c_str());
   if (dot_on_path()) {

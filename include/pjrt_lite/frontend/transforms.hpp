@@ -565,7 +565,9 @@ auto jacrev(F f) {
       detail::report(invalid_argument_error("jacrev: the argument is an invalid Tensor"));
       return Tensor();
     }
-    auto [y, pullback] = vjp(f, x);
+    auto forward = vjp(f, x);  // not a structured binding: lambdas below capture it
+    const Tensor y = forward.first;
+    const auto& pullback = forward.second;
     if (!y.valid()) return Tensor();
     const std::int64_t m = y.size();
     std::vector<std::int64_t> basis_dims{m};

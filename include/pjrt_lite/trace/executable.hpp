@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <source_location>
 #include <span>
 #include <string>
 #include <string_view>
@@ -149,8 +148,7 @@ class TracedExecutable {
   template <class F>
   StatusOr<std::vector<TracedBuffer<C, S>>> run_on_device(
       std::string_view method, std::span<TracedBuffer<C, S>* const> args,
-      TracedDevice<C, S>* device, F run,
-      std::source_location where = std::source_location::current()) {
+      TracedDevice<C, S>* device, F run, SourceLocation where = SourceLocation::current()) {
     return tracer().call(
         "executable", id(), method, str_cat(describe(args), " on ", describe(device)),
         [&]() -> StatusOr<std::vector<TracedBuffer<C, S>>> {

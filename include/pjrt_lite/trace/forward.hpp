@@ -5,7 +5,6 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
-#include <source_location>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -63,7 +62,7 @@ class Tracer {
   template <class F>
   decltype(auto) call(std::string_view kind, const void* object, std::string_view method,
                       std::string arguments, F&& fn,
-                      std::source_location where = std::source_location::current()) {
+                      SourceLocation where = SourceLocation::current()) {
     constexpr int kFrames = call_stack_frames_v<S>;
     std::array<void*, (kFrames > 0 ? kFrames : 1)> frames;
     int depth = 0;
@@ -95,7 +94,7 @@ class Tracer {
   template <std::size_t N>
   void report(std::string_view kind, const void* object, std::string_view method,
               std::string_view arguments, std::string_view result, Status status,
-              std::int64_t begin, std::int64_t end, const std::source_location& where,
+              std::int64_t begin, std::int64_t end, const SourceLocation& where,
               const std::array<void*, N>& frames, int depth) {
     CallRecord record{kind,
                       object,

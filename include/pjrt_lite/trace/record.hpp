@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <mutex>
-#include <source_location>
 #include <span>
 #include <string>
 #include <string_view>
@@ -20,6 +19,20 @@
 
 namespace pjrt_lite::trace {
 
+/// Where a forwarding method is: file and line, taken at the call site like
+/// SourceLocation::current(), which clang 14 cannot compile with libstdc++ 12.
+struct SourceLocation {
+  const char* file = "";
+  std::uint_least32_t line_number = 0;
+
+  static constexpr SourceLocation current(const char* file = __builtin_FILE(),
+                                          std::uint_least32_t line = __builtin_LINE()) {
+    return SourceLocation{file, line};
+  }
+  [[nodiscard]] constexpr const char* file_name() const { return file; }
+  [[nodiscard]] constexpr std::uint_least32_t line() const { return line_number; }
+};
+
 /// One call through a Traced object. The strings and spans live only for the duration of
 /// Sink::record; a sink that keeps a record copies it (OwnedCallRecord).
 struct CallRecord {
@@ -31,7 +44,7 @@ struct CallRecord {
   Status status;                 // the error the call returned, or OK
   std::int64_t begin_ns = 0;     // steady_clock, as cpu::observer_now_ns
   std::int64_t duration_ns = 0;
-  std::source_location where;  // the forwarding method in pjrt_lite/trace/
+  SourceLocation where;  // the forwarding method in pjrt_lite/trace/
   std::thread::id thread;
   std::span<void* const> call_stack;  // innermost first; empty unless the sink asks for it
 };
