@@ -25,6 +25,7 @@
 #include <unsupported/Eigen/CXX11/ThreadPool>
 
 #include "pjrt_lite/cpu.hpp"
+#include "pjrt_lite/frontend.hpp"
 #include "pjrt_lite/ir/builder.hpp"
 
 using namespace pjrt_lite;
@@ -406,6 +407,133 @@ void mlp_b256_eigen(benchmark::State& state) {
   check_close(state, yv, want.data(), 1e-4);
 }
 
+// ---- mlp_grad_b256: the gradient of 0.5 * sum((mlp(x) - t)^2) with respect to every weight,
+// through the front end (jit of grad); the twin is hand-written backpropagation.
+
+template <class T>
+struct MlpParams {
+  T w1, b1, w2, b2, w3, b3;
+};
+
+Tensor mlp_tensor(const MlpParams<Tensor>& p, const Tensor& x) {
+  Tensor h1 = tanh(matmul(x, p.w1) + p.b1);
+  Tensor h2 = tanh(matmul(h1, p.w2) + p.b2);
+  return matmul(h2, p.w3) + p.b3;
+}
+
+constexpr std::int64_t kGradBatch = 256;
+
+/// Backpropagation by hand for rows [x, x + batch): dW1 into `gw1` (the other gradients are
+/// computed too, as the pjrt_lite side computes them all).
+void mlp_grad_rows(const float* x, const float* t, std::int64_t batch, RowMatrix& gw1,
+                   RowMatrix& gw2, RowMatrix& gw3, Eigen::RowVectorXf& gb1, Eigen::RowVectorXf& gb2,
+                   Eigen::RowVectorXf& gb3) {
+  const auto& w = mlp_weights();
+  using Row = Eigen::RowVectorXf;
+  Eigen::Map<const RowMatrix> xm(x, batch, kIn), tm(t, batch, kOut), w1(w.w1.data(), kIn, kHidden),
+      w2(w.w2.data(), kHidden, kHidden), w3(w.w3.data(), kHidden, kOut);
+  Eigen::Map<const Row> b1(w.b1.data(), kHidden), b2(w.b2.data(), kHidden), b3(w.b3.data(), kOut);
+  RowMatrix h1 = ((xm * w1).rowwise() + b1).array().tanh().matrix();
+  RowMatrix h2 = ((h1 * w2).rowwise() + b2).array().tanh().matrix();
+  RowMatrix d = ((h2 * w3).rowwise() + b3) - tm;
+  gw3.noalias() = h2.transpose() * d;
+  gb3 = d.colwise().sum();
+  RowMatrix dz2 = ((d * w3.transpose()).array() * (1.0f - h2.array().square())).matrix();
+  gw2.noalias() = h1.transpose() * dz2;
+  gb2 = dz2.colwise().sum();
+  RowMatrix dz1 = ((dz2 * w2.transpose()).array() * (1.0f - h1.array().square())).matrix();
+  gw1.noalias() = xm.transpose() * dz1;
+  gb1 = dz1.colwise().sum();
+}
+
+void mlp_grad_eigen(const float* x, const float* t, std::int64_t batch, RowMatrix& gw1) {
+  RowMatrix gw2, gw3;
+  Eigen::RowVectorXf gb1, gb2, gb3;
+  mlp_grad_rows(x, t, batch, gw1, gw2, gw3, gb1, gb2, gb3);
+}
+
+void mlp_grad_b256_pjrt_lite(benchmark::State& state) {
+  auto client = make_client<cpu::ThreadPool>();
+  const auto& w = mlp_weights();
+  const auto x = values(kGradBatch * kIn, 1.0f, 0.7f), t = values(kGradBatch * kOut, 0.5f, 0.9f);
+  auto upload = [&](const std::vector<float>& v, std::vector<std::int64_t> dims) {
+    return take(client->buffer_from_host_buffer(std::span<const float>(v), dims), "upload");
+  };
+  MlpParams<cpu::Buffer<cpu::ThreadPool>> params{
+      upload(w.w1, {kIn, kHidden}), upload(w.b1, {kHidden}),       upload(w.w2, {kHidden, kHidden}),
+      upload(w.b2, {kHidden}),      upload(w.w3, {kHidden, kOut}), upload(w.b3, {kOut})};
+  auto xb = upload(x, {kGradBatch, kIn}), tb = upload(t, {kGradBatch, kOut});
+  auto g = jit(*client, grad([](const MlpParams<Tensor>& p, const Tensor& x, const Tensor& t) {
+    return sum(square(mlp_tensor(p, x) - t)) * 0.5f;
+  }));
+  take(g.executable(params, xb, tb), "compile");
+  std::vector<cpu::Buffer<cpu::ThreadPool>*> args{&params.w1, &params.b1, &params.w2, &params.b2,
+                                                  &params.w3, &params.b3, &xb,        &tb};
+  std::vector<cpu::Buffer<cpu::ThreadPool>> grads;
+  ExecuteOptions options;
+  options.mode = ExecutionMode::kSynchronous;
+  for (auto _ : state) {
+    Status s = g.execute(args, grads, options);
+    if (!s.ok()) die(s, "execute");
+  }
+  // Check dW1, the end of the backward pass, against the twin's.
+  RowMatrix want_w1;
+  mlp_grad_eigen(x.data(), t.data(), kGradBatch, want_w1);
+  Literal got = take(grads[0].to_literal().await(), "to_literal");
+  std::vector<float> got_v(got.data<float>().begin(), got.data<float>().end());
+  check_close(state, got_v, want_w1.data(), 1e-3);
+}
+
+void mlp_grad_b256_eigen(benchmark::State& state) {
+  // Each thread backpropagates half of the batch; the halves' gradients are summed.
+  const auto x = values(kGradBatch * kIn, 1.0f, 0.7f), t = values(kGradBatch * kOut, 0.5f, 0.9f);
+  RowMatrix gw1[kThreads], gw2[kThreads], gw3[kThreads];
+  Eigen::RowVectorXf gb1[kThreads], gb2[kThreads], gb3[kThreads];
+  RowMatrix total_w1;
+  for (auto _ : state) {
+    twin_parallel(kGradBatch, [&](std::int64_t r0, std::int64_t r1) {
+      const auto k = static_cast<std::size_t>(r0 * kThreads / kGradBatch);
+      mlp_grad_rows(x.data() + r0 * kIn, t.data() + r0 * kOut, r1 - r0, gw1[k], gw2[k], gw3[k],
+                    gb1[k], gb2[k], gb3[k]);
+    });
+    total_w1 = gw1[0];
+    for (int k = 1; k < kThreads; ++k) {
+      total_w1 += gw1[k];
+      gw2[0] += gw2[k];
+      gw3[0] += gw3[k];
+      gb1[0] += gb1[k];
+      gb2[0] += gb2[k];
+      gb3[0] += gb3[k];
+    }
+    benchmark::DoNotOptimize(total_w1.data());
+  }
+}
+
+// ---- jit_call_tiny: a cache-hit call of a jitted y = x * 2 + 1 on 4 f32, buffers in and out,
+// inline execution. Its difference to tiny_mul_add_4/pjrt_lite (the executable called
+// directly) is jit's own per-call cost: the signature lookup.
+
+void jit_call_tiny_pjrt_lite(benchmark::State& state) {
+  auto client = make_client<cpu::InlineExecutor>();
+  const std::vector<float> x{1, 2, 3, 4};
+  auto arg =
+      take(client->buffer_from_host_buffer(std::span<const float>(x), std::vector<std::int64_t>{4}),
+           "upload");
+  auto f = jit(*client, [](const Tensor& v) { return v * 2.0f + 1.0f; });
+  take(f.executable(arg), "compile");
+  cpu::Buffer<cpu::InlineExecutor>* args[] = {&arg};
+  std::vector<cpu::Buffer<cpu::InlineExecutor>> out;
+  ExecuteOptions options;
+  options.mode = ExecutionMode::kSynchronous;
+  for (auto _ : state) {
+    Status s = f.execute(args, out, options);
+    if (!s.ok()) die(s, "execute");
+  }
+  Literal l = take(out[0].to_literal().await(), "to_literal");
+  const float want[4] = {3, 5, 7, 9};
+  check_close(state, std::vector<float>(l.data<float>().begin(), l.data<float>().end()), want, 0);
+}
+
 // ---- compile_1000: compiling a 1000-op element-wise graph (no twin).
 
 void compile_1000_pjrt_lite(benchmark::State& state) {
@@ -496,6 +624,8 @@ void register_workloads() {
   add_workload("gemm_1024", gemm_pjrt_lite<1024>, gemm_eigen<1024>, kMillisecond);
   add_workload("mlp_b1", mlp_b1_pjrt_lite, mlp_b1_eigen, kMicrosecond);
   add_workload("mlp_b256", mlp_b256_pjrt_lite, mlp_b256_eigen, kMicrosecond);
+  add_workload("mlp_grad_b256", mlp_grad_b256_pjrt_lite, mlp_grad_b256_eigen, kMicrosecond);
+  add_workload("jit_call_tiny", jit_call_tiny_pjrt_lite, tiny_mul_add_4_eigen, kNanosecond);
   add_workload("compile_1000", compile_1000_pjrt_lite, nullptr, kMillisecond);
   add_workload("roundtrip_4", roundtrip_4_pjrt_lite, roundtrip_4_eigen, kNanosecond);
 }

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "pjrt_lite/cpu.hpp"
+#include "pjrt_lite/frontend.hpp"
 #include "pjrt_lite/ir/builder.hpp"
 
 using namespace pjrt_lite;
@@ -553,7 +554,8 @@ TEST_CASE("allocation: make_ready_future shares one state") {
 }
 
 TEST_CASE(
-    "allocation: the thread pool queue grows only when it must and then schedules without allocating") {
+    "allocation: the thread pool queue grows only when it must and then schedules without "
+    "allocating") {
   cpu::ThreadPool pool(1);
   std::vector<int> order;
   order.reserve(400);
@@ -591,4 +593,33 @@ TEST_CASE(
   bool fifo = true;
   for (int i = 0; i < 400; ++i) fifo &= order[static_cast<std::size_t>(i)] == i;
   CHECK(fifo);
+}
+
+TEST_CASE("allocation: a cache-hit call of a jitted function on buffers allocates nothing") {
+  auto client = cpu::Client<cpu::InlineExecutor>::create().value();
+  auto f = jit(*client, [](const Tensor& x, const Tensor& y) { return tanh(x * y) + 1.0f; });
+  const std::vector<float> xv{1, 2, 3, 4}, yv{0.5f, 0.25f, -1, 2};
+  auto x = upload(*client, xv, {4});
+  auto y = upload(*client, yv, {4});
+  REQUIRE(f.executable(x, y).ok());
+  cpu::Buffer<cpu::InlineExecutor>* args[] = {&x, &y};
+  std::vector<cpu::Buffer<cpu::InlineExecutor>> out;
+  std::vector<float> host(4);
+  const ExecuteOptions options = sync_options();
+  REQUIRE(f.execute(args, out, options).ok());  // warm-up: pools and the run state
+  out.clear();
+  Counts counts;
+  {
+    CountingScope scope;
+    for (int i = 0; i < 100; ++i) {
+      if (!f.execute(args, out, options).ok()) break;
+      if (!out[0].copy_raw_to_host(host.data(), 0, 16).await().ok()) break;
+      out.clear();
+    }
+    counts = scope.stop();
+  }
+  CHECK(counts.allocations == 0);
+  CHECK(counts.any_thread == 0);
+  CHECK(f.trace_count() == 1);
+  CHECK(max_error(host, [&](std::size_t i) { return std::tanh(xv[i] * yv[i]) + 1.0; }) < 1e-6);
 }
