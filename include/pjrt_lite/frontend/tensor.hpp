@@ -117,12 +117,6 @@ class Trace {
   void fail(Status s) {
     if (ok()) status_ = std::move(s);
   }
-  /// True while the trace is on this thread's stack of active traces.
-  [[nodiscard]] bool active() const {
-    const auto& stack = detail::active_traces();
-    return std::find(stack.begin(), stack.end(), this) != stack.end();
-  }
-
   /// A new parameter (the next number) of `shape`.
   Tensor parameter(Shape shape) { return wrap(builder_.parameter(std::move(shape))); }
   /// A tensor of this trace for `value`, a Value of this trace's builder.

@@ -49,10 +49,6 @@ std::vector<Tensor> tensor_leaves(const Ts&... trees) {
   return out;
 }
 
-template <class T>
-constexpr bool kTensorTree =
-    tree::IsTree<T>&& std::is_same_v<tree::Rebind<T, Tensor>, std::remove_cvref_t<T>>;
-
 // The trace to report to: the innermost active one.
 inline Trace* report_trace() { return np::detail::current_trace(); }
 
@@ -420,28 +416,31 @@ auto value_and_grad_impl(const char* name, F& f, const Args&... args) {
 
 }  // namespace detail
 
+namespace detail {
+// grad and value_and_grad: ArgNums default to the first argument.
+template <bool WithValue, std::size_t... ArgNums, class F>
+auto grad_transform(const char* name, F f) {
+  return [name, f = std::move(f)](const auto&... args) mutable {
+    if constexpr (sizeof...(ArgNums) == 0)
+      return value_and_grad_impl<WithValue, 0>(name, f, args...);
+    else
+      return value_and_grad_impl<WithValue, ArgNums...>(name, f, args...);
+  };
+}
+}  // namespace detail
+
 /// The gradient of a function returning a real scalar with respect to its arguments
 /// ArgNums (default: the first), as jax.grad: the same tree as that argument, or a tuple
 /// for several. Arguments must be listed in increasing order.
 template <std::size_t... ArgNums, class F>
 auto grad(F f) {
-  return [f = std::move(f)](const auto&... args) mutable {
-    if constexpr (sizeof...(ArgNums) == 0)
-      return detail::value_and_grad_impl<false, 0>("grad", f, args...);
-    else
-      return detail::value_and_grad_impl<false, ArgNums...>("grad", f, args...);
-  };
+  return detail::grad_transform<false, ArgNums...>("grad", std::move(f));
 }
 
 /// (f(args...), grad(f)(args...)), computed together.
 template <std::size_t... ArgNums, class F>
 auto value_and_grad(F f) {
-  return [f = std::move(f)](const auto&... args) mutable {
-    if constexpr (sizeof...(ArgNums) == 0)
-      return detail::value_and_grad_impl<true, 0>("value_and_grad", f, args...);
-    else
-      return detail::value_and_grad_impl<true, ArgNums...>("value_and_grad", f, args...);
-  };
+  return detail::grad_transform<true, ArgNums...>("value_and_grad", std::move(f));
 }
 
 // ---- Batching ---------------------------------------------------------------------------------

@@ -151,14 +151,6 @@ void for_each_leaf(T&& t, Fn&& fn) {
   }
 }
 
-/// The number of leaves of `t`.
-template <class T>
-std::size_t leaf_count(const T& t) {
-  std::size_t n = 0;
-  for_each_leaf(t, [&](const auto&) { ++n; });
-  return n;
-}
-
 /// The tree shaped like `t` whose leaves are fn(leaf of t), of type L.
 template <class L, class T, class Fn>
 Rebind<T, L> map(const T& t, Fn&& fn) {
