@@ -335,6 +335,56 @@ static void sweep_structural() {
   }
 }
 
+static void sweep_scatter() {
+  Sweep& s = sweep();
+  if (!s.done.insert("sweep_scatter").second) return;
+  for (DType t : kAllDTypes) {
+    Literal values = make_input(t, 4, s.rng);
+    auto first = [&](std::vector<std::int64_t> dims) {
+      Literal out(Shape(t, dims));
+      std::memcpy(out.untyped_data(), values.untyped_data(), out.size_bytes());
+      return out;
+    };
+    Literal x = first({3, 4, 5});
+    // Index vectors (dims 0 and 2) with a repeat (order matters for replace) and one out of
+    // bounds; then scalar starts into dim 2 whose windows fall partly outside the input.
+    const Literal rows = Literal::from_span<std::int32_t>(std::vector<std::int32_t>{0, 1, 2, 4, 0, 1, 3, 0}, {4, 2}).value();
+    const Literal starts = Literal::from_span<std::int64_t>(std::vector<std::int64_t>{0, 4, -1}, {3}).value();
+    const Literal batched = Literal::from_span<std::uint8_t>(std::vector<std::uint8_t>{1, 4, 0, 0, 5, 2}, {3, 2, 1}).value();
+    Literal small_updates = first({4, 3});
+    Literal batched_updates = first({3, 2, 4});
+    Literal window_updates = first({3, 3, 4, 2});
+    for (OpCode op : {OpCode::kParameter, OpCode::kAdd, OpCode::kMultiply, OpCode::kMaximum, OpCode::kMinimum}) {
+      const std::string row = op == OpCode::kParameter ? std::string("scatter") : str_cat("scatter ", op_name(op));
+      s.check(row, t, {x, rows, small_updates}, [op](GraphBuilder& b, std::vector<Value> p) {
+        ScatterAttrs dn{{1}, {0, 2}, {}, {}, {0, 2}, 1, false, false};
+        return std::vector<Value>{b.scatter(p[0], p[1], p[2], op, dn)};
+      });
+      s.check(row, t, {x, starts, window_updates}, [op](GraphBuilder& b, std::vector<Value> p) {
+        ScatterAttrs dn{{1, 2, 3}, {}, {}, {}, {2}, 1, false, false};
+        return std::vector<Value>{b.scatter(p[0], p[1], p[2], op, dn)};
+      });
+      if (op == OpCode::kParameter) {
+        // gather over the same index arrays: windows, clamping, batching.
+        s.check("gather", t, {x, rows}, [](GraphBuilder& b, std::vector<Value> p) {
+          return std::vector<Value>{b.gather(p[0], p[1], GatherAttrs{{1}, {0, 2}, {}, {}, {0, 2}, 1, {1, 3, 1}, false})};
+        });
+        s.check("gather", t, {x, starts}, [](GraphBuilder& b, std::vector<Value> p) {
+          return std::vector<Value>{b.gather(p[0], p[1], GatherAttrs{{1, 2, 3}, {}, {}, {}, {2}, 1, {3, 4, 2}, false})};
+        });
+        s.check("gather", t, {x, batched}, [](GraphBuilder& b, std::vector<Value> p) {
+          return std::vector<Value>{b.gather(p[0], p[1], GatherAttrs{{2}, {2}, {0}, {0}, {2}, 2, {1, 4, 1}, true})};
+        });
+      }
+      // Batching: input dim 0 pairs with indices dim 0.
+      s.check(row, t, {x, batched, batched_updates}, [op](GraphBuilder& b, std::vector<Value> p) {
+        ScatterAttrs dn{{2}, {2}, {0}, {0}, {2}, 2, false, true};
+        return std::vector<Value>{b.scatter(p[0], p[1], p[2], op, dn)};
+      });
+    }
+  }
+}
+
 /// Runs one part of the sweep and reports the disagreements it found.
 template <class F>
 void check_part(F part) {
@@ -346,12 +396,14 @@ void check_part(F part) {
 TEST_CASE("differential: element-wise ops on every dtype") { check_part(sweep_elementwise); }
 TEST_CASE("differential: compare, select, clamp, convert, bitcast_convert") { check_part(sweep_other_elementwise); }
 TEST_CASE("differential: data movement, reduce and dot_general on every dtype") { check_part(sweep_structural); }
+TEST_CASE("differential: scatter and gather on every dtype") { check_part(sweep_scatter); }
 
 TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   // ctest runs each case in its own process: run whatever part has not run here yet.
   sweep_elementwise();
   sweep_other_elementwise();
   sweep_structural();
+  sweep_scatter();
   Sweep& s = sweep();
   CHECK(s.failures.empty());
   const std::string table = s.markdown();

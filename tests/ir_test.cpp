@@ -163,6 +163,13 @@ TEST_CASE("ir: every named builder method makes its op") {
       {b.dynamic_update_slice(f, f, {b.constant(0), b.constant(0)}), OpCode::kDynamicUpdateSlice},
       {b.reduce(f, b.constant(0.0f), OpCode::kAdd, {0}), OpCode::kReduce},
       {b.dot_general(f, f, {{}, {}, {1}, {1}}), OpCode::kDotGeneral},
+      {b.gather(f, b.constant(Literal::vector<std::int32_t>({1})),
+                GatherAttrs{{0}, {0}, {}, {}, {0}, 0, {1, 3}, false}),
+       OpCode::kGather},
+      {b.scatter(f, b.constant(Literal::vector<std::int32_t>({1})),
+                 b.reshape(b.slice(f, {0, 0}, {1, 3}), {3}), OpCode::kParameter,
+                 ScatterAttrs{{0}, {0}, {}, {}, {0}, 0, false, false}),
+       OpCode::kScatter},
       {b.iota(Shape(kS32, {3}), 0), OpCode::kIota},
       {b.constant(Literal::vector<float>({1, 2})), OpCode::kConstant},
   };
@@ -1326,4 +1333,102 @@ TEST_CASE("ir: fingerprints are stable and see every change of meaning") {
   // Pinned, so a change of encoding (which invalidates every persisted cache) is deliberate:
   // the value depends on nothing of the process or the platform.
   CHECK(hex == "6f349c60734b0cdc");
+}
+
+TEST_CASE("ir: scatter's shape rules (spec constraints) and their errors") {
+  const ScatterAttrs rows{{1}, {0, 2}, {}, {}, {0, 2}, 1, false, false};
+  GraphBuilder b;
+  Value x = b.parameter(Shape(kF32, {3, 4, 5}));
+  Value idx = b.parameter(Shape(kS32, {6, 2}));
+  Value upd = b.parameter(Shape(kF32, {6, 3}));
+  CHECK(shape_of(b, b.scatter(x, idx, upd, OpCode::kAdd, rows)) == Shape(kF32, {3, 4, 5}));
+  // A body in a wider type gives results of that type.
+  Value wide = b.scatter(x, idx, upd, make_binary_body(OpCode::kAdd, kF64).value(), rows);
+  CHECK(shape_of(b, wide) == Shape(kF64, {3, 4, 5}));
+  CHECK(b.ok());
+
+  auto scatter_error = [&](Shape input, Shape indices, Shape updates, ScatterAttrs dn,
+                           OpCode body = OpCode::kAdd) {
+    return error_of([&](GraphBuilder& g) {
+      g.scatter(g.parameter(input), g.parameter(indices), g.parameter(updates), body, dn);
+    });
+  };
+  const Shape in(kF32, {3, 4, 5}), ix(kS32, {6, 2}), up(kF32, {6, 3});
+  check_invalid(
+      scatter_error(in, Shape(kF32, {6, 2}), up, rows),
+      "scatter: operand 1 (scatter_indices) has element type f32 but must be an integer type");
+  check_invalid(scatter_error(in, ix, Shape(kF64, {6, 3}), rows),
+                "scatter: operand 2 (updates) has element type f64 but the input has f32");
+  check_invalid(scatter_error(in, ix, up, ScatterAttrs{{1}, {0}, {}, {}, {0, 2}, 1}),
+                "must together have as many entries as the input's rank, 3");
+  check_invalid(
+      scatter_error(in, ix, Shape(kF32, {3, 6}), ScatterAttrs{{1, 0}, {2}, {}, {}, {0, 2}, 1}),
+      "scatter: update_window_dims [1,0] is not sorted");
+  check_invalid(scatter_error(in, ix, up, ScatterAttrs{{1}, {0, 2}, {}, {}, {0}, 1}),
+                "scatter_dims_to_operand_dims [0] has 1 entries but the index vector has 2");
+  check_invalid(scatter_error(in, ix, up, ScatterAttrs{{1}, {0, 2}, {}, {}, {0, 2}, 3}),
+                "index_vector_dim = 3 is out of range [0, 2]");
+  check_invalid(
+      scatter_error(in, ix, Shape(kF32, {5, 3}), rows),
+      "scatter: operand 2 (updates) f32[5,3] has size 5 in dimension 0 but scatter_indices");
+  check_invalid(scatter_error(in, ix, Shape(kF32, {6, 7}), rows),
+                "has window size 7 in dimension 1, larger than the input's 4");
+  check_invalid(scatter_error(in, ix, up, ScatterAttrs{{1}, {0, 0}, {}, {}, {0, 2}, 1}),
+                "is not sorted");
+  check_invalid(scatter_error(in, ix, up, ScatterAttrs{{1}, {0, 2}, {}, {}, {0, 0}, 1}),
+                "repeats dimension 0");
+  check_invalid(scatter_error(in, Shape(kS32, {6, 1}), Shape(kF32, {6, 4, 5}),
+                              ScatterAttrs{{1, 2}, {}, {0}, {1}, {0}, 1}),
+                "index_vector_dim 1 is one of scatter_indices_batching_dims");
+  check_invalid(scatter_error(in, ix, up, rows, OpCode::kCompare),
+                "scatter: make_binary_body: compare is not a binary op");
+  // The body must be (E, E) -> E.
+  check_invalid(error_of([&](GraphBuilder& g) {
+                  g.scatter(g.parameter(in), g.parameter(ix), g.parameter(up),
+                            make_arg_reduce_body(ComparisonDirection::kGt, kF32, kS32).value(),
+                            rows);
+                }),
+                "scatter: body must take 2 parameters and return 1 value");
+}
+
+TEST_CASE("ir: gather's shape rules (spec constraints) and their errors") {
+  GraphBuilder b;
+  Value x = b.parameter(Shape(kF32, {3, 4, 5}));
+  Value idx = b.parameter(Shape(kS32, {6, 2}));
+  // Index vectors pick (dim 0, dim 2) starts; 2x3 windows over dims 1 and 2, dim 0 collapsed.
+  const GatherAttrs rows{{1, 2}, {0}, {}, {}, {0, 2}, 1, {1, 2, 3}, false};
+  CHECK(shape_of(b, b.gather(x, idx, rows)) == Shape(kF32, {6, 2, 3}));
+  // Offset dims first, batch last.
+  CHECK(shape_of(b,
+                 b.gather(x, idx, GatherAttrs{{0, 1}, {0}, {}, {}, {0, 2}, 1, {1, 2, 3}, false})) ==
+        Shape(kF32, {2, 3, 6}));
+  CHECK(b.ok());
+  auto gather_error = [&](Shape operand, Shape indices, GatherAttrs dn) {
+    return error_of(
+        [&](GraphBuilder& g) { g.gather(g.parameter(operand), g.parameter(indices), dn); });
+  };
+  const Shape in(kF32, {3, 4, 5}), ix(kS32, {6, 2});
+  check_invalid(
+      gather_error(in, Shape(kF32, {6, 2}), rows),
+      "gather: operand 1 (start_indices) has element type f32 but must be an integer type");
+  check_invalid(gather_error(in, ix, GatherAttrs{{1}, {0}, {}, {}, {0, 2}, 1, {1, 2, 3}, false}),
+                "must together have as many entries as the operand's rank, 3");
+  check_invalid(gather_error(in, ix, GatherAttrs{{1, 2}, {0}, {}, {}, {0, 2}, 1, {1, 2}, false}),
+                "slice_sizes [1,2] has 2 entries");
+  check_invalid(gather_error(in, ix, GatherAttrs{{1, 2}, {0}, {}, {}, {0, 2}, 1, {1, 5, 3}, false}),
+                "slice_sizes[1] = 5 is out of bounds for size 4");
+  check_invalid(gather_error(in, ix, GatherAttrs{{1, 2}, {0}, {}, {}, {0, 2}, 1, {2, 2, 3}, false}),
+                "slice_sizes[0] = 2 but dimension 0 is collapsed or batching");
+  check_invalid(gather_error(in, ix, GatherAttrs{{1, 2}, {0}, {}, {}, {0}, 1, {1, 2, 3}, false}),
+                "start_index_map [0] has 1 entries but the index vector has 2");
+  check_invalid(gather_error(in, ix, GatherAttrs{{2, 1}, {0}, {}, {}, {0, 2}, 1, {1, 2, 3}, false}),
+                "offset_dims [2,1] is not sorted");
+  check_invalid(gather_error(in, ix, GatherAttrs{{1, 3}, {0}, {}, {}, {0, 2}, 1, {1, 2, 3}, false}),
+                "offset_dims[1] = 3 is out of range for the result of rank 3");
+  check_invalid(gather_error(in, ix, GatherAttrs{{1, 2}, {0}, {}, {}, {0, 2}, 3, {1, 2, 3}, false}),
+                "index_vector_dim = 3 is out of range [0, 2]");
+  check_invalid(gather_error(in, Shape(kS32, {4, 1}),
+                             GatherAttrs{{1, 2}, {}, {0}, {0}, {2}, 1, {1, 2, 3}, false}),
+                "batching dimension pair 0: operand dimension 0 has size 3 but start_indices "
+                "dimension 0 has size 4");
 }

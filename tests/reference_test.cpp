@@ -1565,3 +1565,65 @@ TEST_CASE("reference: every element-wise op runs on every type it accepts") {
   CHECK(compare_runs == 6 * 15 + 6 * 4);
   CHECK(convert_runs == 15 * 15);
 }
+
+TEST_CASE("reference: scatter adds or replaces in index order and drops what falls outside") {
+  // Rows of a 2x3 input named by a 4x1 index array: row 1 twice, row 0 once, row 5 (outside).
+  GraphBuilder b("scatter");
+  Value x = b.parameter(Shape(kS32, {2, 3}));
+  Value idx = b.parameter(Shape(kS64, {4, 1}));
+  Value upd = b.parameter(Shape(kS32, {4, 3}));
+  const ScatterAttrs rows{{1}, {0}, {}, {}, {0}, 1, false, false};
+  std::vector<Literal> out =
+      run(b,
+          {b.scatter(x, idx, upd, OpCode::kAdd, rows),
+           b.scatter(x, idx, upd, OpCode::kParameter, rows)},
+          {make<std::int32_t>({1, 2, 3, 4, 5, 6}, {2, 3}), make<std::int64_t>({1, 0, 1, 5}, {4, 1}),
+           make<std::int32_t>({10, 20, 30, 1, 1, 1, 100, 200, 300, 7, 7, 7}, {4, 3})});
+  expect<std::int32_t>(out[0], {2, 3, 4, 114, 225, 336}, {2, 3});
+  // Replacing: the later update of row 1 wins.
+  expect<std::int32_t>(out[1], {1, 1, 1, 100, 200, 300}, {2, 3});
+
+  // The spec checks bounds per element: a window starting at 3 of a size-5 input keeps its
+  // first two elements and drops the third.
+  GraphBuilder c("scatter_window");
+  Value y = c.parameter(Shape(kF32, {5}));
+  Value window = c.scatter(y, c.constant(Literal::vector<std::uint8_t>({3})),
+                           c.constant(Literal::vector<float>({1.5f, 2.5f, 3.5f})),
+                           OpCode::kParameter, ScatterAttrs{{0}, {}, {}, {}, {0}, 0, false, false});
+  expect<float>(run1(c, window, {make<float>({0, 0, 0, 0, 0}, {5})}), {0, 0, 0, 1.5f, 2.5f}, {5});
+}
+
+TEST_CASE("reference: scatter with batching dimensions (spec formula)") {
+  // Input dim 0 pairs with index dim 0: batch k's index picks a column of input row k.
+  GraphBuilder b("scatter_batched");
+  Value x = b.parameter(Shape(kS32, {2, 3}));
+  Value idx = b.parameter(Shape(kS32, {2}));
+  Value upd = b.parameter(Shape(kS32, {2}));
+  Value r =
+      b.scatter(x, idx, upd, OpCode::kAdd, ScatterAttrs{{}, {1}, {0}, {0}, {1}, 1, false, false});
+  expect<std::int32_t>(run1(b, r,
+                            {make<std::int32_t>({0, 0, 0, 0, 0, 0}, {2, 3}),
+                             make<std::int32_t>({2, 0}, {2}), make<std::int32_t>({5, 9}, {2})}),
+                       {0, 0, 5, 9, 0, 0}, {2, 3});
+}
+
+TEST_CASE("reference: gather (spec example shape) with clamped starts and batching") {
+  // Rows of a 3x3 input: start 2 of a 2-row window clamps to 1; start -4 clamps to 0.
+  GraphBuilder b("gather");
+  Value x = b.parameter(Shape(kS32, {3, 3}));
+  Value idx = b.parameter(Shape(kS64, {3}));
+  Value r = b.gather(x, idx, GatherAttrs{{1, 2}, {}, {}, {}, {0}, 1, {2, 3}, false});
+  expect<std::int32_t>(run1(b, r,
+                            {make<std::int32_t>({1, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 3}),
+                             make<std::int64_t>({2, -4, 0}, {3})}),
+                       {4, 5, 6, 7, 8, 9, 1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6}, {3, 2, 3});
+  // Batching: row k of the input, column idx[k]; a huge u64 start clamps to the last column.
+  GraphBuilder c("gather_batched");
+  Value y = c.parameter(Shape(kS32, {2, 3}));
+  Value j = c.parameter(Shape(DType::kU64, {2}));
+  Value s = c.gather(y, j, GatherAttrs{{}, {1}, {0}, {0}, {1}, 1, {1, 1}, false});
+  expect<std::int32_t>(run1(c, s,
+                            {make<std::int32_t>({1, 2, 3, 4, 5, 6}, {2, 3}),
+                             make<std::uint64_t>({1, 0xFFFFFFFFFFFFFFFFull}, {2})}),
+                       {2, 6}, {2});
+}

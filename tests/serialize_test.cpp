@@ -123,7 +123,13 @@ Graph every_op_graph() {
   Value dot = b.dot_general(f, tr, DotDimensionNumbers{{}, {}, {1}, {0}});
   Value sel = b.select(cmp, f, neg);
   Value cl = b.clamp(b.constant(0.0f), f, b.constant(1.0f));
-  for (Value v : {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl}) outs.push_back(v);
+  Value sc = b.scatter(f, b.constant(Literal::vector<std::int32_t>({1})),
+                       b.reshape(b.slice(f, {0, 0}, {1, 3}), {3}), OpCode::kAdd,
+                       ScatterAttrs{{0}, {0}, {}, {}, {0}, 0, true, true});
+  Value ga = b.gather(f, b.constant(Literal::vector<std::int32_t>({1})),
+                      GatherAttrs{{0}, {0}, {}, {}, {0}, 0, {1, 3}, true});
+  for (Value v : {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl, sc, ga})
+    outs.push_back(v);
   std::vector<Value> am = b.argmax(f, 1);
   outs.insert(outs.end(), am.begin(), am.end());
   return build_ok(b, outs);

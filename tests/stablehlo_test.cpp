@@ -582,12 +582,11 @@ TEST_CASE("stablehlo: ops and types the IR lacks are UNIMPLEMENTED") {
   return %0 : tensor<i32>
 )")),
                     "stablehlo.while", 3);
-  check_unsupported(
-      parse_status(program("(%a: tensor<3xf32>, %i: tensor<1xi64>) -> tensor<f32>", R"(
-  %0 = "stablehlo.gather"(%a, %i) <{dimension_numbers = #stablehlo.gather<collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 0>, slice_sizes = array<i64: 1>}> : (tensor<3xf32>, tensor<1xi64>) -> tensor<f32>
-  return %0 : tensor<f32>
+  check_unsupported(parse_status(program("(%a: tensor<3xf32>) -> tensor<3xf32>", R"(
+  %0 = "stablehlo.reduce_precision"(%a) <{exponent_bits = 5 : i32, mantissa_bits = 10 : i32}> : (tensor<3xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
 )")),
-      "stablehlo.gather", 3);
+                    "stablehlo.reduce_precision", 3);
   check_unsupported(parse_status(program("(%a: tensor<3xf32>) -> tensor<3xf32>",
                                          "  %0 = chlo.erf %a : tensor<3xf32> -> tensor<3xf32>\n"
                                          "  return %0 : tensor<3xf32>\n")),
@@ -938,6 +937,25 @@ TEST_CASE("stablehlo: round trip of every op and attribute kind") {
   out.push_back(b.dot_general(x, y, DotDimensionNumbers{{}, {}, {}, {}}));  // outer product
   out.push_back(b.dot(b.transpose(x, {1, 0}), y));
   out.push_back(b.dot_general(c, c, DotDimensionNumbers{{}, {}, {0}, {0}}));
+  // Scatter: defaults left out (index_vector_dim 0, no flags), every field set, a replace
+  // body and one with a constant.
+  out.push_back(b.scatter(x, b.constant(Literal::vector<std::int32_t>({1})),
+                          b.reshape(b.slice(y, {0, 0}, {1, 3}), {3}), OpCode::kParameter,
+                          ScatterAttrs{{0}, {0}, {}, {}, {0}, 0, false, false}));
+  out.push_back(b.scatter(x, b.reshape(n, {2, 3, 1}), b.reshape(x, {2, 3}), OpCode::kMaximum,
+                          ScatterAttrs{{}, {1}, {0}, {0}, {1}, 2, true, true}));
+  {
+    GraphBuilder body("plus_one");
+    Value a0 = body.parameter(Shape(kF32, {}));
+    Value a1 = body.parameter(Shape(kF32, {}));
+    Graph plus_one = build_ok(body, {body.add(body.add(a0, a1), body.constant(1.0f))});
+    out.push_back(b.scatter(x, b.reshape(k, {1}), y, std::move(plus_one),
+                            ScatterAttrs{{0, 1}, {}, {}, {}, {1}, 0, false, false}));
+  }
+  out.push_back(b.gather(x, b.constant(Literal::vector<std::int32_t>({1})),
+                         GatherAttrs{{0}, {0}, {}, {}, {0}, 0, {1, 3}, false}));
+  out.push_back(
+      b.gather(x, b.reshape(n, {2, 3, 1}), GatherAttrs{{}, {1}, {0}, {0}, {1}, 2, {1, 1}, true}));
   out.push_back(x);  // a parameter as an output, twice
   out.push_back(x);
   check_round_trip(build_ok(b, out));
@@ -1148,4 +1166,126 @@ TEST_CASE("stablehlo: truncated and mutated corpus files never crash") {
     CHECK((s.ok() || s.code() == StatusCode::kInvalidArgument ||
            s.code() == StatusCode::kUnimplemented));
   }
+}
+
+TEST_CASE("stablehlo: scatter in the generic form, as JAX exports it, and its errors") {
+  const std::string text =
+      program("(%x: tensor<1x2x3xbf16>, %u: tensor<1x3xbf16>) -> tensor<1x2x3xbf16>",
+              "  %c = stablehlo.constant dense<1> : tensor<1xi64>\n"
+              "  %0 = \"stablehlo.scatter\"(%x, %c, %u) <{scatter_dimension_numbers = "
+              "#stablehlo.scatter<update_window_dims = [0, 1], inserted_window_dims = [1], "
+              "scatter_dims_to_operand_dims = [1]>, unique_indices = true}> ({\n"
+              "  ^bb0(%arg0: tensor<bf16>, %arg1: tensor<bf16>):\n"
+              "    %1 = stablehlo.add %arg0, %arg1 : tensor<bf16>\n"
+              "    stablehlo.return %1 : tensor<bf16>\n"
+              "  }) : (tensor<1x2x3xbf16>, tensor<1xi64>, tensor<1x3xbf16>) -> tensor<1x2x3xbf16>\n"
+              "  return %0 : tensor<1x2x3xbf16>\n");
+  Graph g = graph_ok(text);
+  const Node& scatter = first_node(g, OpCode::kScatter);
+  const ScatterAttrs& a = scatter.attr<ScatterAttrs>();
+  CHECK(a.update_window_dims == std::vector<std::int64_t>{0, 1});
+  CHECK(a.inserted_window_dims == std::vector<std::int64_t>{1});
+  CHECK(a.scatter_dims_to_operand_dims == std::vector<std::int64_t>{1});
+  CHECK(a.index_vector_dim == 0);  // left out: the default
+  CHECK(a.unique_indices);
+  CHECK_FALSE(a.indices_are_sorted);
+  REQUIRE(scatter.bodies.size() == 1);
+  CHECK(count_ops(scatter.bodies[0], OpCode::kAdd) == 1);
+  check_round_trip(g);
+
+  auto with = [&](std::string_view from, std::string_view to) {
+    std::string t = text;
+    const std::size_t at = t.find(from);
+    REQUIRE(at != std::string::npos);
+    return parse_status(t.replace(at, from.size(), to));
+  };
+  check_invalid(with("inserted_window_dims", "inserted_windows"), "3",
+                "unknown #stablehlo.scatter field 'inserted_windows'");
+  check_invalid(with("unique_indices = true", "unique_indices = 1"), "3",
+                "expected true or false for unique_indices");
+  check_invalid(with("inserted_window_dims = [1]", "inserted_window_dims = [2]"), "3",
+                "has window size 3 in dimension 1, larger than the input's 2");
+  check_invalid(with("stablehlo.return %1 : tensor<bf16>",
+                     "stablehlo.return %arg0, %1 : tensor<bf16>, tensor<bf16>"),
+                "3", "scatter: body must take 2 parameters and return 1 value");
+  check_invalid(with("scatter_dimension_numbers", "dimension_numbers"), "3",
+                "needs scatter_dimension_numbers");
+  check_invalid(with("\"stablehlo.scatter\"(%x, %c, %u)", "stablehlo.scatter %x, %c, %u"), "3",
+                "has no pretty form");
+  {
+    std::string two = text;
+    two.replace(two.find("(%x, %c, %u) <{"), 15, "(%x, %x, %c, %u, %u) <{");
+    const std::string_view types = "(tensor<1x2x3xbf16>, tensor<1xi64>, tensor<1x3xbf16>) ->";
+    two.replace(two.find(types), types.size(),
+                "(tensor<1x2x3xbf16>, tensor<1x2x3xbf16>, tensor<1xi64>, tensor<1x3xbf16>, "
+                "tensor<1x3xbf16>) ->");
+    check_unsupported(parse_status(two), "stablehlo.scatter of 5 operands (several inputs)", 3);
+  }
+}
+
+TEST_CASE("stablehlo: gather in the generic form, as JAX exports it") {
+  const std::string text =
+      program("(%x: tensor<5xf32>, %i: tensor<2x1xi32>) -> tensor<2xf32>",
+              "  %0 = \"stablehlo.gather\"(%x, %i) <{dimension_numbers = #stablehlo.gather<"
+              "collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, "
+              "indices_are_sorted = true, slice_sizes = array<i64: 1>}> : (tensor<5xf32>, "
+              "tensor<2x1xi32>) -> tensor<2xf32>\n"
+              "  return %0 : tensor<2xf32>\n");
+  Graph g = graph_ok(text);
+  const GatherAttrs& a = first_node(g, OpCode::kGather).attr<GatherAttrs>();
+  CHECK(a.collapsed_slice_dims == std::vector<std::int64_t>{0});
+  CHECK(a.start_index_map == std::vector<std::int64_t>{0});
+  CHECK(a.offset_dims.empty());
+  CHECK(a.index_vector_dim == 1);
+  CHECK(a.slice_sizes == std::vector<std::int64_t>{1});
+  CHECK(a.indices_are_sorted);
+  check_round_trip(g);
+  std::string bad = text;
+  bad.replace(bad.find("array<i64: 1>"), 13, "array<i64: 2>");
+  check_invalid(parse_status(bad), "2", "gather: slice_sizes[0] = 2 but dimension 0 is collapsed");
+  bad = text;
+  bad.replace(bad.find("start_index_map"), 15, "start_map");
+  check_invalid(parse_status(bad), "2", "unknown #stablehlo.gather field 'start_map'");
+}
+
+TEST_CASE("stablehlo: check semantics: eq exact, close within ULPs, almost_eq absolute or ULPs") {
+  using stablehlo::CheckKind;
+  using stablehlo::evaluate_check;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  auto v = [](std::initializer_list<float> x) { return Literal::vector<float>(x); };
+  CHECK(evaluate_check(CheckKind::kEq, v({1, nan, -0.0f}), v({1, nan, -0.0f})).ok());
+  CHECK_FALSE(evaluate_check(CheckKind::kEq, v({1}), v({std::nextafter(1.0f, 2.0f)})).ok());
+  CHECK_FALSE(evaluate_check(CheckKind::kEq, v({1, 2}), v({1})).ok());
+  // expect_close: up to 3 ULP; non-finite values count as close.
+  float three_up = 1.0f;
+  for (int i = 0; i < 3; ++i) three_up = std::nextafter(three_up, 2.0f);
+  CHECK(evaluate_check(CheckKind::kClose, v({1, inf}), v({three_up, 5})).ok());
+  CHECK_FALSE(evaluate_check(CheckKind::kClose, v({1}), v({std::nextafter(three_up, 2.0f)})).ok());
+  // expect_almost_eq: 0.001 absolute, never stricter than 3 ULP (f32's spacing at 3e5 is
+  // 0.03, so an absolute 0.001 alone would demand equality there).
+  CHECK(evaluate_check(CheckKind::kAlmostEq, v({1.0f}), v({1.0009f})).ok());
+  CHECK_FALSE(evaluate_check(CheckKind::kAlmostEq, v({1.0f}), v({1.002f})).ok());
+  CHECK(evaluate_check(CheckKind::kAlmostEq, v({308502.97f}), v({308503.0f})).ok());
+  CHECK_FALSE(evaluate_check(CheckKind::kAlmostEq, v({308502.8f}), v({308503.0f})).ok());
+  CHECK_FALSE(evaluate_check(CheckKind::kAlmostEq, v({inf}), v({1e30f})).ok());
+  const Status s = evaluate_check(CheckKind::kAlmostEq, v({0, 1, 2}), v({0, 1, 2.5f}));
+  CHECK(s.message().find("element 2") != std::string_view::npos);
+  // Complex numbers compare part by part.
+  using c64 = std::complex<float>;
+  CHECK(evaluate_check(CheckKind::kAlmostEq, Literal::vector<c64>({c64(56250.09f, 308502.97f)}),
+                       Literal::vector<c64>({c64(56250.094f, 308503.0f)}))
+            .ok());
+}
+
+TEST_CASE(
+    "stablehlo: the corpus's RUN-DISABLED(inaccurate) marker is read from the leading comments") {
+  using stablehlo::marked_inaccurate;
+  CHECK(
+      marked_inaccurate("// RUN: a\n// RUN-DISABLED(inaccurate) stablehlo-opt %s\n\nmodule {}\n"));
+  CHECK(marked_inaccurate("  // RUN-DISABLED(inaccurate): x"));
+  CHECK_FALSE(marked_inaccurate("// RUN: stablehlo-opt %s\nmodule {}\n"));
+  CHECK_FALSE(marked_inaccurate("// RUN-DISABLED(no interpreter support) x\nmodule {}\n"));
+  CHECK_FALSE(marked_inaccurate("module {}\n// RUN-DISABLED(inaccurate)\n"));
+  CHECK_FALSE(marked_inaccurate(""));
 }

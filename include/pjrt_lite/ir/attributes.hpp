@@ -185,12 +185,44 @@ struct DotDimensionNumbers {
   friend bool operator==(const DotDimensionNumbers&, const DotDimensionNumbers&) = default;
 };
 
+/// scatter: how update elements map to result elements (the spec's scatter_dimension_numbers)
+/// and the two promises the producer makes about the indices.
+struct ScatterAttrs {
+  std::vector<std::int64_t> update_window_dims;
+  std::vector<std::int64_t> inserted_window_dims;
+  std::vector<std::int64_t> input_batching_dims;
+  std::vector<std::int64_t> scatter_indices_batching_dims;
+  std::vector<std::int64_t> scatter_dims_to_operand_dims;
+  std::int64_t index_vector_dim = 0;
+  /// Promises only: the results never depend on them (every backend applies updates in
+  /// index order and checks bounds regardless).
+  bool indices_are_sorted = false;
+  bool unique_indices = false;
+  friend bool operator==(const ScatterAttrs&, const ScatterAttrs&) = default;
+};
+
+/// gather: which slices of the operand the start indices pick and how they lay out in the
+/// result (the spec's dimension_numbers and slice_sizes).
+struct GatherAttrs {
+  std::vector<std::int64_t> offset_dims;
+  std::vector<std::int64_t> collapsed_slice_dims;
+  std::vector<std::int64_t> operand_batching_dims;
+  std::vector<std::int64_t> start_indices_batching_dims;
+  std::vector<std::int64_t> start_index_map;
+  std::int64_t index_vector_dim = 0;
+  std::vector<std::int64_t> slice_sizes;
+  /// A promise only: results never depend on it.
+  bool indices_are_sorted = false;
+  friend bool operator==(const GatherAttrs&, const GatherAttrs&) = default;
+};
+
 /// The attributes of one node. The alternative's index is part of the fingerprint: append new
 /// alternatives at the end.
 using Attributes =
     std::variant<NoAttrs, ParameterAttrs, ConstantAttrs, IotaAttrs, CompareAttrs, ConvertAttrs,
                  BroadcastInDimAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, ConcatenateAttrs,
-                 PadAttrs, ReverseAttrs, DynamicSliceAttrs, ReduceAttrs, DotDimensionNumbers>;
+                 PadAttrs, ReverseAttrs, DynamicSliceAttrs, ReduceAttrs, DotDimensionNumbers,
+                 ScatterAttrs, GatherAttrs>;
 
 namespace detail {
 template <class A, class... Ts>
@@ -212,7 +244,8 @@ constexpr std::string_view attributes_name(std::size_t index) {
       "NoAttrs",        "ParameterAttrs",    "ConstantAttrs",       "IotaAttrs",
       "CompareAttrs",   "ConvertAttrs",      "BroadcastInDimAttrs", "ReshapeAttrs",
       "TransposeAttrs", "SliceAttrs",        "ConcatenateAttrs",    "PadAttrs",
-      "ReverseAttrs",   "DynamicSliceAttrs", "ReduceAttrs",         "DotDimensionNumbers"};
+      "ReverseAttrs",   "DynamicSliceAttrs", "ReduceAttrs",         "DotDimensionNumbers",
+      "ScatterAttrs",   "GatherAttrs"};
   return index < names.size() ? names[index] : std::string_view("invalid");
 }
 
@@ -235,6 +268,8 @@ constexpr std::size_t attributes_index_for(OpCode op) {
     case OpCode::kDynamicSlice: return kAttributesIndex<DynamicSliceAttrs>;
     case OpCode::kReduce: return kAttributesIndex<ReduceAttrs>;
     case OpCode::kDotGeneral: return kAttributesIndex<DotDimensionNumbers>;
+    case OpCode::kScatter: return kAttributesIndex<ScatterAttrs>;
+    case OpCode::kGather: return kAttributesIndex<GatherAttrs>;
     default: return kAttributesIndex<NoAttrs>;
   }
 }

@@ -310,6 +310,31 @@ class GraphBuilder {
   Value reduce(Value input, Value init_value, OpCode binary_op,
                std::vector<std::int64_t> dimensions);
 
+  // ---- Gather and scatter ----------------------------------------------------------------
+
+  /// gather(operand, start_indices): slices of the operand at the (clamped) starts the index
+  /// vectors name, laid out as the dimension numbers say.
+  Value gather(Value operand, Value start_indices, GatherAttrs dimension_numbers) {
+    return op1(OpCode::kGather, {operand, start_indices}, std::move(dimension_numbers));
+  }
+
+  /// scatter(input, scatter_indices, updates): the input with each update element combined
+  /// into the element its index names, by `body` (old, update) -> new of rank-0 values (see
+  /// make_binary_body, make_replace_body). Updates whose index falls outside the input are
+  /// dropped.
+  Value scatter(Value input, Value scatter_indices, Value updates, Graph body,
+                ScatterAttrs dimension_numbers) {
+    std::vector<Graph> bodies;
+    bodies.push_back(std::move(body));
+    return op(OpCode::kScatter, {input, scatter_indices, updates}, std::move(dimension_numbers),
+              std::move(bodies))
+        .front();
+  }
+  /// scatter with the body make_binary_body(binary_op, input's dtype), or make_replace_body
+  /// when binary_op is kParameter: b.scatter(x, idx, upd, OpCode::kAdd, dn) adds.
+  Value scatter(Value input, Value scatter_indices, Value updates, OpCode binary_op,
+                ScatterAttrs dimension_numbers);
+
   Value dot_general(Value lhs, Value rhs, DotDimensionNumbers dimension_numbers) {
     return op1(OpCode::kDotGeneral, {lhs, rhs}, std::move(dimension_numbers));
   }
@@ -475,6 +500,17 @@ inline StatusOr<Graph> make_binary_body(OpCode op, DType dtype) {
   return b.build({b.binary(op, x, y)});
 }
 
+/// A scatter body (T, T) -> T that returns its second parameter: the update replaces.
+inline StatusOr<Graph> make_replace_body(DType dtype) {
+  if (!is_valid(dtype))
+    return invalid_argument_error(
+        str_cat("make_replace_body: invalid dtype (enum value ", static_cast<int>(dtype), ")"));
+  GraphBuilder b(str_cat("replace_", dtype_name(dtype)));
+  b.parameter(Shape(dtype, {}));
+  Value update = b.parameter(Shape(dtype, {}));
+  return b.build({update});
+}
+
 /// The body of an argmax (direction kGt) or argmin (kLt) reduce over (value, index) pairs:
 /// parameters (value_acc, index_acc, value, index). The extreme wins, NaN beats everything,
 /// and among equal values the lower index wins, as in jnp.argmax.
@@ -532,6 +568,17 @@ inline Value GraphBuilder::reduce(Value input, Value init_value, OpCode binary_o
   StatusOr<Graph> body = make_binary_body(binary_op, value_shape(input).dtype());
   if (!body.ok()) return fail(1, body.status().with_context("reduce")).front();
   return reduce(input, init_value, std::move(*body), std::move(dimensions));
+}
+
+inline Value GraphBuilder::scatter(Value input, Value scatter_indices, Value updates,
+                                   OpCode binary_op, ScatterAttrs dimension_numbers) {
+  if (!status_.ok()) return Value{};
+  if (Status s = check_value(input, "scatter: operand 0"); !s.ok()) return fail(1, s).front();
+  const DType dtype = value_shape(input).dtype();
+  StatusOr<Graph> body = binary_op == OpCode::kParameter ? make_replace_body(dtype)
+                                                         : make_binary_body(binary_op, dtype);
+  if (!body.ok()) return fail(1, body.status().with_context("scatter")).front();
+  return scatter(input, scatter_indices, updates, std::move(*body), std::move(dimension_numbers));
 }
 
 inline std::vector<Value> GraphBuilder::arg_reduce(ComparisonDirection direction, Value operand,

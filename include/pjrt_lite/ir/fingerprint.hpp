@@ -141,6 +141,24 @@ inline void hash_attributes(Hasher& h, const Attributes& attrs) {
           h.list(a.rhs_batching_dimensions);
           h.list(a.lhs_contracting_dimensions);
           h.list(a.rhs_contracting_dimensions);
+        } else if constexpr (std::is_same_v<A, GatherAttrs>) {
+          h.list(a.offset_dims);
+          h.list(a.collapsed_slice_dims);
+          h.list(a.operand_batching_dims);
+          h.list(a.start_indices_batching_dims);
+          h.list(a.start_index_map);
+          h.i64(a.index_vector_dim);
+          h.list(a.slice_sizes);
+          h.i64(a.indices_are_sorted ? 1 : 0);
+        } else if constexpr (std::is_same_v<A, ScatterAttrs>) {
+          h.list(a.update_window_dims);
+          h.list(a.inserted_window_dims);
+          h.list(a.input_batching_dims);
+          h.list(a.scatter_indices_batching_dims);
+          h.list(a.scatter_dims_to_operand_dims);
+          h.i64(a.index_vector_dim);
+          h.i64(a.indices_are_sorted ? 1 : 0);
+          h.i64(a.unique_indices ? 1 : 0);
         } else {
           static_assert(std::is_same_v<A, NoAttrs>, "every alternative must be hashed");
         }

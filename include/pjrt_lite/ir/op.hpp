@@ -78,10 +78,13 @@ enum class OpCode : std::uint8_t {
   // Reductions and contractions.
   kReduce,
   kDotGeneral,
+  // Scatter and gather (appended: opcode values are part of serialized graphs).
+  kScatter,
+  kGather,
 };
 
 /// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kDotGeneral) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kGather) + 1;
 
 namespace detail {
 inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
@@ -144,6 +147,8 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "dynamic_update_slice",
     "reduce",
     "dot_general",
+    "scatter",
+    "gather",
 };
 }  // namespace detail
 
@@ -187,8 +192,8 @@ constexpr bool is_commutative(OpCode op) {
     default: return false;
   }
 }
-/// Ops whose nodes carry a region (a nested Graph): only reduce so far.
-constexpr bool has_body(OpCode op) { return op == OpCode::kReduce; }
+/// Ops whose nodes carry a region (a nested Graph): reduce and scatter.
+constexpr bool has_body(OpCode op) { return op == OpCode::kReduce || op == OpCode::kScatter; }
 /// Ops with several results: reduce (one per input). Every other op has exactly one.
 constexpr bool is_variadic_result(OpCode op) { return op == OpCode::kReduce; }
 
@@ -211,6 +216,8 @@ constexpr int operand_count(OpCode op) {
     case OpCode::kReverse: return 1;
     case OpCode::kPad:
     case OpCode::kDotGeneral: return 2;
+    case OpCode::kScatter: return 3;
+    case OpCode::kGather: return 2;
     default: return -1;
   }
 }

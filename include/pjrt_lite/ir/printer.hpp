@@ -83,6 +83,24 @@ inline std::string attributes_text(const Node& node) {
                          ", rhs_batching_dimensions=", dims(a.rhs_batching_dimensions),
                          ", lhs_contracting_dimensions=", dims(a.lhs_contracting_dimensions),
                          ", rhs_contracting_dimensions=", dims(a.rhs_contracting_dimensions));
+        } else if constexpr (std::is_same_v<A, GatherAttrs>) {
+          return str_cat("offset_dims=", dims(a.offset_dims),
+                         ", collapsed_slice_dims=", dims(a.collapsed_slice_dims),
+                         ", operand_batching_dims=", dims(a.operand_batching_dims),
+                         ", start_indices_batching_dims=", dims(a.start_indices_batching_dims),
+                         ", start_index_map=", dims(a.start_index_map),
+                         ", index_vector_dim=", a.index_vector_dim,
+                         ", slice_sizes=", dims(a.slice_sizes),
+                         ", indices_are_sorted=", a.indices_are_sorted ? "true" : "false");
+        } else if constexpr (std::is_same_v<A, ScatterAttrs>) {
+          return str_cat("update_window_dims=", dims(a.update_window_dims),
+                         ", inserted_window_dims=", dims(a.inserted_window_dims),
+                         ", input_batching_dims=", dims(a.input_batching_dims),
+                         ", scatter_indices_batching_dims=", dims(a.scatter_indices_batching_dims),
+                         ", scatter_dims_to_operand_dims=", dims(a.scatter_dims_to_operand_dims),
+                         ", index_vector_dim=", a.index_vector_dim,
+                         ", indices_are_sorted=", a.indices_are_sorted ? "true" : "false",
+                         ", unique_indices=", a.unique_indices ? "true" : "false");
         } else {
           // NoAttrs; ConvertAttrs and ReshapeAttrs repeat the result type.
           return "";

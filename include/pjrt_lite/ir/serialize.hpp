@@ -111,6 +111,24 @@ void attribute_fields(A& a, F&& f) {
     f(a.rhs_batching_dimensions);
     f(a.lhs_contracting_dimensions);
     f(a.rhs_contracting_dimensions);
+  } else if constexpr (std::is_same_v<T, GatherAttrs>) {
+    f(a.offset_dims);
+    f(a.collapsed_slice_dims);
+    f(a.operand_batching_dims);
+    f(a.start_indices_batching_dims);
+    f(a.start_index_map);
+    f(a.index_vector_dim);
+    f(a.slice_sizes);
+    f(a.indices_are_sorted);
+  } else if constexpr (std::is_same_v<T, ScatterAttrs>) {
+    f(a.update_window_dims);
+    f(a.inserted_window_dims);
+    f(a.input_batching_dims);
+    f(a.scatter_indices_batching_dims);
+    f(a.scatter_dims_to_operand_dims);
+    f(a.index_vector_dim);
+    f(a.indices_are_sorted);
+    f(a.unique_indices);
   } else {
     static_assert(sizeof(T) == 0, "every Attributes alternative needs its fields listed here");
   }
@@ -175,6 +193,7 @@ struct FieldWriter {
   void operator()(const std::vector<std::int64_t>& v) const { write_list(w, v); }
   void operator()(const Shape& s) const { write_shape(w, s); }
   void operator()(DType t) const { w.u8(static_cast<std::uint8_t>(t)); }
+  void operator()(bool b) const { w.u8(b ? 1 : 0); }
   void operator()(ComparisonDirection d) const { w.u8(static_cast<std::uint8_t>(d)); }
   void operator()(ComparisonType t) const { w.u8(static_cast<std::uint8_t>(t)); }
   void operator()(const std::shared_ptr<const Literal>& v) const { write_literal(w, v); }
@@ -389,6 +408,13 @@ class GraphDecoder {
   StatusOr<std::vector<std::int64_t>> read_field(std::vector<std::int64_t>*) { return read_list(); }
   StatusOr<Shape> read_field(Shape*) { return read_shape(); }
   StatusOr<DType> read_field(DType*) { return read_dtype(); }
+  StatusOr<bool> read_field(bool*) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::uint8_t b, r_.u8("flag attribute"));
+    if (b > 1)
+      return ByteReader::corrupt_at(r_.offset() - 1,
+                                    str_cat("flag attribute is ", int{b}, ", not 0 or 1"));
+    return b == 1;
+  }
   StatusOr<ComparisonDirection> read_field(ComparisonDirection*) {
     return read_enum("comparison direction", ComparisonDirection::kLt);
   }

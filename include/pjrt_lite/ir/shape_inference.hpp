@@ -725,10 +725,232 @@ inline StatusOr<Shape> infer_dot_general(const Shape& lhs, const Shape& rhs,
   return detail::make_result(op, lhs.dtype(), dims);
 }
 
+namespace detail {
+inline Status check_sorted(OpCode op, std::string_view what, std::span<const std::int64_t> dims) {
+  for (std::size_t i = 1; i < dims.size(); ++i)
+    if (dims[i] <= dims[i - 1])
+      return op_error(op, what, " ", dims_str(dims), " is not sorted (ascending)");
+  return ok_status();
+}
+}  // namespace detail
+
+/// The axes of scatter's updates (or gather's result) that are not window dims: the scatter
+/// (batch) axes, in ascending order.
+inline std::vector<std::int64_t> scatter_batch_axes(std::int64_t rank,
+                                                    std::span<const std::int64_t> window_dims) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t d = 0; d < rank; ++d)
+    if (std::ranges::find(window_dims, d) == window_dims.end()) out.push_back(d);
+  return out;
+}
+
+/// scatter(input, scatter_indices, updates) with one input, as the spec's constraints C1-C25
+/// have it: integer indices; update_window_dims sorted, distinct, in range of the updates;
+/// inserted_window_dims and input_batching_dims sorted, together distinct and in range of
+/// the input, their sizes adding up with update_window_dims' to the input's rank; batching
+/// dims pairing equal sizes; scatter_dims_to_operand_dims as long as the index vector,
+/// distinct from the batching dims; 0 <= index_vector_dim <= rank(indices); updates of the
+/// input's element type whose dims are the indices' (less index_vector_dim) at the scatter
+/// axes and at most the input's at the window axes; a body (E, E) -> E of rank-0 values with
+/// the input promotable to E. The result has the input's dims and element type E.
+inline StatusOr<Shape> infer_scatter(const Shape& input, const Shape& indices, const Shape& updates,
+                                     const Signature& body, const ScatterAttrs& a) {
+  constexpr OpCode op = OpCode::kScatter;
+  using detail::check_dimension_list;
+  using detail::check_sorted;
+  using detail::dims_str;
+  using detail::op_error;
+  if (!is_integral(indices.dtype()))
+    return op_error(op, "operand 1 (scatter_indices) has element type ",
+                    dtype_name(indices.dtype()), " but must be an integer type");
+  if (updates.dtype() != input.dtype())
+    return op_error(op, "operand 2 (updates) has element type ", dtype_name(updates.dtype()),
+                    " but the input has ", dtype_name(input.dtype()));
+  const std::int64_t rank = input.rank();
+  const auto window_rank = static_cast<std::int64_t>(a.update_window_dims.size());
+  if (window_rank +
+          static_cast<std::int64_t>(a.inserted_window_dims.size() + a.input_batching_dims.size()) !=
+      rank)
+    return op_error(op, "update_window_dims ", dims_str(a.update_window_dims),
+                    ", inserted_window_dims ", dims_str(a.inserted_window_dims),
+                    " and input_batching_dims ", dims_str(a.input_batching_dims),
+                    " must together have as many entries as the input's rank, ", rank);
+  PJRT_LITE_RETURN_IF_ERROR(check_sorted(op, "update_window_dims", a.update_window_dims));
+  PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(op, "update_window_dims", a.update_window_dims,
+                                                 updates.rank(), "updates"));
+  PJRT_LITE_RETURN_IF_ERROR(check_sorted(op, "inserted_window_dims", a.inserted_window_dims));
+  PJRT_LITE_RETURN_IF_ERROR(check_sorted(op, "input_batching_dims", a.input_batching_dims));
+  std::vector<std::int64_t> not_window = a.inserted_window_dims;
+  not_window.insert(not_window.end(), a.input_batching_dims.begin(), a.input_batching_dims.end());
+  PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(op, "inserted_window_dims and input_batching_dims",
+                                                 not_window, rank, "the input"));
+  PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(op, "scatter_indices_batching_dims",
+                                                 a.scatter_indices_batching_dims, indices.rank(),
+                                                 "scatter_indices"));
+  if (a.index_vector_dim < 0 || a.index_vector_dim > indices.rank())
+    return op_error(op, "index_vector_dim = ", a.index_vector_dim, " is out of range [0, ",
+                    indices.rank(), "] for scatter_indices ", indices);
+  if (std::ranges::find(a.scatter_indices_batching_dims, a.index_vector_dim) !=
+      a.scatter_indices_batching_dims.end())
+    return op_error(op, "index_vector_dim ", a.index_vector_dim,
+                    " is one of scatter_indices_batching_dims");
+  if (a.input_batching_dims.size() != a.scatter_indices_batching_dims.size())
+    return op_error(op, "input_batching_dims ", dims_str(a.input_batching_dims),
+                    " and scatter_indices_batching_dims ",
+                    dims_str(a.scatter_indices_batching_dims), " have different lengths");
+  for (std::size_t i = 0; i < a.input_batching_dims.size(); ++i)
+    if (input.dim(a.input_batching_dims[i]) != indices.dim(a.scatter_indices_batching_dims[i]))
+      return op_error(op, "batching dimension pair ", i, ": input dimension ",
+                      a.input_batching_dims[i], " has size ", input.dim(a.input_batching_dims[i]),
+                      " but scatter_indices dimension ", a.scatter_indices_batching_dims[i],
+                      " has size ", indices.dim(a.scatter_indices_batching_dims[i]));
+  const std::int64_t index_size =
+      a.index_vector_dim < indices.rank() ? indices.dim(a.index_vector_dim) : 1;
+  if (static_cast<std::int64_t>(a.scatter_dims_to_operand_dims.size()) != index_size)
+    return op_error(op, "scatter_dims_to_operand_dims ", dims_str(a.scatter_dims_to_operand_dims),
+                    " has ", a.scatter_dims_to_operand_dims.size(),
+                    " entries but the index vector has ", index_size);
+  std::vector<std::int64_t> starts = a.scatter_dims_to_operand_dims;
+  starts.insert(starts.end(), a.input_batching_dims.begin(), a.input_batching_dims.end());
+  PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(
+      op, "scatter_dims_to_operand_dims and input_batching_dims", starts, rank, "the input"));
+  // The updates' dims: the indices' (without index_vector_dim) at the scatter axes, the
+  // window sizes at update_window_dims.
+  std::vector<std::int64_t> scatter_sizes;
+  for (std::int64_t d = 0; d < indices.rank(); ++d)
+    if (d != a.index_vector_dim) scatter_sizes.push_back(indices.dim(d));
+  if (updates.rank() != window_rank + static_cast<std::int64_t>(scatter_sizes.size()))
+    return op_error(op, "operand 2 (updates) ", updates, " has rank ", updates.rank(), " but ",
+                    window_rank, " window dims and ", scatter_sizes.size(),
+                    " scatter dims of scatter_indices ", indices, " need ",
+                    window_rank + static_cast<std::int64_t>(scatter_sizes.size()));
+  const std::vector<std::int64_t> batch_axes =
+      scatter_batch_axes(updates.rank(), a.update_window_dims);
+  for (std::size_t i = 0; i < batch_axes.size(); ++i)
+    if (updates.dim(batch_axes[i]) != scatter_sizes[i])
+      return op_error(op, "operand 2 (updates) ", updates, " has size ", updates.dim(batch_axes[i]),
+                      " in dimension ", batch_axes[i], " but scatter_indices ", indices, " give ",
+                      scatter_sizes[i]);
+  std::size_t w = 0;
+  for (std::int64_t d = 0; d < rank; ++d) {
+    if (std::ranges::find(not_window, d) != not_window.end()) continue;
+    const std::int64_t axis = a.update_window_dims[w++];
+    if (updates.dim(axis) > input.dim(d))
+      return op_error(op, "operand 2 (updates) ", updates, " has window size ", updates.dim(axis),
+                      " in dimension ", axis, ", larger than the input's ", input.dim(d),
+                      " in dimension ", d);
+  }
+  if (body.parameters.size() != 2 || body.results.size() != 1)
+    return op_error(op, "body must take 2 parameters and return 1 value, but takes ",
+                    body.parameters.size(), " and returns ", body.results.size());
+  const Shape& e = body.parameters[0];
+  for (std::size_t i = 0; i < 2; ++i)
+    if (!body.parameters[i].is_scalar() || body.parameters[i].dtype() != e.dtype())
+      return op_error(op, "body parameter ", i, " has shape ", body.parameters[i],
+                      " but both must be rank 0 of one element type");
+  if (!body.results[0].is_scalar() || body.results[0].dtype() != e.dtype())
+    return op_error(op, "body result has type ", body.results[0], " but its parameters have ", e);
+  if (!is_promotable(input.dtype(), e.dtype()))
+    return op_error(op, "the input's element type ", dtype_name(input.dtype()),
+                    " cannot be promoted to the body's ", dtype_name(e.dtype()));
+  return Shape(e.dtype(), std::vector<std::int64_t>(input.dims().begin(), input.dims().end()));
+}
+
+/// gather(operand, start_indices), as the spec's constraints C1-C23 have it: integer indices;
+/// offset_dims sorted and distinct; collapsed_slice_dims and operand_batching_dims sorted,
+/// together distinct and in range, with slice size at most 1; their sizes and offset_dims'
+/// adding up to the operand's rank; batching dims pairing equal sizes; start_index_map as
+/// long as the index vector, distinct from the batching dims and in range; one slice size per
+/// operand dimension, 0 <= size <= the dimension. The result has the indices' dims (less
+/// index_vector_dim) at its batch axes and the uncollapsed slice sizes at offset_dims.
+inline StatusOr<Shape> infer_gather(const Shape& operand, const Shape& indices,
+                                    const GatherAttrs& a) {
+  constexpr OpCode op = OpCode::kGather;
+  using detail::check_dimension_list;
+  using detail::check_sorted;
+  using detail::dims_str;
+  using detail::op_error;
+  if (!is_integral(indices.dtype()))
+    return op_error(op, "operand 1 (start_indices) has element type ", dtype_name(indices.dtype()),
+                    " but must be an integer type");
+  const std::int64_t rank = operand.rank();
+  if (static_cast<std::int64_t>(a.offset_dims.size() + a.collapsed_slice_dims.size() +
+                                a.operand_batching_dims.size()) != rank)
+    return op_error(op, "offset_dims ", dims_str(a.offset_dims), ", collapsed_slice_dims ",
+                    dims_str(a.collapsed_slice_dims), " and operand_batching_dims ",
+                    dims_str(a.operand_batching_dims),
+                    " must together have as many entries as the operand's rank, ", rank);
+  if (static_cast<std::int64_t>(a.slice_sizes.size()) != rank)
+    return op_error(op, "slice_sizes ", dims_str(a.slice_sizes), " has ", a.slice_sizes.size(),
+                    " entries for operand ", operand, " of rank ", rank);
+  for (std::int64_t d = 0; d < rank; ++d)
+    if (a.slice_sizes[static_cast<std::size_t>(d)] < 0 ||
+        a.slice_sizes[static_cast<std::size_t>(d)] > operand.dim(d))
+      return op_error(op, "slice_sizes[", d, "] = ", a.slice_sizes[static_cast<std::size_t>(d)],
+                      " is out of bounds for size ", operand.dim(d), " of operand ", operand);
+  PJRT_LITE_RETURN_IF_ERROR(check_sorted(op, "offset_dims", a.offset_dims));
+  PJRT_LITE_RETURN_IF_ERROR(check_sorted(op, "collapsed_slice_dims", a.collapsed_slice_dims));
+  PJRT_LITE_RETURN_IF_ERROR(check_sorted(op, "operand_batching_dims", a.operand_batching_dims));
+  std::vector<std::int64_t> collapsed = a.collapsed_slice_dims;
+  collapsed.insert(collapsed.end(), a.operand_batching_dims.begin(), a.operand_batching_dims.end());
+  PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(
+      op, "collapsed_slice_dims and operand_batching_dims", collapsed, rank, "the operand"));
+  for (std::int64_t d : collapsed)
+    if (a.slice_sizes[static_cast<std::size_t>(d)] > 1)
+      return op_error(op, "slice_sizes[", d, "] = ", a.slice_sizes[static_cast<std::size_t>(d)],
+                      " but dimension ", d, " is collapsed or batching, so its size must be <= 1");
+  PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(op, "start_indices_batching_dims",
+                                                 a.start_indices_batching_dims, indices.rank(),
+                                                 "start_indices"));
+  if (a.index_vector_dim < 0 || a.index_vector_dim > indices.rank())
+    return op_error(op, "index_vector_dim = ", a.index_vector_dim, " is out of range [0, ",
+                    indices.rank(), "] for start_indices ", indices);
+  if (std::ranges::find(a.start_indices_batching_dims, a.index_vector_dim) !=
+      a.start_indices_batching_dims.end())
+    return op_error(op, "index_vector_dim ", a.index_vector_dim,
+                    " is one of start_indices_batching_dims");
+  if (a.operand_batching_dims.size() != a.start_indices_batching_dims.size())
+    return op_error(op, "operand_batching_dims ", dims_str(a.operand_batching_dims),
+                    " and start_indices_batching_dims ", dims_str(a.start_indices_batching_dims),
+                    " have different lengths");
+  for (std::size_t i = 0; i < a.operand_batching_dims.size(); ++i)
+    if (operand.dim(a.operand_batching_dims[i]) != indices.dim(a.start_indices_batching_dims[i]))
+      return op_error(op, "batching dimension pair ", i, ": operand dimension ",
+                      a.operand_batching_dims[i], " has size ",
+                      operand.dim(a.operand_batching_dims[i]), " but start_indices dimension ",
+                      a.start_indices_batching_dims[i], " has size ",
+                      indices.dim(a.start_indices_batching_dims[i]));
+  const std::int64_t index_size =
+      a.index_vector_dim < indices.rank() ? indices.dim(a.index_vector_dim) : 1;
+  if (static_cast<std::int64_t>(a.start_index_map.size()) != index_size)
+    return op_error(op, "start_index_map ", dims_str(a.start_index_map), " has ",
+                    a.start_index_map.size(), " entries but the index vector has ", index_size);
+  std::vector<std::int64_t> starts = a.start_index_map;
+  starts.insert(starts.end(), a.operand_batching_dims.begin(), a.operand_batching_dims.end());
+  PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(op, "start_index_map and operand_batching_dims",
+                                                 starts, rank, "the operand"));
+  std::vector<std::int64_t> batch_sizes, offset_sizes;
+  for (std::int64_t d = 0; d < indices.rank(); ++d)
+    if (d != a.index_vector_dim) batch_sizes.push_back(indices.dim(d));
+  for (std::int64_t d = 0; d < rank; ++d)
+    if (std::ranges::find(collapsed, d) == collapsed.end())
+      offset_sizes.push_back(a.slice_sizes[static_cast<std::size_t>(d)]);
+  const auto result_rank = static_cast<std::int64_t>(batch_sizes.size() + offset_sizes.size());
+  PJRT_LITE_RETURN_IF_ERROR(
+      check_dimension_list(op, "offset_dims", a.offset_dims, result_rank, "the result"));
+  std::vector<std::int64_t> dims(static_cast<std::size_t>(result_rank));
+  std::size_t b = 0, o = 0;
+  for (std::int64_t d = 0; d < result_rank; ++d)
+    dims[static_cast<std::size_t>(d)] = std::ranges::find(a.offset_dims, d) != a.offset_dims.end()
+                                            ? offset_sizes[o++]
+                                            : batch_sizes[b++];
+  return detail::make_result(op, operand.dtype(), dims);
+}
+
 /// The result shapes of any op: checks the operand count, the attributes' alternative and
 /// the number of bodies, then applies the op's rule above. `bodies` are the signatures of
-/// the node's regions (one for reduce, none otherwise). The builder and the verifier both
-/// come through here, so they cannot disagree.
+/// the node's regions (one for reduce and scatter, none otherwise). The builder and the verifier
+/// both come through here, so they cannot disagree.
 inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shape> operands,
                                                  const Attributes& attrs,
                                                  std::span<const Signature> bodies = {}) {
@@ -793,6 +1015,11 @@ inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shap
     }
     case OpCode::kDotGeneral:
       return one(infer_dot_general(operands[0], operands[1], std::get<DotDimensionNumbers>(attrs)));
+    case OpCode::kGather:
+      return one(infer_gather(operands[0], operands[1], std::get<GatherAttrs>(attrs)));
+    case OpCode::kScatter:
+      return one(infer_scatter(operands[0], operands[1], operands[2], bodies[0],
+                               std::get<ScatterAttrs>(attrs)));
     default: return detail::op_error(op, "has no shape rule");
   }
 }

@@ -75,10 +75,10 @@ inline bool is_known_unsupported_op(std::string_view name) {
       "collective_broadcast", "collective_permute", "collective_reduce", "composite",
       "convolution", "count_leading_zeros", "create_token", "cross-replica-sum",
       "dynamic_broadcast_in_dim", "dynamic_conv", "dynamic_gather", "dynamic_iota", "dynamic_pad",
-      "dynamic_reshape", "einsum", "fft", "gather", "get_dimension_size", "get_tuple_element",
+      "dynamic_reshape", "einsum", "fft", "get_dimension_size", "get_tuple_element",
       "if", "infeed", "map", "optimization_barrier", "outfeed", "partition_id",
       "real_dynamic_slice", "recv", "reduce_precision", "reduce_scatter", "reduce_window",
-      "replica_id", "rng", "rng_bit_generator", "scatter", "select_and_scatter", "send",
+      "replica_id", "rng", "rng_bit_generator", "select_and_scatter", "send",
       "set_dimension_size", "sort", "torch_index_select", "trace", "triangular_solve", "tuple",
       "unary_einsum", "uniform_dequantize", "uniform_quantize", "while"};
   // clang-format on
@@ -824,6 +824,9 @@ class Parser {
       }
       case OpCode::kDotGeneral: return parse_dot_general(r, ctx, name, pos);
       case OpCode::kReduce: return parse_reduce(r, ctx, name, pos);
+      case OpCode::kScatter:
+      case OpCode::kGather:
+        return error_at(pos, str_cat(name, " has no pretty form; expected \"", name, "\"(...)"));
       default: break;
     }
     return error_at(pos, str_cat("unknown op ", name));
@@ -1424,6 +1427,36 @@ class Parser {
     return v->i;
   }
 
+  /// The fields of a `#stablehlo.scatter<...>` or `#stablehlo.gather<...>`: the lists named in
+  /// `fields` and index_vector_dim. A field left out has its default: [] or 0.
+  static Status read_dimension_numbers(
+      const AttrValue& v,
+      std::span<const std::pair<std::string_view, std::vector<std::int64_t>*>> fields,
+      std::int64_t& index_vector_dim, std::string_view what) {
+    for (const auto& [key, value] : v.dict) {
+      if (key == "index_vector_dim") {
+        if (value.kind != AttrValue::Kind::kInt)
+          return error_at(value.pos, "expected an integer for index_vector_dim");
+        index_vector_dim = value.i;
+        continue;
+      }
+      auto field = std::ranges::find_if(fields, [&](const auto& f) { return f.first == key; });
+      if (field == fields.end())
+        return error_at(value.pos, str_cat("unknown ", what, " field '", key, "'"));
+      PJRT_LITE_ASSIGN_OR_RETURN(*field->second, int_list_value(value, key));
+    }
+    return ok_status();
+  }
+
+  /// `true` or `false`; false when absent.
+  static StatusOr<bool> bool_attr(const AttrDict& attrs, std::string_view key) {
+    const AttrValue* v = find_attr(attrs, key);
+    if (v == nullptr) return false;
+    if (v->kind != AttrValue::Kind::kBool)
+      return error_at(v->pos, str_cat("expected true or false for ", key));
+    return v->b;
+  }
+
   /// `#stablehlo<kind WORD>` or a bare `WORD`; nullopt when absent.
   static StatusOr<std::optional<std::string>> enum_attr(const AttrDict& attrs,
                                                         std::string_view key) {
@@ -1438,8 +1471,7 @@ class Parser {
   StatusOr<OpResult> build_generic(Context& ctx, OpCode op, const std::string& name,
                                    const std::vector<Value>& operands, const AttrDict& attrs,
                                    std::vector<Graph> regions, const OpType& type, SourcePos pos) {
-    if (op != OpCode::kReduce && !regions.empty())
-      return error_at(pos, str_cat(name, " takes no regions"));
+    if (!has_body(op) && !regions.empty()) return error_at(pos, str_cat(name, " takes no regions"));
     PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                                declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
     auto result_shape = [&]() -> StatusOr<Shape> { return single_result(type, name); };
@@ -1545,6 +1577,48 @@ class Parser {
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> d,
                                    int_list_attr(attrs, "dimensions", name, pos));
         a = ReduceAttrs{std::move(d)};
+        break;
+      }
+      case OpCode::kGather: {
+        const AttrValue* v = find_attr(attrs, "dimension_numbers");
+        if (!v || v->kind != AttrValue::Kind::kDict)
+          return error_at(pos, "stablehlo.gather needs dimension_numbers = #stablehlo.gather<...>");
+        GatherAttrs ga;
+        const std::pair<std::string_view, std::vector<std::int64_t>*> fields[5] = {
+            {"offset_dims", &ga.offset_dims},
+            {"collapsed_slice_dims", &ga.collapsed_slice_dims},
+            {"operand_batching_dims", &ga.operand_batching_dims},
+            {"start_indices_batching_dims", &ga.start_indices_batching_dims},
+            {"start_index_map", &ga.start_index_map}};
+        PJRT_LITE_RETURN_IF_ERROR(
+            read_dimension_numbers(*v, fields, ga.index_vector_dim, "#stablehlo.gather"));
+        PJRT_LITE_ASSIGN_OR_RETURN(ga.slice_sizes, int_list_attr(attrs, "slice_sizes", name, pos));
+        PJRT_LITE_ASSIGN_OR_RETURN(ga.indices_are_sorted, bool_attr(attrs, "indices_are_sorted"));
+        a = std::move(ga);
+        break;
+      }
+      case OpCode::kScatter: {
+        if (regions.size() != 1) return error_at(pos, "stablehlo.scatter needs one region");
+        if (operands.size() != 3)
+          return unsupported_at(
+              pos, str_cat("stablehlo.scatter of ", operands.size(), " operands (several inputs)"));
+        const AttrValue* v = find_attr(attrs, "scatter_dimension_numbers");
+        if (!v || v->kind != AttrValue::Kind::kDict)
+          return error_at(pos,
+                          "stablehlo.scatter needs scatter_dimension_numbers = "
+                          "#stablehlo.scatter<...>");
+        ScatterAttrs sa;
+        const std::pair<std::string_view, std::vector<std::int64_t>*> fields[5] = {
+            {"update_window_dims", &sa.update_window_dims},
+            {"inserted_window_dims", &sa.inserted_window_dims},
+            {"input_batching_dims", &sa.input_batching_dims},
+            {"scatter_indices_batching_dims", &sa.scatter_indices_batching_dims},
+            {"scatter_dims_to_operand_dims", &sa.scatter_dims_to_operand_dims}};
+        PJRT_LITE_RETURN_IF_ERROR(
+            read_dimension_numbers(*v, fields, sa.index_vector_dim, "#stablehlo.scatter"));
+        PJRT_LITE_ASSIGN_OR_RETURN(sa.indices_are_sorted, bool_attr(attrs, "indices_are_sorted"));
+        PJRT_LITE_ASSIGN_OR_RETURN(sa.unique_indices, bool_attr(attrs, "unique_indices"));
+        a = std::move(sa);
         break;
       }
       case OpCode::kDotGeneral: {

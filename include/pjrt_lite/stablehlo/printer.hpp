@@ -243,6 +243,10 @@ class Printer {
                             int_list(a.rhs_contracting_dimensions), " : ", function_type(g, n));
           } else if constexpr (std::is_same_v<A, ReduceAttrs>) {
             print_reduce(g, names, n, a, body_prefix, indent);
+          } else if constexpr (std::is_same_v<A, ScatterAttrs>) {
+            print_scatter(g, names, n, a, body_prefix, indent);
+          } else if constexpr (std::is_same_v<A, GatherAttrs>) {
+            print_gather(g, names, n, a);
           } else if (n.op == OpCode::kSelect) {
             // `: pred type, result type`, as JAX prints it: the branches have the result's.
             out_ += str_cat(name, " ", operand_list(g, names, n), " : ",
@@ -288,6 +292,71 @@ class Printer {
     print_nodes(body, body_prefix, inner);
     print_return(body, body_prefix, inner, "stablehlo.return");
     out_ += str_cat(indent, "}");
+  }
+
+  /// scatter has only the generic form: `"stablehlo.scatter"(...) <{...}> ({ ^bb0(...): ... })`.
+  /// Fields at their defaults (empty lists, index_vector_dim 0, false flags) are left out, as
+  /// MLIR prints them.
+  void print_scatter(const Graph& g, const std::vector<std::string>& names, const Node& n,
+                     const ScatterAttrs& a, const std::string& body_prefix,
+                     std::string_view indent) {
+    std::string dn;
+    const std::pair<std::string_view, const std::vector<std::int64_t>*> fields[5] = {
+        {"update_window_dims", &a.update_window_dims},
+        {"inserted_window_dims", &a.inserted_window_dims},
+        {"input_batching_dims", &a.input_batching_dims},
+        {"scatter_indices_batching_dims", &a.scatter_indices_batching_dims},
+        {"scatter_dims_to_operand_dims", &a.scatter_dims_to_operand_dims}};
+    for (const auto& [key, list] : fields)
+      if (!list->empty()) dn += str_cat(dn.empty() ? "" : ", ", key, " = ", int_list(*list));
+    if (a.index_vector_dim != 0)
+      dn += str_cat(dn.empty() ? "" : ", ", "index_vector_dim = ", a.index_vector_dim);
+    out_ += str_cat("\"stablehlo.scatter\"(", operand_list(g, names, n),
+                    ") <{scatter_dimension_numbers = #stablehlo.scatter<", dn, ">");
+    if (a.indices_are_sorted) out_ += ", indices_are_sorted = true";
+    if (a.unique_indices) out_ += ", unique_indices = true";
+    out_ += "}> ({\n";
+    print_block_header(n.bodies[0], body_prefix, indent);
+    out_ += str_cat(indent, "}) : ", function_type(g, n));
+  }
+
+  /// gather has only the generic form; fields at their defaults are left out.
+  void print_gather(const Graph& g, const std::vector<std::string>& names, const Node& n,
+                    const GatherAttrs& a) {
+    std::string dn;
+    const std::pair<std::string_view, const std::vector<std::int64_t>*> fields[5] = {
+        {"offset_dims", &a.offset_dims},
+        {"collapsed_slice_dims", &a.collapsed_slice_dims},
+        {"operand_batching_dims", &a.operand_batching_dims},
+        {"start_indices_batching_dims", &a.start_indices_batching_dims},
+        {"start_index_map", &a.start_index_map}};
+    for (const auto& [key, list] : fields)
+      if (!list->empty()) dn += str_cat(dn.empty() ? "" : ", ", key, " = ", int_list(*list));
+    if (a.index_vector_dim != 0)
+      dn += str_cat(dn.empty() ? "" : ", ", "index_vector_dim = ", a.index_vector_dim);
+    std::string sizes;
+    for (std::size_t i = 0; i < a.slice_sizes.size(); ++i)
+      sizes += str_cat(i ? ", " : ": ", a.slice_sizes[i]);
+    out_ += str_cat("\"stablehlo.gather\"(", operand_list(g, names, n),
+                    ") <{dimension_numbers = #stablehlo.gather<", dn, ">");
+    if (a.indices_are_sorted) out_ += ", indices_are_sorted = true";
+    out_ += str_cat(", slice_sizes = array<i64", sizes, ">}> : ", function_type(g, n));
+  }
+
+  /// A generic region's block `^bb0(%a: T, ...):` and its ops, up to its return.
+  void print_block_header(const Graph& body, const std::string& body_prefix,
+                          std::string_view indent) {
+    const std::vector<std::string> body_names = value_names(body, body_prefix);
+    out_ += str_cat(indent, "^bb0(");
+    for (std::size_t i = 0; i < body.parameters().size(); ++i) {
+      const Value p = body.parameters()[i];
+      out_ += str_cat(i ? ", " : "", body_names[static_cast<std::size_t>(p.node)], ": ",
+                      tensor_type_name(body.shape(p)));
+    }
+    out_ += "):\n";
+    const std::string inner = str_cat(indent, "  ");
+    print_nodes(body, body_prefix, inner);
+    print_return(body, body_prefix, inner, "stablehlo.return");
   }
 
   std::string out_;

@@ -256,6 +256,13 @@ class Client {
   /// holds the kernels: only translation units that compile programs pay for them.
   [[nodiscard]] StatusOr<LoadedExecutable<E>> compile(const Graph& graph, const CompileOptions& options = {});
 
+  /// Compiles the `@main` function of a StableHLO module (as `jax.jit(f).lower(x).as_text()`
+  /// prints it) through the same path as a built graph; a module without @main may have one
+  /// public function instead. `check.*` custom calls are dropped. INVALID_ARGUMENT
+  /// "line:column: ..." for malformed text, UNIMPLEMENTED for ops the IR lacks. Defined in
+  /// backends/cpu/executable.hpp; thread-safe.
+  [[nodiscard]] StatusOr<LoadedExecutable<E>> compile(std::string_view stablehlo_text, const CompileOptions& options = {});
+
   /// Rebuilds an executable from LoadedExecutable::serialize() bytes. DATA_LOSS or
   /// INVALID_ARGUMENT for a corrupt, truncated or foreign blob.
   [[nodiscard]] StatusOr<LoadedExecutable<E>> deserialize_executable(std::span<const std::byte> bytes);

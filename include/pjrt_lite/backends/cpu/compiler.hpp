@@ -12,9 +12,11 @@
 #include "pjrt_lite/backends/cpu/compile_options.hpp"
 #include "pjrt_lite/backends/cpu/compile_program.hpp"
 #include "pjrt_lite/backends/cpu/dot_kernel.hpp"
+#include "pjrt_lite/backends/cpu/gather_kernel.hpp"
 #include "pjrt_lite/backends/cpu/kernels.hpp"
 #include "pjrt_lite/backends/cpu/program.hpp"
 #include "pjrt_lite/backends/cpu/reduce_kernel.hpp"
+#include "pjrt_lite/backends/cpu/scatter_kernel.hpp"
 #include "pjrt_lite/backends/cpu/tile_program.hpp"
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/ir/graph.hpp"
@@ -460,6 +462,24 @@ class Compiler {
         auto k = std::move(made).value();
         k->text = text;
         add_kernel(std::move(k), reads, dsts);
+        return ok_status();
+      }
+      case OpCode::kGather: {
+        auto made = GatherKernel::make(g_.shape(n.operands[0]), g_.shape(n.operands[1]), out, n.attr<GatherAttrs>(),
+                                       reads[0], reads[1], dst);
+        if (!made.ok()) return made.status();
+        auto k = std::move(made).value();
+        k->text = text;
+        add_kernel(std::move(k), reads, {dst});
+        return ok_status();
+      }
+      case OpCode::kScatter: {
+        auto made = ScatterKernel::make(g_.shape(n.operands[0]), g_.shape(n.operands[1]), g_.shape(n.operands[2]),
+                                        n.attr<ScatterAttrs>(), n.bodies[0], reads[0], reads[1], reads[2], dst);
+        if (!made.ok()) return made.status();
+        auto k = std::move(made).value();
+        k->text = text;
+        add_kernel(std::move(k), reads, {dst});
         return ok_status();
       }
       default:

@@ -1,6 +1,6 @@
 #pragma once
 // LoadedExecutable: a compiled program loaded on CPU devices, run through PJRT's three doors,
-// and Client::compile, which makes one.
+// and Client::compile, which makes one from a graph or from StableHLO text.
 
 #include <algorithm>
 #include <cstdint>
@@ -23,6 +23,7 @@
 #if !defined(PJRT_LITE_CPU_EXTERN_KERNELS)
 #include "pjrt_lite/backends/cpu/compiler.hpp"
 #endif
+#include "pjrt_lite/stablehlo/parser.hpp"
 
 namespace pjrt_lite::cpu {
 
@@ -312,6 +313,28 @@ StatusOr<LoadedExecutable<E>> Client<E>::deserialize_executable(std::span<const 
   StatusOr<LoadedExecutable<E>> exe = compile(parts.first, parts.second);
   if (!exe.ok()) return exe.status().with_context("deserialize_executable");
   return exe;
+}
+
+template <class E>
+StatusOr<LoadedExecutable<E>> Client<E>::compile(std::string_view stablehlo_text, const CompileOptions& options) {
+  StatusOr<stablehlo::Module> module = stablehlo::parse_module(stablehlo_text);
+  if (!module.ok()) return module.status().with_context("compile");
+  const stablehlo::Function* entry = module->find("main");
+  if (entry == nullptr) {
+    for (const stablehlo::Function& f : module->functions) {
+      if (f.visibility != stablehlo::Visibility::kPublic) continue;
+      if (entry != nullptr)
+        return invalid_argument_error("compile: the module has no @main and several public functions");
+      entry = &f;
+    }
+  }
+  if (entry == nullptr) return invalid_argument_error("compile: the module has no @main and no public function");
+  if (static_cast<std::int64_t>(entry->graph.outputs().size()) == entry->num_results) return compile(entry->graph, options);
+  // The checked values are extra outputs of a test program's graph; a compiled program returns
+  // only the function's results.
+  GraphParts parts = entry->graph.to_parts();
+  parts.outputs.resize(static_cast<std::size_t>(entry->num_results));
+  return compile(Graph::from_parts(std::move(parts)), options);
 }
 
 }  // namespace pjrt_lite::cpu

@@ -135,21 +135,24 @@ inline Literal eval_reverse(const Literal& x, const ReverseAttrs& attrs, const S
   return out;
 }
 
-/// The value of a rank-0 integer literal (a start index) as int64; u64 values beyond int64
-/// become int64's max, which clamps to the same place.
-inline std::int64_t read_start_index(const Literal& start) {
-  return visit_dtype(start.dtype(), [&]<class T>(std::type_identity<T>) -> std::int64_t {
+/// The integer at memory position `position` of `indices` as int64; u64 values beyond int64
+/// become int64's max, which clamps (and counts as out of bounds) like the value itself.
+inline std::int64_t read_index_at(const Literal& indices, std::int64_t position) {
+  return visit_dtype(indices.dtype(), [&]<class T>(std::type_identity<T>) -> std::int64_t {
     if constexpr (is_int_v<T>) {
-      const T v = start.data<T>()[0];
+      const T v = indices.data<T>()[static_cast<std::size_t>(position)];
       if constexpr (std::is_unsigned_v<T> && sizeof(T) == sizeof(std::int64_t))
         if (v > static_cast<T>(std::numeric_limits<std::int64_t>::max()))
           return std::numeric_limits<std::int64_t>::max();
       return static_cast<std::int64_t>(v);
     } else {
-      return 0;  // shape inference admits only integer start indices
+      return 0;  // shape inference admits only integer indices
     }
   });
 }
+
+/// The value of a rank-0 integer literal (a start index) as int64.
+inline std::int64_t read_start_index(const Literal& start) { return read_index_at(start, 0); }
 
 /// The spec's adjusted start indices: clamp(0, start, operand size - window size), so the
 /// window always lies inside the operand.

@@ -12,7 +12,7 @@
 //
 // Pieces: scalar_ops.hpp (what each op does to one element), elementwise.hpp (those mapped
 // over literals), data_movement.hpp (ops that only move elements), index.hpp (walking
-// multi-indices); reduce, dot_general and the graph walk are here.
+// multi-indices), gather.hpp, scatter.hpp; reduce, dot_general and the graph walk are here.
 
 #include <algorithm>
 #include <cstddef>
@@ -25,8 +25,10 @@
 
 #include "pjrt_lite/backends/reference/data_movement.hpp"
 #include "pjrt_lite/backends/reference/elementwise.hpp"
+#include "pjrt_lite/backends/reference/gather.hpp"
 #include "pjrt_lite/backends/reference/index.hpp"
 #include "pjrt_lite/backends/reference/scalar_ops.hpp"
+#include "pjrt_lite/backends/reference/scatter.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
@@ -233,6 +235,18 @@ inline StatusOr<std::vector<Literal>> eval_node(const Node& node,
     case OpCode::kDotGeneral:
       return one(
           eval_dot_general(operand(0), operand(1), node.attr<DotDimensionNumbers>(), result));
+    case OpCode::kGather:
+      return one(eval_gather(operand(0), operand(1), node.attr<GatherAttrs>(), result));
+    case OpCode::kScatter: {
+      auto run_body = [&](const Literal& old_value, const Literal& update) {
+        const Literal* args[] = {&old_value, &update};
+        StatusOr<std::vector<Literal>> r = run_graph(node.bodies[0], args);
+        if (!r.ok()) return StatusOr<Literal>(r.status());
+        return StatusOr<Literal>(std::move((*r)[0]));
+      };
+      return one(eval_scatter(operand(0), operand(1), operand(2), node.attr<ScatterAttrs>(),
+                              result, run_body));
+    }
     default: break;
   }
   return unimplemented_error(str_cat(op_name(op), ": not implemented by the reference backend"));

@@ -418,22 +418,23 @@ class Reader {
       v.kind = K::kOpaque;
       return v;
     }
-    if (t.text == "#stablehlo.dot") {
-      // key = value pairs; the values are plain lists.
+    if (t.text == "#stablehlo.dot" || t.text == "#stablehlo.scatter" ||
+        t.text == "#stablehlo.gather") {
+      // key = value pairs; the values are plain lists and integers.
       lex_.next();
       v.kind = K::kDict;
       if (consume_if('>')) return v;
       while (true) {
-        PJRT_LITE_ASSIGN_OR_RETURN(
-            Token key, expect_kind(TokenKind::kIdent, "a field name", "in #stablehlo.dot<...>"));
+        PJRT_LITE_ASSIGN_OR_RETURN(Token key, expect_kind(TokenKind::kIdent, "a field name",
+                                                          str_cat("in ", t.text, "<...>")));
         PJRT_LITE_RETURN_IF_ERROR(expect('=', str_cat("after ", key.text)));
         PJRT_LITE_ASSIGN_OR_RETURN(AttrValue value, parse_attr_value(1));
         v.dict.emplace_back(std::string(key.text), std::move(value));
         Token u = lex_.next();
         if (u.is('>')) return v;
         if (!u.is(','))
-          return error_at(
-              u.pos, str_cat("expected ',' or '>' in #stablehlo.dot<...>, found ", describe(u)));
+          return error_at(u.pos,
+                          str_cat("expected ',' or '>' in ", t.text, "<...>, found ", describe(u)));
       }
     }
     PJRT_LITE_ASSIGN_OR_RETURN(std::string_view body, lex_.skip_balanced('<', '>'));
