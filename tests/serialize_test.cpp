@@ -438,7 +438,7 @@ TEST_CASE("serialize: forged blobs with valid checksums are rejected by validati
   };
   check_error(edited(25, {200}), StatusCode::kDataLoss,
               "deserialize_graph: graph 'g': node %0: corrupt at byte offset 25: opcode 200 is "
-              "not a valid op (0..58)");
+              "not a valid op (0..60)");
   check_error(edited(25, {27}), StatusCode::kDataLoss,
               "node %0: corrupt at byte offset 26: add with 0 operands");
   check_error(edited(30, {3}), StatusCode::kDataLoss,
