@@ -22,10 +22,8 @@
 
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/stablehlo/stablehlo.hpp"
+#include "corpus.hpp"
 
-#ifndef PJRT_LITE_STABLEHLO_TESTDATA
-#define PJRT_LITE_STABLEHLO_TESTDATA "/work/shared/stablehlo-testdata"
-#endif
 
 using namespace pjrt_lite;
 
@@ -105,7 +103,7 @@ std::string program(std::string_view signature, std::string_view body) {
 
 /// The corpus file's text, or nullopt (with a message) when the corpus is not there.
 std::optional<std::string> read_corpus(std::string_view name) {
-  const std::filesystem::path path = std::filesystem::path(PJRT_LITE_STABLEHLO_TESTDATA) / name;
+  const std::filesystem::path path = testing::corpus_dir() / name;
   std::ifstream in(path);
   if (!in) return std::nullopt;
   std::stringstream ss;
@@ -114,8 +112,8 @@ std::optional<std::string> read_corpus(std::string_view name) {
 }
 
 bool have_corpus() {
-  if (std::filesystem::is_directory(PJRT_LITE_STABLEHLO_TESTDATA)) return true;
-  MESSAGE("skipped: no StableHLO corpus at " PJRT_LITE_STABLEHLO_TESTDATA);
+  if (testing::have_corpus_dir()) return true;
+  MESSAGE("skipped: no StableHLO corpus at ", testing::corpus_dir().string());
   return false;
 }
 
@@ -1096,7 +1094,7 @@ TEST_CASE("stablehlo: a sample of the corpus, checked structurally") {
 TEST_CASE("stablehlo: every corpus file parses or is UNIMPLEMENTED") {
   if (!have_corpus()) return;
   std::vector<std::filesystem::path> files;
-  for (const auto& entry : std::filesystem::directory_iterator(PJRT_LITE_STABLEHLO_TESTDATA))
+  for (const auto& entry : std::filesystem::directory_iterator(testing::corpus_dir()))
     if (entry.path().extension() == ".mlir") files.push_back(entry.path());
   std::sort(files.begin(), files.end());
   std::int64_t parsed = 0, unsupported = 0, round_tripped = 0;
