@@ -14,12 +14,21 @@
 namespace pjrt_lite {
 
 namespace detail {
+/// Streams as "node %i" in an error message.
+struct NodeName {
+  std::int64_t index;
+  friend std::ostream& operator<<(std::ostream& os, NodeName n) {
+    return os << "node %" << n.index;
+  }
+};
+
 inline Status verify_graph(const Graph& g) {
   const std::int64_t n = g.num_nodes();
   std::vector<std::int64_t> parameter_node;  // parameter number -> node, -1 when unused
   for (std::int64_t i = 0; i < n; ++i) {
     const Node& node = g.node(i);
-    const std::string where = str_cat("node %", i);
+    // Named only on the error path: formatting it for every node dominated compile time.
+    const NodeName where{i};
     if (!is_valid(node.op))
       return invalid_argument_error(
           str_cat(where, ": invalid opcode (enum value ", static_cast<int>(node.op), ")"));
@@ -36,13 +45,14 @@ inline Status verify_graph(const Graph& g) {
     std::vector<Signature> body_signatures;
     for (std::size_t k = 0; k < node.bodies.size(); ++k) {
       const Graph& body = node.bodies[k];
-      PJRT_LITE_RETURN_IF_ERROR(verify_graph(body).with_context(
-          str_cat(where, ": ", op_name(node.op), ": body ", k, " '", body.name(), "'")));
+      if (Status s = verify_graph(body); !s.ok())
+        return s.with_context(
+            str_cat(where, ": ", op_name(node.op), ": body ", k, " '", body.name(), "'"));
       body_signatures.push_back(body.signature());
     }
     StatusOr<std::vector<Shape>> inferred =
         infer_shapes(node.op, operand_shapes, node.attrs, body_signatures);
-    if (!inferred.ok()) return inferred.status().with_context(where);
+    if (!inferred.ok()) return inferred.status().with_context(str_cat(where));
     if (inferred->size() != node.results.size())
       return invalid_argument_error(str_cat(where, ": ", op_name(node.op), ": has ",
                                             node.results.size(), " result(s) but inference gives ",
@@ -84,7 +94,9 @@ inline Status verify_graph(const Graph& g) {
 /// (default layouts), parameters are numbered 0..n-1 without gaps or repeats, outputs exist,
 /// and every body passes too. Otherwise INVALID_ARGUMENT naming the graph, node and reason.
 inline Status verify(const Graph& g) {
-  return detail::verify_graph(g).with_context(str_cat("graph '", g.name(), "'"));
+  Status s = detail::verify_graph(g);
+  if (s.ok()) return s;
+  return s.with_context(str_cat("graph '", g.name(), "'"));
 }
 
 /// from_parts followed by verify: the way in for graphs from outside the program.

@@ -68,10 +68,24 @@ class Compiler {
     for (Value v : g_.outputs()) is_output_[static_cast<std::size_t>(id(v))] = true;
   }
 
-  /// Element-wise ops, and broadcasts of a scalar (a splat inside a loop), fuse.
+  /// Element-wise ops, broadcasts of a scalar (a splat inside a loop) and broadcasts along
+  /// leading dimensions (a periodic register: a bias added to every row) fuse.
   bool fusible(const Node& n) const {
-    if (n.op == OpCode::kBroadcastInDim) return g_.shape(n.operands[0]).rank() == 0;
+    if (n.op == OpCode::kBroadcastInDim) return g_.shape(n.operands[0]).rank() == 0 || leading_broadcast(n);
     return is_elementwise(n.op);
+  }
+
+  /// True for a broadcast_in_dim whose operand is the result's trailing dimensions, in order
+  /// and of the same sizes, so element i of the result is element i % size of the operand.
+  bool leading_broadcast(const Node& n) const {
+    const Shape& in = g_.shape(n.operands[0]);
+    const Shape& out = n.shape();
+    const auto& dims = n.attr<BroadcastInDimAttrs>().broadcast_dimensions;
+    const std::int64_t lead = out.rank() - in.rank();
+    if (in.element_count() == 0 || lead < 0 || static_cast<std::int64_t>(dims.size()) != in.rank()) return false;
+    for (std::int64_t j = 0; j < in.rank(); ++j)
+      if (dims[static_cast<std::size_t>(j)] != lead + j || in.dim(j) != out.dim(lead + j)) return false;
+    return true;
   }
 
   // ---- Fusion groups. A node joins the open groups of its operands that have its dims,
@@ -250,8 +264,10 @@ class Compiler {
         const std::int32_t s = slot_of(v);
         if (std::find(reads.begin(), reads.end(), s) == reads.end()) reads.push_back(s);
         const Shape& shape = g_.shape(v);
-        ins.push_back(shape.rank() == 0 && n.shape().rank() > 0 ? k->program.splat(external(s), shape.dtype())
-                                                                : k->program.external(external(s), shape.dtype()));
+        const std::int64_t count = shape.element_count();
+        if (n.shape().rank() > shape.rank() && count == 1) ins.push_back(k->program.splat(external(s), shape.dtype()));
+        else if (n.shape().rank() > shape.rank()) ins.push_back(k->program.periodic(external(s), shape.dtype(), count));
+        else ins.push_back(k->program.external(external(s), shape.dtype()));
       }
       Value v{static_cast<std::int32_t>(m), 0, 0};
       const bool stored = materialized(v);
@@ -261,7 +277,7 @@ class Compiler {
         out = k->program.external(external(slot_of(v)), n.shape().dtype());
       }
       if (n.op == OpCode::kBroadcastInDim) {
-        // A splat: the operand's scalar in every lane; stored only if read outside the loop.
+        // A splat or periodic register over the operand; stored only if read outside the loop.
         if (stored) PJRT_LITE_RETURN_IF_ERROR(k->program.emit_copy(out, ins[0]));
         else out = ins[0];
       } else {
@@ -270,7 +286,8 @@ class Compiler {
         if (!s.ok()) return s;
       }
       reg_of_node[m] = out;
-      ops += str_cat(ops.empty() ? "" : ", ", op_name(n.op));
+      if (!ops.empty()) ops += ", ";
+      ops += op_name(n.op);
       k->flops += static_cast<double>(n.shape().element_count());
       if (n.op >= OpCode::kExponential && n.op <= OpCode::kTan) k->transcendentals += static_cast<double>(n.shape().element_count());
     }
@@ -580,7 +597,7 @@ class Compiler {
       if (reg < 0) return false;
       const auto& r = regs[static_cast<std::size_t>(reg)];
       if (r.kind == TileProgram::RegKind::kScratch) return false;
-      if (r.kind == TileProgram::RegKind::kSplat && !splat_too) return false;
+      if (r.kind != TileProgram::RegKind::kExternal && !splat_too) return false;
       return k.externals[static_cast<std::size_t>(r.external)] == slot;
     };
     std::int64_t written = -1;
@@ -588,7 +605,8 @@ class Compiler {
     for (std::size_t i = 0; i < code.size(); ++i) {
       for (std::int32_t r : code[i].in) {
         if (is_slot(r, in, true)) {
-          if (regs[static_cast<std::size_t>(r)].kind == TileProgram::RegKind::kSplat) return false;
+          // A splat or periodic register reads elements other than the one being written.
+          if (regs[static_cast<std::size_t>(r)].kind != TileProgram::RegKind::kExternal) return false;
           if (written >= 0) return false;
         }
       }

@@ -138,7 +138,9 @@ class DotKernel final : public Kernel {
         }
         cm.noalias() = Eigen::Map<const Matrix>(ab + r0 * k_, r1 - r0, k_) * bm;
       };
-      if (work >= 1 << 18 && m_ >= 16) ctx.parallel(m_, 8, rows);
+      // Blocks of at least m / (4 workers) rows: each block packs all of B again, so a few
+      // large blocks beat many small ones, and a few per worker still balance the load.
+      if (work >= 1 << 18 && m_ >= 16) ctx.parallel(m_, std::max<std::int64_t>(8, m_ / (4 * ctx.max_workers)), rows);
       else rows(0, m_, 0);
     }
   }

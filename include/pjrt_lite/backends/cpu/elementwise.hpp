@@ -144,29 +144,48 @@ template <class T> inline auto total_order_key(T x) {
   return bits < 0 ? static_cast<I>(std::numeric_limits<I>::min() - bits - 1) : bits;
 }
 
+/// Recomputes with `exact` the elements of `o` whose input `x` is outside what `safe`
+/// accepts. The scan is a branch-free reduction the compiler vectorizes; the fix-up loop runs
+/// only when a tile holds such an element.
+template <class T, class Safe, class Exact>
+inline void fix_edges(const T* x, T* o, std::int64_t n, Safe safe, Exact exact) {
+  unsigned unsafe = 0;  // an unsigned reduction vectorizes where a bool one does not
+  for (std::int64_t i = 0; i < n; ++i) unsafe |= static_cast<unsigned>(!safe(x[i]));
+  if (unsafe == 0) return;
+  for (std::int64_t i = 0; i < n; ++i)
+    if (!safe(x[i])) o[i] = exact(x[i]);
+}
+
 /// Eigen's vectorized transcendental functions are fast inside their working range and lose
 /// the IEEE special cases outside it (exp(-inf) is not 0, log of a denormal, sqrt(inf) is
-/// NaN). Runs `vec` on each chunk, then recomputes the elements that `safe` rejects with the
-/// C library's `exact`. The chunk's inputs are copied first, so the output may alias them.
+/// NaN). Runs `vec`, then recomputes the elements that `safe` rejects with the C library's
+/// `exact`. When the output overwrites the input, each chunk's inputs are copied first.
 template <class T, class Vec, class Safe, class Exact>
 inline void vector_with_edges(const TileArgs& a, Vec vec, Safe safe, Exact exact) {
-  constexpr std::int64_t kChunk = 256;
-  alignas(64) T local[kChunk];
   const T* x = static_cast<const T*>(a.in[0]);
   T* o = static_cast<T*>(a.out);
+  if (o + a.n <= x || x + a.n <= o) {
+    ArrayMap<T>(o, a.n) = vec(ConstArrayMap<T>(x, a.n));
+    fix_edges(x, o, a.n, safe, exact);
+    return;
+  }
+  constexpr std::int64_t kChunk = 256;
+  alignas(64) T local[kChunk];
   for (std::int64_t b = 0; b < a.n; b += kChunk) {
     const std::int64_t m = std::min(kChunk, a.n - b);
     std::memcpy(local, x + b, static_cast<std::size_t>(m) * sizeof(T));
     ArrayMap<T>(o + b, m) = vec(ConstArrayMap<T>(local, m));
-    for (std::int64_t i = 0; i < m; ++i)
-      if (!safe(local[i])) o[b + i] = exact(local[i]);
+    fix_edges(local, o + b, m, safe, exact);
   }
 }
-template <class T> inline bool normal_positive(T x) { return x >= std::numeric_limits<T>::min() && x <= std::numeric_limits<T>::max(); }
+// The range checks use & rather than &&: both compares always run, so the scan vectorizes.
+template <class T> inline bool normal_positive(T x) {
+  return (x >= std::numeric_limits<T>::min()) & (x <= std::numeric_limits<T>::max());
+}
 /// Where exp neither overflows nor leaves the normal range.
 template <class T> inline bool exp_range(T x) {
-  if constexpr (sizeof(T) == 4) return x > T(-87) && x < T(88);
-  else return x > T(-708) && x < T(709);
+  if constexpr (sizeof(T) == 4) return (x > T(-87)) & (x < T(88));
+  else return (x > T(-708)) & (x < T(709));
 }
 
 template <class T, class F>

@@ -226,7 +226,8 @@ class LoadedExecutable {
       }
       Future<void> ready = status.ok() ? make_ready_future() : make_error_future<void>(status);
       for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
-        results.push_back(Buffer<E>::make(client_, memory_space, program.output_shapes[j], state->outputs[j], ready));
+        results.push_back(
+            Buffer<E>::make(client_, memory_space, program.output_shapes[j], std::move(state->outputs[j]), ready));
       program.release_state(std::move(state));
       return ok_status();
     }

@@ -2,7 +2,8 @@
 // TileProgram: a fused group of element-wise ops compiled to a tiny register bytecode and
 // interpreted over tiles of kTileElements contiguous elements. Registers are tiles: either a
 // window into an operand or result buffer ("external"), a tile filled with one scalar
-// ("splat"), or a scratch tile in L1. Each instruction is a pre-resolved kernel pointer, so
+// ("splat"), a tile filled from a short array repeated end to end ("periodic": a bias
+// broadcast along the leading dimensions), or a scratch tile in L1. Each instruction is a pre-resolved kernel pointer, so
 // running a program is a loop of indirect calls over cache-resident tiles: one pass over
 // memory for the whole group, the numexpr approach.
 
@@ -25,12 +26,13 @@ inline constexpr std::int64_t kTileElements = 1024;
 
 class TileProgram {
  public:
-  enum class RegKind : std::uint8_t { kExternal, kSplat, kScratch };
+  enum class RegKind : std::uint8_t { kExternal, kSplat, kPeriodic, kScratch };
   struct Reg {
     RegKind kind;
     DType dtype;
-    std::int32_t external = -1;       // kExternal, kSplat: which external address
-    std::int64_t scratch_offset = 0;  // kSplat, kScratch: bytes into the worker's scratch
+    std::int32_t external = -1;       // kExternal, kSplat, kPeriodic: which external address
+    std::int64_t scratch_offset = 0;  // kSplat, kPeriodic, kScratch: bytes into the worker's scratch
+    std::int64_t period = 0;          // kPeriodic: elements before the pattern repeats
   };
   struct Instr {
     TileFn fn;
@@ -46,6 +48,10 @@ class TileProgram {
   std::int32_t external(std::int32_t e, DType dtype) { return add_reg({RegKind::kExternal, dtype, e, 0}); }
   /// A register holding the scalar at external address `e` in every lane.
   std::int32_t splat(std::int32_t e, DType dtype) { return add_reg({RegKind::kSplat, dtype, e, 0}); }
+  /// A register whose element i is element i % `period` of external address `e`.
+  std::int32_t periodic(std::int32_t e, DType dtype, std::int64_t period) {
+    return add_reg({RegKind::kPeriodic, dtype, e, 0, period});
+  }
   /// A fresh scratch register.
   std::int32_t scratch(DType dtype) { return add_reg({RegKind::kScratch, dtype, -1, 0}); }
   [[nodiscard]] DType dtype(std::int32_t reg) const { return regs_[static_cast<std::size_t>(reg)].dtype; }
@@ -91,7 +97,7 @@ class TileProgram {
     const std::int64_t kSlotBytes = (kTileElements * widest + 63) / 64 * 64;  // one tile of any register
     std::int64_t next = 0;
     for (Reg& r : regs_)
-      if (r.kind == RegKind::kSplat) {
+      if (r.kind == RegKind::kSplat || r.kind == RegKind::kPeriodic) {
         r.scratch_offset = next;
         next += kSlotBytes;
       }
@@ -144,9 +150,13 @@ class TileProgram {
     TileArgs args;
     for (std::int64_t pos = begin; pos < end; pos += kTileElements) {
       args.n = std::min(kTileElements, end - pos);
-      for (std::size_t i = 0; i < regs_.size(); ++i)
-        if (regs_[i].kind == RegKind::kExternal)
-          ptr[i] = externals[regs_[i].external] + pos * static_cast<std::int64_t>(byte_size(regs_[i].dtype));
+      for (std::size_t i = 0; i < regs_.size(); ++i) {
+        const Reg& r = regs_[i];
+        if (r.kind == RegKind::kExternal)
+          ptr[i] = externals[r.external] + pos * static_cast<std::int64_t>(byte_size(r.dtype));
+        else if (r.kind == RegKind::kPeriodic)
+          fill_periodic(ptr[i], externals[r.external], r.period, pos, args.n, static_cast<std::int64_t>(byte_size(r.dtype)));
+      }
       for (const Instr& ins : code_) {
         for (int k = 0; k < 3; ++k) args.in[k] = ins.in[k] >= 0 ? ptr[ins.in[k]] : nullptr;
         args.out = ptr[ins.out];
@@ -158,6 +168,18 @@ class TileProgram {
   }
 
  private:
+  /// Writes elements [pos, pos + n) of `pattern` repeated end to end into `tile`.
+  static void fill_periodic(std::byte* tile, const std::byte* pattern, std::int64_t period, std::int64_t pos,
+                            std::int64_t n, std::int64_t size) {
+    std::int64_t from = pos % period;
+    for (std::int64_t k = 0; k < n;) {
+      const std::int64_t take = std::min(n - k, period - from);
+      std::memcpy(tile + k * size, pattern + from * size, static_cast<std::size_t>(take * size));
+      k += take;
+      from = 0;
+    }
+  }
+
   std::int32_t add_reg(Reg r) {
     regs_.push_back(r);
     return static_cast<std::int32_t>(regs_.size() - 1);
