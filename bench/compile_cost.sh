@@ -32,16 +32,14 @@ for header in $(cd include && find pjrt_lite -name '*.hpp' | sort); do
   grep -q 'CXX11/Tensor' <<<"$deps" && tensor=yes
   echo "| \`#include <$header>\` | $(cpu_seconds "$work/tu.cpp") | $core | $tensor |"
 done
-# Examples as the build compiles them: the three that share examples/cpu_kernels.cpp are built
-# with PJRT_LITE_CPU_EXTERN_KERNELS (declarations only); cpu_kernels.cpp holds the kernels.
-for example in examples/*.cpp; do
+# Examples as the build compiles them: all but device_put share cmake/cpu_kernels.cpp and are
+# built with PJRT_LITE_CPU_EXTERN_KERNELS (declarations only); cpu_kernels.cpp holds the kernels.
+for example in examples/*.cpp cmake/cpu_kernels.cpp; do
   [[ "$example" =~ $filter ]] || continue
   extra=()
-  case "$(basename "$example" .cpp)" in
-    robot_control | particles | microbenchmark | cpu_kernels) extra=(-DPJRT_LITE_CPU_EXTERN_KERNELS) ;;
-  esac
+  [ "$(basename "$example" .cpp)" != device_put ] && extra=(-DPJRT_LITE_CPU_EXTERN_KERNELS)
   echo "| \`$example\`${extra:+ (extern kernels)} | $(cpu_seconds "${extra[@]}" "$example") | | |"
-  if [ "${#extra[@]}" -gt 0 ] && [ "$(basename "$example" .cpp)" != cpu_kernels ]; then
-    echo "| \`$example\` (kernels inline) | $(cpu_seconds "$example") | | |"
-  fi
+  case "$(basename "$example" .cpp)" in
+    robot_control | stablehlo_run) echo "| \`$example\` (kernels inline) | $(cpu_seconds "$example") | | |" ;;
+  esac
 done

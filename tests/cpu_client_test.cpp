@@ -323,6 +323,75 @@ TEST_CASE("cpu buffer: copy_raw_to_host copies a byte range and rejects ranges o
   CHECK(buffer.copy_raw_to_host(nullptr, 0, 2).await().code() == StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("cpu buffer: copy_raw_from_host overwrites in place, only memory nothing else uses") {
+  auto client = make_client();
+  auto buffer = client->buffer_from_literal(Literal::vector<std::int16_t>({1, 2, 3, 4})).value();
+  const std::int16_t two[2] = {-7, 9};
+  REQUIRE(buffer.copy_raw_from_host(two, 2, 4).ok());
+  CHECK(read(buffer) == Literal::vector<std::int16_t>({1, -7, 9, 4}));
+  CHECK(buffer.copy_raw_from_host(two, 8, 0).ok());  // an empty range at the end
+  for (auto [offset, size] : {std::pair<std::int64_t, std::int64_t>{6, 4}, {-1, 2}, {0, -2}, {9, 0}}) {
+    Status s = buffer.copy_raw_from_host(two, offset, size);
+    CHECK(s.code() == StatusCode::kOutOfRange);
+    CHECK(contains(s.message(), "outside its 8 bytes"));
+  }
+  CHECK(buffer.copy_raw_from_host(nullptr, 0, 2).code() == StatusCode::kInvalidArgument);
+  CHECK(read(buffer) == Literal::vector<std::int16_t>({1, -7, 9, 4}));  // refusals wrote nothing
+
+  SUBCASE("shared memory is refused until the other user lets go") {
+    StatusOr<cpu::ExternalReference> external = buffer.acquire_external_reference();
+    REQUIRE(external.ok());
+    Status s = buffer.copy_raw_from_host(two, 0, 4);
+    CHECK(s.code() == StatusCode::kFailedPrecondition);
+    CHECK(contains(s.message(), "still shared by 1 pending operation(s), buffer(s) or external reference(s)"));
+    external = invalid_argument_error("dropped");
+    CHECK(buffer.copy_raw_from_host(two, 0, 4).ok());
+    CHECK(read(buffer) == Literal::vector<std::int16_t>({-7, 9, 9, 4}));
+  }
+  SUBCASE("a pending read holds the memory, and the write never blocks on it") {
+    auto hold = buffer.acquire("test").value();
+    auto [promise, ready] = make_promise<void>();
+    auto pending = cpu::Buffer<>::make(client.get(), client->memory_spaces()[0], Shape(DType::kS16, {4}),
+                                       hold.memory, ready);
+    Future<Literal> later = pending.to_literal();
+    hold = {};
+    CHECK(buffer.copy_raw_from_host(two, 0, 4).code() == StatusCode::kFailedPrecondition);
+    promise.set_value();
+    CHECK(later.await().value() == Literal::vector<std::int16_t>({1, -7, 9, 4}));  // read before any write
+  }
+  SUBCASE("a buffer whose contents are not ready, or failed, is refused") {
+    auto [promise, ready] = make_promise<void>();
+    auto undefined = cpu::Buffer<>::make(client.get(), client->memory_spaces()[0], Shape(DType::kF32, {}),
+                                         cpu::detail::DeviceMemory::allocate(4), ready);
+    const float one = 1;
+    Status s = undefined.copy_raw_from_host(&one, 0, 4);
+    CHECK(s.code() == StatusCode::kFailedPrecondition);
+    CHECK(contains(s.message(), "is not ready yet"));
+    promise.set_error(internal_error("kernel exploded"));
+    s = undefined.copy_raw_from_host(&one, 0, 4);
+    CHECK(s.code() == StatusCode::kFailedPrecondition);
+    CHECK(contains(s.message(), "kernel exploded"));
+  }
+  SUBCASE("read-only zero-copy views and deleted buffers are refused") {
+    AlignedHost host(16);
+    std::fill(host.at<float>(0), host.at<float>(0) + 4, 2.0f);
+    auto view = client->buffer_from_host_buffer(std::as_bytes(std::span<const float>(host.at<float>(0), 4)),
+                                                DType::kF32, std::vector<std::int64_t>{4}, std::nullopt,
+                                                HostBufferSemantics::kImmutableZeroCopy, nullptr,
+                                                client->devices()[0]);
+    REQUIRE(view.ok());
+    const float one = 1;
+    Status s = view->copy_raw_from_host(&one, 0, 4);
+    CHECK(s.code() == StatusCode::kFailedPrecondition);
+    CHECK(contains(s.message(), "read-only view of host memory"));
+    CHECK(host.at<float>(0)[0] == 2.0f);
+    buffer.delete_buffer();
+    s = buffer.copy_raw_from_host(two, 0, 4);
+    CHECK(s.code() == StatusCode::kFailedPrecondition);
+    CHECK(contains(s.message(), "copy_raw_from_host: buffer s16[4]"));
+  }
+}
+
 TEST_CASE("cpu buffer: copies between devices and memory spaces") {
   auto client = make_client(2, /*async_threshold=*/0);
   auto other = make_client(1);

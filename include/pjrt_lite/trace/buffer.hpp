@@ -71,6 +71,16 @@ class TracedBuffer {
   }
 
   // ---- What the inner buffer has beyond the concept.
+  Status copy_raw_from_host(const void* src, std::int64_t offset, std::int64_t size) requires
+      requires(inner_type& b, const void* p, std::int64_t n) {
+    b.copy_raw_from_host(p, n, n);
+  }
+  {
+    return tracer().call(
+        "buffer", id(), "copy_raw_from_host",
+        str_cat("src=", detail::format_address(src), " offset=", offset, " size=", size),
+        [&] { return inner_.copy_raw_from_host(src, offset, size); });
+  }
   [[nodiscard]] StatusOr<TracedBuffer> copy_to_device(TracedDevice<C, S>* device) const requires
       requires(const inner_type& b, typename C::device_type* d) {
     b.copy_to_device(d);

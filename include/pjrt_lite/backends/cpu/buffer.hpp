@@ -511,6 +511,48 @@ class Buffer {
     return future;
   }
 
+  /// Overwrites bytes [offset, offset + size) of the contents with `src`, here and now: how a
+  /// control loop feeds each tick's input through one buffer without allocating. Only memory
+  /// that nothing else can see is written: FAILED_PRECONDITION while a transfer, an execution,
+  /// another buffer or an external reference still shares it, when the buffer is deleted,
+  /// when it views host memory read-only (kImmutableZeroCopy), or when the operation that
+  /// defined its contents failed or is still running; OUT_OF_RANGE if the range leaves the
+  /// buffer. Never blocks. Thread-safe.
+  Status copy_raw_from_host(const void* src, std::int64_t offset, std::int64_t size) {
+    std::lock_guard lock(state_->mu);
+    // Holding the lock, no new use can take the memory: the count only falls from here on.
+    const detail::MemoryRef& memory = state_->memory;
+    if (memory == nullptr) return gone_error("copy_raw_from_host");
+    const auto total = static_cast<std::int64_t>(memory->size);
+    if (offset < 0 || size < 0 || offset > total || size > total - offset)
+      return out_of_range_error(str_cat("copy_raw_from_host: bytes [", offset, ", ", offset + size,
+                                        ") of buffer ", state_->shape, " are outside its ", total,
+                                        " bytes"));
+    if (src == nullptr && size > 0)
+      return invalid_argument_error("copy_raw_from_host: src is null");
+    if (!memory->writable)
+      return failed_precondition_error(
+          str_cat("copy_raw_from_host: buffer ", state_->shape,
+                  " is a read-only view of host memory (kImmutableZeroCopy)"));
+    if (const long users = memory.use_count() - 1; users > 0)
+      return failed_precondition_error(str_cat(
+          "copy_raw_from_host: the memory of buffer ", state_->shape, " is still shared by ", users,
+          " pending operation(s), buffer(s) or external reference(s)"));
+    // Never waits: a real-time caller must not stall here.
+    if (!state_->ready.is_ready())
+      return failed_precondition_error(
+          str_cat("copy_raw_from_host: buffer ", state_->shape,
+                  " is not ready yet (await get_ready_future() first)"));
+    if (Status defined = state_->ready.await(); !defined.ok())
+      return failed_precondition_error(str_cat("copy_raw_from_host: the contents of buffer ",
+                                               state_->shape,
+                                               " were never defined: ", defined.to_string()));
+    detail::ObservedSpan span(state_->client->observer(), SpanKind::kHostToDevice,
+                              "copy_raw_from_host", size);
+    if (size > 0) std::memcpy(memory->data + offset, src, static_cast<std::size_t>(size));
+    return ok_status();
+  }
+
   /// A copy of this buffer in `memory_space` (of the same client). Returns at once; the new
   /// buffer's ready future says when the copy is done, or carries this buffer's error.
   [[nodiscard]] StatusOr<Buffer> copy_to_memory_space(MemorySpace<E>* memory_space) const {
