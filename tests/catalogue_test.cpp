@@ -1,0 +1,202 @@
+// A catalogue of bad inputs across the public API. Each case asserts the Status code and a
+// fragment of the message that tells the user what to fix: a wrong input must never crash,
+// hang or be silently accepted, and its error must name the culprit.
+#include <doctest/doctest.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pjrt_lite/backends/reference/interpreter.hpp"
+#include "pjrt_lite/cpu.hpp"
+#include "pjrt_lite/ir/builder.hpp"
+#include "pjrt_lite/ir/serialize.hpp"
+#include "pjrt_lite/stablehlo/stablehlo.hpp"
+
+using namespace pjrt_lite;
+
+namespace {
+
+void expect_error(const Status& s, StatusCode code, std::string_view fragment) {
+  INFO("status: ", s.to_string());
+  CHECK(s.code() == code);
+  CHECK(s.message().find(fragment) != std::string_view::npos);
+}
+
+template <class T>
+void expect_error(const StatusOr<T>& s, StatusCode code, std::string_view fragment) {
+  expect_error(s.status(), code, fragment);
+}
+
+/// The status a builder is left with after `f` adds to it.
+template <class F>
+Status builder_status(F f) {
+  GraphBuilder b("catalogue");
+  f(b);
+  return b.status();
+}
+
+std::unique_ptr<cpu::Client<>> make_client() {
+  return cpu::Client<>::create({.device_count = 2, .thread_count = 2}).value();
+}
+
+Graph add_graph() {
+  GraphBuilder b("addxy");
+  Value x = b.parameter(Shape(DType::kF32, {2}));
+  Value y = b.parameter(Shape(DType::kF32, {2}));
+  return b.build({b.add(x, y)}).value();
+}
+
+constexpr auto kInvalid = StatusCode::kInvalidArgument;
+
+}  // namespace
+
+TEST_CASE("catalogue: the builder") {
+  expect_error(builder_status([](GraphBuilder& b) { b.add(b.parameter(Shape(DType::kF32, {2})), b.parameter(Shape(DType::kF32, {3}))); }),
+               kInvalid, "add");
+  expect_error(builder_status([](GraphBuilder& b) { b.add(b.parameter(Shape(DType::kF32, {2})), b.parameter(Shape(DType::kS32, {2}))); }),
+               kInvalid, "add");
+  expect_error(builder_status([](GraphBuilder& b) { b.reshape(b.parameter(Shape(DType::kF32, {2, 3})), {4}); }),
+               kInvalid, "reshape");
+  expect_error(builder_status([](GraphBuilder& b) { b.transpose(b.parameter(Shape(DType::kF32, {2, 3})), {0, 0}); }),
+               kInvalid, "transpose");
+  expect_error(builder_status([](GraphBuilder& b) { b.slice(b.parameter(Shape(DType::kF32, {4})), {0}, {5}, {1}); }),
+               kInvalid, "slice");
+  expect_error(builder_status([](GraphBuilder& b) { b.broadcast_in_dim(b.parameter(Shape(DType::kF32, {3})), {2, 4}, {1}); }),
+               kInvalid, "broadcast_in_dim");
+  expect_error(builder_status([](GraphBuilder& b) { b.dot(b.parameter(Shape(DType::kF32, {2, 3})), b.parameter(Shape(DType::kF32, {4, 5}))); }),
+               kInvalid, "dot");
+  expect_error(builder_status([](GraphBuilder& b) { b.concatenate({b.parameter(Shape(DType::kF32, {2})), b.parameter(Shape(DType::kF32, {2, 1}))}, 0); }),
+               kInvalid, "concatenate");
+  expect_error(builder_status([](GraphBuilder& b) { b.reduce(b.parameter(Shape(DType::kF32, {2, 3})), b.constant(0.0f), OpCode::kAdd, {2}); }),
+               kInvalid, "reduce");
+  expect_error(builder_status([](GraphBuilder& b) { b.unary(OpCode::kAdd, b.parameter(Shape(DType::kF32, {2}))); }),
+               kInvalid, "is not a unary op");
+  expect_error(builder_status([](GraphBuilder& b) {
+                 b.parameter(0, Shape(DType::kF32, {2}));
+                 b.parameter(0, Shape(DType::kF32, {2}));
+               }),
+               kInvalid, "number 0 is already used");
+  // A value of another builder.
+  GraphBuilder other("other");
+  Value foreign = other.parameter(Shape(DType::kF32, {2}));
+  expect_error(builder_status([&](GraphBuilder& b) { b.negate(foreign); }), kInvalid, "negate: operand 0");
+  // The first error sticks, and build() reports it.
+  GraphBuilder sticky("sticky");
+  Value bad = sticky.reshape(sticky.parameter(Shape(DType::kF32, {3})), {2});
+  expect_error(sticky.build({bad}), kInvalid, "reshape");
+}
+
+TEST_CASE("catalogue: compile and the client") {
+  expect_error(cpu::Client<>::create({.device_count = 0}), kInvalid, "ClientOptions.device_count must be in [1, 1024]");
+  expect_error(cpu::Client<>::create({.thread_count = -1}), kInvalid, "ClientOptions.thread_count must be in [0, 4096]");
+  expect_error(cpu::Client<>::create({.memory_pool_bytes = -1}), kInvalid, "ClientOptions.memory_pool_bytes must be >= 0");
+  auto client = make_client();
+  expect_error(client->compile(add_graph(), {.device_ids = {}}), kInvalid, "CompileOptions.device_ids is empty");
+  expect_error(client->compile(add_graph(), {.device_ids = {7}}), kInvalid, "no device with id 7");
+  expect_error(client->compile(add_graph(), {.device_ids = {1, 1}}), kInvalid, "device 1 appears twice");
+  expect_error(client->lookup_device(-1), kInvalid, "no device with id -1");
+  expect_error(reference::evaluate(add_graph(), {}), kInvalid, "takes 2 argument(s), got 0");
+}
+
+TEST_CASE("catalogue: execute") {
+  auto client = make_client();
+  auto exe = client->compile(add_graph()).value();
+  auto good = client->buffer_from_literal(Literal::vector<float>({1, 2})).value();
+  auto wrong_shape = client->buffer_from_literal(Literal::vector<float>({1, 2, 3})).value();
+  cpu::Device<>* d0 = client->devices()[0];
+  auto run = [&](std::vector<cpu::Buffer<>*> args, ExecuteOptions options = {}) {
+    return exe.execute_sharded(args, d0, options).status();
+  };
+  expect_error(run({&good}), kInvalid, "1 arguments given, the program takes 2");
+  expect_error(run({&good, &wrong_shape}), kInvalid, "argument 1 has shape f32[3] but parameter 1 takes f32[2]");
+  expect_error(run({&good, nullptr}), kInvalid, "argument 1 is null");
+  expect_error(run({&good, &good}, {.donated_arguments = {0}}), kInvalid, "argument 0 is donated but is also passed as argument 1");
+  expect_error(run({&good, &good}, {.donated_arguments = {5}}), kInvalid, "donated_arguments[0] = 5 is not an argument index");
+  expect_error(exe.execute_sharded(std::vector<cpu::Buffer<>*>{&good, &good}, client->devices()[1]).status(),
+               kInvalid, "cpu:1");
+  auto deleted = client->buffer_from_literal(Literal::vector<float>({1, 2})).value();
+  deleted.delete_buffer();
+  expect_error(run({&good, &deleted}), StatusCode::kFailedPrecondition, "has been deleted or donated");
+  exe.delete_executable();
+  expect_error(run({&good, &good}), StatusCode::kFailedPrecondition, "the executable has been deleted");
+}
+
+TEST_CASE("catalogue: buffers and transfers") {
+  auto client = make_client();
+  const std::array<std::int64_t, 1> two = {2};
+  const std::array<std::int64_t, 1> negative = {-1};
+  std::vector<float> host = {1, 2};
+  auto make = [&](const void* data, std::span<const std::int64_t> dims, DType dtype = DType::kF32) {
+    return client->buffer_from_host_buffer(std::span<const std::byte>(static_cast<const std::byte*>(data), data ? 8 : 0),
+                                           dtype, dims, std::nullopt, HostBufferSemantics::kImmutableOnlyDuringCall,
+                                           nullptr, static_cast<cpu::MemorySpace<>*>(nullptr));
+  };
+  expect_error(make(nullptr, two), kInvalid, "data is null");
+  expect_error(make(host.data(), negative), kInvalid, "buffer_from_host_buffer");
+  expect_error(make(host.data(), two, DType::kInvalid), kInvalid, "buffer_from_host_buffer");
+  expect_error(client->buffer_from_literal(Literal()), kInvalid, "the literal has no valid shape");
+  auto other = cpu::Client<>::create({}).value();
+  expect_error(client->buffer_from_literal(Literal::vector<float>({1}), other->memory_spaces()[0]), kInvalid,
+               "belongs to another client");
+  auto b = client->buffer_from_literal(Literal::vector<float>({1, 2})).value();
+  float dst[2];
+  expect_error(b.copy_raw_to_host(dst, 4, 8).await(), StatusCode::kOutOfRange, "copy_raw_to_host");
+  expect_error(b.copy_raw_to_host(nullptr, 0, 4).await(), kInvalid, "dst is null");
+  expect_error(b.copy_to_device(nullptr), kInvalid, "device is null");
+  expect_error(b.copy_to_memory_space(nullptr), kInvalid, "memory space is null");
+  expect_error(b.copy_to_device(other->devices()[0]), kInvalid, "copy_to_device: device");
+  b.delete_buffer();
+  expect_error(b.to_literal().await(), StatusCode::kFailedPrecondition, "deleted");
+  expect_error(b.on_device_size_in_bytes(), StatusCode::kFailedPrecondition, "deleted");
+  expect_error(b.copy_to_device(client->devices()[1]), StatusCode::kFailedPrecondition, "deleted");
+}
+
+TEST_CASE("catalogue: futures") {
+  Future<int> invalid;
+  expect_error(invalid.await(), StatusCode::kFailedPrecondition, "");
+  Future<int> abandoned;
+  {
+    auto pf = make_promise<int>();
+    abandoned = pf.second;
+  }
+  expect_error(abandoned.await(), StatusCode::kAborted, "promise destroyed before it was fulfilled");
+  auto [p, f] = make_promise<int>();
+  CHECK(p.set_error(Status()));  // an OK error is a caller bug and must not read as success
+  expect_error(f.await(), StatusCode::kInternal, "an OK Status was passed where an error was required");
+  auto [p2, f2] = make_promise<int>();
+  p2.set_error(not_found_error("upstream"));
+  expect_error(f2.map([](const int& v) { return v + 1; }).await(), StatusCode::kNotFound, "upstream");
+}
+
+TEST_CASE("catalogue: the StableHLO parser") {
+  expect_error(stablehlo::parse_stablehlo("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+                                          "  %y = stablehlo.add %x, %x : tensor<3xf32>\n  return %y : tensor<2xf32>\n}"),
+               kInvalid, "2:");
+  expect_error(stablehlo::parse_stablehlo("func.func @main("), kInvalid, "1:");
+  expect_error(stablehlo::parse_stablehlo("func.func @f() -> () { return }", "main"), StatusCode::kNotFound, "main");
+  expect_error(stablehlo::parse_stablehlo("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+                                          "  %y = stablehlo.add %x, %z : tensor<2xf32>\n  return %y : tensor<2xf32>\n}"),
+               kInvalid, "%z");
+}
+
+TEST_CASE("catalogue: the deserializers") {
+  auto client = make_client();
+  const std::vector<std::byte> garbage(32, std::byte{0x41});
+  expect_error(client->deserialize_executable(garbage), kInvalid, "no \"PJLX\" magic at byte 0");
+  expect_error(deserialize_graph(garbage), kInvalid, "deserialize_graph");
+  auto exe = client->compile(add_graph()).value();
+  std::vector<std::byte> bytes = exe.serialize();
+  std::vector<std::byte> flipped = bytes;
+  flipped[flipped.size() / 2] ^= std::byte{0x10};
+  expect_error(client->deserialize_executable(flipped), StatusCode::kDataLoss, "checksum mismatch");
+  std::vector<std::byte> truncated(bytes.begin(), bytes.begin() + 12);
+  expect_error(client->deserialize_executable(truncated), StatusCode::kDataLoss, "truncated");
+  std::vector<std::byte> graph_bytes = serialize(add_graph());
+  graph_bytes.resize(graph_bytes.size() - 3);
+  expect_error(deserialize_graph(graph_bytes), StatusCode::kDataLoss, "deserialize_graph");
+}
