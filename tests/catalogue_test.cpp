@@ -13,6 +13,7 @@
 
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/cpu.hpp"
+#include "pjrt_lite/frontend.hpp"
 #include "pjrt_lite/ir/builder.hpp"
 #include "pjrt_lite/ir/serialize.hpp"
 #include "pjrt_lite/stablehlo/stablehlo.hpp"
@@ -199,4 +200,26 @@ TEST_CASE("catalogue: the deserializers") {
   std::vector<std::byte> graph_bytes = serialize(add_graph());
   graph_bytes.resize(graph_bytes.size() - 3);
   expect_error(deserialize_graph(graph_bytes), StatusCode::kDataLoss, "deserialize_graph");
+}
+
+TEST_CASE("catalogue: jit") {
+  auto client = make_client();
+  auto add = jit(*client, [](Tensor a, Tensor b) { return a + b; });
+  expect_error(add(Literal::vector<float>({1, 2, 3}), Literal::vector<float>({1, 2})), kInvalid,
+               "f32[3] and f32[2] do not broadcast");
+  auto not_a_tensor = jit(*client, [](Tensor) { return 1.0; });
+  expect_error(not_a_tensor(1.0f), kInvalid, "not a Tensor");
+  auto bad_axis = jit(*client, [](Tensor x) { return sum(x, {3}); });
+  expect_error(bad_axis(Literal::vector<double>({1})), kInvalid, "axis 3 is out of range");
+  auto bad_grad = jit(*client, grad([](Tensor x) { return x * 2.0; }));
+  expect_error(bad_grad(Literal::vector<double>({1, 2})), kInvalid, "must return a real scalar");
+  // Buffers in: execute() before any call with that signature, and a deleted buffer.
+  auto x = client->buffer_from_literal(Literal::vector<float>({1, 2})).value();
+  std::vector<cpu::Buffer<>> outputs;
+  cpu::Buffer<>* args[] = {&x, &x};
+  expect_error(add.execute(args, outputs), StatusCode::kFailedPrecondition,
+               "no executable for these buffers' shapes yet");
+  REQUIRE(add(x, x).ok());
+  x.delete_buffer();
+  expect_error(add.execute(args, outputs), StatusCode::kFailedPrecondition, "has been deleted or donated");
 }

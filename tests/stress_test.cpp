@@ -78,8 +78,10 @@ bool equal_to(const StatusOr<Literal>& got, const std::vector<T>& expected) {
 
 TEST_CASE("stress: 8 threads execute, donate, copy, delete, read back and chain futures") {
   auto client = cpu::Client<>::create({.device_count = 2, .thread_count = 2}).value();
-  auto affine = client->compile(affine_graph()).value();
-  auto sum_reverse = client->compile(sum_reverse_graph()).value();
+  // Loaded on both devices, so any thread may run them on either.
+  const cpu::CompileOptions both{.device_ids = {0, 1}};
+  auto affine = client->compile(affine_graph(), both).value();
+  auto sum_reverse = client->compile(sum_reverse_graph(), both).value();
   Failures failures;
   std::atomic<std::int64_t> operations{0};
   const auto deadline = Clock::now() + std::chrono::milliseconds(1500);
