@@ -175,12 +175,12 @@ TEST_CASE("catalogue: futures") {
 }
 
 TEST_CASE("catalogue: the StableHLO parser") {
-  expect_error(stablehlo::parse_stablehlo("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+  expect_error(parse_stablehlo("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
                                           "  %y = stablehlo.add %x, %x : tensor<3xf32>\n  return %y : tensor<2xf32>\n}"),
                kInvalid, "2:");
-  expect_error(stablehlo::parse_stablehlo("func.func @main("), kInvalid, "1:");
-  expect_error(stablehlo::parse_stablehlo("func.func @f() -> () { return }", "main"), StatusCode::kNotFound, "main");
-  expect_error(stablehlo::parse_stablehlo("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
+  expect_error(parse_stablehlo("func.func @main("), kInvalid, "1:");
+  expect_error(parse_stablehlo("func.func @f() -> () { return }", "main"), StatusCode::kNotFound, "main");
+  expect_error(parse_stablehlo("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n"
                                           "  %y = stablehlo.add %x, %z : tensor<2xf32>\n  return %y : tensor<2xf32>\n}"),
                kInvalid, "%z");
 }

@@ -92,8 +92,9 @@ TEST_CASE("stress: 8 threads execute, donate, copy, delete, read back and chain 
       const std::vector<std::int32_t> x = pattern(seed), w = pattern(seed + 1);
       std::vector<std::int32_t> expected(kN);
       for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = x[i] * w[i] + x[i];
-      auto xb = client->buffer_from_host_buffer(std::span<const std::int32_t>(x), kDims);
-      auto wb = client->buffer_from_host_buffer(std::span<const std::int32_t>(w), kDims);
+      cpu::Device<>* device = client->devices()[round % 2];
+      auto xb = client->buffer_from_host_buffer(std::span<const std::int32_t>(x), kDims, device);
+      auto wb = client->buffer_from_host_buffer(std::span<const std::int32_t>(w), kDims, device);
       if (!xb.ok() || !wb.ok()) {
         failures.add("buffer_from_host_buffer failed");
         continue;
@@ -103,7 +104,7 @@ TEST_CASE("stress: 8 threads execute, donate, copy, delete, read back and chain 
       const bool donate = thread % 2 == 1;
       if (donate) options.donated_arguments = {0};
       cpu::Buffer<>* args[] = {&*xb, &*wb};
-      auto out = affine.execute_sharded(args, client->devices()[round % 2], options);
+      auto out = affine.execute_sharded(args, device, options);
       if (!out.ok()) {
         failures.add("execute: " + out.status().to_string());
         continue;
@@ -112,7 +113,7 @@ TEST_CASE("stress: 8 threads execute, donate, copy, delete, read back and chain 
       if (!equal_to((*out)[0].to_literal().await(), expected)) failures.add("affine: wrong result");
       // The same inputs through the second executable, read back twice at once.
       cpu::Buffer<>* one[] = {&*wb};
-      auto sr = sum_reverse.execute_sharded(one, client->devices()[0], {.mode = ExecutionMode::kAsynchronous, .donated_arguments = {}});
+      auto sr = sum_reverse.execute_sharded(one, device, {.mode = ExecutionMode::kAsynchronous, .donated_arguments = {}});
       if (!sr.ok()) {
         failures.add("execute sum_reverse: " + sr.status().to_string());
         continue;
