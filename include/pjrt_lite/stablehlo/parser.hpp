@@ -1433,7 +1433,10 @@ class Parser {
       const AttrValue& v,
       std::span<const std::pair<std::string_view, std::vector<std::int64_t>*>> fields,
       std::int64_t& index_vector_dim, std::string_view what) {
-    for (const auto& [key, value] : v.dict) {
+    for (const auto& entry : v.dict) {
+      // Named, not a structured binding: clang 14 cannot capture a binding in a lambda.
+      const std::string& key = entry.first;
+      const AttrValue& value = entry.second;
       if (key == "index_vector_dim") {
         if (value.kind != AttrValue::Kind::kInt)
           return error_at(value.pos, "expected an integer for index_vector_dim");

@@ -178,14 +178,15 @@ inline void vector_with_edges(const TileArgs& a, Vec vec, Safe safe, Exact exact
     fix_edges(local, o + b, m, safe, exact);
   }
 }
-// The range checks use & rather than &&: both compares always run, so the scan vectorizes.
+// The range checks evaluate both compares (no short circuit), so the scan vectorizes.
+inline bool both(bool a, bool b) { return (static_cast<unsigned>(a) & static_cast<unsigned>(b)) != 0; }
 template <class T> inline bool normal_positive(T x) {
-  return (x >= std::numeric_limits<T>::min()) & (x <= std::numeric_limits<T>::max());
+  return both(x >= std::numeric_limits<T>::min(), x <= std::numeric_limits<T>::max());
 }
 /// Where exp neither overflows nor leaves the normal range.
 template <class T> inline bool exp_range(T x) {
-  if constexpr (sizeof(T) == 4) return (x > T(-87)) & (x < T(88));
-  else return (x > T(-708)) & (x < T(709));
+  if constexpr (sizeof(T) == 4) return both(x > T(-87), x < T(88));
+  else return both(x > T(-708), x < T(709));
 }
 
 template <class T, class F>
