@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets and runs each for a given time.
+# Builds the libFuzzer binary (tests/fuzz/fuzz.cpp, all targets) and runs each target for a
+# given time.
 #
 #   tests/fuzz/run.sh [seconds per target] [target...]     (targets: parser deserialize builder)
 #
 # Needs clang++-14 with libFuzzer (Debian 12: clang-14 and libclang-rt-14-dev). Writes to
 # $FUZZ_DIR (default build-fuzz/): bin/, corpus/<target>/ (kept between runs), artifacts/.
+# A crashing input found here belongs in tests/fuzz/regressions/<target>/ once fixed: the
+# normal suite replays those (tests/fuzz_regression_test.cpp).
 # Seeds: each target's generated seeds, the kept regressions (tests/fuzz/regressions/<target>),
 # and for the parser the StableHLO corpus in $PJRT_LITE_STABLEHLO_TESTDATA (default
-# ../shared/stablehlo-testdata) when present. Exits non-zero when a target finds a crash,
+# ../shared/stablehlo-testdata) when present. FUZZ_CFLAGS replaces the optimization flags
+# (default -O1 -g; CI builds with -O0 to build fast), FUZZ_UNIT_TIMEOUT libFuzzer's per-input
+# timeout in seconds (default 20). Exits non-zero when a target finds a crash,
 # and prints libFuzzer's final statistics (executions, time) per target.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -22,24 +27,30 @@ mkdir -p "${out}/bin" "${out}/artifacts"
 launcher=()
 command -v ccache >/dev/null && launcher=(ccache)
 
+bin="${out}/bin/pjrt_lite_fuzz"
+echo "== building ${bin}"
+# shellcheck disable=SC2086
+"${launcher[@]}" "${cxx}" -std=c++20 ${FUZZ_CFLAGS:--O1 -g} -fno-omit-frame-pointer -fno-exceptions -fno-rtti \
+  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -pthread \
+  -I"${root}/include" -I"${root}/tests/fuzz" -isystem /usr/include/eigen3 \
+  "${root}/tests/fuzz/fuzz.cpp" -o "${bin}"
+
 status=0
 for t in "${targets[@]}"; do
-  bin="${out}/bin/${t}_fuzz"
-  "${launcher[@]}" "${cxx}" -std=c++20 -O1 -g -fno-omit-frame-pointer -fno-exceptions -fno-rtti \
-    -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -pthread \
-    -I"${root}/include" -I"${root}/tests/fuzz" -isystem /usr/include/eigen3 \
-    "${root}/tests/fuzz/${t}_fuzz.cpp" -o "${bin}"
+  export PJRT_LITE_FUZZ_TARGET="${t}"
   corpus="${out}/corpus/${t}"
   seeds="${out}/seeds/${t}"
   mkdir -p "${corpus}" "${seeds}" "${out}/artifacts/${t}"
   PJRT_LITE_FUZZ_WRITE_SEEDS="${seeds}" "${bin}" >/dev/null 2>&1 || true
-  if [[ -d "${root}/tests/fuzz/regressions/${t}" ]]; then cp -n "${root}/tests/fuzz/regressions/${t}/"* "${seeds}/" 2>/dev/null || true; fi
+  cp -n "${root}/tests/fuzz/regressions/${t}/"* "${seeds}/" 2>/dev/null || true
+  rm -f "${seeds}/README"
   if [[ ${t} == parser && -d ${testdata} && -z $(ls -A "${corpus}") ]]; then
     find "${testdata}" -name '*.mlir' -size -64k -exec cp -n {} "${seeds}/" \;
   fi
   echo "== fuzzing ${t} for ${seconds} s"
-  if ! "${bin}" "${corpus}" "${seeds}" -max_total_time="${seconds}" -timeout=20 -rss_limit_mb=2560 \
-      -max_len=65536 -print_final_stats=1 -artifact_prefix="${out}/artifacts/${t}/" 2>"${out}/${t}.log"; then
+  if ! "${bin}" "${corpus}" "${seeds}" -max_total_time="${seconds}" -timeout="${FUZZ_UNIT_TIMEOUT:-20}" \
+      -rss_limit_mb=2560 -max_len=65536 -print_final_stats=1 \
+      -artifact_prefix="${out}/artifacts/${t}/" 2>"${out}/${t}.log"; then
     status=1
     echo "!! ${t}: libFuzzer found a problem; input kept in ${out}/artifacts/${t}/"
     tail -60 "${out}/${t}.log"

@@ -1,6 +1,6 @@
 #pragma once
 // The bodies of the fuzz targets, as plain functions of the input bytes, so that libFuzzer
-// (tests/fuzz/*_fuzz.cpp) and the regression test of the normal suite
+// (tests/fuzz/fuzz.cpp) and the regression test of the normal suite
 // (tests/fuzz_regression_test.cpp) run exactly the same code on an input.
 //
 // Bad input must come back as a Status; a broken invariant (a graph that the parser accepted

@@ -1,0 +1,235 @@
+#pragma once
+// The reference interpreter's op implementations: eval_node and the ops that live with it
+// (iota, reduce, dot_general). interpreter.hpp includes this header, unless
+// PJRT_LITE_CPU_EXTERN_KERNELS is defined; then only <pjrt_lite/cpu_instantiate.hpp> does,
+// so that one translation unit compiles every op for every element type.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "pjrt_lite/backends/reference/data_movement.hpp"
+#include "pjrt_lite/backends/reference/elementwise.hpp"
+#include "pjrt_lite/backends/reference/gather.hpp"
+#include "pjrt_lite/backends/reference/index.hpp"
+#include "pjrt_lite/backends/reference/scalar_ops.hpp"
+#include "pjrt_lite/backends/reference/scatter.hpp"
+#include "pjrt_lite/backends/reference/interpreter.hpp"
+#include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/ir/attributes.hpp"
+#include "pjrt_lite/ir/graph.hpp"
+#include "pjrt_lite/ir/op.hpp"
+
+namespace pjrt_lite::reference::detail {
+
+/// iota: each element is its index along iota_dimension, converted to the element type.
+inline StatusOr<Literal> eval_iota(const IotaAttrs& attrs, const Shape& result) {
+  return visit_dtype(result.dtype(), [&]<class T>(std::type_identity<T>) -> StatusOr<Literal> {
+    if constexpr (std::is_same_v<T, bool>) {
+      return unsupported(OpCode::kIota, result.dtype());  // shape inference rejects pred
+    } else {
+      Literal out(result);
+      const auto dim = static_cast<std::size_t>(attrs.iota_dimension);
+      for_each_index(result.dims(), [&](std::span<const std::int64_t> index) {
+        out.set<T>(index, convert_element<T>(index[dim]));
+      });
+      return out;
+    }
+  });
+}
+
+/// A rank-0 literal of type `to` holding the element at memory position `position` of `x`,
+/// converted with convert's rules: how reduce promotes inputs to its body's types.
+inline Literal element_as_scalar(const Literal& x, std::int64_t position, DType to) {
+  Literal out(Shape(to, {}));
+  const auto size = static_cast<std::int64_t>(byte_size(x.dtype()));
+  convert_elements(static_cast<const std::byte*>(x.untyped_data()) + position * size, x.dtype(),
+                   out.untyped_data(), to, 1);
+  return out;
+}
+
+/// reduce(inputs..., init_values...): for each result index, the accumulators start at the
+/// init values and take body(accumulators..., elements...) for every element of the reduced
+/// slice in ascending index order (one fixed schedule of the many the spec allows). Inputs
+/// and init values are first converted to the body's types, which may be wider.
+inline StatusOr<std::vector<Literal>> eval_reduce(const Node& node,
+                                                  std::span<const Literal* const> operands) {
+  const std::size_t n = node.results.size();
+  std::span<const Literal* const> inputs = operands.first(n);
+  std::span<const Literal* const> init_values = operands.subspan(n);
+  const Graph& body = node.bodies[0];
+  const std::span<const std::int64_t> input_dims = inputs[0]->dims();
+
+  // The reduced dimensions in ascending order: the order of the slice's own indices.
+  std::vector<std::int64_t> reduced = node.attr<ReduceAttrs>().dimensions;
+  std::ranges::sort(reduced);
+  std::vector<std::int64_t> kept, reduced_sizes;
+  for (std::int64_t d = 0; d < static_cast<std::int64_t>(input_dims.size()); ++d) {
+    if (std::ranges::find(reduced, d) == reduced.end())
+      kept.push_back(d);
+    else
+      reduced_sizes.push_back(input_dims[static_cast<std::size_t>(d)]);
+  }
+
+  std::vector<Literal> results;
+  for (const Shape& shape : node.results) results.emplace_back(shape);
+  std::vector<std::int64_t> input_index(input_dims.size());
+  Status status;
+  for_each_index(node.results[0].dims(), [&](std::span<const std::int64_t> result_index) {
+    if (!status.ok()) return;
+    for (std::size_t j = 0; j < kept.size(); ++j)
+      input_index[static_cast<std::size_t>(kept[j])] = result_index[j];
+    std::vector<Literal> accumulators;
+    for (std::size_t i = 0; i < n; ++i)
+      accumulators.push_back(element_as_scalar(*init_values[i], 0, node.results[i].dtype()));
+    for_each_index(reduced_sizes, [&](std::span<const std::int64_t> slice_index) {
+      if (!status.ok()) return;
+      for (std::size_t j = 0; j < reduced.size(); ++j)
+        input_index[static_cast<std::size_t>(reduced[j])] = slice_index[j];
+      std::vector<Literal> body_args = std::move(accumulators);  // accumulators, then elements
+      for (std::size_t i = 0; i < n; ++i)
+        body_args.push_back(element_as_scalar(*inputs[i], inputs[i]->linear_index(input_index),
+                                              node.results[i].dtype()));
+      std::vector<const Literal*> arg_pointers;
+      for (const Literal& arg : body_args) arg_pointers.push_back(&arg);
+      StatusOr<std::vector<Literal>> next = run_graph(body, arg_pointers);
+      if (!next.ok()) {
+        status = next.status().with_context("reduce: body");
+        return;
+      }
+      accumulators = std::move(next).value();
+    });
+    if (!status.ok()) return;
+    for (std::size_t i = 0; i < n; ++i)
+      copy_element(accumulators[i], 0, results[i], results[i].linear_index(result_index));
+  });
+  PJRT_LITE_RETURN_IF_ERROR(status);
+  return results;
+}
+
+/// The dimensions of a rank-`rank` operand that are neither batching nor contracting, in
+/// ascending order: its free dimensions, which follow the batch dimensions in the result.
+inline std::vector<std::int64_t> free_dimensions(std::int64_t rank,
+                                                 const std::vector<std::int64_t>& batching,
+                                                 const std::vector<std::int64_t>& contracting) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t d = 0; d < rank; ++d)
+    if (std::ranges::find(batching, d) == batching.end() &&
+        std::ranges::find(contracting, d) == contracting.end())
+      out.push_back(d);
+  return out;
+}
+
+/// dot_general: result index = batch index + lhs free index + rhs free index. Each element
+/// is a sum of products, accumulated in ascending order of the contracting index and
+/// starting from zero, as the spec's formula (a reduce with init 0) and XLA's evaluator do:
+/// in the element type, except that f16 and bf16 accumulate in f32 and round once at the
+/// end, as XLA does and as JAX's exported expectations assume. pred uses or and and.
+inline StatusOr<Literal> eval_dot_general(const Literal& lhs, const Literal& rhs,
+                                          const DotDimensionNumbers& dn, const Shape& result) {
+  const std::vector<std::int64_t> lhs_free = free_dimensions(
+      lhs.shape().rank(), dn.lhs_batching_dimensions, dn.lhs_contracting_dimensions);
+  const std::vector<std::int64_t> rhs_free = free_dimensions(
+      rhs.shape().rank(), dn.rhs_batching_dimensions, dn.rhs_contracting_dimensions);
+  std::vector<std::int64_t> contracting_sizes;
+  for (std::int64_t d : dn.lhs_contracting_dimensions)
+    contracting_sizes.push_back(lhs.dims()[static_cast<std::size_t>(d)]);
+
+  return visit_dtype(lhs.dtype(), [&]<class T>(std::type_identity<T>) -> StatusOr<Literal> {
+    PJRT_LITE_RETURN_IF_ERROR(check_result<T>(result, result.element_count()));
+    Literal out(result);
+    std::vector<std::int64_t> l(static_cast<std::size_t>(lhs.shape().rank()));
+    std::vector<std::int64_t> r(static_cast<std::size_t>(rhs.shape().rank()));
+    auto at = [](std::vector<std::int64_t>& index, std::int64_t d) -> std::int64_t& {
+      return index[static_cast<std::size_t>(d)];
+    };
+    for_each_index(result.dims(), [&](std::span<const std::int64_t> index) {
+      std::size_t k = 0;  // position in the result index
+      for (std::size_t i = 0; i < dn.lhs_batching_dimensions.size(); ++i, ++k) {
+        at(l, dn.lhs_batching_dimensions[i]) = index[k];
+        at(r, dn.rhs_batching_dimensions[i]) = index[k];
+      }
+      for (std::int64_t d : lhs_free) at(l, d) = index[k++];
+      for (std::int64_t d : rhs_free) at(r, d) = index[k++];
+      constexpr bool kHalf = std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
+      using Acc = std::conditional_t<kHalf, float, T>;
+      Acc sum = convert_element<Acc>(0);
+      for_each_index(contracting_sizes, [&](std::span<const std::int64_t> c) {
+        for (std::size_t i = 0; i < c.size(); ++i) {
+          at(l, dn.lhs_contracting_dimensions[i]) = c[i];
+          at(r, dn.rhs_contracting_dimensions[i]) = c[i];
+        }
+        sum = scalar::add(sum, scalar::multiply(convert_element<Acc>(lhs.get<T>(l)), convert_element<Acc>(rhs.get<T>(r))));
+      });
+      out.set<T>(index, convert_element<T>(sum));
+    });
+    return out;
+  });
+}
+
+PJRT_LITE_REFERENCE_KERNELS_INLINE StatusOr<std::vector<Literal>> eval_node(
+    const Node& node, std::span<const Literal* const> operands) {
+  auto one = [](StatusOr<Literal> literal) -> StatusOr<std::vector<Literal>> {
+    if (!literal.ok()) return literal.status();
+    std::vector<Literal> out;
+    out.push_back(std::move(literal).value());
+    return out;
+  };
+  const OpCode op = node.op;
+  const Shape& result = node.results[0];
+  auto operand = [&](std::size_t k) -> const Literal& { return *operands[k]; };
+  if (is_unary(op)) return one(eval_unary(op, operand(0), result));
+  if (is_binary(op)) return one(eval_binary(op, operand(0), operand(1), result));
+  switch (op) {
+    case OpCode::kParameter:
+      return invalid_argument_error("parameter: has no value outside the evaluation of a graph");
+    case OpCode::kConstant: return one(node.attr<ConstantAttrs>().literal().with_default_layout());
+    case OpCode::kIota: return one(eval_iota(node.attr<IotaAttrs>(), result));
+    case OpCode::kCompare:
+      return one(eval_compare(operand(0), operand(1), node.attr<CompareAttrs>(), result));
+    case OpCode::kSelect: return one(eval_select(operand(0), operand(1), operand(2), result));
+    case OpCode::kClamp: return one(eval_clamp(operand(0), operand(1), operand(2), result));
+    case OpCode::kConvert: return one(eval_convert(operand(0), result));
+    case OpCode::kBitcastConvert: return one(eval_bitcast_convert(operand(0), result));
+    case OpCode::kBroadcastInDim:
+      return one(eval_broadcast_in_dim(operand(0), node.attr<BroadcastInDimAttrs>(), result));
+    case OpCode::kReshape: return one(eval_reshape(operand(0), result));
+    case OpCode::kTranspose:
+      return one(eval_transpose(operand(0), node.attr<TransposeAttrs>(), result));
+    case OpCode::kSlice: return one(eval_slice(operand(0), node.attr<SliceAttrs>(), result));
+    case OpCode::kConcatenate:
+      return one(eval_concatenate(operands, node.attr<ConcatenateAttrs>(), result));
+    case OpCode::kPad: return one(eval_pad(operand(0), operand(1), node.attr<PadAttrs>(), result));
+    case OpCode::kReverse: return one(eval_reverse(operand(0), node.attr<ReverseAttrs>(), result));
+    case OpCode::kDynamicSlice:
+      return one(eval_dynamic_slice(operand(0), operands.subspan(1), result));
+    case OpCode::kDynamicUpdateSlice:
+      return one(eval_dynamic_update_slice(operand(0), operand(1), operands.subspan(2), result));
+    case OpCode::kReduce: return eval_reduce(node, operands);
+    case OpCode::kDotGeneral:
+      return one(
+          eval_dot_general(operand(0), operand(1), node.attr<DotDimensionNumbers>(), result));
+    case OpCode::kGather:
+      return one(eval_gather(operand(0), operand(1), node.attr<GatherAttrs>(), result));
+    case OpCode::kScatter: {
+      auto run_body = [&](const Literal& old_value, const Literal& update) {
+        const Literal* args[] = {&old_value, &update};
+        StatusOr<std::vector<Literal>> r = run_graph(node.bodies[0], args);
+        if (!r.ok()) return StatusOr<Literal>(r.status());
+        return StatusOr<Literal>(std::move((*r)[0]));
+      };
+      return one(eval_scatter(operand(0), operand(1), operand(2), node.attr<ScatterAttrs>(),
+                              result, run_body));
+    }
+    default: break;
+  }
+  return unimplemented_error(str_cat(op_name(op), ": not implemented by the reference backend"));
+}
+
+}  // namespace pjrt_lite::reference::detail
