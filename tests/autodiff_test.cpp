@@ -334,6 +334,35 @@ TEST_CASE("autodiff: bad inputs are statuses") {
   StatusOr<Graph> rr = vjp_graph(rg, {true});
   CHECK(rr.status().code() == StatusCode::kUnimplemented);
   CHECK(rr.status().message().find("weird") != std::string::npos);
+  // reduce_window and select_and_scatter have no derivative rules: UNIMPLEMENTED, by name.
+  GraphBuilder wb("windows");
+  Value w = wb.parameter(Shape(kF64, {4, 4}));
+  Value zero = wb.scalar(kF64, 0);
+  Value pooled = wb.reduce_window(w, zero, OpCode::kAdd, WindowAttrs{{2, 2}, {2, 2}});
+  Value scattered = wb.select_and_scatter(w, pooled, zero, ComparisonDirection::kGe, OpCode::kAdd,
+                                          WindowAttrs{{2, 2}, {2, 2}});
+  const Graph pool = wb.build({pooled}).value();
+  const Graph both = wb.build({scattered}).value();
+  for (const auto& [graph, name] :
+       {std::pair<const Graph*, std::string_view>{&pool, "reduce_window"},
+        std::pair<const Graph*, std::string_view>{&both, "reduce_window"}}) {
+    for (const StatusOr<Graph>& d : {vjp_graph(*graph, {true}), jvp_graph(*graph, {true})}) {
+      CHECK(d.status().code() == StatusCode::kUnimplemented);
+      CHECK_MESSAGE(d.status().message().find(name) != std::string_view::npos,
+                    d.status().message());
+    }
+  }
+  GraphBuilder sb("select_and_scatter_only");
+  Value so = sb.parameter(Shape(kF64, {4}));
+  Value ss = sb.parameter(Shape(kF64, {2}));
+  const Graph sg =
+      sb.build({sb.select_and_scatter(so, ss, sb.scalar(kF64, 0), ComparisonDirection::kGe,
+                                      OpCode::kAdd, WindowAttrs{{2}, {2}})})
+          .value();
+  StatusOr<Graph> sd = jvp_graph(sg, {false, true});
+  CHECK(sd.status().code() == StatusCode::kUnimplemented);
+  CHECK_MESSAGE(sd.status().message().find("select_and_scatter") != std::string_view::npos,
+                sd.status().message());
 }
 
 TEST_CASE("batching: batch_graph equals the graph run per batch element") {
@@ -390,6 +419,16 @@ TEST_CASE("batching: ops without a rule unroll, and bad inputs are statuses") {
   Literal is = Literal::vector<std::int32_t>({4, 0, 9});  // 9 clamps to 4
   CHECK(eval(bg, {xs, is})[0] ==
         Literal::from_span<double>(std::vector<double>{4, 5, 0, 1, 4, 5}, {3, 2}).value());
+  // reduce_window has no batching rule either: it unrolls, and each batch row is pooled alone.
+  GraphBuilder wb("pool");
+  Value v = wb.parameter(Shape(kF64, {4}));
+  Graph wg =
+      wb.build({wb.reduce_window(v, wb.scalar(kF64, 0), OpCode::kAdd, WindowAttrs{{2}})}).value();
+  Graph wbg = batch_graph(wg, {true}, 2).value();
+  const Literal rows =
+      Literal::from_span<double>(std::vector<double>{1, 2, 3, 4, 10, 20, 30, 40}, {2, 4}).value();
+  CHECK(eval(wbg, {rows})[0] ==
+        Literal::from_span<double>(std::vector<double>{3, 5, 7, 30, 50, 70}, {2, 3}).value());
   CHECK(batch_graph(g, {true}, 3).status().code() == StatusCode::kInvalidArgument);
   CHECK(batch_graph(g, {true, false}, -1).status().code() == StatusCode::kInvalidArgument);
 }

@@ -385,6 +385,49 @@ static void sweep_scatter() {
   }
 }
 
+static void sweep_window() {
+  Sweep& s = sweep();
+  if (!s.done.insert("sweep_window").second) return;
+  for (DType t : kAllDTypes) {
+    Literal values = make_input(t, 5, s.rng);
+    auto first = [&](std::vector<std::int64_t> dims) {
+      Literal out(Shape(t, dims));
+      std::memcpy(out.untyped_data(), values.untyped_data(), out.size_bytes());
+      return out;
+    };
+    const Literal x = first({3, 4, 5});
+    const Literal scalar = first({});
+    const double relative = t == DType::kF16 || t == DType::kBF16 ? 2e-2 : t == DType::kF32 || t == DType::kC64 ? 1e-5 : 1e-12;
+    // Padding on both sides (negative too), strides, and both kinds of dilation.
+    const WindowAttrs plain{{2, 2, 3}, {1, 2, 1}, {}, {}, {1, 0, 2}, {0, 1, -1}};
+    const WindowAttrs dilated{{2, 3, 2}, {2, 1, 3}, {2, 1, 2}, {1, 2, 2}, {0, 1, 1}, {1, 0, 0}};
+    const WindowAttrs cumulative{{3, 1, 1}, {}, {}, {}, {2, 0, 0}, {0, 0, 0}};
+    for (OpCode op : {OpCode::kAdd, OpCode::kMultiply, OpCode::kMaximum, OpCode::kMinimum, OpCode::kAnd, OpCode::kOr}) {
+      const bool summing = (op == OpCode::kAdd || op == OpCode::kMultiply) && is_inexact(t);
+      s.check(str_cat("reduce_window ", op_name(op)), t, {x, scalar}, [&](GraphBuilder& b, std::vector<Value> p) {
+        return std::vector<Value>{b.reduce_window(p[0], p[1], op, plain), b.reduce_window(p[0], p[1], op, dilated),
+                                  b.reduce_window(p[0], p[1], op, cumulative)};
+      }, summing ? relative : 0);
+    }
+    // A variadic body the CPU runs as a scalar program: argmax over each window.
+    s.check("reduce_window argmax", t, {x, scalar}, [&](GraphBuilder& b, std::vector<Value> p) {
+      StatusOr<Graph> body = make_arg_reduce_body(ComparisonDirection::kGt, t, DType::kS32);
+      if (!body.ok()) return std::vector<Value>{Value{}};  // no order on t: not accepted
+      Value index = b.iota(Shape(DType::kS32, {3, 4, 5}), 2);
+      return b.reduce_window({p[0], index}, {p[1], b.constant(std::int32_t{0})}, *std::move(body), plain);
+    });
+    // One source element per window: 2x2x3 windows of x.
+    const WindowAttrs pool{{2, 2, 2}, {1, 2, 2}, {}, {}, {0, 1, 0}, {0, 0, 1}};
+    const Literal source = first({2, 2, 3});
+    for (ComparisonDirection d : {ComparisonDirection::kGe, ComparisonDirection::kLe}) {
+      s.check(str_cat("select_and_scatter ", comparison_direction_name(d)), t, {x, source, scalar},
+              [&](GraphBuilder& b, std::vector<Value> p) {
+                return std::vector<Value>{b.select_and_scatter(p[0], p[1], p[2], d, OpCode::kAdd, pool)};
+              }, is_inexact(t) ? relative : 0);
+    }
+  }
+}
+
 /// Runs one part of the sweep and reports the disagreements it found.
 template <class F>
 void check_part(F part) {
@@ -397,6 +440,7 @@ TEST_CASE("differential: element-wise ops on every dtype") { check_part(sweep_el
 TEST_CASE("differential: compare, select, clamp, convert, bitcast_convert") { check_part(sweep_other_elementwise); }
 TEST_CASE("differential: data movement, reduce and dot_general on every dtype") { check_part(sweep_structural); }
 TEST_CASE("differential: scatter and gather on every dtype") { check_part(sweep_scatter); }
+TEST_CASE("differential: reduce_window and select_and_scatter on every dtype") { check_part(sweep_window); }
 
 TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   // ctest runs each case in its own process: run whatever part has not run here yet.
@@ -404,6 +448,7 @@ TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   sweep_other_elementwise();
   sweep_structural();
   sweep_scatter();
+  sweep_window();
   Sweep& s = sweep();
   CHECK(s.failures.empty());
   const std::string table = s.markdown();

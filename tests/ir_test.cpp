@@ -1432,3 +1432,89 @@ TEST_CASE("ir: gather's shape rules (spec constraints) and their errors") {
                 "batching dimension pair 0: operand dimension 0 has size 3 but start_indices "
                 "dimension 0 has size 4");
 }
+
+TEST_CASE("ir: reduce_window's and select_and_scatter's shape rules and their errors") {
+  GraphBuilder b;
+  Value x = b.parameter(Shape(kF32, {4, 6}));
+  Value zero = b.constant(0.0f);
+  // A 2x3 window with strides 2x1 over 4x6 padded by one column each side: 2 x 6 windows.
+  const WindowAttrs w{{2, 3}, {2, 1}, {}, {}, {0, 1}, {0, 1}};
+  CHECK(shape_of(b, b.reduce_window(x, zero, OpCode::kAdd, w)) == Shape(kF32, {2, 6}));
+  // Base dilation 2 makes 7 rows; window dilation 3 spans 4 columns: 6 x 3 windows.
+  CHECK(shape_of(b, b.reduce_window(x, zero, OpCode::kMaximum, {{2, 2}, {}, {2, 1}, {1, 3}})) ==
+        Shape(kF32, {6, 3}));
+  // A window larger than the padded input: no windows.
+  CHECK(shape_of(b, b.reduce_window(x, zero, OpCode::kAdd, {{5, 1}})) == Shape(kF32, {0, 6}));
+  Value src = b.parameter(Shape(kF32, {2, 6}));
+  CHECK(shape_of(b, b.select_and_scatter(x, src, zero, ComparisonDirection::kGe, OpCode::kAdd,
+                                         w)) == Shape(kF32, {4, 6}));
+  CHECK(b.ok());
+
+  auto window_error = [](WindowAttrs window, OpCode body = OpCode::kAdd) {
+    return error_of([&](GraphBuilder& g) {
+      g.reduce_window(g.parameter(Shape(kF32, {4, 6})), g.constant(0.0f), body, window);
+    });
+  };
+  check_invalid(window_error({{2}}),
+                "reduce_window: window_dimensions [2] has 1 entries but the input has rank 2");
+  check_invalid(window_error({{2, 2}, {1}}),
+                "reduce_window: window_strides [1] has 1 entries but the input has rank 2");
+  check_invalid(window_error({{2, 0}}),
+                "reduce_window: window_dimensions[1] = 0 but must be positive");
+  check_invalid(window_error({{2, 2}, {1, 0}}),
+                "reduce_window: window_strides[1] = 0 but must be positive");
+  check_invalid(window_error({{2, 2}, {-1, 1}}),
+                "reduce_window: window_strides[0] = -1 but must be positive");
+  check_invalid(window_error({{2, 2}, {}, {0, 1}}),
+                "reduce_window: base_dilations[0] = 0 but must be positive");
+  check_invalid(window_error({{2, 2}, {}, {}, {1, -2}}),
+                "reduce_window: window_dilations[1] = -2 but must be positive");
+  check_invalid(window_error({{2, 2}, {}, {}, {}, {1}, {1, 1}}),
+                "reduce_window: padding_low [1] has 1 entries but the input has rank 2");
+  check_invalid(
+      window_error({{2, 2}, {}, {}, {}, {std::int64_t{1} << 62, 0}, {std::int64_t{1} << 62, 0}}),
+      "reduce_window: the padded input or dilated window overflows in dimension 0");
+  // Bodies of the wrong arity or types.
+  GraphBuilder c;
+  Value y = c.parameter(Shape(kF32, {4, 6}));
+  c.reduce_window({y}, {c.constant(0.0f)},
+                  make_compare_body(ComparisonDirection::kGe, kF32).value(), WindowAttrs{{2, 2}});
+  check_invalid(c.status(),
+                "reduce_window: body result 0 has type pred[] but body parameter 0 has f32[]");
+  GraphBuilder d;
+  Value z = d.parameter(Shape(kF32, {4, 6}));
+  d.reduce_window({z, z}, {d.constant(0.0f), d.constant(0.0f)},
+                  make_binary_body(OpCode::kAdd, kF32).value(), WindowAttrs{{2, 2}});
+  check_invalid(d.status(),
+                "reduce_window: body takes 2 parameters, but 2 input(s) need 4 (accumulators then "
+                "elements)");
+  check_invalid(
+      error_of([](GraphBuilder& g) {
+        g.reduce_window(g.parameter(Shape(kF32, {4, 6})), g.constant(0), OpCode::kAdd, {{2, 2}});
+      }),
+      "reduce_window: operand 1 (init value 0) has shape s32[] but must be a rank-0 f32");
+
+  auto sas_error = [](Shape source, WindowAttrs window,
+                      ComparisonDirection select = ComparisonDirection::kGe) {
+    return error_of([&](GraphBuilder& g) {
+      g.select_and_scatter(g.parameter(Shape(kF32, {4, 6})), g.parameter(source), g.constant(0.0f),
+                           select, OpCode::kAdd, window);
+    });
+  };
+  check_invalid(
+      sas_error(Shape(kF32, {2, 3}), {{2, 2}, {2, 2}, {2, 1}}),
+      "select_and_scatter: base_dilations[0] = 2 but select_and_scatter takes no dilations");
+  check_invalid(sas_error(Shape(kF32, {2, 2}), {{2, 2}, {2, 2}}),
+                "select_and_scatter: operand 1 (source) has shape f32[2,2] but the windows number "
+                "[2,3]");
+  check_invalid(sas_error(Shape(kF32, {2, 3}), {{2, 2}, {0, 2}}),
+                "select_and_scatter: window_strides[0] = 0 but must be positive");
+  GraphBuilder e;
+  Value o = e.parameter(Shape(kF32, {4, 6}));
+  e.select_and_scatter(o, e.parameter(Shape(kF32, {2, 3})), e.constant(0.0f),
+                       make_binary_body(OpCode::kMaximum, kF32).value(),
+                       make_binary_body(OpCode::kAdd, kF32).value(), WindowAttrs{{2, 2}, {2, 2}});
+  check_invalid(e.status(),
+                "select_and_scatter: select body must have type (tensor<f32>, "
+                "tensor<f32>) -> tensor<i1>");
+}

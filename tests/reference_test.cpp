@@ -1627,3 +1627,74 @@ TEST_CASE("reference: gather (spec example shape) with clamped starts and batchi
                              make<std::uint64_t>({1, 0xFFFFFFFFFFFFFFFFull}, {2})}),
                        {2, 6}, {2});
 }
+
+TEST_CASE("reference: reduce_window (spec example) with padding and both dilations") {
+  GraphBuilder b("reduce_window");
+  Value x = b.parameter(Shape(kS64, {3, 2}));
+  WindowAttrs w{{2, 1}, {4, 1}, {2, 1}, {3, 1}, {2, 0}, {1, 0}};
+  Value r = b.reduce_window(x, b.constant(std::int64_t{0}), OpCode::kAdd, w);
+  expect<std::int64_t>(run1(b, r, {make<std::int64_t>({1, 2, 3, 4, 5, 6}, {3, 2})}), {0, 0, 3, 4},
+                       {2, 2});
+}
+
+TEST_CASE("reference: cumsum and reverse cummax through reduce_window equal running loops") {
+  const std::vector<std::int32_t> values = {3, -1, 4, 1, -5, 9, 2, -6};
+  const auto n = static_cast<std::int64_t>(values.size());
+  GraphBuilder b("cumulative");
+  Value x = b.parameter(Shape(kS32, {n}));
+  // JAX's cumsum: a window as long as the input, padded in front by n - 1 zeros.
+  Value sum = b.reduce_window(x, b.constant(std::int32_t{0}), OpCode::kAdd,
+                              WindowAttrs{{n}, {}, {}, {}, {n - 1}, {0}});
+  // Reverse cummax: padded behind instead.
+  Value max = b.reduce_window(x, b.constant(std::numeric_limits<std::int32_t>::min()),
+                              OpCode::kMaximum, WindowAttrs{{n}, {}, {}, {}, {0}, {n - 1}});
+  std::vector<Literal> out = run(b, {sum, max}, {make_from<std::int32_t>(values, {n})});
+  std::vector<std::int32_t> running(values.size()), reverse_max(values.size());
+  std::int32_t acc = 0;
+  for (std::size_t i = 0; i < values.size(); ++i) running[i] = acc += values[i];
+  std::int32_t best = std::numeric_limits<std::int32_t>::min();
+  for (std::size_t i = values.size(); i-- > 0;) reverse_max[i] = best = std::max(best, values[i]);
+  expect<std::int32_t>(out[0], running);
+  expect<std::int32_t>(out[1], reverse_max);
+}
+
+TEST_CASE("reference: max_pool and avg-pool sums through reduce_window equal a direct loop") {
+  // 2x2 windows with stride 2 over a 4x5 input, padded by one column on the right with the
+  // init value, as a SAME-padded pool is.
+  constexpr std::int64_t kRows = 4, kCols = 5;
+  std::vector<float> values;
+  for (std::int64_t i = 0; i < kRows * kCols; ++i)
+    values.push_back(static_cast<float>((i * 7) % 11) - 5.0f);
+  GraphBuilder b("pool");
+  Value x = b.parameter(Shape(kF32, {kRows, kCols}));
+  const WindowAttrs w{{2, 2}, {2, 2}, {}, {}, {0, 0}, {0, 1}};
+  Value max = b.reduce_window(x, b.constant(-kInf<float>), OpCode::kMaximum, w);
+  Value sum = b.reduce_window(x, b.constant(0.0f), OpCode::kAdd, w);
+  std::vector<Literal> out = run(b, {max, sum}, {make_from<float>(values, {kRows, kCols})});
+  std::vector<float> want_max, want_sum;
+  for (std::int64_t r = 0; r < kRows; r += 2)
+    for (std::int64_t c = 0; c < kCols; c += 2) {  // the padded width 6 holds 3 windows
+      float m = -kInf<float>, s = 0.0f;
+      for (std::int64_t i = r; i < r + 2; ++i)
+        for (std::int64_t j = c; j < c + 2 && j < kCols; ++j) {
+          m = std::max(m, values[static_cast<std::size_t>(i * kCols + j)]);
+          s += values[static_cast<std::size_t>(i * kCols + j)];
+        }
+      want_max.push_back(m);
+      want_sum.push_back(s);
+    }
+  expect<float>(out[0], want_max, {2, 3});
+  expect<float>(out[1], want_sum, {2, 3});
+}
+
+TEST_CASE("reference: select_and_scatter (spec example) sends each source to its window's max") {
+  GraphBuilder b("select_and_scatter");
+  Value x = b.parameter(Shape(kS64, {4, 2}));
+  Value src = b.parameter(Shape(kS64, {2, 2}));
+  Value r = b.select_and_scatter(x, src, b.constant(std::int64_t{0}), ComparisonDirection::kGe,
+                                 OpCode::kAdd, WindowAttrs{{3, 1}, {2, 1}, {}, {}, {0, 0}, {1, 0}});
+  expect<std::int64_t>(run1(b, r,
+                            {make<std::int64_t>({1, 5, 2, 5, 3, 6, 4, 4}, {4, 2}),
+                             make<std::int64_t>({5, 6, 7, 8}, {2, 2})}),
+                       {0, 0, 0, 0, 5, 14, 7, 0}, {4, 2});
+}

@@ -128,7 +128,12 @@ Graph every_op_graph() {
                        ScatterAttrs{{0}, {0}, {}, {}, {0}, 0, true, true});
   Value ga = b.gather(f, b.constant(Literal::vector<std::int32_t>({1})),
                       GatherAttrs{{0}, {0}, {}, {}, {0}, 0, {1, 3}, true});
-  for (Value v : {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl, sc, ga})
+  Value rw = b.reduce_window(f, b.constant(0.0f), OpCode::kAdd,
+                             WindowAttrs{{2, 2}, {1, 2}, {2, 1}, {1, 2}, {1, 0}, {0, -1}});
+  Value sas = b.select_and_scatter(f, b.slice(f, {0, 0}, {1, 2}), b.constant(0.0f),
+                                   ComparisonDirection::kGe, OpCode::kAdd,
+                                   WindowAttrs{{2, 2}, {1, 2}, {}, {}, {0, 0}, {0, 1}});
+  for (Value v : {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl, sc, ga, rw, sas})
     outs.push_back(v);
   std::vector<Value> am = b.argmax(f, 1);
   outs.insert(outs.end(), am.begin(), am.end());
@@ -436,9 +441,11 @@ TEST_CASE("serialize: forged blobs with valid checksums are rejected by validati
     reseal(blob);
     return deserialize_graph(blob).status();
   };
-  check_error(edited(25, {200}), StatusCode::kDataLoss,
-              "deserialize_graph: graph 'g': node %0: corrupt at byte offset 25: opcode 200 is "
-              "not a valid op (0..60)");
+  check_error(
+      edited(25, {200}), StatusCode::kDataLoss,
+      str_cat("deserialize_graph: graph 'g': node %0: corrupt at byte offset 25: opcode 200 "
+              "is not a valid op (0..",
+              kOpCodeCount - 1, ")"));
   check_error(edited(25, {27}), StatusCode::kDataLoss,
               "node %0: corrupt at byte offset 26: add with 0 operands");
   check_error(edited(30, {3}), StatusCode::kDataLoss,

@@ -20,10 +20,9 @@
 #include <string_view>
 #include <vector>
 
+#include "corpus.hpp"
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/stablehlo/stablehlo.hpp"
-#include "corpus.hpp"
-
 
 using namespace pjrt_lite;
 
@@ -95,6 +94,13 @@ void check_unsupported(const Status& s, std::string_view what, std::int64_t line
 }
 
 Status parse_status(std::string_view text) { return stablehlo::parse_module(text).status(); }
+
+/// `text` with its first `from` replaced by `to`; `from` must occur.
+std::string replaced(std::string text, std::string_view from, std::string_view to) {
+  const std::size_t at = text.find(from);
+  REQUIRE(at != std::string::npos);
+  return text.replace(at, from.size(), to);
+}
 
 /// A module whose @main takes `args` and runs `body` (lines ending in a return).
 std::string program(std::string_view signature, std::string_view body) {
@@ -954,6 +960,22 @@ TEST_CASE("stablehlo: round trip of every op and attribute kind") {
                          GatherAttrs{{0}, {0}, {}, {}, {0}, 0, {1, 3}, false}));
   out.push_back(
       b.gather(x, b.reshape(n, {2, 3, 1}), GatherAttrs{{}, {1}, {0}, {0}, {1}, 2, {1, 1}, true}));
+  // Windows: only window_dimensions, every attribute set, a variadic argmax body; and
+  // select_and_scatter with its two regions.
+  out.push_back(b.reduce_window(x, b.constant(0.0f), OpCode::kAdd, WindowAttrs{{2, 1}}));
+  out.push_back(b.reduce_window(x, b.constant(-1.0f), OpCode::kMaximum,
+                                WindowAttrs{{2, 2}, {1, 2}, {2, 1}, {1, 2}, {1, 0}, {0, -1}}));
+  {
+    StatusOr<Graph> arg = make_arg_reduce_body(ComparisonDirection::kGt, kF32, kS32);
+    REQUIRE(arg.ok());
+    for (Value v : b.reduce_window({x, b.iota(Shape(kS32, {2, 3}), 1)},
+                                   {b.constant(0.0f), b.constant(std::int32_t{0})}, *std::move(arg),
+                                   WindowAttrs{{1, 2}, {1, 1}, {}, {}, {0, 1}, {0, 0}}))
+      out.push_back(v);
+  }
+  out.push_back(b.select_and_scatter(x, b.slice(y, {0, 0}, {1, 2}), b.constant(0.0f),
+                                     ComparisonDirection::kGe, OpCode::kAdd,
+                                     WindowAttrs{{2, 2}, {1, 2}, {}, {}, {0, 0}, {0, 1}}));
   out.push_back(x);  // a parameter as an output, twice
   out.push_back(x);
   check_round_trip(build_ok(b, out));
@@ -1086,8 +1108,16 @@ TEST_CASE("stablehlo: a sample of the corpus, checked structurally") {
     CHECK(count_ops(m.find("main")->graph, OpCode::kConvert) == 2);
   }
   {
-    const Status s = parse_status(*read_corpus("cumsum_float32_8_9.mlir"));
-    check_unsupported(s, "stablehlo.reduce_window", 25);
+    // cumsum along dimension 0: padding in front, the default strides and dilations filled in.
+    const stablehlo::Module m = parse_ok(*read_corpus("cumsum_float32_8_9.mlir"));
+    const Node& rw = first_node(m.find("main")->graph, OpCode::kReduceWindow);
+    CHECK(rw.attr<WindowAttrs>() == WindowAttrs{{8, 1}, {1, 1}, {1, 1}, {1, 1}, {7, 0}, {0, 0}});
+    CHECK(rw.results == std::vector<Shape>{Shape(kF32, {8, 9})});
+    CHECK(count_ops(rw.bodies[0], OpCode::kAdd) == 1);
+  }
+  {
+    const Status s = parse_status(*read_corpus("fft_complex128_14_15_0_17.mlir"));
+    check_unsupported(s, "stablehlo.fft", 10);
   }
 }
 
@@ -1192,10 +1222,7 @@ TEST_CASE("stablehlo: scatter in the generic form, as JAX exports it, and its er
   check_round_trip(g);
 
   auto with = [&](std::string_view from, std::string_view to) {
-    std::string t = text;
-    const std::size_t at = t.find(from);
-    REQUIRE(at != std::string::npos);
-    return parse_status(t.replace(at, from.size(), to));
+    return parse_status(replaced(text, from, to));
   };
   check_invalid(with("inserted_window_dims", "inserted_windows"), "3",
                 "unknown #stablehlo.scatter field 'inserted_windows'");
@@ -1219,6 +1246,62 @@ TEST_CASE("stablehlo: scatter in the generic form, as JAX exports it, and its er
                 "tensor<1x3xbf16>) ->");
     check_unsupported(parse_status(two), "stablehlo.scatter of 5 operands (several inputs)", 3);
   }
+}
+
+TEST_CASE("stablehlo: reduce_window and select_and_scatter in the generic form, and errors") {
+  // As JAX exports a max pool's gradient: the forward pool, then select_and_scatter.
+  const std::string text = program(
+      "(%x: tensor<4x6xf32>, %g: tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<4x6xf32>)",
+      "  %c = stablehlo.constant dense<0xFF800000> : tensor<f32>\n"
+      "  %z = stablehlo.constant dense<0.0> : tensor<f32>\n"
+      "  %0 = \"stablehlo.reduce_window\"(%x, %c) <{padding = dense<[[0, 0], [1, 0]]> : "
+      "tensor<2x2xi64>, window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, "
+      "2>}> ({\n"
+      "  ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n"
+      "    %1 = stablehlo.maximum %arg0, %arg1 : tensor<f32>\n"
+      "    stablehlo.return %1 : tensor<f32>\n"
+      "  }) : (tensor<4x6xf32>, tensor<f32>) -> tensor<2x3xf32>\n"
+      "  %2 = \"stablehlo.select_and_scatter\"(%x, %g, %z) <{window_dimensions = array<i64: 2, 2>, "
+      "window_strides = array<i64: 2, 2>}> ({\n"
+      "  ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n"
+      "    %3 = stablehlo.compare  GE, %arg0, %arg1,  FLOAT : (tensor<f32>, tensor<f32>) -> "
+      "tensor<i1>\n"
+      "    stablehlo.return %3 : tensor<i1>\n"
+      "  }, {\n"
+      "  ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n"
+      "    %3 = stablehlo.add %arg0, %arg1 : tensor<f32>\n"
+      "    stablehlo.return %3 : tensor<f32>\n"
+      "  }) : (tensor<4x6xf32>, tensor<2x3xf32>, tensor<f32>) -> tensor<4x6xf32>\n"
+      "  return %0, %2 : tensor<2x3xf32>, tensor<4x6xf32>\n");
+  Graph g = graph_ok(text);
+  CHECK(first_node(g, OpCode::kReduceWindow).attr<WindowAttrs>() ==
+        WindowAttrs{{2, 2}, {2, 2}, {1, 1}, {1, 1}, {0, 1}, {0, 0}});
+  const Node& sas = first_node(g, OpCode::kSelectAndScatter);
+  CHECK(sas.attr<WindowAttrs>() == WindowAttrs{{2, 2}, {2, 2}, {1, 1}, {1, 1}, {0, 0}, {0, 0}});
+  REQUIRE(sas.bodies.size() == 2);
+  CHECK(count_ops(sas.bodies[0], OpCode::kCompare) == 1);
+  CHECK(count_ops(sas.bodies[1], OpCode::kAdd) == 1);
+  check_round_trip(g);
+
+  auto with = [&](std::string_view from, std::string_view to) {
+    return parse_status(replaced(text, from, to));
+  };
+  check_invalid(with("window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>}> "
+                     "({\n  ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n    %1",
+                     "window_dimensions = array<i64: 2>, window_strides = array<i64: 2, 2>}> "
+                     "({\n  ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n    %1"),
+                "4", "reduce_window: window_dimensions [2] has 1 entries but the input has rank 2");
+  check_invalid(with("window_strides = array<i64: 2, 2>}> ({\n  ^bb0(%arg0: tensor<f32>, "
+                     "%arg1: tensor<f32>):\n    %1",
+                     "window_strides = array<i64: 0, 2>}> ({\n  ^bb0(%arg0: tensor<f32>, "
+                     "%arg1: tensor<f32>):\n    %1"),
+                "4", "reduce_window: window_strides[0] = 0 but must be positive");
+  check_invalid(with("dense<[[0, 0], [1, 0]]> : tensor<2x2xi64>", "dense<[0, 0]> : tensor<2xi64>"),
+                "4", "expected padding = dense<[[low, high], ...]>");
+  check_invalid(with("stablehlo.return %3 : tensor<i1>", "stablehlo.return %arg0 : tensor<f32>"),
+                "9", "select_and_scatter: select body must have type");
+  check_invalid(with("\"stablehlo.reduce_window\"(%x, %c)", "stablehlo.reduce_window %x, %c"), "4",
+                "has no pretty form");
 }
 
 TEST_CASE("stablehlo: gather in the generic form, as JAX exports it") {

@@ -216,13 +216,44 @@ struct GatherAttrs {
   friend bool operator==(const GatherAttrs&, const GatherAttrs&) = default;
 };
 
+/// reduce_window and select_and_scatter: the window's size, stride and dilation and the
+/// input's dilation and edge padding, one entry per input dimension each (the builder fills
+/// the defaults: strides and dilations 1, padding 0). select_and_scatter takes no dilations:
+/// its base_dilations and window_dilations must be all 1.
+struct WindowAttrs {
+  // Initialized, so WindowAttrs{{2, 2}, {2, 2}} leaves the rest empty without a warning.
+  std::vector<std::int64_t> window_dimensions = {};
+  std::vector<std::int64_t> window_strides = {};
+  std::vector<std::int64_t> base_dilations = {};
+  std::vector<std::int64_t> window_dilations = {};
+  std::vector<std::int64_t> padding_low = {};
+  std::vector<std::int64_t> padding_high = {};
+  friend bool operator==(const WindowAttrs&, const WindowAttrs&) = default;
+
+  /// The attributes of a window of `window_dimensions` where each other list is empty or
+  /// complete: empty lists get their defaults.
+  [[nodiscard]] WindowAttrs with_defaults() const {
+    WindowAttrs a = *this;
+    const std::size_t rank = window_dimensions.size();
+    auto fill = [rank](std::vector<std::int64_t>& v, std::int64_t value) {
+      if (v.empty()) v.assign(rank, value);
+    };
+    fill(a.window_strides, 1);
+    fill(a.base_dilations, 1);
+    fill(a.window_dilations, 1);
+    fill(a.padding_low, 0);
+    fill(a.padding_high, 0);
+    return a;
+  }
+};
+
 /// The attributes of one node. The alternative's index is part of the fingerprint: append new
 /// alternatives at the end.
 using Attributes =
     std::variant<NoAttrs, ParameterAttrs, ConstantAttrs, IotaAttrs, CompareAttrs, ConvertAttrs,
                  BroadcastInDimAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, ConcatenateAttrs,
                  PadAttrs, ReverseAttrs, DynamicSliceAttrs, ReduceAttrs, DotDimensionNumbers,
-                 ScatterAttrs, GatherAttrs>;
+                 ScatterAttrs, GatherAttrs, WindowAttrs>;
 
 namespace detail {
 template <class A, class... Ts>
@@ -245,7 +276,7 @@ constexpr std::string_view attributes_name(std::size_t index) {
       "CompareAttrs",   "ConvertAttrs",      "BroadcastInDimAttrs", "ReshapeAttrs",
       "TransposeAttrs", "SliceAttrs",        "ConcatenateAttrs",    "PadAttrs",
       "ReverseAttrs",   "DynamicSliceAttrs", "ReduceAttrs",         "DotDimensionNumbers",
-      "ScatterAttrs",   "GatherAttrs"};
+      "ScatterAttrs",   "GatherAttrs",       "WindowAttrs"};
   return index < names.size() ? names[index] : std::string_view("invalid");
 }
 
@@ -270,6 +301,8 @@ constexpr std::size_t attributes_index_for(OpCode op) {
     case OpCode::kDotGeneral: return kAttributesIndex<DotDimensionNumbers>;
     case OpCode::kScatter: return kAttributesIndex<ScatterAttrs>;
     case OpCode::kGather: return kAttributesIndex<GatherAttrs>;
+    case OpCode::kReduceWindow:
+    case OpCode::kSelectAndScatter: return kAttributesIndex<WindowAttrs>;
     default: return kAttributesIndex<NoAttrs>;
   }
 }

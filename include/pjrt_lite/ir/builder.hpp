@@ -65,7 +65,7 @@ class GraphBuilder {
   std::vector<Value> op(OpCode code, const std::vector<Value>& operands,
                         Attributes attrs = NoAttrs{}, std::vector<Graph> bodies = {}) {
     const std::size_t n_results =
-        code == OpCode::kReduce ? std::max<std::size_t>(operands.size() / 2, 1) : 1;
+        is_variadic_result(code) ? std::max<std::size_t>(operands.size() / 2, 1) : 1;
     if (!status_.ok()) return dummies(n_results);
     if (!is_valid(code))
       return fail(n_results, invalid_argument_error(str_cat("invalid opcode (enum value ",
@@ -310,6 +310,40 @@ class GraphBuilder {
   Value reduce(Value input, Value init_value, OpCode binary_op,
                std::vector<std::int64_t> dimensions);
 
+  /// Variadic reduce_window: one result per input, each element the reduction by `body` (as
+  /// for reduce) of one window of the padded, dilated inputs. Empty lists in `window` take
+  /// their defaults (WindowAttrs::with_defaults).
+  std::vector<Value> reduce_window(const std::vector<Value>& inputs,
+                                   const std::vector<Value>& init_values, Graph body,
+                                   const WindowAttrs& window) {
+    std::vector<Value> operands = inputs;
+    operands.insert(operands.end(), init_values.begin(), init_values.end());
+    std::vector<Graph> bodies;
+    bodies.push_back(std::move(body));
+    return op(OpCode::kReduceWindow, operands, window.with_defaults(), std::move(bodies));
+  }
+  /// reduce_window with the body make_binary_body(binary_op, input's dtype): a max pool is
+  /// b.reduce_window(x, lowest, OpCode::kMaximum, {{2, 2}, {2, 2}}).
+  Value reduce_window(Value input, Value init_value, OpCode binary_op, const WindowAttrs& window);
+
+  /// select_and_scatter(operand, source, init_value): each source element goes to the operand
+  /// element that `select` (E, E) -> i1 picks in its window, combined there by `scatter`
+  /// (E, E) -> E into a result that starts as init_value everywhere.
+  Value select_and_scatter(Value operand, Value source, Value init_value, Graph select,
+                           Graph scatter, const WindowAttrs& window) {
+    std::vector<Graph> bodies;
+    bodies.push_back(std::move(select));
+    bodies.push_back(std::move(scatter));
+    return op(OpCode::kSelectAndScatter, {operand, source, init_value}, window.with_defaults(),
+              std::move(bodies))
+        .front();
+  }
+  /// select_and_scatter whose select compares with `direction` (GE picks the first maximum,
+  /// as a max pool's gradient does) and whose scatter applies `scatter_op`.
+  Value select_and_scatter(Value operand, Value source, Value init_value,
+                           ComparisonDirection direction, OpCode scatter_op,
+                           const WindowAttrs& window);
+
   // ---- Gather and scatter ----------------------------------------------------------------
 
   /// gather(operand, start_indices): slices of the operand at the (clamped) starts the index
@@ -500,6 +534,17 @@ inline StatusOr<Graph> make_binary_body(OpCode op, DType dtype) {
   return b.build({b.binary(op, x, y)});
 }
 
+/// A select body (T, T) -> i1 comparing its two rank-0 parameters of `dtype` with `direction`.
+inline StatusOr<Graph> make_compare_body(ComparisonDirection direction, DType dtype) {
+  if (!is_valid(dtype))
+    return invalid_argument_error(
+        str_cat("make_compare_body: invalid dtype (enum value ", static_cast<int>(dtype), ")"));
+  GraphBuilder b(str_cat("compare_", dtype_name(dtype)));
+  Value x = b.parameter(Shape(dtype, {}));
+  Value y = b.parameter(Shape(dtype, {}));
+  return b.build({b.compare(x, y, direction)});
+}
+
 /// A scatter body (T, T) -> T that returns its second parameter: the update replaces.
 inline StatusOr<Graph> make_replace_body(DType dtype) {
   if (!is_valid(dtype))
@@ -579,6 +624,31 @@ inline Value GraphBuilder::scatter(Value input, Value scatter_indices, Value upd
                                                          : make_binary_body(binary_op, dtype);
   if (!body.ok()) return fail(1, body.status().with_context("scatter")).front();
   return scatter(input, scatter_indices, updates, std::move(*body), std::move(dimension_numbers));
+}
+
+inline Value GraphBuilder::reduce_window(Value input, Value init_value, OpCode binary_op,
+                                         const WindowAttrs& window) {
+  if (!status_.ok()) return Value{};
+  if (Status s = check_value(input, "reduce_window: operand 0"); !s.ok())
+    return fail(1, s).front();
+  StatusOr<Graph> body = make_binary_body(binary_op, value_shape(input).dtype());
+  if (!body.ok()) return fail(1, body.status().with_context("reduce_window")).front();
+  return reduce_window({input}, {init_value}, std::move(*body), window).front();
+}
+
+inline Value GraphBuilder::select_and_scatter(Value operand, Value source, Value init_value,
+                                              ComparisonDirection direction, OpCode scatter_op,
+                                              const WindowAttrs& window) {
+  if (!status_.ok()) return Value{};
+  if (Status s = check_value(operand, "select_and_scatter: operand 0"); !s.ok())
+    return fail(1, s).front();
+  const DType dtype = value_shape(operand).dtype();
+  StatusOr<Graph> select = make_compare_body(direction, dtype);
+  if (!select.ok()) return fail(1, select.status().with_context("select_and_scatter")).front();
+  StatusOr<Graph> scatter = make_binary_body(scatter_op, dtype);
+  if (!scatter.ok()) return fail(1, scatter.status().with_context("select_and_scatter")).front();
+  return select_and_scatter(operand, source, init_value, std::move(*select), std::move(*scatter),
+                            window);
 }
 
 inline std::vector<Value> GraphBuilder::arg_reduce(ComparisonDirection direction, Value operand,

@@ -159,6 +159,13 @@ inline void hash_attributes(Hasher& h, const Attributes& attrs) {
           h.i64(a.index_vector_dim);
           h.i64(a.indices_are_sorted ? 1 : 0);
           h.i64(a.unique_indices ? 1 : 0);
+        } else if constexpr (std::is_same_v<A, WindowAttrs>) {
+          h.list(a.window_dimensions);
+          h.list(a.window_strides);
+          h.list(a.base_dilations);
+          h.list(a.window_dilations);
+          h.list(a.padding_low);
+          h.list(a.padding_high);
         } else {
           static_assert(std::is_same_v<A, NoAttrs>, "every alternative must be hashed");
         }

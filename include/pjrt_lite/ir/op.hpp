@@ -81,10 +81,13 @@ enum class OpCode : std::uint8_t {
   // Scatter and gather (appended: opcode values are part of serialized graphs).
   kScatter,
   kGather,
+  // Windowed reductions (appended for the same reason).
+  kReduceWindow,
+  kSelectAndScatter,
 };
 
 /// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kGather) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kSelectAndScatter) + 1;
 
 namespace detail {
 inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
@@ -149,6 +152,8 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "dot_general",
     "scatter",
     "gather",
+    "reduce_window",
+    "select_and_scatter",
 };
 }  // namespace detail
 
@@ -192,13 +197,28 @@ constexpr bool is_commutative(OpCode op) {
     default: return false;
   }
 }
-/// Ops whose nodes carry a region (a nested Graph): reduce and scatter.
-constexpr bool has_body(OpCode op) { return op == OpCode::kReduce || op == OpCode::kScatter; }
-/// Ops with several results: reduce (one per input). Every other op has exactly one.
-constexpr bool is_variadic_result(OpCode op) { return op == OpCode::kReduce; }
+/// How many regions (nested Graphs) a node of `op` carries: one for reduce, scatter and
+/// reduce_window, two (select, then scatter) for select_and_scatter, none otherwise.
+constexpr std::size_t body_count(OpCode op) {
+  switch (op) {
+    case OpCode::kReduce:
+    case OpCode::kScatter:
+    case OpCode::kReduceWindow: return 1;
+    case OpCode::kSelectAndScatter: return 2;
+    default: return 0;
+  }
+}
+/// Ops whose nodes carry regions: see body_count.
+constexpr bool has_body(OpCode op) { return body_count(op) > 0; }
+/// Ops with several results: reduce and reduce_window (one per input). Every other op has
+/// exactly one.
+constexpr bool is_variadic_result(OpCode op) {
+  return op == OpCode::kReduce || op == OpCode::kReduceWindow;
+}
 
 /// The number of operands an op takes, or -1 when it depends on the node: concatenate (>= 1),
-/// dynamic_slice (1 + rank), dynamic_update_slice (2 + rank), reduce (2 per input).
+/// dynamic_slice (1 + rank), dynamic_update_slice (2 + rank), reduce and reduce_window (2 per
+/// input).
 constexpr int operand_count(OpCode op) {
   if (is_source(op)) return 0;
   if (is_unary(op)) return 1;
@@ -218,6 +238,7 @@ constexpr int operand_count(OpCode op) {
     case OpCode::kDotGeneral: return 2;
     case OpCode::kScatter: return 3;
     case OpCode::kGather: return 2;
+    case OpCode::kSelectAndScatter: return 3;
     default: return -1;
   }
 }

@@ -101,6 +101,13 @@ inline std::string attributes_text(const Node& node) {
                          ", index_vector_dim=", a.index_vector_dim,
                          ", indices_are_sorted=", a.indices_are_sorted ? "true" : "false",
                          ", unique_indices=", a.unique_indices ? "true" : "false");
+        } else if constexpr (std::is_same_v<A, WindowAttrs>) {
+          return str_cat("window_dimensions=", dims(a.window_dimensions),
+                         ", window_strides=", dims(a.window_strides),
+                         ", base_dilations=", dims(a.base_dilations),
+                         ", window_dilations=", dims(a.window_dilations),
+                         ", padding_low=", dims(a.padding_low),
+                         ", padding_high=", dims(a.padding_high));
         } else {
           // NoAttrs; ConvertAttrs and ReshapeAttrs repeat the result type.
           return "";

@@ -129,6 +129,13 @@ void attribute_fields(A& a, F&& f) {
     f(a.index_vector_dim);
     f(a.indices_are_sorted);
     f(a.unique_indices);
+  } else if constexpr (std::is_same_v<T, WindowAttrs>) {
+    f(a.window_dimensions);
+    f(a.window_strides);
+    f(a.base_dilations);
+    f(a.window_dilations);
+    f(a.padding_low);
+    f(a.padding_high);
   } else {
     static_assert(sizeof(T) == 0, "every Attributes alternative needs its fields listed here");
   }
@@ -485,7 +492,7 @@ class GraphDecoder {
 
     const std::size_t bodies_at = r_.offset();
     PJRT_LITE_ASSIGN_OR_RETURN(std::size_t n_bodies, r_.count("body count", kMinGraphBytes));
-    if (n_bodies != (has_body(node.op) ? 1u : 0u))
+    if (n_bodies != body_count(node.op))
       return corrupt(bodies_at, str_cat(name, " with ", n_bodies, " bodies"));
     node.bodies.reserve(n_bodies);
     for (std::size_t k = 0; k < n_bodies; ++k) {

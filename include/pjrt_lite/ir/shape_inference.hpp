@@ -947,9 +947,149 @@ inline StatusOr<Shape> infer_gather(const Shape& operand, const Shape& indices,
   return detail::make_result(op, operand.dtype(), dims);
 }
 
+namespace detail {
+/// Checks a window's attributes against an input of `rank`: every list has one entry per
+/// dimension, window sizes, strides and dilations are positive, and `dilations` may be false
+/// (select_and_scatter) only when both dilation lists are all 1.
+inline Status check_window(OpCode op, const WindowAttrs& a, std::int64_t rank, bool dilations) {
+  const std::pair<std::string_view, const std::vector<std::int64_t>*> lists[] = {
+      {"window_dimensions", &a.window_dimensions}, {"window_strides", &a.window_strides},
+      {"base_dilations", &a.base_dilations},       {"window_dilations", &a.window_dilations},
+      {"padding_low", &a.padding_low},             {"padding_high", &a.padding_high}};
+  for (const auto& [what, list] : lists) {
+    if (static_cast<std::int64_t>(list->size()) != rank)
+      return op_error(op, what, " ", dims_str(*list), " has ", list->size(),
+                      " entries but the input has rank ", rank);
+    if (what.starts_with("padding")) continue;
+    for (std::size_t d = 0; d < list->size(); ++d) {
+      if ((*list)[d] <= 0)
+        return op_error(op, what, "[", d, "] = ", (*list)[d], " but must be positive");
+      if (!dilations && what.ends_with("dilations") && (*list)[d] != 1)
+        return op_error(op, what, "[", d, "] = ", (*list)[d], " but ", op_name(op),
+                        " takes no dilations");
+    }
+  }
+  return ok_status();
+}
+
+/// The number of windows along each dimension of `input` (the spec's num_windows), or an
+/// error when a size overflows.
+inline StatusOr<std::vector<std::int64_t>> window_counts(OpCode op,
+                                                         std::span<const std::int64_t> input,
+                                                         const WindowAttrs& a) {
+  std::vector<std::int64_t> counts;
+  for (std::size_t d = 0; d < input.size(); ++d) {
+    std::int64_t dilated = 0, padded = 0, window = 0;
+    const bool overflow =
+        (input[d] != 0 &&
+         (__builtin_mul_overflow(input[d] - 1, a.base_dilations[d], &dilated) ||
+          __builtin_add_overflow(dilated, 1, &dilated))) ||
+        __builtin_add_overflow(a.padding_low[d], dilated, &padded) ||
+        __builtin_add_overflow(padded, a.padding_high[d], &padded) ||
+        __builtin_mul_overflow(a.window_dimensions[d] - 1, a.window_dilations[d], &window) ||
+        __builtin_add_overflow(window, 1, &window);
+    if (overflow)
+      return op_error(op, "the padded input or dilated window overflows in dimension ", d);
+    counts.push_back(padded <= 0 || window > padded ? 0
+                                                    : (padded - window) / a.window_strides[d] + 1);
+  }
+  return counts;
+}
+}  // namespace detail
+
+/// reduce_window(inputs..., init_values...): inputs and init values as for reduce, a window
+/// (see WindowAttrs) with one entry per input dimension in each list, and a body (E0..EN-1,
+/// E0..EN-1) -> (E0..EN-1). Result i has element type Ei and one element per window.
+inline StatusOr<std::vector<Shape>> infer_reduce_window(std::span<const Shape> inputs,
+                                                        std::span<const Shape> init_values,
+                                                        const Signature& body,
+                                                        const WindowAttrs& a) {
+  constexpr OpCode op = OpCode::kReduceWindow;
+  using detail::op_error;
+  const std::size_t n = inputs.size();
+  if (n == 0) return op_error(op, "needs at least one input");
+  if (init_values.size() != n)
+    return op_error(op, "got ", n, " inputs but ", init_values.size(), " init values");
+  for (std::size_t i = 1; i < n; ++i)
+    if (!std::ranges::equal(inputs[i].dims(), inputs[0].dims()))
+      return op_error(op, "operand ", i, " (input ", i, ") has shape ", inputs[i],
+                      " but input 0 has shape ", inputs[0], "; inputs must have one dims");
+  for (std::size_t i = 0; i < n; ++i)
+    if (!init_values[i].is_scalar() || init_values[i].dtype() != inputs[i].dtype())
+      return op_error(op, "operand ", n + i, " (init value ", i, ") has shape ", init_values[i],
+                      " but must be a rank-0 ", dtype_name(inputs[i].dtype()), " like input ", i);
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_window(op, a, inputs[0].rank(), true));
+  if (body.parameters.size() != 2 * n)
+    return op_error(op, "body takes ", body.parameters.size(), " parameters, but ", n,
+                    " input(s) need ", 2 * n, " (accumulators then elements)");
+  if (body.results.size() != n)
+    return op_error(op, "body returns ", body.results.size(), " values, but ", n,
+                    " input(s) need ", n);
+  StatusOr<std::vector<std::int64_t>> dims = detail::window_counts(op, inputs[0].dims(), a);
+  if (!dims.ok()) return dims.status();
+  std::vector<Shape> results;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Shape& acc = body.parameters[i];
+    const Shape& elem = body.parameters[n + i];
+    const Shape& out = body.results[i];
+    if (!acc.is_scalar() || !elem.is_scalar() || elem.dtype() != acc.dtype())
+      return op_error(op, "body parameters ", i, " and ", n + i, " have types ", acc, " and ",
+                      elem, " but must be one rank-0 type (both belong to input ", i, ")");
+    if (!out.is_scalar() || out.dtype() != acc.dtype())
+      return op_error(op, "body result ", i, " has type ", out, " but body parameter ", i,
+                      " has ", acc);
+    if (!is_promotable(inputs[i].dtype(), acc.dtype()))
+      return op_error(op, "input ", i, " of element type ", dtype_name(inputs[i].dtype()),
+                      " cannot be promoted to the body's ", dtype_name(acc.dtype()));
+    StatusOr<Shape> result = detail::make_result(op, acc.dtype(), *dims);
+    if (!result.ok()) return result.status();
+    results.push_back(*std::move(result));
+  }
+  return results;
+}
+
+/// select_and_scatter(operand, source, init_value): a window without dilations over the
+/// operand, a source of the operand's element type with one element per window, a rank-0
+/// init value of that type, a select body (E, E) -> i1 and a scatter body (E, E) -> E with the
+/// operand promotable to E. The result has the operand's dims and element type E.
+inline StatusOr<Shape> infer_select_and_scatter(const Shape& operand, const Shape& source,
+                                                const Shape& init_value, const Signature& select,
+                                                const Signature& scatter, const WindowAttrs& a) {
+  constexpr OpCode op = OpCode::kSelectAndScatter;
+  using detail::op_error;
+  if (source.dtype() != operand.dtype())
+    return op_error(op, "operand 1 (source) has element type ", dtype_name(source.dtype()),
+                    " but operand 0 has ", dtype_name(operand.dtype()));
+  if (!init_value.is_scalar() || init_value.dtype() != operand.dtype())
+    return op_error(op, "operand 2 (init value) has shape ", init_value, " but must be a rank-0 ",
+                    dtype_name(operand.dtype()));
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_window(op, a, operand.rank(), false));
+  StatusOr<std::vector<std::int64_t>> counts = detail::window_counts(op, operand.dims(), a);
+  if (!counts.ok()) return counts.status();
+  if (!std::ranges::equal(source.dims(), *counts))
+    return op_error(op, "operand 1 (source) has shape ", source, " but the windows number ",
+                    detail::dims_str(*counts));
+  const Shape pred(DType::kPred, {});
+  if (select.parameters.size() != 2 || select.results.size() != 1 ||
+      select.parameters[0] != Shape(operand.dtype(), {}) ||
+      select.parameters[1] != Shape(operand.dtype(), {}) || select.results[0] != pred)
+    return op_error(op, "select body must have type (tensor<", dtype_name(operand.dtype()),
+                    ">, tensor<", dtype_name(operand.dtype()), ">) -> tensor<i1>");
+  if (scatter.parameters.size() != 2 || scatter.results.size() != 1)
+    return op_error(op, "scatter body takes ", scatter.parameters.size(), " parameters and returns ",
+                    scatter.results.size(), " values, but must be (E, E) -> E");
+  const Shape& e = scatter.parameters[0];
+  if (!e.is_scalar() || scatter.parameters[1] != e || scatter.results[0] != e)
+    return op_error(op, "scatter body must have type (E, E) -> E of one rank-0 type E");
+  if (!is_promotable(operand.dtype(), e.dtype()))
+    return op_error(op, "operand of element type ", dtype_name(operand.dtype()),
+                    " cannot be promoted to the scatter body's ", dtype_name(e.dtype()));
+  return detail::make_result(op, e.dtype(), operand.dims());
+}
+
 /// The result shapes of any op: checks the operand count, the attributes' alternative and
 /// the number of bodies, then applies the op's rule above. `bodies` are the signatures of
-/// the node's regions (one for reduce and scatter, none otherwise). The builder and the verifier
+/// the node's regions (body_count(op) of them). The builder and the verifier
 /// both come through here, so they cannot disagree.
 inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shape> operands,
                                                  const Attributes& attrs,
@@ -963,7 +1103,7 @@ inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shap
   const int expected = operand_count(op);
   if (expected >= 0 && operands.size() != static_cast<std::size_t>(expected))
     return detail::op_error(op, "takes ", expected, " operand(s), got ", operands.size());
-  const std::size_t expected_bodies = has_body(op) ? 1 : 0;
+  const std::size_t expected_bodies = body_count(op);
   if (bodies.size() != expected_bodies)
     return detail::op_error(op, "takes ", expected_bodies, " body(ies), got ", bodies.size());
   for (std::size_t i = 0; i < operands.size(); ++i)
@@ -1020,6 +1160,17 @@ inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shap
     case OpCode::kScatter:
       return one(infer_scatter(operands[0], operands[1], operands[2], bodies[0],
                                std::get<ScatterAttrs>(attrs)));
+    case OpCode::kReduceWindow: {
+      if (operands.empty() || operands.size() % 2 != 0)
+        return detail::op_error(op, "takes 2N operands (N inputs, then N init values), got ",
+                                operands.size());
+      const std::size_t n = operands.size() / 2;
+      return infer_reduce_window(operands.first(n), operands.subspan(n), bodies[0],
+                                 std::get<WindowAttrs>(attrs));
+    }
+    case OpCode::kSelectAndScatter:
+      return one(infer_select_and_scatter(operands[0], operands[1], operands[2], bodies[0],
+                                          bodies[1], std::get<WindowAttrs>(attrs)));
     default: return detail::op_error(op, "has no shape rule");
   }
 }

@@ -77,8 +77,8 @@ inline bool is_known_unsupported_op(std::string_view name) {
       "dynamic_broadcast_in_dim", "dynamic_conv", "dynamic_gather", "dynamic_iota", "dynamic_pad",
       "dynamic_reshape", "einsum", "fft", "get_dimension_size", "get_tuple_element",
       "if", "infeed", "map", "optimization_barrier", "outfeed", "partition_id",
-      "real_dynamic_slice", "recv", "reduce_precision", "reduce_scatter", "reduce_window",
-      "replica_id", "rng", "rng_bit_generator", "select_and_scatter", "send",
+      "real_dynamic_slice", "recv", "reduce_precision", "reduce_scatter",
+      "replica_id", "rng", "rng_bit_generator", "send",
       "set_dimension_size", "sort", "torch_index_select", "trace", "triangular_solve", "tuple",
       "unary_einsum", "uniform_dequantize", "uniform_quantize", "while"};
   // clang-format on
@@ -826,6 +826,8 @@ class Parser {
       case OpCode::kReduce: return parse_reduce(r, ctx, name, pos);
       case OpCode::kScatter:
       case OpCode::kGather:
+      case OpCode::kReduceWindow:
+      case OpCode::kSelectAndScatter:
         return error_at(pos, str_cat(name, " has no pretty form; expected \"", name, "\"(...)"));
       default: break;
     }
@@ -1418,6 +1420,37 @@ class Parser {
                                    " (array<i64: ...>, [...] or dense<...>)"));
   }
 
+  /// reduce_window's and select_and_scatter's window: window_dimensions, optional
+  /// window_strides, base_dilations, window_dilations (array<i64: ...>) and padding
+  /// (dense<[[low, high], ...]> : tensor<Rx2xi64>), absent ones taking their defaults.
+  static StatusOr<WindowAttrs> window_attrs(const AttrDict& attrs, std::string_view op,
+                                            SourcePos pos) {
+    WindowAttrs w;
+    PJRT_LITE_ASSIGN_OR_RETURN(w.window_dimensions,
+                               int_list_attr(attrs, "window_dimensions", op, pos));
+    PJRT_LITE_ASSIGN_OR_RETURN(w.window_strides,
+                               int_list_attr(attrs, "window_strides", op, pos, false));
+    PJRT_LITE_ASSIGN_OR_RETURN(w.base_dilations,
+                               int_list_attr(attrs, "base_dilations", op, pos, false));
+    PJRT_LITE_ASSIGN_OR_RETURN(w.window_dilations,
+                               int_list_attr(attrs, "window_dilations", op, pos, false));
+    if (const AttrValue* v = find_attr(attrs, "padding")) {
+      if (v->kind != AttrValue::Kind::kDense || !v->dense || v->dense->shape().rank() != 2 ||
+          v->dense->shape().dim(1) != 2 || !is_integral(v->dense->dtype()))
+        return error_at(v->pos, str_cat("expected padding = dense<[[low, high], ...]> : "
+                                        "tensor<Rx2xi64> for ",
+                                        op));
+      StatusOr<Literal> as64 = v->dense->convert(DType::kS64);
+      if (!as64.ok()) return error_at(v->pos, as64.status().message());
+      std::span<const std::int64_t> data = as64->data<std::int64_t>();
+      for (std::size_t i = 0; i + 1 < data.size(); i += 2) {
+        w.padding_low.push_back(data[i]);
+        w.padding_high.push_back(data[i + 1]);
+      }
+    }
+    return w.with_defaults();
+  }
+
   static StatusOr<std::int64_t> int_attr(const AttrDict& attrs, std::string_view key,
                                          std::string_view op, SourcePos pos) {
     const AttrValue* v = find_attr(attrs, key);
@@ -1622,6 +1655,14 @@ class Parser {
         PJRT_LITE_ASSIGN_OR_RETURN(sa.indices_are_sorted, bool_attr(attrs, "indices_are_sorted"));
         PJRT_LITE_ASSIGN_OR_RETURN(sa.unique_indices, bool_attr(attrs, "unique_indices"));
         a = std::move(sa);
+        break;
+      }
+      case OpCode::kReduceWindow:
+      case OpCode::kSelectAndScatter: {
+        if (regions.size() != body_count(op))
+          return error_at(pos, str_cat(name, " needs ", body_count(op), " region(s), got ",
+                                       regions.size()));
+        PJRT_LITE_ASSIGN_OR_RETURN(a, window_attrs(attrs, name, pos));
         break;
       }
       case OpCode::kDotGeneral: {

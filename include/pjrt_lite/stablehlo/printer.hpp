@@ -18,6 +18,7 @@
 // constants as little-endian hex blobs. Reduce bodies print as `applies stablehlo.add` when
 // they are that one op, else as a `reducer` region.
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -247,6 +248,8 @@ class Printer {
             print_scatter(g, names, n, a, body_prefix, indent);
           } else if constexpr (std::is_same_v<A, GatherAttrs>) {
             print_gather(g, names, n, a);
+          } else if constexpr (std::is_same_v<A, WindowAttrs>) {
+            print_window_op(g, names, n, a, body_prefix, indent);
           } else if (n.op == OpCode::kSelect) {
             // `: pred type, result type`, as JAX prints it: the branches have the result's.
             out_ += str_cat(name, " ", operand_list(g, names, n), " : ",
@@ -341,6 +344,43 @@ class Printer {
                     ") <{dimension_numbers = #stablehlo.gather<", dn, ">");
     if (a.indices_are_sorted) out_ += ", indices_are_sorted = true";
     out_ += str_cat(", slice_sizes = array<i64", sizes, ">}> : ", function_type(g, n));
+  }
+
+  /// reduce_window and select_and_scatter have only the generic form: `"stablehlo.NAME"(...)
+  /// <{...}> ({ ^bb0(...): ... }[, { ... }]) : type`, the attributes in MLIR's (alphabetical)
+  /// order, those at their defaults (all 1, or padding all 0) left out.
+  void print_window_op(const Graph& g, const std::vector<std::string>& names, const Node& n,
+                       const WindowAttrs& a, const std::string& body_prefix,
+                       std::string_view indent) {
+    auto array = [](const std::vector<std::int64_t>& list) {
+      std::string text = "array<i64";
+      for (std::size_t i = 0; i < list.size(); ++i) text += str_cat(i ? ", " : ": ", list[i]);
+      return text + ">";
+    };
+    auto all = [](const std::vector<std::int64_t>& list, std::int64_t v) {
+      return std::ranges::all_of(list, [v](std::int64_t x) { return x == v; });
+    };
+    std::vector<std::string> attrs;
+    if (!all(a.base_dilations, 1)) attrs.push_back("base_dilations = " + array(a.base_dilations));
+    if (!all(a.padding_low, 0) || !all(a.padding_high, 0)) {
+      std::string pad = "padding = dense<[";
+      for (std::size_t d = 0; d < a.padding_low.size(); ++d)
+        pad += str_cat(d ? ", " : "", "[", a.padding_low[d], ", ", a.padding_high[d], "]");
+      attrs.push_back(str_cat(pad, "]> : tensor<", a.padding_low.size(), "x2xi64>"));
+    }
+    if (!all(a.window_dilations, 1))
+      attrs.push_back("window_dilations = " + array(a.window_dilations));
+    attrs.push_back("window_dimensions = " + array(a.window_dimensions));
+    if (!all(a.window_strides, 1)) attrs.push_back("window_strides = " + array(a.window_strides));
+    out_ += str_cat("\"stablehlo.", op_name(n.op), "\"(", operand_list(g, names, n), ") <{");
+    for (std::size_t i = 0; i < attrs.size(); ++i) out_ += str_cat(i ? ", " : "", attrs[i]);
+    out_ += "}> (";
+    for (std::size_t k = 0; k < n.bodies.size(); ++k) {
+      out_ += k ? ", {\n" : "{\n";
+      print_block_header(n.bodies[k], body_prefix, indent);
+      out_ += str_cat(indent, "}");
+    }
+    out_ += str_cat(") : ", function_type(g, n));
   }
 
   /// A generic region's block `^bb0(%a: T, ...):` and its ops, up to its return.

@@ -17,6 +17,7 @@
 #include "pjrt_lite/backends/cpu/program.hpp"
 #include "pjrt_lite/backends/cpu/reduce_kernel.hpp"
 #include "pjrt_lite/backends/cpu/scatter_kernel.hpp"
+#include "pjrt_lite/backends/cpu/window_kernel.hpp"
 #include "pjrt_lite/backends/cpu/tile_program.hpp"
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/ir/graph.hpp"
@@ -493,6 +494,33 @@ class Compiler {
       case OpCode::kScatter: {
         auto made = ScatterKernel::make(g_.shape(n.operands[0]), g_.shape(n.operands[1]), g_.shape(n.operands[2]),
                                         n.attr<ScatterAttrs>(), n.bodies[0], reads[0], reads[1], reads[2], dst);
+        if (!made.ok()) return made.status();
+        auto k = std::move(made).value();
+        k->text = text;
+        add_kernel(std::move(k), reads, {dst});
+        return ok_status();
+      }
+      case OpCode::kReduceWindow: {
+        const std::size_t count = n.operands.size() / 2;
+        std::vector<std::int32_t> inputs(reads.begin(), reads.begin() + static_cast<std::ptrdiff_t>(count));
+        std::vector<std::int32_t> inits(reads.begin() + static_cast<std::ptrdiff_t>(count), reads.end());
+        std::vector<std::int32_t> dsts;
+        std::vector<DType> dtypes;
+        for (std::size_t r = 0; r < n.results.size(); ++r) {
+          dsts.push_back(slot_of(Value{static_cast<std::int32_t>(i), static_cast<std::int32_t>(r), 0}));
+          dtypes.push_back(g_.shape(n.operands[r]).dtype());
+        }
+        auto made = ReduceWindowKernel::make(g_.shape(n.operands[0]), n.results[0], n.attr<WindowAttrs>(), n.bodies[0],
+                                             dtypes, std::move(inputs), std::move(inits), dsts);
+        if (!made.ok()) return made.status();
+        auto k = std::move(made).value();
+        k->text = text;
+        add_kernel(std::move(k), reads, dsts);
+        return ok_status();
+      }
+      case OpCode::kSelectAndScatter: {
+        auto made = SelectAndScatterKernel::make(g_.shape(n.operands[0]), g_.shape(n.operands[1]), n.attr<WindowAttrs>(),
+                                                 n.bodies[0], n.bodies[1], reads[0], reads[1], reads[2], dst);
         if (!made.ok()) return made.status();
         auto k = std::move(made).value();
         k->text = text;

@@ -1,6 +1,6 @@
 #pragma once
 // The reference interpreter's op implementations: eval_node and the ops that live with it
-// (iota, reduce, dot_general). interpreter.hpp includes this header, unless
+// (iota, reduce, reduce_window, select_and_scatter, dot_general). interpreter.hpp includes this header, unless
 // PJRT_LITE_CPU_EXTERN_KERNELS is defined; then only <pjrt_lite/cpu_instantiate.hpp> does,
 // so that one translation unit compiles every op for every element type.
 
@@ -54,6 +54,17 @@ inline Literal element_as_scalar(const Literal& x, std::int64_t position, DType 
   return out;
 }
 
+/// One step of reduce's fold: `accumulators` becomes body(accumulators..., elements...).
+inline Status fold_step(const Graph& body, std::vector<Literal>& accumulators,
+                        const std::vector<Literal>& elements) {
+  std::vector<const Literal*> args;
+  for (const Literal& a : accumulators) args.push_back(&a);
+  for (const Literal& e : elements) args.push_back(&e);
+  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Literal> next, run_graph(body, args));
+  accumulators = std::move(next);
+  return ok_status();
+}
+
 /// reduce(inputs..., init_values...): for each result index, the accumulators start at the
 /// init values and take body(accumulators..., elements...) for every element of the reduced
 /// slice in ascending index order (one fixed schedule of the many the spec allows). Inputs
@@ -92,18 +103,11 @@ inline StatusOr<std::vector<Literal>> eval_reduce(const Node& node,
       if (!status.ok()) return;
       for (std::size_t j = 0; j < reduced.size(); ++j)
         input_index[static_cast<std::size_t>(reduced[j])] = slice_index[j];
-      std::vector<Literal> body_args = std::move(accumulators);  // accumulators, then elements
+      std::vector<Literal> elements;
       for (std::size_t i = 0; i < n; ++i)
-        body_args.push_back(element_as_scalar(*inputs[i], inputs[i]->linear_index(input_index),
-                                              node.results[i].dtype()));
-      std::vector<const Literal*> arg_pointers;
-      for (const Literal& arg : body_args) arg_pointers.push_back(&arg);
-      StatusOr<std::vector<Literal>> next = run_graph(body, arg_pointers);
-      if (!next.ok()) {
-        status = next.status().with_context("reduce: body");
-        return;
-      }
-      accumulators = std::move(next).value();
+        elements.push_back(element_as_scalar(*inputs[i], inputs[i]->linear_index(input_index),
+                                             node.results[i].dtype()));
+      status = fold_step(body, accumulators, elements).with_context("reduce: body");
     });
     if (!status.ok()) return;
     for (std::size_t i = 0; i < n; ++i)
@@ -111,6 +115,122 @@ inline StatusOr<std::vector<Literal>> eval_reduce(const Node& node,
   });
   PJRT_LITE_RETURN_IF_ERROR(status);
   return results;
+}
+
+/// The input index that window element `window_index` of window `result_index` reads in
+/// the padded, dilated input of `input_dims`, or false when it reads padding or a dilation
+/// hole (which hold the init value).
+inline bool window_input_index(const WindowAttrs& a, std::span<const std::int64_t> input_dims,
+                               std::span<const std::int64_t> result_index,
+                               std::span<const std::int64_t> window_index,
+                               std::span<std::int64_t> input_index) {
+  for (std::size_t d = 0; d < input_dims.size(); ++d) {
+    const std::int64_t padded =
+        result_index[d] * a.window_strides[d] + window_index[d] * a.window_dilations[d];
+    const std::int64_t dilated = padded - a.padding_low[d];
+    if (dilated < 0 || dilated % a.base_dilations[d] != 0) return false;
+    input_index[d] = dilated / a.base_dilations[d];
+    if (input_index[d] >= input_dims[d]) return false;
+  }
+  return true;
+}
+
+/// reduce_window(inputs..., init_values...): result element i of each window is reduce's
+/// fold of that window: the accumulators start at the init values and take
+/// body(accumulators..., elements...) for every window element in row-major order, a padding
+/// or dilation-hole element being the init value.
+inline StatusOr<std::vector<Literal>> eval_reduce_window(const Node& node,
+                                                         std::span<const Literal* const> operands) {
+  const std::size_t n = node.results.size();
+  std::span<const Literal* const> inputs = operands.first(n);
+  std::span<const Literal* const> init_values = operands.subspan(n);
+  const WindowAttrs& a = node.attr<WindowAttrs>();
+  const std::span<const std::int64_t> input_dims = inputs[0]->dims();
+  std::vector<Literal> inits;
+  for (std::size_t i = 0; i < n; ++i)
+    inits.push_back(element_as_scalar(*init_values[i], 0, node.results[i].dtype()));
+  std::vector<Literal> results;
+  for (const Shape& shape : node.results) results.emplace_back(shape);
+  std::vector<std::int64_t> input_index(input_dims.size());
+  Status status;
+  for_each_index(node.results[0].dims(), [&](std::span<const std::int64_t> result_index) {
+    if (!status.ok()) return;
+    std::vector<Literal> accumulators = inits;
+    for_each_index(a.window_dimensions, [&](std::span<const std::int64_t> window_index) {
+      if (!status.ok()) return;
+      const bool inside = window_input_index(a, input_dims, result_index, window_index, input_index);
+      std::vector<Literal> elements;
+      for (std::size_t i = 0; i < n; ++i)
+        elements.push_back(inside ? element_as_scalar(*inputs[i],
+                                                      inputs[i]->linear_index(input_index),
+                                                      node.results[i].dtype())
+                                  : inits[i]);
+      status = fold_step(node.bodies[0], accumulators, elements).with_context("reduce_window: body");
+    });
+    if (!status.ok()) return;
+    for (std::size_t i = 0; i < n; ++i)
+      copy_element(accumulators[i], 0, results[i], results[i].linear_index(result_index));
+  });
+  PJRT_LITE_RETURN_IF_ERROR(status);
+  return results;
+}
+
+/// select_and_scatter(operand, source, init_value): the result starts as the init value
+/// everywhere. For each source element in row-major order, its window's operand elements
+/// (padding takes no part) are visited in row-major order; the first is selected, and each
+/// later one replaces the selection unless select(selected, element) holds. The selected
+/// element's result becomes scatter(result, source element). A window of padding only
+/// scatters nothing.
+inline StatusOr<Literal> eval_select_and_scatter(const Node& node, const Literal& operand,
+                                                 const Literal& source, const Literal& init_value) {
+  const WindowAttrs& a = node.attr<WindowAttrs>();
+  const DType e = node.results[0].dtype();
+  const Literal init = element_as_scalar(init_value, 0, e);
+  Literal result(node.results[0]);
+  for (std::int64_t k = 0; k < result.element_count(); ++k) copy_element(init, 0, result, k);
+  const std::span<const std::int64_t> dims = operand.dims();
+  std::vector<std::int64_t> index(dims.size()), selected(dims.size());
+  Status status;
+  auto run = [&](const Graph& body, const Literal& x, const Literal& y) -> StatusOr<Literal> {
+    const Literal* args[] = {&x, &y};
+    StatusOr<std::vector<Literal>> r = run_graph(body, args);
+    if (!r.ok()) return r.status();
+    return std::move((*r)[0]);
+  };
+  for_each_index(source.dims(), [&](std::span<const std::int64_t> source_index) {
+    if (!status.ok()) return;
+    bool any = false;
+    Literal best;
+    for_each_index(a.window_dimensions, [&](std::span<const std::int64_t> window_index) {
+      if (!status.ok()) return;
+      if (!window_input_index(a, dims, source_index, window_index, index)) return;
+      Literal element = element_as_scalar(operand, operand.linear_index(index), operand.dtype());
+      if (any) {
+        StatusOr<Literal> keep = run(node.bodies[0], best, element);
+        if (!keep.ok()) {
+          status = keep.status().with_context("select_and_scatter: select");
+          return;
+        }
+        if (keep->get<bool>({})) return;
+      }
+      any = true;
+      best = std::move(element);
+      selected = index;
+    });
+    if (!status.ok() || !any) return;
+    const std::int64_t at = result.linear_index(selected);
+    Literal old_value(Shape(e, {}));
+    copy_element(result, at, old_value, 0);
+    StatusOr<Literal> next = run(node.bodies[1], old_value,
+                                 element_as_scalar(source, source.linear_index(source_index), e));
+    if (!next.ok()) {
+      status = next.status().with_context("select_and_scatter: scatter");
+      return;
+    }
+    copy_element(*next, 0, result, at);
+  });
+  PJRT_LITE_RETURN_IF_ERROR(status);
+  return result;
 }
 
 /// The dimensions of a rank-`rank` operand that are neither batching nor contracting, in
@@ -212,6 +332,9 @@ PJRT_LITE_REFERENCE_KERNELS_INLINE StatusOr<std::vector<Literal>> eval_node(
     case OpCode::kDynamicUpdateSlice:
       return one(eval_dynamic_update_slice(operand(0), operand(1), operands.subspan(2), result));
     case OpCode::kReduce: return eval_reduce(node, operands);
+    case OpCode::kReduceWindow: return eval_reduce_window(node, operands);
+    case OpCode::kSelectAndScatter:
+      return one(eval_select_and_scatter(node, operand(0), operand(1), operand(2)));
     case OpCode::kDotGeneral:
       return one(
           eval_dot_general(operand(0), operand(1), node.attr<DotDimensionNumbers>(), result));
