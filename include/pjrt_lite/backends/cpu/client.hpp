@@ -44,8 +44,9 @@ struct ClientOptions {
   /// where a thread hop would cost more than the copy.
   std::int64_t async_transfer_threshold_bytes = 64 * 1024;
   /// Bytes of released buffer memory the client keeps for reuse, so that a steady-state loop
-  /// of executions allocates nothing. 0 turns the memory pool off.
-  std::int64_t memory_pool_bytes = 64 << 20;
+  /// of executions allocates nothing (an upper bound, nothing is reserved). 0 turns the
+  /// memory pool off.
+  std::int64_t memory_pool_bytes = std::int64_t{256} << 20;
 };
 
 /// A CPU runtime. Create with Client<E>::create(options); it owns its devices, memory spaces
