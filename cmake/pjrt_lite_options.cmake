@@ -20,7 +20,12 @@ set_property(CACHE PJRT_LITE_SANITIZE PROPERTY STRINGS "" "address,undefined" "t
 
 if(PROJECT_IS_TOP_LEVEL)
   if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+    # Optimized, with line tables only (-g1): full debug info of this template-heavy code
+    # costs over a third more compile time, and the tests and examples rarely need it. A build
+    # type given on the command line keeps CMake's own flags.
     set(CMAKE_BUILD_TYPE RelWithDebInfo CACHE STRING "Build type" FORCE)
+    set(CMAKE_CXX_FLAGS_RELWITHDEBINFO "-O2 -g1 -DNDEBUG" CACHE STRING
+        "Flags of RelWithDebInfo builds" FORCE)
   endif()
   find_program(PJRT_LITE_CCACHE ccache)
   if(PJRT_LITE_CCACHE AND NOT CMAKE_CXX_COMPILER_LAUNCHER)

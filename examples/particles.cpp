@@ -92,8 +92,12 @@ int main(int argc, char** argv) {
     current.push_back(std::move(buffer).value());
   }
 
-  std::printf("%lld particles, %d frames; arena for temporaries: %lld bytes\n",
-              static_cast<long long>(kParticles), frames, static_cast<long long>(exe->memory_stats().temp_bytes));
+  // One fused pass per frame: no intermediate array, only the tiles each worker computes in.
+  const cpu::MemoryStats& memory = exe->memory_stats();
+  std::printf("%lld particles, %d frames; temporaries: %lld bytes, loop scratch: %lld bytes\n",
+              static_cast<long long>(kParticles), frames,
+              static_cast<long long>(memory.temp_bytes - memory.scratch_bytes),
+              static_cast<long long>(memory.scratch_bytes));
   cpu::Device<>* device = client.devices()[0];
   std::vector<cpu::Buffer<>*> args(4);
   std::vector<cpu::Buffer<>> next;

@@ -391,6 +391,23 @@ TEST_CASE("cpu executable: temporaries share arena space when their lifetimes al
   CHECK(stats.output_bytes == 64 * 64 * 4);
   // 11 temporaries of 16 KiB are alive at most two at a time, plus loop scratch.
   CHECK(stats.temp_bytes < 6 * 64 * 64 * 4);
+  CHECK(stats.temp_bytes - stats.scratch_bytes >= 64 * 64 * 4);  // transposes do not fuse
+  CHECK(stats.scratch_bytes >= 0);
+}
+
+TEST_CASE("cpu executable: a fully fused program has no temporaries, only its loop's scratch") {
+  auto client = make_client();
+  GraphBuilder b("fused");
+  Value x = b.parameter(Shape(DType::kF32, {4096}));
+  Value y = b.parameter(Shape(DType::kF32, {4096}));
+  Value t = b.tanh(b.add(b.multiply(x, y), b.exponential(b.negate(x))));
+  const Graph g = build(b, {t, b.multiply(t, y)});
+  auto exe = client->compile(g).value();
+  const auto& stats = exe.memory_stats();
+  CHECK(stats.scratch_bytes > 0);
+  CHECK(stats.temp_bytes == stats.scratch_bytes);
+  auto unfused = client->compile(g, {.fuse = false}).value();
+  CHECK(unfused.memory_stats().temp_bytes - unfused.memory_stats().scratch_bytes >= 4096 * 4);
 }
 
 TEST_CASE("cpu executable: the three doors and the devices they run on") {

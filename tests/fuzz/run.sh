@@ -12,7 +12,8 @@
 # and for the parser the StableHLO corpus in $PJRT_LITE_STABLEHLO_TESTDATA (default
 # ../shared/stablehlo-testdata) when present. FUZZ_CFLAGS replaces the optimization flags
 # (default -O1 -g; CI builds with -O0 to build fast), FUZZ_UNIT_TIMEOUT libFuzzer's per-input
-# timeout in seconds (default 20). Exits non-zero when a target finds a crash,
+# timeout in seconds (default 20); FUZZ_PARALLEL=1 runs the targets at the same time. Exits
+# non-zero when a target finds a crash,
 # and prints libFuzzer's final statistics (executions, time) per target.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
@@ -35,26 +36,38 @@ echo "== building ${bin}"
   -I"${root}/include" -I"${root}/tests/fuzz" -isystem /usr/include/eigen3 \
   "${root}/tests/fuzz/fuzz.cpp" -o "${bin}"
 
-status=0
-for t in "${targets[@]}"; do
-  export PJRT_LITE_FUZZ_TARGET="${t}"
-  corpus="${out}/corpus/${t}"
-  seeds="${out}/seeds/${t}"
+# One target: seeds, then libFuzzer for the given time. Returns non-zero on a finding.
+fuzz_one() {
+  local t=$1
+  local corpus="${out}/corpus/${t}" seeds="${out}/seeds/${t}"
   mkdir -p "${corpus}" "${seeds}" "${out}/artifacts/${t}"
-  PJRT_LITE_FUZZ_WRITE_SEEDS="${seeds}" "${bin}" >/dev/null 2>&1 || true
+  PJRT_LITE_FUZZ_TARGET="${t}" PJRT_LITE_FUZZ_WRITE_SEEDS="${seeds}" "${bin}" >/dev/null 2>&1 || true
   cp -n "${root}/tests/fuzz/regressions/${t}/"* "${seeds}/" 2>/dev/null || true
   rm -f "${seeds}/README"
   if [[ ${t} == parser && -d ${testdata} && -z $(ls -A "${corpus}") ]]; then
     find "${testdata}" -name '*.mlir' -size -64k -exec cp -n {} "${seeds}/" \;
   fi
   echo "== fuzzing ${t} for ${seconds} s"
-  if ! "${bin}" "${corpus}" "${seeds}" -max_total_time="${seconds}" -timeout="${FUZZ_UNIT_TIMEOUT:-20}" \
-      -rss_limit_mb=2560 -max_len=65536 -print_final_stats=1 \
+  if ! PJRT_LITE_FUZZ_TARGET="${t}" "${bin}" "${corpus}" "${seeds}" -max_total_time="${seconds}" \
+      -timeout="${FUZZ_UNIT_TIMEOUT:-20}" -rss_limit_mb=2560 -max_len=65536 -print_final_stats=1 \
       -artifact_prefix="${out}/artifacts/${t}/" 2>"${out}/${t}.log"; then
-    status=1
     echo "!! ${t}: libFuzzer found a problem; input kept in ${out}/artifacts/${t}/"
     tail -60 "${out}/${t}.log"
+    return 1
   fi
+}
+
+status=0
+if [[ -n ${FUZZ_PARALLEL:-} ]]; then
+  # All targets at once, each for the whole time: the wall time of one.
+  pids=()
+  for t in "${targets[@]}"; do fuzz_one "${t}" & pids+=($!); done
+  for pid in "${pids[@]}"; do wait "${pid}" || status=1; done
+else
+  for t in "${targets[@]}"; do fuzz_one "${t}" || status=1; done
+fi
+for t in "${targets[@]}"; do
+  echo "== ${t}:"
   grep -E '^stat::(number_of_executed_units|average_exec_per_sec|peak_rss_mb)|^Done [0-9]+ runs' "${out}/${t}.log" || true
 done
 exit "${status}"

@@ -654,6 +654,7 @@ class Compiler {
     for (const Slot& s : program_->slots)
       if (s.kind == SlotKind::kConstant) program_->memory.constant_bytes += s.bytes;
     program_->memory.temp_bytes = program_->arena_bytes;
+    program_->memory.scratch_bytes = program_->arena_bytes - program_->scratch_offset;
     std::string& t = program_->text;
     t = str_cat("cpu program '", g_.name(), "': ", program_->kernels.size(), " kernels, arena ", program_->arena_bytes, " bytes\n");
     for (std::size_t s = 0; s < program_->slots.size(); ++s) {

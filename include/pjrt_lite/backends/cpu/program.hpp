@@ -34,6 +34,10 @@ struct MemoryStats {
   std::int64_t output_bytes = 0;
   /// The arena: temporaries (sharing space where their lifetimes allow) plus kernel scratch.
   std::int64_t temp_bytes = 0;
+  /// The part of temp_bytes that is kernel scratch: the tiles a fused loop computes in (per
+  /// worker, L1-sized) and packed operands of matrix products. The rest are temporaries,
+  /// intermediate arrays that are not fused away.
+  std::int64_t scratch_bytes = 0;
   std::int64_t constant_bytes = 0;
 };
 
