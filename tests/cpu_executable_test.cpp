@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <numeric>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -393,6 +394,25 @@ TEST_CASE("cpu executable: temporaries share arena space when their lifetimes al
   CHECK(stats.temp_bytes < 6 * 64 * 64 * 4);
   CHECK(stats.temp_bytes - stats.scratch_bytes >= 64 * 64 * 4);  // transposes do not fuse
   CHECK(stats.scratch_bytes >= 0);
+}
+
+TEST_CASE("cpu executable: a slice stride larger than its dimension, as the reference") {
+  // Found by fuzzing the deserializer: the byte stride of a dimension with one result element
+  // was the slice stride times the input's, which overflowed for a huge stride.
+  auto client = make_client();
+  GraphBuilder b("wide_stride");
+  Value x = b.parameter(Shape(DType::kS16, {3, 4}));
+  const std::int64_t huge = std::numeric_limits<std::int64_t>::max() / 2;
+  Graph g = build(b, {b.slice(x, {1, 0}, {3, 4}, {huge, 3})});
+  CHECK(g.shape(g.outputs()[0]).dims()[0] == 1);
+  const std::vector<Literal> args = {
+      Literal::from_span<std::int16_t>(std::vector<std::int16_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, {3, 4})
+          .value()};
+  auto got = run(*client, g, args);
+  auto want = reference::evaluate(g, args);
+  REQUIRE(want.ok());
+  CHECK(got[0] == (*want)[0]);
+  CHECK(got[0] == Literal::from_span<std::int16_t>(std::vector<std::int16_t>{4, 7}, {1, 2}).value());
 }
 
 TEST_CASE("cpu executable: a fully fused program has no temporaries, only its loop's scratch") {

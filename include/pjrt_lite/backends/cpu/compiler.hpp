@@ -366,7 +366,10 @@ class Compiler {
         std::vector<std::int64_t> src;
         for (std::size_t d = 0; d < in_strides.size(); ++d) {
           offset += a.start_indices[d] * in_strides[d];
-          src.push_back(in_strides[d] * (a.strides.empty() ? 1 : a.strides[d]));
+          // A dimension of one result element never steps; its stride may be any size (and
+          // times the input's byte stride, overflow), so it is not used.
+          const std::int64_t step = a.strides.empty() ? 1 : a.strides[d];
+          src.push_back(out_dims[d] > 1 ? in_strides[d] * step : 0);
         }
         move({piece(reads[0], offset, 0, out_dims, dense, src)}, -1);
         return ok_status();
