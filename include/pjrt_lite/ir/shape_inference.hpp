@@ -979,13 +979,15 @@ inline StatusOr<std::vector<std::int64_t>> window_counts(OpCode op,
                                                          const WindowAttrs& a) {
   std::vector<std::int64_t> counts;
   for (std::size_t d = 0; d < input.size(); ++d) {
-    std::int64_t dilated = 0, padded = 0, window = 0;
+    std::int64_t dilated = 0, padded = 0, window = 0, high_end = 0;
+    // Backends also compute dilated + padding_high on its own: it must fit as well.
     const bool overflow =
         (input[d] != 0 &&
          (__builtin_mul_overflow(input[d] - 1, a.base_dilations[d], &dilated) ||
           __builtin_add_overflow(dilated, 1, &dilated))) ||
         __builtin_add_overflow(a.padding_low[d], dilated, &padded) ||
         __builtin_add_overflow(padded, a.padding_high[d], &padded) ||
+        __builtin_add_overflow(dilated, a.padding_high[d], &high_end) ||
         __builtin_mul_overflow(a.window_dimensions[d] - 1, a.window_dilations[d], &window) ||
         __builtin_add_overflow(window, 1, &window);
     if (overflow)

@@ -45,7 +45,7 @@ class DotKernel final : public Kernel {
     const auto esize = static_cast<std::int64_t>(byte_size(dtype_));
     lhs_copy_ = permutation_copy(lhs, lhs_order, esize);
     rhs_copy_ = permutation_copy(rhs, rhs_order, esize);
-    const std::int64_t wide = computes_in_f32(dtype_) ? 4 : esize;
+    const std::int64_t wide = computes_wide(dtype_) ? 4 : esize;
     auto reserve = [this](std::int64_t bytes) {
       const std::int64_t at = scratch_bytes;
       scratch_bytes += (bytes + 63) / 64 * 64;
@@ -53,7 +53,7 @@ class DotKernel final : public Kernel {
     };
     if (lhs_copy_) lhs_scratch_ = reserve(batch_ * m_ * k_ * esize);
     if (rhs_copy_) rhs_scratch_ = reserve(batch_ * k_ * n_ * esize);
-    if (computes_in_f32(dtype_)) {
+    if (computes_wide(dtype_)) {
       lhs_wide_ = reserve(batch_ * m_ * k_ * wide);
       rhs_wide_ = reserve(batch_ * k_ * n_ * wide);
       out_wide_ = reserve(batch_ * m_ * n_ * wide);
@@ -86,6 +86,21 @@ class DotKernel final : public Kernel {
     }
     visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
       if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
+      } else if constexpr (is_int_v<T> && sizeof(T) < sizeof(unsigned)) {
+        // 8- and 16-bit products promote to (signed) int, where they can overflow: the
+        // product runs on the operands' bits in 32-bit unsigned arithmetic, whose low bits
+        // are the wrapped result.
+        using U = std::make_unsigned_t<T>;
+        auto* aw = reinterpret_cast<unsigned*>(ctx.scratch + lhs_wide_);
+        auto* bw = reinterpret_cast<unsigned*>(ctx.scratch + rhs_wide_);
+        auto* cw = reinterpret_cast<unsigned*>(ctx.scratch + out_wide_);
+        widen<U>(a, aw, batch_ * m_ * k_);
+        widen<U>(b, bw, batch_ * k_ * n_);
+        gemm<unsigned>(ctx, aw, bw, cw);
+        for (std::int64_t i = 0; i < batch_ * m_ * n_; ++i) {
+          const auto narrow = static_cast<U>(cw[i]);
+          std::memcpy(c + i * static_cast<std::int64_t>(sizeof(U)), &narrow, sizeof(U));
+        }
       } else if constexpr (std::is_same_v<T, bool>) {
         bool_product(reinterpret_cast<const bool*>(a), reinterpret_cast<const bool*>(b), reinterpret_cast<bool*>(c));
       } else if constexpr (is_int_v<T>) {
@@ -99,6 +114,21 @@ class DotKernel final : public Kernel {
   }
 
  private:
+  /// Types whose product runs in a 32-bit type: f16 and bf16 in f32, 8- and 16-bit integers
+  /// in unsigned.
+  static bool computes_wide(DType t) {
+    return computes_in_f32(t) || t == DType::kS8 || t == DType::kU8 || t == DType::kS16 || t == DType::kU16;
+  }
+  /// The n elements at `from` (unsigned U bits) zero-extended to unsigned.
+  template <class U>
+  static void widen(const std::byte* from, unsigned* to, std::int64_t n) {
+    for (std::int64_t i = 0; i < n; ++i) {
+      U v;
+      std::memcpy(&v, from + i * static_cast<std::int64_t>(sizeof(U)), sizeof(U));
+      to[i] = v;
+    }
+  }
+
   static bool contains(const std::vector<std::int64_t>& v, std::int64_t x) {
     return std::find(v.begin(), v.end(), x) != v.end();
   }
