@@ -112,6 +112,9 @@ class MoveKernel final : public Kernel {
         std::memcpy(dst + off, value, static_cast<std::size_t>(element_size));
     }
     for (const Piece& p : pieces) {
+      // An empty piece may come with an offset into an empty (null) buffer: nothing to copy,
+      // and the pointer arithmetic itself would be undefined.
+      if (p.copy.count() == 0) continue;
       const std::byte* src = ctx.slots[p.src_slot] + p.src_offset;
       std::byte* d = dst + p.dst_offset;
       const std::int64_t rows = p.copy.rows();
