@@ -12,7 +12,8 @@
 # and for the parser the StableHLO corpus in $PJRT_LITE_STABLEHLO_TESTDATA (default
 # ../shared/stablehlo-testdata) when present. FUZZ_CFLAGS replaces the optimization flags
 # (default -O1 -g; CI builds with -O0 to build fast), FUZZ_UNIT_TIMEOUT libFuzzer's per-input
-# timeout in seconds (default 20); FUZZ_PARALLEL=1 runs the targets at the same time. Exits
+# timeout in seconds (default 20); FUZZ_PARALLEL=1 runs the targets at the same time; FUZZ_SEED
+# fixes libFuzzer's random seed, so that a run repeats the mutations of an earlier one. Exits
 # non-zero when a target finds a crash,
 # and prints libFuzzer's final statistics (executions, time) per target.
 set -euo pipefail
@@ -50,6 +51,7 @@ fuzz_one() {
   echo "== fuzzing ${t} for ${seconds} s"
   if ! PJRT_LITE_FUZZ_TARGET="${t}" "${bin}" "${corpus}" "${seeds}" -max_total_time="${seconds}" \
       -timeout="${FUZZ_UNIT_TIMEOUT:-20}" -rss_limit_mb=2560 -max_len=65536 -print_final_stats=1 \
+      ${FUZZ_SEED:+-seed="${FUZZ_SEED}"} \
       -artifact_prefix="${out}/artifacts/${t}/" 2>"${out}/${t}.log"; then
     echo "!! ${t}: libFuzzer found a problem; input kept in ${out}/artifacts/${t}/"
     tail -60 "${out}/${t}.log"
