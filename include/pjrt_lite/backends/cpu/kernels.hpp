@@ -192,9 +192,11 @@ class DynamicSliceKernel final : public Kernel {
     if (update) {
       std::int64_t total = element_size;
       for (std::int64_t d : operand_dims) total *= d;
-      if (dst != ctx.slots[operand_slot]) std::memmove(dst, ctx.slots[operand_slot], static_cast<std::size_t>(total));
-      copy.run(dst + offset, ctx.slots[update_slot]);  // dst strides = operand's, src = dense update
-    } else {
+      // Empty arrays have null memory: neither memmove nor pointer offsets may touch them.
+      if (total > 0 && dst != ctx.slots[operand_slot])
+        std::memmove(dst, ctx.slots[operand_slot], static_cast<std::size_t>(total));
+      if (copy.count() > 0) copy.run(dst + offset, ctx.slots[update_slot]);  // dst strides = operand's, src = dense update
+    } else if (copy.count() > 0) {
       copy.run(dst, ctx.slots[operand_slot] + offset);  // dst dense window, src = operand's
     }
   }
