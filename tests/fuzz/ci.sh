@@ -4,6 +4,8 @@
 # and the kept regressions; any crash, leak, timeout or UB fails CI. The random seed is fixed:
 # CI repeats mutations that were run for much longer before a change landed, so it fails on
 # what a change breaks rather than on a new find by chance. Longer runs: tests/fuzz/run.sh 1800.
+# Not yet among .ci/checks: seeded runs still find undefined behaviour on empty arrays in CPU
+# kernels within minutes (docs/reliability.md); it joins CI once they come back clean.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export DEBIAN_FRONTEND=noninteractive
