@@ -428,6 +428,55 @@ static void sweep_window() {
   }
 }
 
+static void sweep_convolution() {
+  Sweep& s = sweep();
+  if (!s.done.insert("sweep_convolution").second) return;
+  auto attrs = [](std::string_view dn, ConvolutionAttrs a) {
+    Status st = parse_convolution_dimension_numbers(dn, a);
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+    return a;
+  };
+  struct Case {
+    std::vector<std::int64_t> lhs, rhs;
+    ConvolutionAttrs a;
+  };
+  // 1-D, 2-D and 3-D; strides, padding (negative too), both dilations, odd layouts; groups of
+  // both kinds; a reversed window.
+  const std::vector<std::pair<std::string, std::vector<Case>>> rows = {
+      {"convolution",
+       {{{2, 3, 9}, {4, 3, 3}, attrs("[b, f, 0]x[o, i, 0]->[b, f, 0]", {.window_strides = {2}, .padding_low = {-1}, .padding_high = {2}, .lhs_dilation = {2}})},
+        {{1, 6, 5, 2}, {3, 2, 2, 4}, attrs("[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]", {.window_strides = {1, 2}, .padding_low = {1, 0}, .padding_high = {1, 2}, .rhs_dilation = {2, 1}})},
+        {{1, 2, 4, 3, 3}, {2, 2, 2, 2, 2}, attrs("[b, f, 0, 1, 2]x[o, i, 0, 1, 2]->[b, f, 0, 1, 2]", {.padding_low = {0, 1, -1}, .padding_high = {1, 0, 1}, .lhs_dilation = {1, 2, 1}})},
+        {{5, 2, 3}, {3, 2, 4}, attrs("[0, b, f]x[i, 0, o]->[f, 0, b]", {.padding_low = {1}, .padding_high = {1}})}}},
+      {"convolution grouped",
+       {{{2, 4, 7}, {6, 2, 3}, attrs("[b, f, 0]x[o, i, 0]->[b, f, 0]", {.feature_group_count = 2})},
+        {{4, 3, 6}, {4, 3, 2}, attrs("[b, f, 0]x[o, i, 0]->[b, f, 0]", {.window_strides = {2}, .batch_group_count = 2})}}},
+      {"convolution reversed window",
+       {{{1, 5, 5, 1}, {2, 3, 1, 1}, attrs("[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]", {.window_reversal = {1, 0}})}}},
+  };
+  for (DType t : kAllDTypes) {
+    // Sums accumulate in an order of their own: random values only, with a relative
+    // tolerance for the inexact types (see sweep_structural).
+    const double relative = t == DType::kF16 || t == DType::kBF16 ? 2e-2 : t == DType::kF32 || t == DType::kC64 ? 1e-5 : 1e-12;
+    for (const auto& [row, cases] : rows) {
+      std::vector<Literal> args;
+      for (const Case& c : cases)
+        for (const auto* dims : {&c.lhs, &c.rhs}) {
+          Literal l(Shape(t, *dims));
+          visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+            for (T& v : l.data<T>()) v = random_value<T>(s.rng);
+          });
+          args.push_back(std::move(l));
+        }
+      s.check(row, t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+        std::vector<Value> outs;
+        for (std::size_t k = 0; k < cases.size(); ++k) outs.push_back(b.convolution(p[2 * k], p[2 * k + 1], cases[k].a));
+        return outs;
+      }, is_inexact(t) ? relative : 0);
+    }
+  }
+}
+
 /// Runs one part of the sweep and reports the disagreements it found.
 template <class F>
 void check_part(F part) {
@@ -441,6 +490,7 @@ TEST_CASE("differential: compare, select, clamp, convert, bitcast_convert") { ch
 TEST_CASE("differential: data movement, reduce and dot_general on every dtype") { check_part(sweep_structural); }
 TEST_CASE("differential: scatter and gather on every dtype") { check_part(sweep_scatter); }
 TEST_CASE("differential: reduce_window and select_and_scatter on every dtype") { check_part(sweep_window); }
+TEST_CASE("differential: convolution on every dtype") { check_part(sweep_convolution); }
 
 TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   // ctest runs each case in its own process: run whatever part has not run here yet.
@@ -449,6 +499,7 @@ TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   sweep_structural();
   sweep_scatter();
   sweep_window();
+  sweep_convolution();
   Sweep& s = sweep();
   CHECK(s.failures.empty());
   const std::string table = s.markdown();

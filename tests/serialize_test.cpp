@@ -133,7 +133,23 @@ Graph every_op_graph() {
   Value sas = b.select_and_scatter(f, b.slice(f, {0, 0}, {1, 2}), b.constant(0.0f),
                                    ComparisonDirection::kGe, OpCode::kAdd,
                                    WindowAttrs{{2, 2}, {1, 2}, {}, {}, {0, 0}, {0, 1}});
-  for (Value v : {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl, sc, ga, rw, sas})
+  Value cw = b.convolution(b.reshape(f, {1, 2, 3}), b.reshape(tr, {1, 3, 2}),
+                           ConvolutionAttrs{.window_strides = {2},
+                                            .padding_low = {1},
+                                            .padding_high = {0},
+                                            .lhs_dilation = {2},
+                                            .rhs_dilation = {1},
+                                            .window_reversal = {1},
+                                            .input_batch_dimension = 0,
+                                            .input_feature_dimension = 2,
+                                            .input_spatial_dimensions = {1},
+                                            .kernel_input_feature_dimension = 1,
+                                            .kernel_output_feature_dimension = 2,
+                                            .kernel_spatial_dimensions = {0},
+                                            .output_batch_dimension = 0,
+                                            .output_feature_dimension = 2,
+                                            .output_spatial_dimensions = {1}});
+  for (Value v : {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl, sc, ga, rw, sas, cw})
     outs.push_back(v);
   std::vector<Value> am = b.argmax(f, 1);
   outs.insert(outs.end(), am.begin(), am.end());

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <type_traits>
 #include <variant>
@@ -247,13 +248,169 @@ struct WindowAttrs {
   }
 };
 
+/// convolution: how the operands' and the result's dimensions split into batch, feature and
+/// spatial dimensions (the spec's dimension numbers), the window over the spatial dimensions
+/// and the group counts. The window lists have one entry per spatial dimension (the builder
+/// and the parser fill the defaults: strides and dilations 1, padding 0, no reversal);
+/// `window_reversal` holds 0 (false) or 1 (true) per spatial dimension. precision_config is a
+/// numerics hint only and is not kept, as for dot_general.
+struct ConvolutionAttrs {
+  std::vector<std::int64_t> window_strides = {};
+  std::vector<std::int64_t> padding_low = {};
+  std::vector<std::int64_t> padding_high = {};
+  std::vector<std::int64_t> lhs_dilation = {};
+  std::vector<std::int64_t> rhs_dilation = {};
+  std::vector<std::int64_t> window_reversal = {};
+  std::int64_t input_batch_dimension = 0;
+  std::int64_t input_feature_dimension = 0;
+  std::vector<std::int64_t> input_spatial_dimensions = {};
+  std::int64_t kernel_input_feature_dimension = 0;
+  std::int64_t kernel_output_feature_dimension = 0;
+  std::vector<std::int64_t> kernel_spatial_dimensions = {};
+  std::int64_t output_batch_dimension = 0;
+  std::int64_t output_feature_dimension = 0;
+  std::vector<std::int64_t> output_spatial_dimensions = {};
+  std::int64_t feature_group_count = 1;
+  std::int64_t batch_group_count = 1;
+  friend bool operator==(const ConvolutionAttrs&, const ConvolutionAttrs&) = default;
+
+  /// These attributes with each empty window list given its default, one entry per input
+  /// spatial dimension.
+  [[nodiscard]] ConvolutionAttrs with_defaults() const {
+    ConvolutionAttrs a = *this;
+    const std::size_t n = input_spatial_dimensions.size();
+    auto fill = [n](std::vector<std::int64_t>& v, std::int64_t value) {
+      if (v.empty()) v.assign(n, value);
+    };
+    fill(a.window_strides, 1);
+    fill(a.padding_low, 0);
+    fill(a.padding_high, 0);
+    fill(a.lhs_dilation, 1);
+    fill(a.rhs_dilation, 1);
+    fill(a.window_reversal, 0);
+    return a;
+  }
+};
+
+/// The dimension numbers of a convolution as StableHLO writes them: `[b, 0, 1, f]x[o, i, 0,
+/// 1]->[b, 0, 1, f]`, each list naming what each dimension of the lhs, the kernel and the
+/// result is (b batch, f feature, i / o the kernel's input / output feature, digits the
+/// spatial dimensions in order). A dimension that nothing names, or that is out of range,
+/// prints as `?`.
+inline std::string convolution_dimension_numbers_string(const ConvolutionAttrs& a) {
+  const std::size_t rank = a.input_spatial_dimensions.size() + 2;
+  auto one = [rank](std::int64_t first, char first_name, std::int64_t last, char last_name,
+                    const std::vector<std::int64_t>& spatial) {
+    std::vector<std::string> names(rank, "?");
+    auto set = [&](std::int64_t d, std::string name) {
+      if (d >= 0 && static_cast<std::size_t>(d) < rank) names[static_cast<std::size_t>(d)] = name;
+    };
+    set(first, std::string(1, first_name));
+    for (std::size_t k = 0; k < spatial.size(); ++k) set(spatial[k], std::to_string(k));
+    set(last, std::string(1, last_name));
+    std::string out = "[";
+    for (std::size_t d = 0; d < rank; ++d) out += (d ? ", " : "") + names[d];
+    return out + "]";
+  };
+  return one(a.input_batch_dimension, 'b', a.input_feature_dimension, 'f',
+             a.input_spatial_dimensions) +
+         "x" +
+         one(a.kernel_input_feature_dimension, 'i', a.kernel_output_feature_dimension, 'o',
+             a.kernel_spatial_dimensions) +
+         "->" +
+         one(a.output_batch_dimension, 'b', a.output_feature_dimension, 'f',
+             a.output_spatial_dimensions);
+}
+
+/// Reads dimension numbers written as convolution_dimension_numbers_string writes them (no
+/// `?`) into `a`, leaving its window and group fields alone. INVALID_ARGUMENT saying what is
+/// wrong for text that is not three lists of one rank, each naming its two special dimensions
+/// once and the spatial dimensions 0, 1, ... once each.
+inline Status parse_convolution_dimension_numbers(std::string_view text, ConvolutionAttrs& a) {
+  std::size_t at = 0;
+  auto skip_spaces = [&] {
+    while (at < text.size() && (text[at] == ' ' || text[at] == '\n' || text[at] == '\t')) ++at;
+  };
+  auto fail = [&](std::string_view what) {
+    return invalid_argument_error(str_cat("convolution dimension numbers '", text, "': ", what));
+  };
+  auto expect = [&](std::string_view token) {
+    skip_spaces();
+    if (text.substr(at, token.size()) != token) return false;
+    at += token.size();
+    return true;
+  };
+  // One list: `first` and `last` name the two special dimensions.
+  auto list = [&](char first_name, char last_name, std::int64_t& first, std::int64_t& last,
+                  std::vector<std::int64_t>& spatial, std::string_view what) -> Status {
+    if (!expect("[")) return fail(str_cat("expected '[' to start the ", what, " dimensions"));
+    std::vector<std::string> items;
+    while (true) {
+      skip_spaces();
+      const std::size_t start = at;
+      while (at < text.size() && text[at] != ',' && text[at] != ']' && text[at] != ' ') ++at;
+      if (at == start) return fail(str_cat("expected a dimension name in the ", what, " list"));
+      items.emplace_back(text.substr(start, at - start));
+      if (expect("]")) break;
+      if (!expect(",")) return fail(str_cat("expected ',' or ']' in the ", what, " list"));
+    }
+    if (items.size() < 2)
+      return fail(str_cat("the ", what, " list names ", items.size(),
+                          " dimension(s) but needs at least two"));
+    const std::size_t n_spatial = items.size() - 2;
+    first = last = -1;
+    spatial.assign(n_spatial, -1);
+    for (std::size_t d = 0; d < items.size(); ++d) {
+      const std::string& item = items[d];
+      const auto dim = static_cast<std::int64_t>(d);
+      if (item.size() == 1 && (item[0] == first_name || item[0] == last_name)) {
+        std::int64_t& slot = item[0] == first_name ? first : last;
+        if (slot >= 0) return fail(str_cat("the ", what, " list names '", item, "' twice"));
+        slot = dim;
+        continue;
+      }
+      std::size_t k = 0;
+      bool digits = !item.empty() && item.size() <= 9;
+      for (char c : item) {
+        digits = digits && c >= '0' && c <= '9';
+        if (digits) k = k * 10 + static_cast<std::size_t>(c - '0');
+      }
+      if (!digits || k >= n_spatial)
+        return fail(str_cat("'", item, "' in the ", what, " list is not '", first_name, "', '",
+                            last_name, "' or a spatial dimension below ", n_spatial));
+      if (spatial[k] >= 0)
+        return fail(str_cat("the ", what, " list names spatial dimension ", k, " twice"));
+      spatial[k] = dim;
+    }
+    if (first < 0 || last < 0)
+      return fail(
+          str_cat("the ", what, " list must name '", first_name, "' and '", last_name, "'"));
+    return ok_status();
+  };
+  PJRT_LITE_RETURN_IF_ERROR(list('b', 'f', a.input_batch_dimension, a.input_feature_dimension,
+                                 a.input_spatial_dimensions, "input"));
+  if (!expect("x")) return fail("expected 'x' after the input dimensions");
+  PJRT_LITE_RETURN_IF_ERROR(list('i', 'o', a.kernel_input_feature_dimension,
+                                 a.kernel_output_feature_dimension, a.kernel_spatial_dimensions,
+                                 "kernel"));
+  if (!expect("->")) return fail("expected '->' after the kernel dimensions");
+  PJRT_LITE_RETURN_IF_ERROR(list('b', 'f', a.output_batch_dimension, a.output_feature_dimension,
+                                 a.output_spatial_dimensions, "output"));
+  skip_spaces();
+  if (at != text.size()) return fail("unexpected text after the output dimensions");
+  if (a.kernel_spatial_dimensions.size() != a.input_spatial_dimensions.size() ||
+      a.output_spatial_dimensions.size() != a.input_spatial_dimensions.size())
+    return fail("the three lists must have one rank");
+  return ok_status();
+}
+
 /// The attributes of one node. The alternative's index is part of the fingerprint: append new
 /// alternatives at the end.
 using Attributes =
     std::variant<NoAttrs, ParameterAttrs, ConstantAttrs, IotaAttrs, CompareAttrs, ConvertAttrs,
                  BroadcastInDimAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, ConcatenateAttrs,
                  PadAttrs, ReverseAttrs, DynamicSliceAttrs, ReduceAttrs, DotDimensionNumbers,
-                 ScatterAttrs, GatherAttrs, WindowAttrs>;
+                 ScatterAttrs, GatherAttrs, WindowAttrs, ConvolutionAttrs>;
 
 namespace detail {
 template <class A, class... Ts>
@@ -276,7 +433,7 @@ constexpr std::string_view attributes_name(std::size_t index) {
       "CompareAttrs",   "ConvertAttrs",      "BroadcastInDimAttrs", "ReshapeAttrs",
       "TransposeAttrs", "SliceAttrs",        "ConcatenateAttrs",    "PadAttrs",
       "ReverseAttrs",   "DynamicSliceAttrs", "ReduceAttrs",         "DotDimensionNumbers",
-      "ScatterAttrs",   "GatherAttrs",       "WindowAttrs"};
+      "ScatterAttrs",   "GatherAttrs",       "WindowAttrs",         "ConvolutionAttrs"};
   return index < names.size() ? names[index] : std::string_view("invalid");
 }
 
@@ -303,6 +460,7 @@ constexpr std::size_t attributes_index_for(OpCode op) {
     case OpCode::kGather: return kAttributesIndex<GatherAttrs>;
     case OpCode::kReduceWindow:
     case OpCode::kSelectAndScatter: return kAttributesIndex<WindowAttrs>;
+    case OpCode::kConvolution: return kAttributesIndex<ConvolutionAttrs>;
     default: return kAttributesIndex<NoAttrs>;
   }
 }

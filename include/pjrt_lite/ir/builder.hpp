@@ -372,6 +372,12 @@ class GraphBuilder {
   Value dot_general(Value lhs, Value rhs, DotDimensionNumbers dimension_numbers) {
     return op1(OpCode::kDotGeneral, {lhs, rhs}, std::move(dimension_numbers));
   }
+  /// convolution(lhs, rhs): windows of the lhs contracted with the kernel `rhs`. Empty
+  /// window lists in `attrs` take their defaults (ConvolutionAttrs::with_defaults); the
+  /// dimension numbers can come from parse_convolution_dimension_numbers.
+  Value convolution(Value lhs, Value rhs, const ConvolutionAttrs& attrs) {
+    return op1(OpCode::kConvolution, {lhs, rhs}, attrs.with_defaults());
+  }
   /// The usual dot of vectors and matrices (rank 1 or 2 each): contracts lhs's last
   /// dimension with rhs's first.
   Value dot(Value lhs, Value rhs) {

@@ -166,6 +166,24 @@ inline void hash_attributes(Hasher& h, const Attributes& attrs) {
           h.list(a.window_dilations);
           h.list(a.padding_low);
           h.list(a.padding_high);
+        } else if constexpr (std::is_same_v<A, ConvolutionAttrs>) {
+          h.list(a.window_strides);
+          h.list(a.padding_low);
+          h.list(a.padding_high);
+          h.list(a.lhs_dilation);
+          h.list(a.rhs_dilation);
+          h.list(a.window_reversal);
+          h.i64(a.input_batch_dimension);
+          h.i64(a.input_feature_dimension);
+          h.list(a.input_spatial_dimensions);
+          h.i64(a.kernel_input_feature_dimension);
+          h.i64(a.kernel_output_feature_dimension);
+          h.list(a.kernel_spatial_dimensions);
+          h.i64(a.output_batch_dimension);
+          h.i64(a.output_feature_dimension);
+          h.list(a.output_spatial_dimensions);
+          h.i64(a.feature_group_count);
+          h.i64(a.batch_group_count);
         } else {
           static_assert(std::is_same_v<A, NoAttrs>, "every alternative must be hashed");
         }

@@ -84,10 +84,12 @@ enum class OpCode : std::uint8_t {
   // Windowed reductions (appended for the same reason).
   kReduceWindow,
   kSelectAndScatter,
+  // Convolution (appended for the same reason).
+  kConvolution,
 };
 
 /// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kSelectAndScatter) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kConvolution) + 1;
 
 namespace detail {
 inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
@@ -154,6 +156,7 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "gather",
     "reduce_window",
     "select_and_scatter",
+    "convolution",
 };
 }  // namespace detail
 
@@ -239,6 +242,7 @@ constexpr int operand_count(OpCode op) {
     case OpCode::kScatter: return 3;
     case OpCode::kGather: return 2;
     case OpCode::kSelectAndScatter: return 3;
+    case OpCode::kConvolution: return 2;
     default: return -1;
   }
 }

@@ -108,6 +108,15 @@ inline std::string attributes_text(const Node& node) {
                          ", window_dilations=", dims(a.window_dilations),
                          ", padding_low=", dims(a.padding_low),
                          ", padding_high=", dims(a.padding_high));
+        } else if constexpr (std::is_same_v<A, ConvolutionAttrs>) {
+          return str_cat(
+              "dimension_numbers=", convolution_dimension_numbers_string(a),
+              ", window_strides=", dims(a.window_strides), ", padding_low=", dims(a.padding_low),
+              ", padding_high=", dims(a.padding_high), ", lhs_dilation=", dims(a.lhs_dilation),
+              ", rhs_dilation=", dims(a.rhs_dilation),
+              ", window_reversal=", dims(a.window_reversal),
+              ", feature_group_count=", a.feature_group_count,
+              ", batch_group_count=", a.batch_group_count);
         } else {
           // NoAttrs; ConvertAttrs and ReshapeAttrs repeat the result type.
           return "";

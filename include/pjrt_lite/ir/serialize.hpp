@@ -136,6 +136,24 @@ void attribute_fields(A& a, F&& f) {
     f(a.window_dilations);
     f(a.padding_low);
     f(a.padding_high);
+  } else if constexpr (std::is_same_v<T, ConvolutionAttrs>) {
+    f(a.window_strides);
+    f(a.padding_low);
+    f(a.padding_high);
+    f(a.lhs_dilation);
+    f(a.rhs_dilation);
+    f(a.window_reversal);
+    f(a.input_batch_dimension);
+    f(a.input_feature_dimension);
+    f(a.input_spatial_dimensions);
+    f(a.kernel_input_feature_dimension);
+    f(a.kernel_output_feature_dimension);
+    f(a.kernel_spatial_dimensions);
+    f(a.output_batch_dimension);
+    f(a.output_feature_dimension);
+    f(a.output_spatial_dimensions);
+    f(a.feature_group_count);
+    f(a.batch_group_count);
   } else {
     static_assert(sizeof(T) == 0, "every Attributes alternative needs its fields listed here");
   }

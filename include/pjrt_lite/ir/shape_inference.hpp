@@ -1089,6 +1089,127 @@ inline StatusOr<Shape> infer_select_and_scatter(const Shape& operand, const Shap
   return detail::make_result(op, e.dtype(), operand.dims());
 }
 
+/// convolution(lhs, rhs), as the spec's constraints C1-C27 have it: operands of one element
+/// type and one rank N >= 2; N - 2 spatial dimensions in each dimension-number list and each
+/// window list; the lhs's, the kernel's and the result's dimension numbers each distinct and
+/// in range; positive strides and dilations, window_reversal 0 or 1; positive group counts,
+/// at most one of them above 1, dividing the lhs's batch (batch_group_count) or feature
+/// (feature_group_count) size and the kernel's output feature size; the kernel's input
+/// feature size the lhs's feature size / feature_group_count. The result has the lhs's batch
+/// size / batch_group_count, the kernel's output feature size and one element per window
+/// along each spatial dimension.
+inline StatusOr<Shape> infer_convolution(const Shape& lhs, const Shape& rhs,
+                                         const ConvolutionAttrs& a) {
+  constexpr OpCode op = OpCode::kConvolution;
+  using detail::dims_str;
+  using detail::op_error;
+  if (lhs.dtype() != rhs.dtype())
+    return op_error(op, "operand 1 (rhs) has element type ", dtype_name(rhs.dtype()),
+                    " but operand 0 (lhs) has ", dtype_name(lhs.dtype()));
+  if (lhs.rank() != rhs.rank())
+    return op_error(op, "lhs ", lhs, " has rank ", lhs.rank(), " but rhs ", rhs, " has rank ",
+                    rhs.rank());
+  const std::int64_t n = lhs.rank();
+  if (n < 2)
+    return op_error(op, "operands have rank ", n, " but need a batch and a feature dimension");
+  const auto spatial = static_cast<std::size_t>(n - 2);
+  const std::pair<std::string_view, const std::vector<std::int64_t>*> lists[] = {
+      {"input_spatial_dimensions", &a.input_spatial_dimensions},
+      {"kernel_spatial_dimensions", &a.kernel_spatial_dimensions},
+      {"output_spatial_dimensions", &a.output_spatial_dimensions},
+      {"window_strides", &a.window_strides},
+      {"padding_low", &a.padding_low},
+      {"padding_high", &a.padding_high},
+      {"lhs_dilation", &a.lhs_dilation},
+      {"rhs_dilation", &a.rhs_dilation},
+      {"window_reversal", &a.window_reversal}};
+  for (const auto& [what, list] : lists) {
+    if (list->size() != spatial)
+      return op_error(op, what, " ", dims_str(*list), " has ", list->size(),
+                      " entries but operands of rank ", n, " have ", spatial,
+                      " spatial dimensions");
+    if (what.starts_with("padding") || what.ends_with("dimensions")) continue;
+    for (std::size_t d = 0; d < spatial; ++d) {
+      const std::int64_t v = (*list)[d];
+      if (what == "window_reversal" ? (v != 0 && v != 1) : v <= 0)
+        return op_error(op, what, "[", d, "] = ", v, " but must be ",
+                        what == "window_reversal" ? "0 or 1" : "positive");
+    }
+  }
+  auto dimension_list = [&](std::string_view what, std::int64_t first,
+                            const std::vector<std::int64_t>& middle, std::int64_t last,
+                            std::string_view of) {
+    std::vector<std::int64_t> all{first};
+    all.insert(all.end(), middle.begin(), middle.end());
+    all.push_back(last);
+    return detail::check_dimension_list(op, what, all, n, of);
+  };
+  PJRT_LITE_RETURN_IF_ERROR(dimension_list("input dimensions [batch, spatial..., feature]",
+                                           a.input_batch_dimension, a.input_spatial_dimensions,
+                                           a.input_feature_dimension, "the lhs"));
+  PJRT_LITE_RETURN_IF_ERROR(
+      dimension_list("kernel dimensions [input feature, spatial..., output feature]",
+                     a.kernel_input_feature_dimension, a.kernel_spatial_dimensions,
+                     a.kernel_output_feature_dimension, "the rhs"));
+  PJRT_LITE_RETURN_IF_ERROR(dimension_list("output dimensions [batch, spatial..., feature]",
+                                           a.output_batch_dimension, a.output_spatial_dimensions,
+                                           a.output_feature_dimension, "the result"));
+  if (a.feature_group_count <= 0)
+    return op_error(op, "feature_group_count = ", a.feature_group_count, " but must be positive");
+  if (a.batch_group_count <= 0)
+    return op_error(op, "batch_group_count = ", a.batch_group_count, " but must be positive");
+  if (a.feature_group_count > 1 && a.batch_group_count > 1)
+    return op_error(op, "feature_group_count = ", a.feature_group_count,
+                    " and batch_group_count = ", a.batch_group_count,
+                    " but at most one of them may exceed 1");
+  const std::int64_t batch = lhs.dim(a.input_batch_dimension);
+  const std::int64_t features = lhs.dim(a.input_feature_dimension);
+  const std::int64_t kernel_in = rhs.dim(a.kernel_input_feature_dimension);
+  const std::int64_t kernel_out = rhs.dim(a.kernel_output_feature_dimension);
+  if (batch % a.batch_group_count != 0)
+    return op_error(op, "batch_group_count = ", a.batch_group_count,
+                    " does not divide the lhs batch size ", batch, " (lhs ", lhs, ")");
+  if (features % a.feature_group_count != 0)
+    return op_error(op, "feature_group_count = ", a.feature_group_count,
+                    " does not divide the lhs feature size ", features, " (lhs ", lhs, ")");
+  if (kernel_in != features / a.feature_group_count)
+    return op_error(op, "the rhs input feature size ", kernel_in, " (dimension ",
+                    a.kernel_input_feature_dimension, " of ", rhs,
+                    ") does not match the lhs feature size ", features, " / feature_group_count ",
+                    a.feature_group_count);
+  if (kernel_out % a.batch_group_count != 0)
+    return op_error(op, "batch_group_count = ", a.batch_group_count,
+                    " does not divide the rhs output feature size ", kernel_out, " (rhs ", rhs,
+                    ")");
+  if (kernel_out % a.feature_group_count != 0)
+    return op_error(op, "feature_group_count = ", a.feature_group_count,
+                    " does not divide the rhs output feature size ", kernel_out, " (rhs ", rhs,
+                    ")");
+  std::vector<std::int64_t> dims(static_cast<std::size_t>(n));
+  dims[static_cast<std::size_t>(a.output_batch_dimension)] = batch / a.batch_group_count;
+  dims[static_cast<std::size_t>(a.output_feature_dimension)] = kernel_out;
+  for (std::size_t k = 0; k < spatial; ++k) {
+    const std::int64_t in = lhs.dim(a.input_spatial_dimensions[k]);
+    const std::int64_t window = rhs.dim(a.kernel_spatial_dimensions[k]);
+    std::int64_t dilated = 0, padded = 0, dilated_window = 0, high_end = 0;
+    // Backends also compute dilated + padding_high on its own: it must fit as well.
+    const bool overflow =
+        (in != 0 && (__builtin_mul_overflow(in - 1, a.lhs_dilation[k], &dilated) ||
+                     __builtin_add_overflow(dilated, 1, &dilated))) ||
+        __builtin_add_overflow(a.padding_low[k], dilated, &padded) ||
+        __builtin_add_overflow(padded, a.padding_high[k], &padded) ||
+        __builtin_add_overflow(dilated, a.padding_high[k], &high_end) ||
+        (window != 0 && (__builtin_mul_overflow(window - 1, a.rhs_dilation[k], &dilated_window) ||
+                         __builtin_add_overflow(dilated_window, 1, &dilated_window)));
+    if (overflow)
+      return op_error(op, "the padded lhs or dilated window overflows in spatial dimension ", k);
+    const bool empty = padded <= 0 || dilated_window > padded;
+    dims[static_cast<std::size_t>(a.output_spatial_dimensions[k])] =
+        empty ? 0 : (padded - dilated_window) / a.window_strides[k] + 1;
+  }
+  return detail::make_result(op, lhs.dtype(), dims);
+}
+
 /// The result shapes of any op: checks the operand count, the attributes' alternative and
 /// the number of bodies, then applies the op's rule above. `bodies` are the signatures of
 /// the node's regions (body_count(op) of them). The builder and the verifier
@@ -1173,6 +1294,8 @@ inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shap
     case OpCode::kSelectAndScatter:
       return one(infer_select_and_scatter(operands[0], operands[1], operands[2], bodies[0],
                                           bodies[1], std::get<WindowAttrs>(attrs)));
+    case OpCode::kConvolution:
+      return one(infer_convolution(operands[0], operands[1], std::get<ConvolutionAttrs>(attrs)));
     default: return detail::op_error(op, "has no shape rule");
   }
 }

@@ -73,7 +73,7 @@ inline bool is_known_unsupported_op(std::string_view name) {
       "after_all", "all_gather", "all_reduce", "all_to_all", "async_done", "async_start",
       "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "case", "cholesky",
       "collective_broadcast", "collective_permute", "collective_reduce", "composite",
-      "convolution", "count_leading_zeros", "create_token", "cross-replica-sum",
+      "count_leading_zeros", "create_token", "cross-replica-sum",
       "dynamic_broadcast_in_dim", "dynamic_conv", "dynamic_gather", "dynamic_iota", "dynamic_pad",
       "dynamic_reshape", "einsum", "fft", "get_dimension_size", "get_tuple_element",
       "if", "infeed", "map", "optimization_barrier", "outfeed", "partition_id",
@@ -823,6 +823,7 @@ class Parser {
         return out;
       }
       case OpCode::kDotGeneral: return parse_dot_general(r, ctx, name, pos);
+      case OpCode::kConvolution: return parse_convolution(r, ctx, name, pos);
       case OpCode::kReduce: return parse_reduce(r, ctx, name, pos);
       case OpCode::kScatter:
       case OpCode::kGather:
@@ -868,6 +869,126 @@ class Parser {
     out.values = ctx.b.op(OpCode::kDotGeneral, operands, std::move(dn));
     PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
     return out;
+  }
+
+  /// stablehlo.convolution's pretty form: `(%lhs, %rhs) dim_numbers = [b, 0, f]x[0, i, o]->[b,
+  /// 0, f], window = {stride = [..], pad = [[lo, hi], ..], lhs_dilate = [..], rhs_dilate =
+  /// [..], reverse = [..]}`, then the attribute dictionary (batch_group_count,
+  /// feature_group_count, precision_config) and the type.
+  StatusOr<OpResult> parse_convolution(Reader& r, Context& ctx, std::string_view name,
+                                       SourcePos pos) {
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('(', str_cat("before the operands of ", name)));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands, parse_operands_exact(r, ctx, 2, name));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(')', str_cat("after the operands of ", name)));
+    PJRT_LITE_RETURN_IF_ERROR(
+        r.expect_ident("dim_numbers", str_cat("after the operands of ", name)));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after dim_numbers"));
+    // The three lists, spelled again as text for parse_convolution_dimension_numbers.
+    const SourcePos dims_pos = r.peek().pos;
+    std::string dims_text;
+    for (int list = 0; list < 3; ++list) {
+      if (list == 1) {
+        PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("x", "between the input and kernel dimensions"));
+        dims_text += "x";
+      } else if (list == 2) {
+        PJRT_LITE_RETURN_IF_ERROR(r.expect_arrow("between the kernel and output dimensions"));
+        dims_text += "->";
+      }
+      PJRT_LITE_RETURN_IF_ERROR(r.expect('[', "to start a list of dimension numbers"));
+      dims_text += "[";
+      for (std::int64_t k = 0; !r.consume_if(']'); ++k) {
+        if (k > kMaxRank + 2) return error_at(dims_pos, "too many convolution dimensions");
+        if (k > 0) {
+          PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "or ']' in the dimension numbers"));
+          dims_text += ", ";
+        }
+        Token t = r.next();
+        if (t.kind != TokenKind::kIdent && t.kind != TokenKind::kInt)
+          return error_at(t.pos, str_cat("expected a dimension name (b, f, i, o or a digit) in "
+                                         "dim_numbers, found ",
+                                         describe(t)));
+        dims_text += t.text;
+      }
+      dims_text += "]";
+    }
+    ConvolutionAttrs a;
+    if (Status s = parse_convolution_dimension_numbers(dims_text, a); !s.ok())
+      return error_at(dims_pos, s.message());
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after dim_numbers"));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("window", "after dim_numbers"));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after window"));
+    if (!r.peek().is('{')) return error_at(r.peek().pos, "expected window = {...}");
+    PJRT_LITE_ASSIGN_OR_RETURN(AttrDict window, r.parse_dict());
+    for (const auto& entry : window) {
+      const std::string& key = entry.first;
+      const AttrValue& v = entry.second;
+      if (key == "stride") {
+        PJRT_LITE_ASSIGN_OR_RETURN(a.window_strides, int_list_value(v, key));
+      } else if (key == "lhs_dilate") {
+        PJRT_LITE_ASSIGN_OR_RETURN(a.lhs_dilation, int_list_value(v, key));
+      } else if (key == "rhs_dilate") {
+        PJRT_LITE_ASSIGN_OR_RETURN(a.rhs_dilation, int_list_value(v, key));
+      } else if (key == "reverse") {
+        PJRT_LITE_ASSIGN_OR_RETURN(a.window_reversal, bool_list_value(v, key));
+      } else if (key == "pad") {
+        bool ok = v.kind == AttrValue::Kind::kList;
+        if (ok)
+          for (const AttrValue& pair : v.list) {
+            ok = ok && pair.kind == AttrValue::Kind::kList && pair.list.size() == 2 &&
+                 pair.list[0].kind == AttrValue::Kind::kInt &&
+                 pair.list[1].kind == AttrValue::Kind::kInt;
+            if (!ok) break;
+            a.padding_low.push_back(pair.list[0].i);
+            a.padding_high.push_back(pair.list[1].i);
+          }
+        if (!ok) return error_at(v.pos, "expected pad = [[low, high], ...]");
+      } else {
+        return error_at(v.pos, str_cat("unknown convolution window field '", key,
+                                       "' (expected stride, pad, lhs_dilate, rhs_dilate or "
+                                       "reverse)"));
+      }
+    }
+    AttrDict attrs;
+    PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name, &attrs));
+    PJRT_LITE_RETURN_IF_ERROR(group_counts(attrs, a));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                               declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+    OpResult out;
+    out.values = ctx.b.op(OpCode::kConvolution, operands, a.with_defaults());
+    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    return out;
+  }
+
+  /// A convolution's feature_group_count and batch_group_count (1 when absent).
+  static Status group_counts(const AttrDict& attrs, ConvolutionAttrs& a) {
+    const std::pair<std::string_view, std::int64_t*> counts[] = {
+        {"feature_group_count", &a.feature_group_count},
+        {"batch_group_count", &a.batch_group_count}};
+    for (const auto& [key, count] : counts)
+      if (const AttrValue* v = find_attr(attrs, key)) {
+        if (v->kind != AttrValue::Kind::kInt)
+          return error_at(v->pos, str_cat("expected an integer for ", key));
+        *count = v->i;
+      }
+    return ok_status();
+  }
+
+  /// `[true, false]`, `[1, 0]` or `array<i1: true, false>` as 1s and 0s.
+  static StatusOr<std::vector<std::int64_t>> bool_list_value(const AttrValue& v,
+                                                             std::string_view key) {
+    if (v.kind == AttrValue::Kind::kList) {
+      std::vector<std::int64_t> out;
+      for (const AttrValue& item : v.list) {
+        if (item.kind == AttrValue::Kind::kBool)
+          out.push_back(item.b ? 1 : 0);
+        else if (item.kind == AttrValue::Kind::kInt)
+          out.push_back(item.i);
+        else
+          return error_at(item.pos, str_cat("expected true or false in ", key));
+      }
+      return out;
+    }
+    return int_list_value(v, key);
   }
 
   /// stablehlo.dot: dot_general contracting lhs's last dimension with rhs's first.
@@ -1434,21 +1555,29 @@ class Parser {
                                int_list_attr(attrs, "base_dilations", op, pos, false));
     PJRT_LITE_ASSIGN_OR_RETURN(w.window_dilations,
                                int_list_attr(attrs, "window_dilations", op, pos, false));
-    if (const AttrValue* v = find_attr(attrs, "padding")) {
-      if (v->kind != AttrValue::Kind::kDense || !v->dense || v->dense->shape().rank() != 2 ||
-          v->dense->shape().dim(1) != 2 || !is_integral(v->dense->dtype()))
-        return error_at(v->pos, str_cat("expected padding = dense<[[low, high], ...]> : "
-                                        "tensor<Rx2xi64> for ",
-                                        op));
-      StatusOr<Literal> as64 = v->dense->convert(DType::kS64);
-      if (!as64.ok()) return error_at(v->pos, as64.status().message());
-      std::span<const std::int64_t> data = as64->data<std::int64_t>();
-      for (std::size_t i = 0; i + 1 < data.size(); i += 2) {
-        w.padding_low.push_back(data[i]);
-        w.padding_high.push_back(data[i + 1]);
-      }
-    }
+    PJRT_LITE_RETURN_IF_ERROR(padding_attr(attrs, op, w.padding_low, w.padding_high));
     return w.with_defaults();
+  }
+
+  /// `padding = dense<[[low, high], ...]> : tensor<Rx2xi64>` into `low` and `high`; nothing
+  /// when absent.
+  static Status padding_attr(const AttrDict& attrs, std::string_view op,
+                             std::vector<std::int64_t>& low, std::vector<std::int64_t>& high) {
+    const AttrValue* v = find_attr(attrs, "padding");
+    if (v == nullptr) return ok_status();
+    if (v->kind != AttrValue::Kind::kDense || !v->dense || v->dense->shape().rank() != 2 ||
+        v->dense->shape().dim(1) != 2 || !is_integral(v->dense->dtype()))
+      return error_at(v->pos, str_cat("expected padding = dense<[[low, high], ...]> : "
+                                      "tensor<Rx2xi64> for ",
+                                      op));
+    StatusOr<Literal> as64 = v->dense->convert(DType::kS64);
+    if (!as64.ok()) return error_at(v->pos, as64.status().message());
+    std::span<const std::int64_t> data = as64->data<std::int64_t>();
+    for (std::size_t i = 0; i + 1 < data.size(); i += 2) {
+      low.push_back(data[i]);
+      high.push_back(data[i + 1]);
+    }
+    return ok_status();
   }
 
   static StatusOr<std::int64_t> int_attr(const AttrDict& attrs, std::string_view key,
@@ -1663,6 +1792,30 @@ class Parser {
           return error_at(pos, str_cat(name, " needs ", body_count(op), " region(s), got ",
                                        regions.size()));
         PJRT_LITE_ASSIGN_OR_RETURN(a, window_attrs(attrs, name, pos));
+        break;
+      }
+      case OpCode::kConvolution: {
+        const AttrValue* v = find_attr(attrs, "dimension_numbers");
+        if (!v || v->kind != AttrValue::Kind::kOpaque || v->text != "stablehlo.conv")
+          return error_at(pos,
+                          "stablehlo.convolution needs dimension_numbers = #stablehlo.conv<...>");
+        if (v->word.starts_with("raw"))
+          return unsupported_at(v->pos, "#stablehlo.conv<raw ...> dimension numbers");
+        ConvolutionAttrs c;
+        if (Status s = parse_convolution_dimension_numbers(v->word, c); !s.ok())
+          return error_at(v->pos, s.message());
+        PJRT_LITE_ASSIGN_OR_RETURN(c.window_strides,
+                                   int_list_attr(attrs, "window_strides", name, pos, false));
+        PJRT_LITE_ASSIGN_OR_RETURN(c.lhs_dilation,
+                                   int_list_attr(attrs, "lhs_dilation", name, pos, false));
+        PJRT_LITE_ASSIGN_OR_RETURN(c.rhs_dilation,
+                                   int_list_attr(attrs, "rhs_dilation", name, pos, false));
+        if (const AttrValue* rev = find_attr(attrs, "window_reversal")) {
+          PJRT_LITE_ASSIGN_OR_RETURN(c.window_reversal, bool_list_value(*rev, "window_reversal"));
+        }
+        PJRT_LITE_RETURN_IF_ERROR(padding_attr(attrs, name, c.padding_low, c.padding_high));
+        PJRT_LITE_RETURN_IF_ERROR(group_counts(attrs, c));
+        a = c.with_defaults();
         break;
       }
       case OpCode::kDotGeneral: {

@@ -250,6 +250,8 @@ class Printer {
             print_gather(g, names, n, a);
           } else if constexpr (std::is_same_v<A, WindowAttrs>) {
             print_window_op(g, names, n, a, body_prefix, indent);
+          } else if constexpr (std::is_same_v<A, ConvolutionAttrs>) {
+            print_convolution(g, names, n, a);
           } else if (n.op == OpCode::kSelect) {
             // `: pred type, result type`, as JAX prints it: the branches have the result's.
             out_ += str_cat(name, " ", operand_list(g, names, n), " : ",
@@ -381,6 +383,55 @@ class Printer {
       out_ += str_cat(indent, "}");
     }
     out_ += str_cat(") : ", function_type(g, n));
+  }
+
+  /// convolution in the pretty form JAX prints, the window entries at their defaults left
+  /// out: `stablehlo.convolution(%a, %b) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window =
+  /// {stride = [2], pad = [[1, 1]], lhs_dilate = [2], rhs_dilate = [2]} {batch_group_count = 1
+  /// : i64, feature_group_count = 1 : i64} : (...) -> ...`. A reversed window has no pretty
+  /// spelling that every reader agrees on, so such a convolution prints in the generic form.
+  void print_convolution(const Graph& g, const std::vector<std::string>& names, const Node& n,
+                         const ConvolutionAttrs& a) {
+    auto all = [](const std::vector<std::int64_t>& list, std::int64_t v) {
+      return std::ranges::all_of(list, [v](std::int64_t x) { return x == v; });
+    };
+    std::string pad;
+    for (std::size_t d = 0; d < a.padding_low.size() && d < a.padding_high.size(); ++d)
+      pad += str_cat(d ? ", " : "", "[", a.padding_low[d], ", ", a.padding_high[d], "]");
+    const std::string groups =
+        str_cat("batch_group_count = ", a.batch_group_count,
+                " : i64, feature_group_count = ", a.feature_group_count, " : i64");
+    if (!all(a.window_reversal, 0)) {
+      auto array = [](std::string_view type, const std::vector<std::int64_t>& list, bool bools) {
+        std::string text = str_cat("array<", type);
+        for (std::size_t i = 0; i < list.size(); ++i)
+          text += str_cat(i ? ", " : ": ",
+                          bools ? (list[i] != 0 ? "true" : "false") : std::to_string(list[i]));
+        return text + ">";
+      };
+      // MLIR's (alphabetical) order.
+      out_ += str_cat("\"stablehlo.convolution\"(", operand_list(g, names, n),
+                      ") <{batch_group_count = ", a.batch_group_count,
+                      " : i64, dimension_numbers = #stablehlo.conv<",
+                      convolution_dimension_numbers_string(a),
+                      ">, feature_group_count = ", a.feature_group_count,
+                      " : i64, lhs_dilation = ", array("i64", a.lhs_dilation, false),
+                      ", padding = dense<[", pad, "]> : tensor<", a.padding_low.size(),
+                      "x2xi64>, rhs_dilation = ", array("i64", a.rhs_dilation, false),
+                      ", window_reversal = ", array("i1", a.window_reversal, true),
+                      ", window_strides = ", array("i64", a.window_strides, false),
+                      "}> : ", function_type(g, n));
+      return;
+    }
+    std::vector<std::string> window;
+    if (!all(a.window_strides, 1)) window.push_back("stride = " + int_list(a.window_strides));
+    if (!all(a.padding_low, 0) || !all(a.padding_high, 0)) window.push_back("pad = [" + pad + "]");
+    if (!all(a.lhs_dilation, 1)) window.push_back("lhs_dilate = " + int_list(a.lhs_dilation));
+    if (!all(a.rhs_dilation, 1)) window.push_back("rhs_dilate = " + int_list(a.rhs_dilation));
+    out_ += str_cat("stablehlo.convolution(", operand_list(g, names, n),
+                    ") dim_numbers = ", convolution_dimension_numbers_string(a), ", window = {");
+    for (std::size_t i = 0; i < window.size(); ++i) out_ += str_cat(i ? ", " : "", window[i]);
+    out_ += str_cat("} {", groups, "} : ", function_type(g, n));
   }
 
   /// A generic region's block `^bb0(%a: T, ...):` and its ops, up to its return.

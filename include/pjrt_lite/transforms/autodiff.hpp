@@ -430,6 +430,13 @@ inline void Linearizer::transpose_entry(const Entry& e, Value ct) {
         send(ops[1], side(false));
       return;
     }
+    case OpCode::kConvolution:
+      // The transpose of a convolution in either operand is another convolution (of the
+      // cotangent with the kernel, or with the lhs); that rule is not written yet.
+      fail(unimplemented_error(
+          "autodiff: reverse mode (vjp, grad) of convolution is not implemented; forward mode "
+          "(jvp) is"));
+      return;
     default:
       fail(internal_error(str_cat("autodiff: no transpose rule for linear op ", op_name(e.op))));
       return;
@@ -625,8 +632,10 @@ class JvpRules {
         return l_.apply(n.op, std::move(ops), n.attrs);
       }
       case OpCode::kDotGeneral:
-        return l_.add(l_.apply(OpCode::kDotGeneral, {L::lin(t[0]), L::coef(p[1])}, n.attrs),
-                      l_.apply(OpCode::kDotGeneral, {L::coef(p[0]), L::lin(t[1])}, n.attrs));
+      case OpCode::kConvolution:
+        // Bilinear: d(x * y) = dx * y + x * dy.
+        return l_.add(l_.apply(n.op, {L::lin(t[0]), L::coef(p[1])}, n.attrs),
+                      l_.apply(n.op, {L::coef(p[0]), L::lin(t[1])}, n.attrs));
       case OpCode::kSign:
       case OpCode::kFloor:
       case OpCode::kCeil:

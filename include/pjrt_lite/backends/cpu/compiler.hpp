@@ -11,6 +11,7 @@
 
 #include "pjrt_lite/backends/cpu/compile_options.hpp"
 #include "pjrt_lite/backends/cpu/compile_program.hpp"
+#include "pjrt_lite/backends/cpu/conv_kernel.hpp"
 #include "pjrt_lite/backends/cpu/dot_kernel.hpp"
 #include "pjrt_lite/backends/cpu/gather_kernel.hpp"
 #include "pjrt_lite/backends/cpu/kernels.hpp"
@@ -467,6 +468,17 @@ class Compiler {
       case OpCode::kDotGeneral: {
         auto k = std::make_unique<DotKernel>(g_.shape(n.operands[0]), g_.shape(n.operands[1]), n.attr<DotDimensionNumbers>(),
                                              reads[0], reads[1], dst);
+        k->text = text;
+        add_kernel(std::move(k), reads, {dst});
+        return ok_status();
+      }
+      case OpCode::kConvolution: {
+        const auto& a = n.attr<ConvolutionAttrs>();
+        if (a.input_spatial_dimensions.size() > ConvKernel::kMaxConvSpatial)
+          return unimplemented_error(str_cat("cpu: convolution with ", a.input_spatial_dimensions.size(),
+                                             " spatial dimensions (at most ", ConvKernel::kMaxConvSpatial, ")"));
+        auto k = std::make_unique<ConvKernel>(g_.shape(n.operands[0]), g_.shape(n.operands[1]), out, a, reads[0],
+                                              reads[1], dst);
         k->text = text;
         add_kernel(std::move(k), reads, {dst});
         return ok_status();

@@ -1,8 +1,9 @@
 #pragma once
 // The reference interpreter's op implementations: eval_node and the ops that live with it
-// (iota, reduce, reduce_window, select_and_scatter, dot_general). interpreter.hpp includes this header, unless
-// PJRT_LITE_CPU_EXTERN_KERNELS is defined; then only <pjrt_lite/cpu_instantiate.hpp> does,
-// so that one translation unit compiles every op for every element type.
+// (iota, reduce, reduce_window, select_and_scatter, dot_general, convolution). interpreter.hpp
+// includes this header, unless PJRT_LITE_CPU_EXTERN_KERNELS is defined; then only
+// <pjrt_lite/cpu_instantiate.hpp> does, so that one translation unit compiles every op for every
+// element type.
 
 #include <algorithm>
 #include <cstddef>
@@ -293,6 +294,67 @@ inline StatusOr<Literal> eval_dot_general(const Literal& lhs, const Literal& rhs
   });
 }
 
+/// convolution, term by term from the spec's formula: result element [b, o, s...] (in the
+/// output's dimension order) is the sum over kernel positions k (row-major) and input features
+/// i of the group (innermost) of lhs[batch, position, feature] * rhs[i, k, o], where o picks
+/// the group (feature_group_count splits the lhs features, batch_group_count the lhs batch)
+/// and a position that falls on padding or a dilation hole contributes nothing. Accumulates
+/// like dot_general: from zero, in the element type, f16 and bf16 in f32; pred uses or / and.
+inline StatusOr<Literal> eval_convolution(const Literal& lhs, const Literal& rhs,
+                                          const ConvolutionAttrs& a, const Shape& result) {
+  const std::size_t spatial = a.input_spatial_dimensions.size();
+  std::vector<std::int64_t> kernel_sizes;
+  for (std::int64_t d : a.kernel_spatial_dimensions)
+    kernel_sizes.push_back(rhs.dims()[static_cast<std::size_t>(d)]);
+  const std::int64_t groups = a.feature_group_count * a.batch_group_count;
+  const std::int64_t out_features = result.dim(a.output_feature_dimension);
+  const std::int64_t group_features = out_features / groups;
+  const std::int64_t group_inputs =
+      rhs.dims()[static_cast<std::size_t>(a.kernel_input_feature_dimension)];
+  const std::int64_t group_batch = result.dim(a.output_batch_dimension);
+  return visit_dtype(lhs.dtype(), [&]<class T>(std::type_identity<T>) -> StatusOr<Literal> {
+    PJRT_LITE_RETURN_IF_ERROR(check_result<T>(result, result.element_count()));
+    constexpr bool kHalf = std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
+    using Acc = std::conditional_t<kHalf, float, T>;
+    Literal out(result);
+    std::vector<std::int64_t> l(spatial + 2), r(spatial + 2);
+    auto at = [](std::vector<std::int64_t>& index, std::int64_t d) -> std::int64_t& {
+      return index[static_cast<std::size_t>(d)];
+    };
+    for_each_index(result.dims(), [&](std::span<const std::int64_t> index) {
+      auto out_at = [&](std::int64_t d) { return index[static_cast<std::size_t>(d)]; };
+      const std::int64_t o = out_at(a.output_feature_dimension);
+      const std::int64_t group = group_features == 0 ? 0 : o / group_features;
+      at(l, a.input_batch_dimension) =
+          out_at(a.output_batch_dimension) + (a.batch_group_count > 1 ? group * group_batch : 0);
+      const std::int64_t feature_base = a.feature_group_count > 1 ? group * group_inputs : 0;
+      at(r, a.kernel_output_feature_dimension) = o;
+      Acc sum = convert_element<Acc>(0);
+      for_each_index(kernel_sizes, [&](std::span<const std::int64_t> k) {
+        for (std::size_t d = 0; d < spatial; ++d) {
+          const std::int64_t tap = a.window_reversal[d] != 0 ? kernel_sizes[d] - 1 - k[d] : k[d];
+          const std::int64_t padded = out_at(a.output_spatial_dimensions[d]) * a.window_strides[d] +
+                                      tap * a.rhs_dilation[d] - a.padding_low[d];
+          const std::int64_t size =
+              lhs.dims()[static_cast<std::size_t>(a.input_spatial_dimensions[d])];
+          if (padded < 0 || padded % a.lhs_dilation[d] != 0 || padded / a.lhs_dilation[d] >= size)
+            return;  // padding or a dilation hole: contributes zero
+          at(l, a.input_spatial_dimensions[d]) = padded / a.lhs_dilation[d];
+          at(r, a.kernel_spatial_dimensions[d]) = k[d];
+        }
+        for (std::int64_t i = 0; i < group_inputs; ++i) {
+          at(l, a.input_feature_dimension) = feature_base + i;
+          at(r, a.kernel_input_feature_dimension) = i;
+          sum = scalar::add(sum, scalar::multiply(convert_element<Acc>(lhs.get<T>(l)),
+                                                  convert_element<Acc>(rhs.get<T>(r))));
+        }
+      });
+      out.set<T>(index, convert_element<T>(sum));
+    });
+    return out;
+  });
+}
+
 PJRT_LITE_REFERENCE_KERNELS_INLINE StatusOr<std::vector<Literal>> eval_node(
     const Node& node, std::span<const Literal* const> operands) {
   auto one = [](StatusOr<Literal> literal) -> StatusOr<std::vector<Literal>> {
@@ -338,6 +400,8 @@ PJRT_LITE_REFERENCE_KERNELS_INLINE StatusOr<std::vector<Literal>> eval_node(
     case OpCode::kDotGeneral:
       return one(
           eval_dot_general(operand(0), operand(1), node.attr<DotDimensionNumbers>(), result));
+    case OpCode::kConvolution:
+      return one(eval_convolution(operand(0), operand(1), node.attr<ConvolutionAttrs>(), result));
     case OpCode::kGather:
       return one(eval_gather(operand(0), operand(1), node.attr<GatherAttrs>(), result));
     case OpCode::kScatter: {
