@@ -123,11 +123,18 @@ std::vector<Case> unary_cases() {
     OpCode op;
     double lo, hi;
   };
-  for (U u : {U{OpCode::kAbs, 0.2, 2}, U{OpCode::kNegate, -2, 2}, U{OpCode::kExponential, -2, 2},
-              U{OpCode::kExponentialMinusOne, -2, 2}, U{OpCode::kLog, 0.3, 3},
-              U{OpCode::kLogPlusOne, -0.5, 2}, U{OpCode::kSqrt, 0.3, 3}, U{OpCode::kRsqrt, 0.3, 3},
-              U{OpCode::kCbrt, 0.3, 3}, U{OpCode::kTanh, -2, 2}, U{OpCode::kLogistic, -3, 3},
-              U{OpCode::kSine, -3, 3}, U{OpCode::kCosine, -3, 3}, U{OpCode::kTan, -1.2, 1.2}}) {
+  for (U u : {U{OpCode::kAbs, 0.2, 2},        U{OpCode::kNegate, -2, 2},
+              U{OpCode::kExponential, -2, 2}, U{OpCode::kExponentialMinusOne, -2, 2},
+              U{OpCode::kLog, 0.3, 3},        U{OpCode::kLogPlusOne, -0.5, 2},
+              U{OpCode::kSqrt, 0.3, 3},       U{OpCode::kRsqrt, 0.3, 3},
+              U{OpCode::kCbrt, 0.3, 3},       U{OpCode::kTanh, -2, 2},
+              U{OpCode::kLogistic, -3, 3},    U{OpCode::kSine, -3, 3},
+              U{OpCode::kCosine, -3, 3},      U{OpCode::kTan, -1.2, 1.2},
+              U{OpCode::kAsin, -0.8, 0.8},    U{OpCode::kAsinh, -3, 3},
+              U{OpCode::kAtan, -3, 3},        U{OpCode::kAtanh, -0.8, 0.8},
+              U{OpCode::kCosh, -2, 2},        U{OpCode::kSinh, -2, 2},
+              U{OpCode::kErf, -2, 2},         U{OpCode::kErfc, -2, 2},
+              U{OpCode::kErfInv, -0.9, 0.9},  U{OpCode::kLgamma, 0.3, 4}}) {
     cases.push_back(
         Case{std::string(op_name(u.op)),
              [op = u.op](GraphBuilder& b, std::vector<Value>& p) { return b.unary(op, p[0]); },
@@ -363,6 +370,19 @@ TEST_CASE("autodiff: bad inputs are statuses") {
   CHECK(sd.status().code() == StatusCode::kUnimplemented);
   CHECK_MESSAGE(sd.status().message().find("select_and_scatter") != std::string_view::npos,
                 sd.status().message());
+}
+
+TEST_CASE("autodiff: CHLO ops without a derivative rule are UNIMPLEMENTED, not zero") {
+  for (OpCode op : {OpCode::kDigamma, OpCode::kBesselI1e, OpCode::kNextAfter}) {
+    CAPTURE(op_name(op));
+    GraphBuilder b("g");
+    Value x = b.parameter(Shape(kF64, {3}));
+    Graph g = b.build({is_binary(op) ? b.binary(op, x, x) : b.unary(op, x)}).value();
+    StatusOr<Graph> r = vjp_graph(g, {true});
+    CHECK(r.status().code() == StatusCode::kUnimplemented);
+    CHECK(r.status().message().find(op_name(op)) != std::string::npos);
+    CHECK(jvp_graph(g, {true}).status().code() == StatusCode::kUnimplemented);
+  }
 }
 
 TEST_CASE("batching: batch_graph equals the graph run per batch element") {

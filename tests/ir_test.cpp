@@ -73,6 +73,10 @@ TEST_CASE("ir: op names round-trip and classification") {
   CHECK(op_name(OpCode::kDotGeneral) == "dot_general");
   CHECK(*op_from_name("stablehlo.broadcast_in_dim") == OpCode::kBroadcastInDim);
   check_invalid(op_from_name("frobnicate").status(), "unknown op 'frobnicate'");
+  CHECK(*op_from_name("chlo.erf_inv") == OpCode::kErfInv);
+  CHECK(*op_from_name("chlo.tan") == OpCode::kTan);
+  check_invalid(op_from_name("stablehlo.erf").status(), "unknown op 'stablehlo.erf'");
+  check_invalid(op_from_name("chlo.add").status(), "unknown op 'chlo.add'");
 
   CHECK(is_unary(OpCode::kAbs));
   CHECK(is_unary(OpCode::kImag));
@@ -131,6 +135,19 @@ TEST_CASE("ir: every named builder method makes its op") {
       {b.popcnt(i), OpCode::kPopcnt},
       {b.real(c), OpCode::kReal},
       {b.imag(c), OpCode::kImag},
+      {b.asin(f), OpCode::kAsin},
+      {b.asinh(f), OpCode::kAsinh},
+      {b.atan(f), OpCode::kAtan},
+      {b.atanh(f), OpCode::kAtanh},
+      {b.cosh(f), OpCode::kCosh},
+      {b.sinh(f), OpCode::kSinh},
+      {b.erf(f), OpCode::kErf},
+      {b.erfc(f), OpCode::kErfc},
+      {b.erf_inv(f), OpCode::kErfInv},
+      {b.lgamma(f), OpCode::kLgamma},
+      {b.digamma(f), OpCode::kDigamma},
+      {b.bessel_i1e(f), OpCode::kBesselI1e},
+      {b.next_after(f, f), OpCode::kNextAfter},
       {b.add(f, f), OpCode::kAdd},
       {b.subtract(f, f), OpCode::kSubtract},
       {b.multiply(f, f), OpCode::kMultiply},

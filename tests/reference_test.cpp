@@ -392,6 +392,103 @@ TEST_CASE_TEMPLATE("reference: cbrt is exact on perfect cubes and within an ulp 
     CHECK(near(got.data<T>()[i], std::cbrt(xs[i]), 2 * std::numeric_limits<T>::epsilon()));
 }
 
+TEST_CASE("reference: CHLO functions against closed forms and identities") {
+  const double pi = std::numbers::pi, gamma = 0.57721566490153286;
+  auto f64s = [](std::vector<double> v) { return make_from<double>(v, {std::int64_t(v.size())}); };
+  auto near = [](double got, double want, double rel) {
+    CHECK_MESSAGE(std::fabs(got - want) <= rel * std::max(1.0, std::fabs(want)), got, " vs ", want);
+  };
+  // Closed forms: psi(1) = -gamma, psi(1/2) = -gamma - 2 ln 2, psi(n + 1) = H_n - gamma, and
+  // lgamma(n) = ln (n-1)!, lgamma(1/2) = ln sqrt(pi).
+  std::vector<double> dg = elements<double>(apply(OpCode::kDigamma, f64s({1, 0.5, 11, -0.5})));
+  near(dg[0], -gamma, 1e-15);
+  near(dg[1], -gamma - 2 * std::log(2.0), 1e-15);
+  double h10 = 0;
+  for (int k = 1; k <= 10; ++k) h10 += 1.0 / k;
+  near(dg[2], h10 - gamma, 1e-15);
+  near(dg[3], -gamma - 2 * std::log(2.0) + 2, 1e-14);  // psi(1/2) = psi(-1/2) + 1/(-1/2)
+  std::vector<double> lg = elements<double>(apply(OpCode::kLgamma, f64s({5, 0.5, 1})));
+  near(lg[0], std::log(24.0), 1e-15);
+  near(lg[1], 0.5 * std::log(pi), 1e-15);
+  CHECK(lg[2] == 0.0);
+  // Poles of digamma are NaN.
+  for (double v : elements<double>(apply(OpCode::kDigamma, f64s({0, -3})))) CHECK(std::isnan(v));
+  // erf_inv inverts erf, also deep in the tail; ±1 map to ±inf, outside [-1, 1] is NaN.
+  const std::vector<double> ys = {-0.999999, -0.5, -1e-12, 0.1, 0.7, 1 - 1e-15};
+  std::vector<double> xi = elements<double>(apply(OpCode::kErfInv, f64s(ys)));
+  for (std::size_t i = 0; i < ys.size(); ++i) near(std::erf(xi[i]), ys[i], 1e-15);
+  near(std::erfc(xi.back()), 1e-15, 1e-9);
+  std::vector<double> edge = elements<double>(apply(OpCode::kErfInv, f64s({1, -1, 1.5})));
+  CHECK(edge[0] == std::numeric_limits<double>::infinity());
+  CHECK(edge[1] == -std::numeric_limits<double>::infinity());
+  CHECK(std::isnan(edge[2]));
+  // bessel_i1e against its power series exp(-|x|) sum (x/2)^(2k+1) / (k! (k+1)!), summed in
+  // long double; odd in x.
+  const std::vector<double> bx = {-3, 0.5, 10, 600};
+  std::vector<double> bi = elements<double>(apply(OpCode::kBesselI1e, f64s(bx)));
+  for (std::size_t i = 0; i < bx.size(); ++i) {
+    const long double h = std::fabs(bx[i]) / 2;
+    long double term = h, sum = 0;
+    for (int k = 0; k < 2000 && term != 0; ++k) {
+      sum += term;
+      term *= h * h / ((k + 1.0L) * (k + 2.0L));
+    }
+    near(bi[i], static_cast<double>(std::copysign(sum * std::exp(-2 * h), bx[i])), 1e-13);
+  }
+  // The elementary ones against their defining identities.
+  const std::vector<double> xs = {-0.9, -0.3, 0.0, 0.4, 0.8};
+  std::vector<double> as = elements<double>(apply(OpCode::kAsin, f64s(xs)));
+  std::vector<double> at = elements<double>(apply(OpCode::kAtan, f64s(xs)));
+  std::vector<double> ah = elements<double>(apply(OpCode::kAsinh, f64s(xs)));
+  std::vector<double> th = elements<double>(apply(OpCode::kAtanh, f64s(xs)));
+  std::vector<double> ch = elements<double>(apply(OpCode::kCosh, f64s(xs)));
+  std::vector<double> sh = elements<double>(apply(OpCode::kSinh, f64s(xs)));
+  std::vector<double> ef = elements<double>(apply(OpCode::kErf, f64s(xs)));
+  std::vector<double> ec = elements<double>(apply(OpCode::kErfc, f64s(xs)));
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    const double x = xs[i];
+    near(std::sin(as[i]), x, 1e-15);
+    near(std::tan(at[i]), x, 1e-15);
+    near((std::exp(ah[i]) - std::exp(-ah[i])) / 2, x, 1e-15);
+    near(std::log((1 + x) / (1 - x)) / 2, th[i], 1e-14);
+    near(ch[i], (std::exp(x) + std::exp(-x)) / 2, 1e-15);
+    near(sh[i], (std::exp(x) - std::exp(-x)) / 2, 1e-14);
+    near(ef[i] + ec[i], 1.0, 1e-15);
+  }
+  near(ef[4], 0.74210096470766049, 1e-15);  // erf(0.8)
+  // f16: computed wide, rounded once.
+  const Literal h = make_from<f16>({f16(0.5f), f16(-2.0f)}, {2});
+  expect<f16>(apply(OpCode::kSinh, h),
+              {f16(static_cast<float>(std::sinh(0.5))), f16(static_cast<float>(std::sinh(-2.0)))});
+  // Real floats only: complex is rejected by shape inference, naming the op.
+  GraphBuilder b("c");
+  b.asin(b.parameter(Shape(kC64, {2})));
+  CHECK(b.status().code() == StatusCode::kInvalidArgument);
+  CHECK(b.status().message().find("asin") != std::string::npos);
+}
+
+TEST_CASE("reference: next_after steps one value of the element type") {
+  expect<float>(
+      apply(OpCode::kNextAfter, Literal::vector<float>({1, 1, 0, 2, -1}),
+            Literal::vector<float>({2, 0, -1, 2, -kInf<float>})),
+      {1 + 0x1p-23f, 1 - 0x1p-24f, -std::numeric_limits<float>::denorm_min(), 2, -1 - 0x1p-23f});
+  expect<double>(
+      apply(OpCode::kNextAfter, Literal::vector<double>({1}), Literal::vector<double>({5})),
+      {1 + 0x1p-52});
+  // The half types step in their own 10 (7) mantissa bits, not through float.
+  expect<f16>(apply(OpCode::kNextAfter, make_from<f16>({f16(1.0f), f16(0.0f)}, {2}),
+                    make_from<f16>({f16(2.0f), f16(1.0f)}, {2})),
+              {f16(1.0f + 0x1p-10f), f16(0x1p-24f)});
+  expect<bf16>(apply(OpCode::kNextAfter, make_from<bf16>({bf16(1.0f)}, {1}),
+                     make_from<bf16>({bf16(0.0f)}, {1})),
+               {bf16(1.0f - 0x1p-8f)});
+  std::vector<float> nan =
+      elements<float>(apply(OpCode::kNextAfter, Literal::vector<float>({kNaN<float>, 1}),
+                            Literal::vector<float>({1, kNaN<float>})));
+  CHECK(std::isnan(nan[0]));
+  CHECK(std::isnan(nan[1]));
+}
+
 TEST_CASE("reference: spec examples of unary ops") {
   expect<std::int32_t>(apply(OpCode::kAbs, Literal::vector<std::int32_t>({-2, 0, 2})), {2, 0, 2});
   expect<double>(apply(OpCode::kCbrt, Literal::vector<double>({0, 1, 8, 27})), {0, 1, 2, 3});

@@ -186,6 +186,18 @@ class GraphBuilder {
   Value popcnt(Value x) { return op1(OpCode::kPopcnt, {x}); }
   Value real(Value x) { return op1(OpCode::kReal, {x}); }
   Value imag(Value x) { return op1(OpCode::kImag, {x}); }
+  Value asin(Value x) { return op1(OpCode::kAsin, {x}); }
+  Value asinh(Value x) { return op1(OpCode::kAsinh, {x}); }
+  Value atan(Value x) { return op1(OpCode::kAtan, {x}); }
+  Value atanh(Value x) { return op1(OpCode::kAtanh, {x}); }
+  Value cosh(Value x) { return op1(OpCode::kCosh, {x}); }
+  Value sinh(Value x) { return op1(OpCode::kSinh, {x}); }
+  Value erf(Value x) { return op1(OpCode::kErf, {x}); }
+  Value erfc(Value x) { return op1(OpCode::kErfc, {x}); }
+  Value erf_inv(Value x) { return op1(OpCode::kErfInv, {x}); }
+  Value lgamma(Value x) { return op1(OpCode::kLgamma, {x}); }
+  Value digamma(Value x) { return op1(OpCode::kDigamma, {x}); }
+  Value bessel_i1e(Value x) { return op1(OpCode::kBesselI1e, {x}); }
 
   // ---- Binary element-wise ---------------------------------------------------------------
 
@@ -198,6 +210,7 @@ class GraphBuilder {
   Value maximum(Value lhs, Value rhs) { return op1(OpCode::kMaximum, {lhs, rhs}); }
   Value minimum(Value lhs, Value rhs) { return op1(OpCode::kMinimum, {lhs, rhs}); }
   Value atan2(Value lhs, Value rhs) { return op1(OpCode::kAtan2, {lhs, rhs}); }
+  Value next_after(Value x, Value toward) { return op1(OpCode::kNextAfter, {x, toward}); }
   /// StableHLO `and`, `or`, `xor` (C++ keywords, hence the underscores).
   Value and_(Value lhs, Value rhs) { return op1(OpCode::kAnd, {lhs, rhs}); }
   Value or_(Value lhs, Value rhs) { return op1(OpCode::kOr, {lhs, rhs}); }

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <string_view>
 
 #include "pjrt_lite/core/status.hpp"
@@ -86,10 +87,25 @@ enum class OpCode : std::uint8_t {
   kSelectAndScatter,
   // Convolution (appended for the same reason).
   kConvolution,
+  // CHLO element-wise ops that JAX exports (appended for the same reason). Unary, real floats.
+  kAsin,
+  kAsinh,
+  kAtan,
+  kAtanh,
+  kCosh,
+  kSinh,
+  kErf,
+  kErfc,
+  kErfInv,
+  kLgamma,
+  kDigamma,
+  kBesselI1e,
+  // Binary, real floats.
+  kNextAfter,
 };
 
 /// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kConvolution) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kNextAfter) + 1;
 
 namespace detail {
 inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
@@ -157,6 +173,19 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "reduce_window",
     "select_and_scatter",
     "convolution",
+    "asin",
+    "asinh",
+    "atan",
+    "atanh",
+    "cosh",
+    "sinh",
+    "erf",
+    "erfc",
+    "erf_inv",
+    "lgamma",
+    "digamma",
+    "bessel_i1e",
+    "next_after",
 };
 }  // namespace detail
 
@@ -169,24 +198,47 @@ constexpr std::string_view op_name(OpCode op) {
                       : std::string_view("invalid");
 }
 
-/// The opcode called `name` ("add" or "stablehlo.add"), or INVALID_ARGUMENT.
+/// asin .. next_after: the CHLO ops, which StableHLO text spells `chlo.NAME`.
+constexpr bool is_chlo(OpCode op) { return op >= OpCode::kAsin && op <= OpCode::kNextAfter; }
+
+/// The dialect that spells the op in StableHLO text: "chlo" or "stablehlo".
+constexpr std::string_view op_dialect(OpCode op) { return is_chlo(op) ? "chlo" : "stablehlo"; }
+
+/// The opcode called `name` ("add", "stablehlo.add", "chlo.erf"), or INVALID_ARGUMENT. A
+/// dialect prefix must be the op's own; chlo.tan is stablehlo.tan, which CHLO also defines.
 inline StatusOr<OpCode> op_from_name(std::string_view name) {
-  constexpr std::string_view kDialect = "stablehlo.";
-  if (name.starts_with(kDialect)) name.remove_prefix(kDialect.size());
-  for (std::size_t i = 0; i < kOpCodeCount; ++i)
-    if (detail::kOpNames[i] == name) return static_cast<OpCode>(i);
-  return invalid_argument_error(str_cat("unknown op '", name, "'"));
+  const std::string_view full = name;
+  std::string_view dialect;
+  for (std::string_view d : {std::string_view("stablehlo"), std::string_view("chlo")}) {
+    if (name.size() > d.size() && name.starts_with(d) && name[d.size()] == '.') {
+      dialect = d;
+      name.remove_prefix(d.size() + 1);
+    }
+  }
+  if (dialect == "chlo" && name == "tan") return OpCode::kTan;
+  for (std::size_t i = 0; i < kOpCodeCount; ++i) {
+    const auto op = static_cast<OpCode>(i);
+    if (detail::kOpNames[i] == name && (dialect.empty() || dialect == op_dialect(op))) return op;
+  }
+  return invalid_argument_error(str_cat("unknown op '", full, "'"));
 }
 
 /// parameter, constant, iota: the ops without operands.
 constexpr bool is_source(OpCode op) { return op <= OpCode::kIota; }
-/// One operand, same shape out, no attributes: abs .. imag.
-constexpr bool is_unary(OpCode op) { return op >= OpCode::kAbs && op <= OpCode::kImag; }
-/// Two operands of one shape, same shape out, no attributes: add .. complex.
-constexpr bool is_binary(OpCode op) { return op >= OpCode::kAdd && op <= OpCode::kComplex; }
+/// One operand, same shape out, no attributes: abs .. imag and asin .. bessel_i1e.
+constexpr bool is_unary(OpCode op) {
+  return (op >= OpCode::kAbs && op <= OpCode::kImag) ||
+         (op >= OpCode::kAsin && op <= OpCode::kBesselI1e);
+}
+/// Two operands of one shape, same shape out, no attributes: add .. complex and next_after.
+constexpr bool is_binary(OpCode op) {
+  return (op >= OpCode::kAdd && op <= OpCode::kComplex) || op == OpCode::kNextAfter;
+}
 /// Every result element depends only on the operand elements at the same index (a scalar
 /// operand of select or clamp counts as broadcast). These are the ops that fuse into loops.
-constexpr bool is_elementwise(OpCode op) { return op >= OpCode::kAbs && op <= OpCode::kConvert; }
+constexpr bool is_elementwise(OpCode op) {
+  return (op >= OpCode::kAbs && op <= OpCode::kConvert) || is_chlo(op);
+}
 /// f(a, b) == f(b, a) for every element type the op accepts.
 constexpr bool is_commutative(OpCode op) {
   switch (op) {

@@ -94,7 +94,21 @@ constexpr TypeClass accepted_types(OpCode op) {
     case OpCode::kRoundNearestAfz:
     case OpCode::kRoundNearestEven:
     case OpCode::kIsFinite:
-    case OpCode::kComplex: return TypeClass::kFloat;
+    case OpCode::kComplex:
+    // The CHLO ops JAX exports on real types only; their complex forms are not in the IR.
+    case OpCode::kAsin:
+    case OpCode::kAsinh:
+    case OpCode::kAtan:
+    case OpCode::kAtanh:
+    case OpCode::kCosh:
+    case OpCode::kSinh:
+    case OpCode::kErf:
+    case OpCode::kErfc:
+    case OpCode::kErfInv:
+    case OpCode::kLgamma:
+    case OpCode::kDigamma:
+    case OpCode::kBesselI1e:
+    case OpCode::kNextAfter: return TypeClass::kFloat;
     case OpCode::kNot:
     case OpCode::kAnd:
     case OpCode::kOr:

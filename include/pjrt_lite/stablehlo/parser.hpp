@@ -20,7 +20,7 @@
 //
 // Errors: malformed text and type errors are INVALID_ARGUMENT "line:column: what was
 // expected, found what"; a declared type that differs from what the IR infers is one too.
-// Valid StableHLO that the IR cannot represent (while, gather, sort, chlo ops, dynamic
+// Valid StableHLO that the IR cannot represent (while, sort, most chlo ops, dynamic
 // shapes, f8 types, ...) is UNIMPLEMENTED "stablehlo.while is not supported (line 12)", so a
 // runner can skip the file. The parser never throws, crashes or loops on any input: nesting
 // and sizes are bounded and every index is checked.
@@ -617,6 +617,12 @@ class Parser {
     if (name == "func.func" || name == "module")
       return error_at(pos, str_cat("expected '}' to end the function before ", name));
     if (name.starts_with("func.")) return error_at(pos, str_cat("unknown op ", name));
+    if (name.starts_with("chlo.")) {
+      // The CHLO ops the IR has; any other is valid CHLO this parser does not run.
+      StatusOr<OpCode> chlo = op_from_name(name);
+      if (!chlo.ok()) return unsupported_at(pos, name);
+      return parse_elementwise(r, ctx, *chlo, name, pos);
+    }
     if (!name.starts_with("stablehlo.")) {
       if (name.find('.') != std::string_view::npos) return unsupported_at(pos, name);
       return error_at(
@@ -625,18 +631,27 @@ class Parser {
     const std::string_view short_name = name.substr(10);
     if (short_name == "dot") return parse_dot(r, ctx, name, pos);
     if (short_name == "broadcast") return parse_broadcast(r, ctx, name, pos);
-    StatusOr<OpCode> code = op_from_name(short_name);
+    StatusOr<OpCode> code = op_from_name(name);
     if (!code.ok() || *code == OpCode::kParameter) {
       if (is_known_unsupported_op(short_name)) return unsupported_at(pos, name);
       return error_at(pos, str_cat("unknown op ", name));
     }
     const OpCode op = *code;
-    OpResult out;
     if (is_unary(op) || is_binary(op) || op == OpCode::kSelect || op == OpCode::kClamp ||
-        op == OpCode::kConvert || op == OpCode::kBitcastConvert || op == OpCode::kReshape) {
+        op == OpCode::kConvert || op == OpCode::kBitcastConvert || op == OpCode::kReshape)
+      return parse_elementwise(r, ctx, op, name, pos);
+    return parse_pretty_other(r, ctx, op, name, pos);
+  }
+
+  /// The pretty form of an op whose only attributes come from its types: `op %a, %b : T`.
+  StatusOr<OpResult> parse_elementwise(Reader& r, Context& ctx, OpCode op, std::string_view name,
+                                       SourcePos pos) {
+    OpResult out;
+    {
       const int n = operand_count(op);
       PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands,
                                  parse_operands_exact(r, ctx, static_cast<std::size_t>(n), name));
+      PJRT_LITE_RETURN_IF_ERROR(check_chlo_operands(ctx, op, operands, name, pos));
       PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
       const TypeRule rule = op == OpCode::kSelect    ? TypeRule::kSelect
                             : op == OpCode::kComplex ? TypeRule::kResultOnly
@@ -658,6 +673,12 @@ class Parser {
       PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
       return out;
     }
+  }
+
+  /// The pretty form of the ops with attributes or regions.
+  StatusOr<OpResult> parse_pretty_other(Reader& r, Context& ctx, OpCode op, std::string_view name,
+                                        SourcePos pos) {
+    OpResult out;
     switch (op) {
       case OpCode::kConstant: {
         if (r.peek().is('{')) PJRT_LITE_RETURN_IF_ERROR(r.parse_dict().status());
@@ -1431,8 +1452,10 @@ class Parser {
     const bool is_dot = name == "stablehlo.dot";
     const bool is_broadcast = name == "stablehlo.broadcast";
     if (!is_return && !is_call && !is_custom && !is_dot && !is_broadcast) {
-      if (!name.starts_with("stablehlo.")) return unsupported_at(pos, name);
+      const bool is_chlo = name.starts_with("chlo.");
+      if (!name.starts_with("stablehlo.") && !is_chlo) return unsupported_at(pos, name);
       StatusOr<OpCode> c = op_from_name(name);
+      if (is_chlo && !c.ok()) return unsupported_at(pos, name);
       if (!c.ok() || *c == OpCode::kParameter) {
         if (is_known_unsupported_op(std::string_view(name).substr(10)))
           return unsupported_at(pos, name);
@@ -1633,9 +1656,23 @@ class Parser {
     return error_at(v->pos, str_cat("expected #stablehlo<", key, " ...> for ", key));
   }
 
+  /// CHLO's ops on complex numbers are valid CHLO the IR has no op for: UNIMPLEMENTED.
+  static Status check_chlo_operands(const Context& ctx, OpCode op,
+                                    const std::vector<Value>& operands, std::string_view name,
+                                    SourcePos pos) {
+    if (!is_chlo(op)) return ok_status();
+    for (Value v : operands) {
+      StatusOr<Shape> s = ctx.b.shape(v);
+      if (s.ok() && is_complex(s->dtype()))
+        return unsupported_at(pos, str_cat(name, " on complex numbers"));
+    }
+    return ok_status();
+  }
+
   StatusOr<OpResult> build_generic(Context& ctx, OpCode op, const std::string& name,
                                    const std::vector<Value>& operands, const AttrDict& attrs,
                                    std::vector<Graph> regions, const OpType& type, SourcePos pos) {
+    PJRT_LITE_RETURN_IF_ERROR(check_chlo_operands(ctx, op, operands, name, pos));
     if (!has_body(op) && !regions.empty()) return error_at(pos, str_cat(name, " takes no regions"));
     PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                                declared_types(ctx, type, operands, TypeRule::kSame, name, pos));

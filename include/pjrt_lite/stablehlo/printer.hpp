@@ -181,7 +181,16 @@ class Printer {
 
   void print_node(const Graph& g, const std::vector<std::string>& names, const Node& n,
                   const std::string& body_prefix, std::string_view indent) {
-    const std::string name = str_cat("stablehlo.", op_name(n.op));
+    const std::string name = str_cat(op_dialect(n.op), ".", op_name(n.op));
+    if (is_chlo(n.op)) {
+      // CHLO's form: `chlo.erf %x : T -> T`, `chlo.next_after %x, %y : T, T -> T`.
+      std::string types;
+      for (Value v : n.operands)
+        types += str_cat(types.empty() ? "" : ", ", tensor_type_name(g.shape(v)));
+      out_ += str_cat(name, " ", operand_list(g, names, n), " : ", types, " -> ",
+                      tensor_type_name(n.results[0]));
+      return;
+    }
     if (is_unary(n.op) || is_binary(n.op) || n.op == OpCode::kClamp || n.op == OpCode::kConvert ||
         n.op == OpCode::kBitcastConvert || n.op == OpCode::kReshape ||
         n.op == OpCode::kDynamicUpdateSlice) {

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <numbers>
 #include <optional>
 #include <string>
 #include <utility>
@@ -532,6 +533,22 @@ class JvpRules {
       case OpCode::kSine: return l_.scale(tx, b_.cosine(x));
       case OpCode::kCosine: return l_.scale(tx, b_.negate(b_.sine(x)));
       case OpCode::kTan: return l_.scale(tx, b_.add(full(y, 1.0), b_.multiply(y, y)));
+      case OpCode::kAsin: return l_.div(tx, b_.sqrt(b_.subtract(full(x, 1.0), b_.multiply(x, x))));
+      case OpCode::kAsinh: return l_.div(tx, b_.sqrt(b_.add(b_.multiply(x, x), full(x, 1.0))));
+      case OpCode::kAtan: return l_.div(tx, b_.add(full(x, 1.0), b_.multiply(x, x)));
+      case OpCode::kAtanh: return l_.div(tx, b_.subtract(full(x, 1.0), b_.multiply(x, x)));
+      case OpCode::kCosh: return l_.scale(tx, b_.sinh(x));
+      case OpCode::kSinh: return l_.scale(tx, b_.cosh(x));
+      case OpCode::kErf:
+      case OpCode::kErfc: {
+        // d erf = 2/sqrt(pi) exp(-x^2) dx; erfc = 1 - erf.
+        const double k = (n.op == OpCode::kErf ? 2.0 : -2.0) * std::numbers::inv_sqrtpi;
+        return l_.scale(tx, b_.multiply(full(x, k), b_.exponential(b_.negate(b_.multiply(x, x)))));
+      }
+      case OpCode::kErfInv:
+        return l_.scale(tx, b_.multiply(full(y, 0.5 / std::numbers::inv_sqrtpi),
+                                        b_.exponential(b_.multiply(y, y))));
+      case OpCode::kLgamma: return l_.scale(tx, b_.digamma(x));
       case OpCode::kReal:
       case OpCode::kImag: return l_.apply(n.op, {L::lin(tx)});
       case OpCode::kComplex:

@@ -19,6 +19,7 @@
 #include <Eigen/Core>
 
 #include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/core/special_math.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/op.hpp"
 
@@ -224,6 +225,12 @@ void compare(const TileArgs& a) {
   }
 }
 
+/// A CHLO op's tile: F in double, rounded once to T, as the reference computes it.
+template <class T, double (*F)(double)>
+void chlo_tile(const TileArgs& a) {
+  map1<T, T>(a, [](T x) { return special::in_double<F, T>(x); });
+}
+
 /// The kernel of a unary op on operand type T, or null if the op does not take T.
 template <class T>
 TileFn unary(OpCode op) {
@@ -264,6 +271,18 @@ TileFn unary(OpCode op) {
       case OpCode::kIsFinite: return [](const TileArgs& a) { map1<bool, T>(a, [](T x) { return std::isfinite(x); }); };
       case OpCode::kReal: return [](const TileArgs& a) { std::memcpy(a.out, a.in[0], static_cast<std::size_t>(a.n) * sizeof(T)); };
       case OpCode::kImag: return [](const TileArgs& a) { map1<T, T>(a, [](T) { return T(0); }); };
+      case OpCode::kAsin: return &chlo_tile<T, special::asin>;
+      case OpCode::kAsinh: return &chlo_tile<T, special::asinh>;
+      case OpCode::kAtan: return &chlo_tile<T, special::atan>;
+      case OpCode::kAtanh: return &chlo_tile<T, special::atanh>;
+      case OpCode::kCosh: return &chlo_tile<T, special::cosh>;
+      case OpCode::kSinh: return &chlo_tile<T, special::sinh>;
+      case OpCode::kErf: return &chlo_tile<T, special::erf>;
+      case OpCode::kErfc: return &chlo_tile<T, special::erfc>;
+      case OpCode::kErfInv: return &chlo_tile<T, special::erf_inv>;
+      case OpCode::kLgamma: return &chlo_tile<T, special::lgamma>;
+      case OpCode::kDigamma: return &chlo_tile<T, special::digamma>;
+      case OpCode::kBesselI1e: return &chlo_tile<T, special::bessel_i1e>;
       default: return nullptr;
     }
   } else if constexpr (kIsComplex<T>) {
@@ -347,6 +366,7 @@ TileFn binary(OpCode op) {
       case OpCode::kMaximum: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return float_max(x, y); }); };
       case OpCode::kMinimum: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return float_min(x, y); }); };
       case OpCode::kAtan2: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return std::atan2(x, y); }); };
+      case OpCode::kNextAfter: return [](const TileArgs& a) { map2<T, T>(a, special::next_after<T>); };
       case OpCode::kComplex:
         return [](const TileArgs& a) { map2<std::complex<T>, T>(a, [](T x, T y) { return std::complex<T>(x, y); }); };
       default: return nullptr;
@@ -451,8 +471,11 @@ inline TileFn find_tile_kernel(OpCode op, DType operand, DType result) {
   if (op == OpCode::kSelect)
     return visit_dtype(operand, [&]<class T>(std::type_identity<T>) -> TileFn { return &ew::select<T>; });
   return visit_dtype(operand, [&]<class T>(std::type_identity<T>) -> TileFn {
-    if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) return nullptr;
-    else if (op == OpCode::kCompare) return &ew::compare<T>;
+    if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
+      // next_after steps in the element's own type; every other op widens to f32 around it.
+      if (op == OpCode::kNextAfter) return [](const TileArgs& a) { ew::map2<T, T>(a, special::next_after<T>); };
+      return nullptr;
+    } else if (op == OpCode::kCompare) return &ew::compare<T>;
     else if (op == OpCode::kClamp) return &ew::clamp<T>;
     else if (is_unary(op)) return ew::unary<T>(op);
     else if (is_binary(op)) return ew::binary<T>(op);

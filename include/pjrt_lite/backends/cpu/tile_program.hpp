@@ -57,10 +57,12 @@ class TileProgram {
   [[nodiscard]] DType dtype(std::int32_t reg) const { return regs_[static_cast<std::size_t>(reg)].dtype; }
 
   /// Appends `op` computing `out` from `ins`; f16/bf16 operands are widened to f32 around it
-  /// so the op rounds once. UNIMPLEMENTED if the CPU has no kernel.
+  /// so the op rounds once (next_after steps in its own type and is never widened).
+  /// UNIMPLEMENTED if the CPU has no kernel.
   Status emit(const Node& node, std::int32_t out, std::vector<std::int32_t> ins) {
     const DType operand = node.op == OpCode::kSelect ? dtype(ins[1]) : dtype(ins[0]);
-    if (computes_in_f32(operand) && node.op != OpCode::kConvert && node.op != OpCode::kSelect) {
+    if (computes_in_f32(operand) && node.op != OpCode::kConvert && node.op != OpCode::kSelect &&
+        node.op != OpCode::kNextAfter) {
       for (std::int32_t& r : ins) {
         if (!computes_in_f32(dtype(r))) continue;
         std::int32_t wide = scratch(DType::kF32);

@@ -15,6 +15,7 @@
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/special_math.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/op.hpp"
@@ -146,6 +147,24 @@ inline StatusOr<Literal> eval_unary(OpCode op, const Literal& x, const Shape& re
       case OpCode::kImag:
         if constexpr (kInexact) return map_unary<T>(x, result, scalar::imag<T>);
         break;
+        // CHLO: computed in double, rounded once (core/special_math.hpp).
+#define PJRT_LITE_CHLO_UNARY(code, fn)                                                        \
+  case OpCode::code:                                                                          \
+    if constexpr (kFloat) return map_unary<T>(x, result, special::in_double<special::fn, T>); \
+    break;
+        PJRT_LITE_CHLO_UNARY(kAsin, asin)
+        PJRT_LITE_CHLO_UNARY(kAsinh, asinh)
+        PJRT_LITE_CHLO_UNARY(kAtan, atan)
+        PJRT_LITE_CHLO_UNARY(kAtanh, atanh)
+        PJRT_LITE_CHLO_UNARY(kCosh, cosh)
+        PJRT_LITE_CHLO_UNARY(kSinh, sinh)
+        PJRT_LITE_CHLO_UNARY(kErf, erf)
+        PJRT_LITE_CHLO_UNARY(kErfc, erfc)
+        PJRT_LITE_CHLO_UNARY(kErfInv, erf_inv)
+        PJRT_LITE_CHLO_UNARY(kLgamma, lgamma)
+        PJRT_LITE_CHLO_UNARY(kDigamma, digamma)
+        PJRT_LITE_CHLO_UNARY(kBesselI1e, bessel_i1e)
+#undef PJRT_LITE_CHLO_UNARY
       default: break;
     }
     return unsupported(op, x.dtype());
@@ -181,6 +200,9 @@ inline StatusOr<Literal> eval_binary(OpCode op, const Literal& a, const Literal&
       case OpCode::kMinimum: return map_binary<T>(a, b, result, scalar::minimum<T>);
       case OpCode::kAtan2:
         if constexpr (kInexact) return map_binary<T>(a, b, result, scalar::atan2<T>);
+        break;
+      case OpCode::kNextAfter:
+        if constexpr (kFloat) return map_binary<T>(a, b, result, special::next_after<T>);
         break;
       case OpCode::kAnd:
         if constexpr (kPred || kInt) return map_binary<T>(a, b, result, scalar::and_<T>);

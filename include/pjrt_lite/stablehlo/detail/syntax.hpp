@@ -269,6 +269,15 @@ class Reader {
       PJRT_LITE_ASSIGN_OR_RETURN(t.function, parse_function_type());
     } else {
       PJRT_LITE_ASSIGN_OR_RETURN(t.types, parse_type_list());
+      if (lex_.peek().kind == TokenKind::kArrow) {
+        // CHLO's `T, T -> T`: a function type without the parentheses.
+        lex_.next();
+        t.functional = true;
+        t.function.inputs = std::move(t.types);
+        t.types.clear();
+        PJRT_LITE_ASSIGN_OR_RETURN(Shape s, parse_type());
+        t.function.results.push_back(std::move(s));
+      }
     }
     return t;
   }

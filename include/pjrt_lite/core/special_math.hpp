@@ -1,0 +1,140 @@
+#pragma once
+// The special functions of CHLO's element-wise ops that the C library lacks (erf_inv,
+// digamma, bessel_i1e), and next_after on every floating-point element type. Each backend
+// computes these ops in double through the functions here and rounds once to the element
+// type, so the backends agree with each other bit for bit.
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <numbers>
+#include <type_traits>
+
+namespace pjrt_lite::special {
+
+// The C library's functions on double, as single functions whose addresses can be taken.
+inline double asin(double x) { return std::asin(x); }
+inline double asinh(double x) { return std::asinh(x); }
+inline double atan(double x) { return std::atan(x); }
+inline double atanh(double x) { return std::atanh(x); }
+inline double cosh(double x) { return std::cosh(x); }
+inline double sinh(double x) { return std::sinh(x); }
+inline double erf(double x) { return std::erf(x); }
+inline double erfc(double x) { return std::erfc(x); }
+/// log |Gamma(x)|.
+inline double lgamma(double x) { return std::lgamma(x); }
+
+/// F at x computed in double and rounded to x's type T (f16, bf16, float or double). The
+/// half types go through float, which holds every double result's f16/bf16 rounding but one
+/// in 2^29 ties.
+template <double (*F)(double), class T>
+T in_double(T x) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return static_cast<T>(F(static_cast<double>(x)));
+  } else {
+    return static_cast<T>(static_cast<float>(F(static_cast<double>(static_cast<float>(x)))));
+  }
+}
+
+/// The inverse of erf on [-1, 1]: ±inf at ±1, NaN outside.
+inline double erf_inv(double y) {
+  if (std::isnan(y) || std::fabs(y) > 1) return std::numeric_limits<double>::quiet_NaN();
+  if (std::fabs(y) == 1) return std::copysign(std::numeric_limits<double>::infinity(), y);
+  const double a = std::fabs(y);
+  // erf(x) = 2x/sqrt(pi) (1 - x^2/3 + ...): below 1e-9 the cubic term is under double's ulp.
+  if (a < 1e-9) return y * std::sqrt(std::numbers::pi) / 2;
+  // Winitzki's closed-form approximation (relative error about 2e-3) as the start, then
+  // Newton steps on erf(x) = a, or on erfc(x) = 1 - a in the tail, where 1 - a is exact and
+  // erf(x) would have lost the digits that decide x.
+  const double k = 0.147;
+  const double l = std::log((1 - a) * (1 + a));
+  const double t = 2 / (std::numbers::pi * k) + l / 2;
+  double x = std::sqrt(std::sqrt(t * t - l / k) - t);
+  const double half_sqrt_pi = std::sqrt(std::numbers::pi) / 2;
+  for (int i = 0; i < 8; ++i) {
+    const double step = a <= 0.5 ? (std::erf(x) - a) * half_sqrt_pi * std::exp(x * x)
+                                 : ((1 - a) - std::erfc(x)) * half_sqrt_pi * std::exp(x * x);
+    x -= step;
+    if (std::fabs(step) <= std::fabs(x) * 1e-17) break;
+  }
+  return std::copysign(x, y);
+}
+
+/// The digamma function psi = Gamma'/Gamma; NaN at the poles 0, -1, -2, ...
+inline double digamma(double x) {
+  if (std::isnan(x) || x == -std::numeric_limits<double>::infinity())
+    return std::numeric_limits<double>::quiet_NaN();
+  if (x <= 0 && x == std::floor(x)) return std::numeric_limits<double>::quiet_NaN();
+  double result = 0;
+  if (x < 0) {
+    // Reflection: psi(x) = psi(1 - x) - pi / tan(pi x); tan has period 1, so reduce first.
+    const double frac = x - std::floor(x);
+    result = -std::numbers::pi / std::tan(std::numbers::pi * frac);
+    x = 1 - x;
+  }
+  // Recurrence psi(x) = psi(x + 1) - 1/x up to where the asymptotic series converges to
+  // double precision (its next term at 10 is below 1e-16).
+  while (x < 10) {
+    result -= 1 / x;
+    x += 1;
+  }
+  const double r = 1 / (x * x);
+  // -sum B_2k / (2k x^2k), k = 1..7.
+  const double series =
+      r * (-1.0 / 12 +
+           r * (1.0 / 120 +
+                r * (-1.0 / 252 +
+                     r * (1.0 / 240 + r * (-1.0 / 132 + r * (691.0 / 32760 + r * (-1.0 / 12)))))));
+  return result + std::log(x) - 0.5 / x + series;
+}
+
+/// exp(-|x|) I1(x), the exponentially scaled modified Bessel function of order 1 (odd in x).
+inline double bessel_i1e(double x) {
+  if (std::isnan(x) || x == 0) return x;
+  const double a = std::fabs(x);
+  double r;
+  if (a <= 500) {
+    r = std::cyl_bessel_i(1.0, a) * std::exp(-a);
+  } else {
+    // Hankel's expansion: I1(a) e^-a ~ (2 pi a)^-1/2 sum_k (-1)^k prod_j (4 - (2j-1)^2) / (k!
+    // (8a)^k).
+    double term = 1, sum = 1;
+    for (int k = 1; k <= 8; ++k) {
+      const double m = 2.0 * k - 1;
+      term *= -(4 - m * m) / (k * 8 * a);
+      sum += term;
+    }
+    r = sum / std::sqrt(2 * std::numbers::pi * a);
+  }
+  return std::copysign(r, x);
+}
+
+/// The next value of type T after x in the direction of y (y if they are equal, NaN if either
+/// is): C's nextafter, for f16 and bf16 too, which the C library does not have.
+template <class T>
+T next_after(T x, T y) {
+  using Bits = std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                  std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
+  double fx, fy;
+  if constexpr (std::is_floating_point_v<T>) {
+    fx = static_cast<double>(x);
+    fy = static_cast<double>(y);
+  } else {
+    fx = static_cast<float>(x);
+    fy = static_cast<float>(y);
+  }
+  if (std::isnan(fx) || std::isnan(fy)) return std::isnan(fx) ? x : y;
+  if (fx == fy) return y;
+  constexpr Bits kSign = Bits{1} << (sizeof(T) * 8 - 1);
+  if (fx == 0) {
+    // The smallest subnormal, signed toward y.
+    return std::bit_cast<T>(static_cast<Bits>(fy < 0 ? kSign | 1 : 1));
+  }
+  const auto bits = std::bit_cast<Bits>(x);
+  // Away from zero when y lies further out on x's side: one more in the magnitude bits.
+  const bool away = (fx < fy) == (fx > 0);
+  return std::bit_cast<T>(static_cast<Bits>(away ? bits + 1 : bits - 1));
+}
+
+}  // namespace pjrt_lite::special
