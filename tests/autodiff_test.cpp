@@ -130,7 +130,7 @@ std::vector<Case> unary_cases() {
               U{OpCode::kCbrt, 0.3, 3},       U{OpCode::kTanh, -2, 2},
               U{OpCode::kLogistic, -3, 3},    U{OpCode::kSine, -3, 3},
               U{OpCode::kCosine, -3, 3},      U{OpCode::kTan, -1.2, 1.2},
-              U{OpCode::kAsin, -0.8, 0.8},    U{OpCode::kAsinh, -3, 3},
+              U{OpCode::kAcosh, 1.2, 4},      U{OpCode::kAsin, -0.8, 0.8},    U{OpCode::kAsinh, -3, 3},
               U{OpCode::kAtan, -3, 3},        U{OpCode::kAtanh, -0.8, 0.8},
               U{OpCode::kCosh, -2, 2},        U{OpCode::kSinh, -2, 2},
               U{OpCode::kErf, -2, 2},         U{OpCode::kErfc, -2, 2},

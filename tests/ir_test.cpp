@@ -135,6 +135,7 @@ TEST_CASE("ir: every named builder method makes its op") {
       {b.popcnt(i), OpCode::kPopcnt},
       {b.real(c), OpCode::kReal},
       {b.imag(c), OpCode::kImag},
+      {b.acosh(f), OpCode::kAcosh},
       {b.asin(f), OpCode::kAsin},
       {b.asinh(f), OpCode::kAsinh},
       {b.atan(f), OpCode::kAtan},

@@ -14,12 +14,11 @@
 namespace pjrt_lite::special {
 
 // The C library's functions on double, as single functions whose addresses can be taken.
+inline double acosh(double x) { return std::acosh(x); }
 inline double asin(double x) { return std::asin(x); }
 inline double asinh(double x) { return std::asinh(x); }
 inline double atan(double x) { return std::atan(x); }
 inline double atanh(double x) { return std::atanh(x); }
-inline double cosh(double x) { return std::cosh(x); }
-inline double sinh(double x) { return std::sinh(x); }
 inline double erf(double x) { return std::erf(x); }
 inline double erfc(double x) { return std::erfc(x); }
 /// log |Gamma(x)|.
@@ -34,6 +33,31 @@ T in_double(T x) {
     return static_cast<T>(F(static_cast<double>(x)));
   } else {
     return static_cast<T>(static_cast<float>(F(static_cast<double>(static_cast<float>(x)))));
+  }
+}
+
+/// cosh and sinh as CHLO defines them, so that results agree with other StableHLO consumers
+/// bit for bit or nearly: in double, the C library's; in float and the half types (computed
+/// in float), CHLO's decomposition e^(x + log 1/2) ± e^(-x + log 1/2), whose rounding of the
+/// exponent costs a few ulp at large |x| against the exact value, and for sinh at |x| < 1,
+/// where that difference would cancel, the exact value rounded to the element type.
+template <class T>
+T cosh(T x) {
+  if constexpr (std::is_same_v<T, double>) {
+    return std::cosh(x);
+  } else {
+    const float f = static_cast<float>(x), log_half = -std::numbers::ln2_v<float>;
+    return static_cast<T>(std::exp(f + log_half) + std::exp(-f + log_half));
+  }
+}
+template <class T>
+T sinh(T x) {
+  if constexpr (std::is_same_v<T, double>) {
+    return std::sinh(x);
+  } else {
+    const float f = static_cast<float>(x), log_half = -std::numbers::ln2_v<float>;
+    if (std::fabs(f) < 1) return static_cast<T>(static_cast<float>(std::sinh(double{f})));
+    return static_cast<T>(std::exp(f + log_half) - std::exp(-f + log_half));
   }
 }
 

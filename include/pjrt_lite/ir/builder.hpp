@@ -186,6 +186,7 @@ class GraphBuilder {
   Value popcnt(Value x) { return op1(OpCode::kPopcnt, {x}); }
   Value real(Value x) { return op1(OpCode::kReal, {x}); }
   Value imag(Value x) { return op1(OpCode::kImag, {x}); }
+  Value acosh(Value x) { return op1(OpCode::kAcosh, {x}); }
   Value asin(Value x) { return op1(OpCode::kAsin, {x}); }
   Value asinh(Value x) { return op1(OpCode::kAsinh, {x}); }
   Value atan(Value x) { return op1(OpCode::kAtan, {x}); }

@@ -88,6 +88,7 @@ enum class OpCode : std::uint8_t {
   // Convolution (appended for the same reason).
   kConvolution,
   // CHLO element-wise ops that JAX exports (appended for the same reason). Unary, real floats.
+  kAcosh,
   kAsin,
   kAsinh,
   kAtan,
@@ -173,6 +174,7 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "reduce_window",
     "select_and_scatter",
     "convolution",
+    "acosh",
     "asin",
     "asinh",
     "atan",
@@ -198,8 +200,8 @@ constexpr std::string_view op_name(OpCode op) {
                       : std::string_view("invalid");
 }
 
-/// asin .. next_after: the CHLO ops, which StableHLO text spells `chlo.NAME`.
-constexpr bool is_chlo(OpCode op) { return op >= OpCode::kAsin && op <= OpCode::kNextAfter; }
+/// acosh .. next_after: the CHLO ops, which StableHLO text spells `chlo.NAME`.
+constexpr bool is_chlo(OpCode op) { return op >= OpCode::kAcosh && op <= OpCode::kNextAfter; }
 
 /// The dialect that spells the op in StableHLO text: "chlo" or "stablehlo".
 constexpr std::string_view op_dialect(OpCode op) { return is_chlo(op) ? "chlo" : "stablehlo"; }
@@ -225,10 +227,10 @@ inline StatusOr<OpCode> op_from_name(std::string_view name) {
 
 /// parameter, constant, iota: the ops without operands.
 constexpr bool is_source(OpCode op) { return op <= OpCode::kIota; }
-/// One operand, same shape out, no attributes: abs .. imag and asin .. bessel_i1e.
+/// One operand, same shape out, no attributes: abs .. imag and acosh .. bessel_i1e.
 constexpr bool is_unary(OpCode op) {
   return (op >= OpCode::kAbs && op <= OpCode::kImag) ||
-         (op >= OpCode::kAsin && op <= OpCode::kBesselI1e);
+         (op >= OpCode::kAcosh && op <= OpCode::kBesselI1e);
 }
 /// Two operands of one shape, same shape out, no attributes: add .. complex and next_after.
 constexpr bool is_binary(OpCode op) {

@@ -96,6 +96,7 @@ constexpr TypeClass accepted_types(OpCode op) {
     case OpCode::kIsFinite:
     case OpCode::kComplex:
     // The CHLO ops JAX exports on real types only; their complex forms are not in the IR.
+    case OpCode::kAcosh:
     case OpCode::kAsin:
     case OpCode::kAsinh:
     case OpCode::kAtan:

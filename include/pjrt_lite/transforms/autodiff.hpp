@@ -533,6 +533,8 @@ class JvpRules {
       case OpCode::kSine: return l_.scale(tx, b_.cosine(x));
       case OpCode::kCosine: return l_.scale(tx, b_.negate(b_.sine(x)));
       case OpCode::kTan: return l_.scale(tx, b_.add(full(y, 1.0), b_.multiply(y, y)));
+      case OpCode::kAcosh:
+        return l_.div(tx, b_.sqrt(b_.subtract(b_.multiply(x, x), full(x, 1.0))));
       case OpCode::kAsin: return l_.div(tx, b_.sqrt(b_.subtract(full(x, 1.0), b_.multiply(x, x))));
       case OpCode::kAsinh: return l_.div(tx, b_.sqrt(b_.add(b_.multiply(x, x), full(x, 1.0))));
       case OpCode::kAtan: return l_.div(tx, b_.add(full(x, 1.0), b_.multiply(x, x)));

@@ -271,12 +271,13 @@ TileFn unary(OpCode op) {
       case OpCode::kIsFinite: return [](const TileArgs& a) { map1<bool, T>(a, [](T x) { return std::isfinite(x); }); };
       case OpCode::kReal: return [](const TileArgs& a) { std::memcpy(a.out, a.in[0], static_cast<std::size_t>(a.n) * sizeof(T)); };
       case OpCode::kImag: return [](const TileArgs& a) { map1<T, T>(a, [](T) { return T(0); }); };
+      case OpCode::kAcosh: return &chlo_tile<T, special::acosh>;
       case OpCode::kAsin: return &chlo_tile<T, special::asin>;
       case OpCode::kAsinh: return &chlo_tile<T, special::asinh>;
       case OpCode::kAtan: return &chlo_tile<T, special::atan>;
       case OpCode::kAtanh: return &chlo_tile<T, special::atanh>;
-      case OpCode::kCosh: return &chlo_tile<T, special::cosh>;
-      case OpCode::kSinh: return &chlo_tile<T, special::sinh>;
+      case OpCode::kCosh: return [](const TileArgs& a) { map1<T, T>(a, &special::cosh<T>); };
+      case OpCode::kSinh: return [](const TileArgs& a) { map1<T, T>(a, &special::sinh<T>); };
       case OpCode::kErf: return &chlo_tile<T, special::erf>;
       case OpCode::kErfc: return &chlo_tile<T, special::erfc>;
       case OpCode::kErfInv: return &chlo_tile<T, special::erf_inv>;

@@ -152,12 +152,17 @@ inline StatusOr<Literal> eval_unary(OpCode op, const Literal& x, const Shape& re
   case OpCode::code:                                                                          \
     if constexpr (kFloat) return map_unary<T>(x, result, special::in_double<special::fn, T>); \
     break;
+        PJRT_LITE_CHLO_UNARY(kAcosh, acosh)
         PJRT_LITE_CHLO_UNARY(kAsin, asin)
         PJRT_LITE_CHLO_UNARY(kAsinh, asinh)
         PJRT_LITE_CHLO_UNARY(kAtan, atan)
         PJRT_LITE_CHLO_UNARY(kAtanh, atanh)
-        PJRT_LITE_CHLO_UNARY(kCosh, cosh)
-        PJRT_LITE_CHLO_UNARY(kSinh, sinh)
+        case OpCode::kCosh:
+          if constexpr (kFloat) return map_unary<T>(x, result, special::cosh<T>);
+          break;
+        case OpCode::kSinh:
+          if constexpr (kFloat) return map_unary<T>(x, result, special::sinh<T>);
+          break;
         PJRT_LITE_CHLO_UNARY(kErf, erf)
         PJRT_LITE_CHLO_UNARY(kErfc, erfc)
         PJRT_LITE_CHLO_UNARY(kErfInv, erf_inv)
