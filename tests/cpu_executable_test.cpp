@@ -92,8 +92,76 @@ TEST_CASE("cpu executable: a fused element-wise chain equals its closed form") {
   auto exe = client->compile(g).value();
   // One loop for the whole chain: a single kernel, no temporaries.
   CHECK(contains(exe.optimized_program_text(), "1 kernels"));
-  CHECK(contains(exe.optimized_program_text(), "fusion[broadcast_in_dim, negate, exponential, multiply, add, tanh, multiply, add]"));
+  CHECK(contains(exe.optimized_program_text(),
+                 "fusion[broadcast_in_dim, negate, exponential, multiply, add, tanh, multiply, add]($3, $1, $2) : [10000] (2 multiply-adds)"));
   CHECK(exe.cost_analysis().transcendentals == 2.0 * n);
+}
+
+TEST_CASE("cpu executable: a value squared inside a fused loop frees its tile once") {
+  // t * t is t's last use: its scratch tile returns to the loop's free list once, not twice,
+  // so the two values made next get tiles of their own. Against the reference, every dtype
+  // the loop computes in.
+  auto client = make_client();
+  for (DType t : {DType::kF32, DType::kF64, DType::kS32, DType::kU8, DType::kF16}) {
+    CAPTURE(dtype_name(t));
+    GraphBuilder b("square");
+    const std::int64_t n = 3000;
+    Value a = b.convert(b.parameter(Shape(DType::kF32, {n})), t);
+    auto splat = [&](float v) { return b.broadcast_in_dim(b.convert(b.constant(v), t), {n}, {}); };
+    Value s = b.add(a, splat(1));
+    Value square = b.multiply(s, s);
+    Value v = b.multiply(a, splat(2));
+    Value w = b.subtract(a, splat(3));
+    Graph g = build(b, {b.convert(b.add(square, b.multiply(v, w)), DType::kF64)});
+    std::vector<float> av(n);
+    for (std::int64_t i = 0; i < n; ++i) av[static_cast<std::size_t>(i)] = float(i % 7);
+    const std::vector<Literal> args = {Literal::from_span<float>(av, {n}).value()};
+    auto got = run(*client, g, args);
+    auto want = reference::evaluate(g, args);
+    REQUIRE(want.ok());
+    CHECK(got[0] == (*want)[0]);
+  }
+}
+
+TEST_CASE("cpu executable: products feeding sums become multiply-adds that match the reference") {
+  // a * b + c, a * b - c, c - a * b, a splat factor, and two products the loop must keep: one
+  // read twice and one that is a result of its own. Several tiles, split across workers.
+  auto client = make_client();
+  const std::int64_t n = 9000;
+  for (DType t : {DType::kF32, DType::kF64, DType::kBF16, DType::kS32}) {
+    CAPTURE(dtype_name(t));
+    GraphBuilder b("multiply_add");
+    Value a = b.convert(b.parameter(Shape(DType::kF32, {n})), t);
+    Value c = b.convert(b.parameter(Shape(DType::kF32, {n})), t);
+    Value k = b.broadcast_in_dim(b.convert(b.constant(3.0f), t), {n}, {});
+    Value add = b.add(b.multiply(a, c), k);
+    Value sub_after = b.subtract(b.multiply(a, k), c);
+    Value sub_from = b.subtract(c, b.multiply(c, c));
+    Value shared = b.multiply(a, a);  // read by two sums: stays a product of its own
+    Value kept = b.multiply(c, k);    // also a result of the program
+    Value total = b.add(b.add(b.add(add, sub_after), b.add(sub_from, shared)), b.add(shared, kept));
+    Graph g = build(b, {b.convert(total, DType::kF64), b.convert(kept, DType::kF64)});
+    std::vector<float> av(n), cv(n);
+    for (std::int64_t i = 0; i < n; ++i) {
+      av[static_cast<std::size_t>(i)] = t == DType::kS32 ? float(i % 97 - 48) : std::sin(0.01f * float(i));
+      cv[static_cast<std::size_t>(i)] = t == DType::kS32 ? float(i % 13 - 6) : std::cos(0.03f * float(i));
+    }
+    const std::vector<Literal> args = {Literal::from_span<float>(av, {n}).value(), Literal::from_span<float>(cv, {n}).value()};
+    auto got = run(*client, g, args);
+    auto want = reference::evaluate(g, args);
+    REQUIRE(want.ok());
+    for (std::size_t r = 0; r < 2; ++r) {
+      const auto gv = got[r].data<double>();
+      const auto wv = (*want)[r].data<double>();
+      double worst = 0;
+      for (std::size_t i = 0; i < gv.size(); ++i) worst = std::max(worst, std::abs(gv[i] - wv[i]));
+      // Exactly rounded ops; an FMA-capable build may fuse a product and its sum (one rounding).
+      CHECK(worst <= (t == DType::kF32 ? 1e-5 : t == DType::kF64 ? 1e-12 : 0.0));
+    }
+    const std::string text = client->compile(g).value().optimized_program_text();
+    if (t == DType::kF32 || t == DType::kF64) CHECK(contains(text, "(3 multiply-adds)"));
+    else CHECK(!contains(text, "multiply-add"));  // bf16 rounds each product; integers have none
+  }
 }
 
 TEST_CASE("cpu executable: a broadcast along leading dimensions fuses and matches the reference") {
@@ -318,6 +386,47 @@ TEST_CASE("cpu executable: dot_general against naive loops") {
           std::int32_t acc = 0;
           for (std::int64_t p = 0; p < 3; ++p) acc += xl.get<std::int32_t>({bb, p, i}) * yl.get<std::int32_t>({p, bb, j});
           CHECK(r.get<std::int32_t>({bb, i, j}) == acc);
+        }
+  }
+  SUBCASE("operands stored transposed, as a backward pass has them") {
+    // Every combination of a left operand stored [batch, K, M] or [batch, M, K] and a right
+    // operand stored [batch, N, K] or [batch, K, N], with blocks of two dimensions, large
+    // enough to split across threads; against naive loops over the logical indices.
+    const std::int64_t bs = 2, m0 = 8, m1 = 8, k0 = 8, k1 = 8, n = 64;
+    for (bool lt : {false, true})
+      for (bool rt : {false, true})
+        for (DType t : {DType::kF32, DType::kF64}) {
+          CAPTURE(lt);
+          CAPTURE(rt);
+          GraphBuilder b("tdot");
+          // lhs logical dims: batch 0, m0, m1, k0, k1; stored with the K block first when lt.
+          const std::vector<std::int64_t> lhs_dims = lt ? std::vector<std::int64_t>{bs, k0, k1, m0, m1}
+                                                        : std::vector<std::int64_t>{bs, m0, m1, k0, k1};
+          const std::vector<std::int64_t> rhs_dims = rt ? std::vector<std::int64_t>{bs, n, k0, k1}
+                                                        : std::vector<std::int64_t>{bs, k0, k1, n};
+          Value x = b.parameter(Shape(t, lhs_dims));
+          Value y = b.parameter(Shape(t, rhs_dims));
+          DotDimensionNumbers dims{{0}, {0}, lt ? std::vector<std::int64_t>{1, 2} : std::vector<std::int64_t>{3, 4},
+                                   rt ? std::vector<std::int64_t>{2, 3} : std::vector<std::int64_t>{1, 2}};
+          Literal xl = iota_literal<double>(lhs_dims), yl = iota_literal<double>(rhs_dims);
+          for (double& v : xl.data<double>()) v = std::sin(v);
+          for (double& v : yl.data<double>()) v = std::cos(v);
+          Literal r = run(*client, build(b, {b.dot_general(x, y, dims)}), {xl.convert(t).value(), yl.convert(t).value()})[0];
+          REQUIRE(r.shape() == Shape(t, {bs, m0, m1, n}));
+          Literal rd = r.convert(DType::kF64).value();
+          for (std::int64_t bb = 0; bb < bs; ++bb)
+            for (std::int64_t i0 = 0; i0 < m0; ++i0)
+              for (std::int64_t i1 = 0; i1 < m1; ++i1)
+                for (std::int64_t j = 0; j < n; ++j) {
+                  double acc = 0;
+                  for (std::int64_t p0 = 0; p0 < k0; ++p0)
+                    for (std::int64_t p1 = 0; p1 < k1; ++p1) {
+                      const double l = lt ? xl.get<double>({bb, p0, p1, i0, i1}) : xl.get<double>({bb, i0, i1, p0, p1});
+                      const double r_ = rt ? yl.get<double>({bb, j, p0, p1}) : yl.get<double>({bb, p0, p1, j});
+                      acc += l * r_;
+                    }
+                  REQUIRE(rd.get<double>({bb, i0, i1, j}) == doctest::Approx(acc).epsilon(t == DType::kF32 ? 1e-5 : 1e-12));
+                }
         }
   }
 }

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstring>
 #include <numeric>
+#include <optional>
+#include <type_traits>
 #include <vector>
 
 #include <Eigen/Core>
@@ -43,8 +45,16 @@ class DotKernel final : public Kernel {
         n_ *= rhs.dim(d);
       }
     const auto esize = static_cast<std::int64_t>(byte_size(dtype_));
-    lhs_copy_ = permutation_copy(lhs, lhs_order, esize);
-    rhs_copy_ = permutation_copy(rhs, rhs_order, esize);
+    // f32 and f64 operands stored as the transpose of what the product wants ([batch, K, M]
+    // for the left, [batch, N, K] for the right: the products of a backward pass) go to
+    // Eigen's GEMM as transposed maps, which its packing reads at no extra cost, instead of
+    // being copied first.
+    const bool real = dtype_ == DType::kF32 || dtype_ == DType::kF64;
+    const std::size_t batch_rank = dims.lhs_batching_dimensions.size();
+    lhs_transposed_ = real && swaps_two_blocks(lhs_order, batch_rank, lhs_order.size() - batch_rank - dims.lhs_contracting_dimensions.size());
+    rhs_transposed_ = real && swaps_two_blocks(rhs_order, batch_rank, dims.rhs_contracting_dimensions.size());
+    if (!lhs_transposed_) lhs_copy_ = permutation_copy(lhs, lhs_order, esize);
+    if (!rhs_transposed_) rhs_copy_ = permutation_copy(rhs, rhs_order, esize);
     const std::int64_t wide = computes_wide(dtype_) ? 4 : esize;
     auto reserve = [this](std::int64_t bytes) {
       const std::int64_t at = scratch_bytes;
@@ -129,6 +139,23 @@ class DotKernel final : public Kernel {
     }
   }
 
+  /// True when `order` is [0, batch) followed by two blocks A and B (A of `first` entries)
+  /// that each list consecutive dimensions and that memory holds as [batch, B, A]: viewing
+  /// the operand as [batch, A, B] is then a transpose of each batch's matrix. Identity
+  /// orders are not swaps.
+  static bool swaps_two_blocks(const std::vector<std::int64_t>& order, std::size_t batch, std::size_t first) {
+    const std::size_t rank = order.size();
+    if (first == 0 || batch + first >= rank) return false;
+    for (std::size_t i = 0; i < batch; ++i)
+      if (order[i] != static_cast<std::int64_t>(i)) return false;
+    const std::size_t second = rank - batch - first;
+    for (std::size_t i = 0; i < first; ++i)  // A sits after B in memory
+      if (order[batch + i] != static_cast<std::int64_t>(batch + second + i)) return false;
+    for (std::size_t i = 0; i < second; ++i)
+      if (order[batch + first + i] != static_cast<std::int64_t>(batch + i)) return false;
+    return true;
+  }
+
   static bool contains(const std::vector<std::int64_t>& v, std::int64_t x) {
     return std::find(v.begin(), v.end(), x) != v.end();
   }
@@ -159,14 +186,23 @@ class DotKernel final : public Kernel {
       const T* ab = a + batch * m_ * k_;
       const T* bb = b + batch * k_ * n_;
       T* cb = c + batch * m_ * n_;
-      Eigen::Map<const Matrix> bm(bb, k_, n_);
       auto rows = [&](std::int64_t r0, std::int64_t r1, int) {
         Eigen::Map<Matrix> cm(cb + r0 * n_, r1 - r0, n_);
         if (k_ == 0) {
           cm.setZero();
           return;
         }
-        cm.noalias() = Eigen::Map<const Matrix>(ab + r0 * k_, r1 - r0, k_) * bm;
+        // Rows [r0, r1) of the left operand, and the right operand, as stored.
+        auto product = [&](const auto& lhs) {
+          if constexpr (std::is_floating_point_v<T>) {
+            if (rhs_transposed_) return void(cm.noalias() = lhs * Eigen::Map<const Matrix>(bb, n_, k_).transpose());
+          }
+          cm.noalias() = lhs * Eigen::Map<const Matrix>(bb, k_, n_);
+        };
+        if constexpr (std::is_floating_point_v<T>) {
+          if (lhs_transposed_) return product(Eigen::Map<const Matrix>(ab, k_, m_).middleCols(r0, r1 - r0).transpose());
+        }
+        product(Eigen::Map<const Matrix>(ab + r0 * k_, r1 - r0, k_));
       };
       // Blocks of at least m / (4 workers) rows: each block packs all of B again, so a few
       // large blocks beat many small ones, and a few per worker still balance the load.
@@ -190,6 +226,7 @@ class DotKernel final : public Kernel {
   std::int32_t lhs_slot_, rhs_slot_, dst_slot_;
   std::int64_t batch_ = 1, m_ = 1, k_ = 1, n_ = 1;
   std::optional<StridedCopy> lhs_copy_, rhs_copy_;
+  bool lhs_transposed_ = false, rhs_transposed_ = false;  // f32/f64 only: read in place, transposed
   std::int64_t lhs_scratch_ = 0, rhs_scratch_ = 0, lhs_wide_ = 0, rhs_wide_ = 0, out_wide_ = 0;
 };
 

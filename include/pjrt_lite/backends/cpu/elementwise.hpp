@@ -150,10 +150,17 @@ template <class T> inline auto total_order_key(T x) {
 /// only when a tile holds such an element.
 template <class T, class Safe, class Exact>
 inline void fix_edges(const T* x, T* o, std::int64_t n, Safe safe, Exact exact) {
-  unsigned unsafe = 0;  // an unsigned reduction vectorizes where a bool one does not
-  for (std::int64_t i = 0; i < n; ++i) unsafe |= static_cast<unsigned>(!safe(x[i]));
+  // An unsigned reduction vectorizes where a bool one does not, and the fixed-size inner
+  // blocks let g++ -O2 vectorize it too: its cheap cost model takes only loops whose trip
+  // count is a known multiple of the vector width.
+  constexpr std::int64_t kBlock = 16;
+  unsigned unsafe = 0;
+  std::int64_t i = 0;
+  for (; i + kBlock <= n; i += kBlock)
+    for (std::int64_t j = 0; j < kBlock; ++j) unsafe |= static_cast<unsigned>(!safe(x[i + j]));
+  for (; i < n; ++i) unsafe |= static_cast<unsigned>(!safe(x[i]));
   if (unsafe == 0) return;
-  for (std::int64_t i = 0; i < n; ++i)
+  for (i = 0; i < n; ++i)
     if (!safe(x[i])) o[i] = exact(x[i]);
 }
 
@@ -421,6 +428,21 @@ TileFn binary(OpCode op) {
 #undef PJRT_LITE_EIGEN_BINARY
 }
 
+/// The multiply-add superinstructions that TileProgram makes of a product feeding a sum:
+/// in[0] * in[1] + in[2], in[0] * in[1] - in[2] and in[2] - in[0] * in[1], in one pass over
+/// the tile. The product is rounded before the sum, as two separate ops would round it.
+enum class MulAddForm : std::uint8_t { kAdd, kSubtractAfter, kSubtractFrom };
+
+template <class T, MulAddForm F>
+void multiply_add(const TileArgs& a) {
+  auto x = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n);
+  auto y = ConstArrayMap<T>(static_cast<const T*>(a.in[1]), a.n);
+  auto z = ConstArrayMap<T>(static_cast<const T*>(a.in[2]), a.n);
+  if constexpr (F == MulAddForm::kAdd) ArrayMap<T>(static_cast<T*>(a.out), a.n) = x * y + z;
+  else if constexpr (F == MulAddForm::kSubtractAfter) ArrayMap<T>(static_cast<T*>(a.out), a.n) = x * y - z;
+  else ArrayMap<T>(static_cast<T*>(a.out), a.n) = z - x * y;
+}
+
 template <class T>
 void select(const TileArgs& a) {
   const bool* p = static_cast<const bool*>(a.in[0]);
@@ -456,6 +478,21 @@ void convert(const TileArgs& a) {
 }
 
 }  // namespace ew
+
+/// The multiply-add kernel of form `form` on f32 or f64, or null for any other type.
+inline TileFn find_multiply_add_kernel(ew::MulAddForm form, DType t) {
+  auto pick = [&]<class T>() -> TileFn {
+    switch (form) {
+      case ew::MulAddForm::kAdd: return &ew::multiply_add<T, ew::MulAddForm::kAdd>;
+      case ew::MulAddForm::kSubtractAfter: return &ew::multiply_add<T, ew::MulAddForm::kSubtractAfter>;
+      case ew::MulAddForm::kSubtractFrom: return &ew::multiply_add<T, ew::MulAddForm::kSubtractFrom>;
+    }
+    return nullptr;
+  };
+  if (t == DType::kF32) return pick.template operator()<float>();
+  if (t == DType::kF64) return pick.template operator()<double>();
+  return nullptr;
+}
 
 /// True for the element types that compute through f32 (each op widened, then rounded back).
 constexpr bool computes_in_f32(DType t) { return t == DType::kF16 || t == DType::kBF16; }

@@ -85,8 +85,10 @@ class TileProgram {
     return ok_status();
   }
 
-  /// Lays out scratch registers (reusing tiles whose value is dead) after the last emit.
+  /// Combines instructions, then lays out scratch registers (reusing tiles whose value is
+  /// dead) after the last emit.
   void finalize() {
+    fuse_multiply_add();
     std::vector<std::int64_t> last_use(regs_.size(), -1);
     for (std::size_t i = 0; i < code_.size(); ++i) {
       for (std::int32_t r : code_[i].in)
@@ -118,20 +120,24 @@ class TileProgram {
         }
         placed[out] = true;
       }
-      for (std::int32_t r : code_[i].in) {
-        if (r < 0) continue;
-        const auto ur = static_cast<std::size_t>(r);
+      const auto& in = code_[i].in;
+      for (std::size_t k = 0; k < 3; ++k) {
+        if (in[k] < 0 || std::find(in, in + k, in[k]) != in + k) continue;  // x * x frees x once
+        const auto ur = static_cast<std::size_t>(in[k]);
         if (regs_[ur].kind == RegKind::kScratch && last_use[ur] == static_cast<std::int64_t>(i) && ur != out)
           free_slots.push_back(regs_[ur].scratch_offset);
       }
     }
     pointer_table_offset_ = next;
+    plan_prefetch();
     scratch_bytes_ = next + static_cast<std::int64_t>(regs_.size() * sizeof(std::byte*));
   }
 
   /// Bytes of scratch one worker needs to run the program.
   [[nodiscard]] std::int64_t scratch_bytes() const { return scratch_bytes_; }
   [[nodiscard]] const std::vector<Instr>& code() const { return code_; }
+  /// How many product-and-sum pairs finalize() combined into one instruction.
+  [[nodiscard]] std::int32_t multiply_adds() const { return multiply_adds_; }
   [[nodiscard]] const std::vector<Reg>& regs() const { return regs_; }
 
   /// Runs elements [begin, end). `externals[e]` is the address of element 0 of external e;
@@ -159,7 +165,9 @@ class TileProgram {
         else if (r.kind == RegKind::kPeriodic)
           fill_periodic(ptr[i], externals[r.external], r.period, pos, args.n, static_cast<std::int64_t>(byte_size(r.dtype)));
       }
+      Prefetcher prefetch(*this, externals, pos + kTileElements, std::min(kTileElements, end - pos - kTileElements));
       for (const Instr& ins : code_) {
+        prefetch.step();
         for (int k = 0; k < 3; ++k) args.in[k] = ins.in[k] >= 0 ? ptr[ins.in[k]] : nullptr;
         args.out = ptr[ins.out];
         args.direction = ins.direction;
@@ -181,6 +189,112 @@ class TileProgram {
       from = 0;
     }
   }
+
+  /// Replaces a floating-point product that feeds only a sum or a difference by one
+  /// multiply-add instruction at the sum: a pass over the tile less, and a scratch tile less.
+  /// Moving the product's reads down to the sum is safe because every register is written
+  /// once, before anything reads it.
+  void fuse_multiply_add() {
+    std::vector<std::int32_t> uses(regs_.size(), 0), producer(regs_.size(), -1);
+    for (std::size_t i = 0; i < code_.size(); ++i) {
+      for (std::int32_t r : code_[i].in)
+        if (r >= 0) ++uses[static_cast<std::size_t>(r)];
+      producer[static_cast<std::size_t>(code_[i].out)] = static_cast<std::int32_t>(i);
+    }
+    std::vector<bool> dropped(code_.size(), false);
+    for (Instr& sum : code_) {
+      if (sum.op != OpCode::kAdd && sum.op != OpCode::kSubtract) continue;
+      for (int k = 0; k < 2; ++k) {
+        const auto product = static_cast<std::size_t>(sum.in[k]);
+        if (regs_[product].kind != RegKind::kScratch || uses[product] != 1 || producer[product] < 0) continue;
+        const auto p = static_cast<std::size_t>(producer[product]);
+        const Instr& mul = code_[p];
+        if (mul.op != OpCode::kMultiply || dtype(mul.in[0]) != dtype(sum.out) || dtype(sum.in[1 - k]) != dtype(sum.out))
+          continue;
+        const auto form = sum.op == OpCode::kAdd ? ew::MulAddForm::kAdd
+                          : k == 0               ? ew::MulAddForm::kSubtractAfter
+                                                 : ew::MulAddForm::kSubtractFrom;
+        TileFn fn = find_multiply_add_kernel(form, dtype(sum.out));
+        if (fn == nullptr) continue;
+        sum = Instr{fn, sum.op, sum.out, {mul.in[0], mul.in[1], sum.in[1 - k]}};
+        dropped[p] = true;
+        ++multiply_adds_;
+        break;
+      }
+    }
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < code_.size(); ++i)
+      if (!dropped[i]) code_[kept++] = code_[i];
+    code_.resize(kept);
+  }
+
+  /// An external array the loop streams through: read or written at the current element.
+  struct Stream {
+    std::int32_t external;
+    std::int32_t element_bytes;
+    bool written;
+  };
+
+  /// Lists the streams, one per external address that a register reads or writes element by
+  /// element (splat and periodic registers read a few elements only).
+  void plan_prefetch() {
+    streams_.clear();
+    for (const Instr& ins : code_) {
+      auto add = [&](std::int32_t reg, bool written) {
+        if (reg < 0 || regs_[static_cast<std::size_t>(reg)].kind != RegKind::kExternal) return;
+        const Reg& r = regs_[static_cast<std::size_t>(reg)];
+        for (Stream& s : streams_)
+          if (s.external == r.external) {
+            s.written = s.written || written;
+            return;
+          }
+        streams_.push_back({r.external, static_cast<std::int32_t>(byte_size(r.dtype)), written});
+      };
+      for (std::int32_t r : ins.in) add(r, false);
+      add(ins.out, true);
+    }
+  }
+
+  /// Prefetches the next tile of every stream while the current tile computes, a share before
+  /// each instruction (programs of three instructions or more). A tile's instructions alternate between streaming a tile in from
+  /// memory (an op reading an external array) and computing on tiles already in L1 (exp,
+  /// tanh, ...); without prefetching, each streaming op waits for memory with the core idle,
+  /// and each compute-bound op leaves the memory bus idle. Spreading the requests over the
+  /// tile keeps the number in flight within what the core can track.
+  class Prefetcher {
+   public:
+    Prefetcher(const TileProgram& p, std::byte* const* externals, std::int64_t pos, std::int64_t n)
+        : p_(p), externals_(externals), pos_(pos), n_(n) {
+      const auto steps = static_cast<std::int64_t>(p_.code_.size());
+      if (n_ <= 0 || steps < kMinSteps) return;
+      std::int64_t lines = 0;
+      for (const Stream& s : p_.streams_) lines += (n_ * s.element_bytes + kLine - 1) / kLine;
+      per_step_ = std::min(kMostPerStep, (lines + steps - 1) / steps);
+    }
+    void step() {
+      for (std::int64_t k = 0; k < per_step_ && stream_ < p_.streams_.size(); ++k) {
+        const Stream& s = p_.streams_[stream_];
+        const std::byte* at = externals_[s.external] + pos_ * s.element_bytes + line_ * kLine;
+        if (s.written) __builtin_prefetch(at, 1, 3);
+        else __builtin_prefetch(at, 0, 3);
+        if (++line_ * kLine >= n_ * s.element_bytes) {
+          line_ = 0;
+          ++stream_;
+        }
+      }
+    }
+
+   private:
+    static constexpr std::int64_t kLine = 64;
+    // A program of one or two instructions streams memory with hardly any computing between
+    // requests, which the hardware prefetcher follows well; bursts of more than a few dozen
+    // requests stall the core on its miss buffers.
+    static constexpr std::int64_t kMinSteps = 3, kMostPerStep = 32;
+    const TileProgram& p_;
+    std::byte* const* externals_;
+    std::int64_t pos_, n_, per_step_ = 0, line_ = 0;
+    std::size_t stream_ = 0;
+  };
 
   std::int32_t add_reg(Reg r) {
     regs_.push_back(r);
@@ -211,6 +325,8 @@ class TileProgram {
 
   std::vector<Reg> regs_;
   std::vector<Instr> code_;
+  std::vector<Stream> streams_;
+  std::int32_t multiply_adds_ = 0;
   std::int64_t pointer_table_offset_ = 0;
   std::int64_t scratch_bytes_ = 0;
 };
