@@ -13,7 +13,9 @@
 // tensor<2xf32>`, `stablehlo.reduce(%x init: %c) applies stablehlo.add across dimensions =
 // [1]`, ...) and the generic form (`"stablehlo.add"(%a, %b) : (...) -> ...` with `<{...}>` /
 // `{...}` attribute dictionaries and `({ ^bb0(...): ... })` regions), mixed freely.
-// `func.call` / `call` are inlined (the IR has no call op); `stablehlo.custom_call
+// `func.call` / `call` are inlined (the IR has no call op). The regions of while, case and
+// if may use values defined outside them; those become operands of the op (see
+// build_control_flow), since the IR's regions are closed. `stablehlo.custom_call
 // @check.expect_*` become Checks (module.hpp). Attributes that do not change what a program
 // computes (loc(...), #loc lines, mhlo.*, jax.*, precision_config, has_side_effect, ...) are
 // read and ignored.
