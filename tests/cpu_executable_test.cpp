@@ -663,6 +663,8 @@ TEST_CASE("cpu executable: while, case and if equal their closed forms, optimize
   auto exe = client->compile(build(b, {r[1]}));
   REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
   CHECK(contains(exe->optimized_program_text(), "while("));
+  // Cost analysis counts the loop's cond and body once: two adds and a compare.
+  CHECK(exe->cost_analysis().flops == 3);
   CHECK(run(*client, build(b, {r[1]}), {})[0] == Literal::scalar(5050));
 }
 

@@ -570,6 +570,16 @@ class Compiler {
     text += str_cat(text.empty() ? "" : " = ", op_name(n.op), "(");
     for (std::size_t k = 0; k < reads.size(); ++k) text += str_cat(k ? ", $" : "$", reads[k]);
     text += str_cat(") with ", regions.size(), " region(s)");
+    // What one run costs is unknown before it runs: count a loop's cond and body once, and a
+    // case as its costliest branch.
+    CostAnalysis cost;
+    for (std::size_t k = 0; k < regions.size(); ++k) {
+      const CostAnalysis& c = regions[k]->cost;
+      const bool sum = n.op == OpCode::kWhile;
+      cost.flops = sum ? cost.flops + c.flops : std::max(cost.flops, c.flops);
+      cost.transcendentals = sum ? cost.transcendentals + c.transcendentals : std::max(cost.transcendentals, c.transcendentals);
+      cost.bytes_accessed = sum ? cost.bytes_accessed + c.bytes_accessed : std::max(cost.bytes_accessed, c.bytes_accessed);
+    }
     std::unique_ptr<Kernel> k;
     if (n.op == OpCode::kWhile) {
       k = std::make_unique<WhileKernel>(regions[0], regions[1], reads, dsts, std::move(bytes));
@@ -578,6 +588,9 @@ class Compiler {
       k = std::make_unique<CaseKernel>(n.op, std::move(regions), reads[0], std::move(operands), dsts);
     }
     k->text = text;
+    k->flops = cost.flops;
+    k->transcendentals = cost.transcendentals;
+    k->bytes_accessed = cost.bytes_accessed;
     add_kernel(std::move(k), reads, std::move(dsts));
     return ok_status();
   }
