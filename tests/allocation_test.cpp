@@ -300,6 +300,49 @@ void check_elementwise_chain(cpu::Client<E>& client) {
         }) <= 4e-6);
 }
 
+/// x_{k+1} = x_k / 2 + 1 by a while loop of kHalvings turns, then an if on the final counter
+/// that keeps it (the loop ran kHalvings times) or negates it: the loop-carried values and
+/// both regions live in preplanned memory.
+constexpr std::int32_t kHalvings = 10;
+
+template <class E>
+void check_control_flow(cpu::Client<E>& client) {
+  const Shape s32(DType::kS32, {}), vec(DType::kF32, {kChain});
+  GraphBuilder cb("cond");
+  Value ci = cb.parameter(s32);
+  cb.parameter(vec);
+  Graph cond = build(cb, {cb.compare(ci, cb.constant(kHalvings), ComparisonDirection::kLt)});
+  GraphBuilder bb("body");
+  Value bi = bb.parameter(s32);
+  Value bx = bb.parameter(vec);
+  Value half = bb.broadcast_in_dim(bb.constant(0.5f), {kChain}, {});
+  Value one = bb.broadcast_in_dim(bb.constant(1.0f), {kChain}, {});
+  Graph body = build(bb, {bb.add(bi, bb.constant(1)), bb.add(bb.multiply(bx, half), one)});
+  GraphBuilder kb("keep");
+  Graph keep = build(kb, {kb.parameter(vec)});
+  GraphBuilder nb("negate");
+  Graph negate = build(nb, {nb.negate(nb.parameter(vec))});
+  GraphBuilder b("halvings");
+  Value x = b.parameter(vec);
+  std::vector<Value> loop = b.while_loop({b.constant(0), x}, cond, body);
+  Value done = b.compare(loop[0], b.constant(kHalvings), ComparisonDirection::kEq);
+  Graph graph = build(b, b.if_op(done, {loop[1]}, keep, negate));
+
+  std::vector<float> us(kChain);
+  for (std::int64_t i = 0; i < kChain; ++i) us[static_cast<std::size_t>(i)] = u_at(i);
+  auto ub = upload(client, us, {kChain});
+  std::vector<std::vector<float>> host{std::vector<float>(kChain)};
+  Counts counts = count_steady_state<E>(client, graph, {&ub}, host);
+  CHECK_MESSAGE(counts.allocations == 0, "allocations in 100 executes: ", counts.allocations);
+  CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
+  CHECK_MESSAGE(counts.any_thread == 0,
+                "allocations on all threads in 100 executes: ", counts.any_thread);
+  const double scale = std::ldexp(1.0, -kHalvings);
+  CHECK(max_error(host[0], [&](std::size_t i) {
+          return u_at(static_cast<std::int64_t>(i)) * scale + 2 * (1 - scale);
+        }) <= 4e-6);
+}
+
 // Reads of at least async_transfer_threshold_bytes hop to a worker, which costs a promise:
 // a control loop that reads its results synchronously raises the threshold above them.
 cpu::ClientOptions loop_options(int threads) {
@@ -312,6 +355,7 @@ TEST_CASE("allocation: a steady-state synchronous execute allocates nothing on a
   auto client = cpu::Client<cpu::InlineExecutor>::create(loop_options(0)).value();
   SUBCASE("mlp layer") { check_mlp_layer(*client); }
   SUBCASE("element-wise chain") { check_elementwise_chain(*client); }
+  SUBCASE("while loop and if") { check_control_flow(*client); }
 }
 
 TEST_CASE(
@@ -319,6 +363,7 @@ TEST_CASE(
   auto client = cpu::Client<cpu::ThreadPool>::create(loop_options(2)).value();
   SUBCASE("mlp layer") { check_mlp_layer(*client); }
   SUBCASE("element-wise chain") { check_elementwise_chain(*client); }
+  SUBCASE("while loop and if") { check_control_flow(*client); }
 }
 
 TEST_CASE("allocation: a donating state-update loop allocates nothing and updates in place") {

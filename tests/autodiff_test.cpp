@@ -16,6 +16,7 @@
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/transforms/autodiff.hpp"
 #include "pjrt_lite/transforms/batching.hpp"
+#include "control_flow.hpp"
 
 using namespace pjrt_lite;
 
@@ -451,4 +452,79 @@ TEST_CASE("batching: ops without a rule unroll, and bad inputs are statuses") {
         Literal::from_span<double>(std::vector<double>{3, 5, 7, 30, 50, 70}, {2, 3}).value());
   CHECK(batch_graph(g, {true}, 3).status().code() == StatusCode::kInvalidArgument);
   CHECK(batch_graph(g, {true, false}, -1).status().code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("autodiff: jvp carries tangents through while, case and if; vjp is UNIMPLEMENTED") {
+  // f(x, y) = (x * 2^3) * y by a loop that doubles x three times.
+  GraphBuilder cb("cond");
+  Value ci = cb.parameter(Shape(DType::kS32, {}));
+  cb.parameter(Shape(kF64, {}));
+  const Graph cond = cb.build({cb.compare(ci, cb.constant(3), ComparisonDirection::kLt)}).value();
+  GraphBuilder bb("body");
+  Value bi = bb.parameter(Shape(DType::kS32, {}));
+  Value bx = bb.parameter(Shape(kF64, {}));
+  const Graph body = bb.build({bb.add(bi, bb.constant(1)), bb.multiply(bx, bx)}).value();
+  GraphBuilder b("powers");
+  Value x = b.parameter(Shape(kF64, {}));
+  Value y = b.parameter(Shape(kF64, {}));
+  const Graph g = b.build({b.multiply(b.while_loop({b.constant(0), x}, cond, body)[1], y)}).value();
+  // The loop squares x three times: x^8 * y, so d/dx = 8 x^7 y and d/dy = x^8.
+  const double xv = 1.1, yv = -0.7;
+  StatusOr<Graph> dx = jvp_graph(g, {true, false});
+  REQUIRE_MESSAGE(dx.ok(), dx.status().to_string());
+  std::vector<Literal> out = eval(*dx, {Literal::scalar(xv), Literal::scalar(yv), Literal::scalar(1.0)});
+  CHECK(out[0].data<double>()[0] == doctest::Approx(std::pow(xv, 8) * yv).epsilon(1e-14));
+  CHECK(out[1].data<double>()[0] == doctest::Approx(8 * std::pow(xv, 7) * yv).epsilon(1e-14));
+  StatusOr<Graph> both = jvp_graph(g, {true, true});
+  REQUIRE_MESSAGE(both.ok(), both.status().to_string());
+  out = eval(*both, {Literal::scalar(xv), Literal::scalar(yv), Literal::scalar(0.5), Literal::scalar(2.0)});
+  CHECK(out[1].data<double>()[0] ==
+        doctest::Approx(0.5 * 8 * std::pow(xv, 7) * yv + 2.0 * std::pow(xv, 8)).epsilon(1e-14));
+  // Reverse mode names the op.
+  StatusOr<Graph> r = vjp_graph(g, {true, false});
+  CHECK(r.status().code() == StatusCode::kUnimplemented);
+  CHECK_MESSAGE(r.status().message().find("while") != std::string_view::npos, r.status().message());
+  // With respect to y only, the loop is a constant: d/dy (x^8 * y) = x^8 in reverse mode too.
+  StatusOr<Graph> dy = vjp_graph(g, {false, true});
+  REQUIRE_MESSAGE(dy.ok(), dy.status().to_string());
+  out = eval(*dy, {Literal::scalar(xv), Literal::scalar(yv), Literal::scalar(1.0)});
+  CHECK(out.back().data<double>()[0] == doctest::Approx(std::pow(xv, 8)).epsilon(1e-14));
+  // case: branch k is x * k + y, so its tangent is tx * k + ty; the s32 result has none.
+  const Graph cg = testing::case_graph(3);
+  StatusOr<Graph> dc = jvp_graph(cg, {false, true, true});
+  REQUIRE_MESSAGE(dc.ok(), dc.status().to_string());
+  const Literal xs = Literal::vector<float>({1, 2, -3});
+  const Literal tx = Literal::vector<float>({0.5f, -1, 2});
+  for (std::int32_t index : {0, 2, 5}) {
+    CAPTURE(index);
+    const std::vector<Literal> d =
+        eval(*dc, {Literal::scalar(index), xs, Literal::scalar(1.0f), tx, Literal::scalar(0.25f)});
+    const auto k = static_cast<float>(testing::selected_branch(index, 3));
+    CHECK(d[2] == Literal::vector<float>({0.5f * k + 0.25f, -1 * k + 0.25f, 2 * k + 0.25f}));
+    CHECK(d[3] == Literal::scalar(std::int32_t{0}));  // zeros for the integer result
+  }
+  StatusOr<Graph> di = vjp_graph(testing::if_graph(), {false, true, true});
+  CHECK(di.status().code() == StatusCode::kUnimplemented);
+  CHECK(di.status().message().find("if") != std::string_view::npos);
+}
+
+TEST_CASE("batching: while, case and if unroll over the batch and equal per-element runs") {
+  const Graph sum = testing::sum_to_n();
+  const Graph bsum = batch_graph(sum, {true}, 4).value();
+  const std::vector<Literal> sums = eval(bsum, {Literal::vector<std::int32_t>({0, 1, 4, 10})});
+  CHECK(sums[0] == Literal::vector<std::int32_t>({0, 1, 10, 55}));
+  // A batched index picks a branch per element; x is shared.
+  const Graph cases = testing::case_graph(3);
+  const Graph bcases = batch_graph(cases, {true, false, false}, 3).value();
+  const Literal x = Literal::vector<float>({1, 2, 3});
+  const std::vector<Literal> r =
+      eval(bcases, {Literal::vector<std::int32_t>({2, 0, 9}), x, Literal::scalar(0.5f)});
+  for (std::int32_t e = 0; e < 3; ++e) {
+    const std::int32_t index = std::vector<std::int32_t>{2, 0, 9}[static_cast<std::size_t>(e)];
+    const std::vector<Literal> one = eval(cases, {Literal::scalar(index), x, Literal::scalar(0.5f)});
+    for (std::int64_t j = 0; j < 3; ++j)
+      CHECK(r[0].data<float>()[static_cast<std::size_t>(e * 3 + j)] ==
+            one[0].data<float>()[static_cast<std::size_t>(j)]);
+    CHECK(r[1].data<std::int32_t>()[static_cast<std::size_t>(e)] == one[1].data<std::int32_t>()[0]);
+  }
 }

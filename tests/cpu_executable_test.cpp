@@ -12,6 +12,7 @@
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/builder.hpp"
+#include "control_flow.hpp"
 
 using namespace pjrt_lite;
 
@@ -740,4 +741,58 @@ TEST_CASE("cpu executable: serialize and deserialize, and corrupt blobs are reje
   // A valid blob for devices this client lacks: compiles nothing, says which device.
   auto small = make_client(1);
   CHECK(contains(small->deserialize_executable(bytes).status().message(), "no device with id 1"));
+}
+
+TEST_CASE("cpu executable: while, case and if equal their closed forms, optimized or not") {
+  auto client = make_client();
+  for (cpu::CompileOptions options : {cpu::CompileOptions{}, cpu::CompileOptions{.optimize = false, .fuse = false}}) {
+    CAPTURE(options.optimize);
+    for (std::int32_t n : {-1, 0, 1, 7, 50}) {
+      CAPTURE(n);
+      const std::int32_t m = std::max(n, 0);
+      CHECK(run(*client, testing::sum_to_n(), {Literal::scalar(n)}, options)[0] == Literal::scalar(m * (m + 1) / 2));
+      CHECK(run(*client, testing::sum_of_sums(), {Literal::scalar(n)}, options)[0] ==
+            Literal::scalar(m * (m + 1) * (m + 2) / 6));
+    }
+    const Literal x = Literal::vector<float>({1, -2, 0.25f});
+    const Literal y = Literal::scalar(-1.0f);
+    auto expected = [&](std::int32_t k) { return testing::scaled_branch_result(x, -1.0f, k); };
+    const Graph cases = testing::case_graph(3);
+    for (std::int32_t index : {0, 1, 2, 3, -5}) {
+      CAPTURE(index);
+      CHECK(run(*client, cases, {Literal::scalar(index), x, y}, options) == expected(testing::selected_branch(index, 3)));
+    }
+    for (bool pred : {true, false})
+      CHECK(run(*client, testing::if_graph(), {Literal::scalar(pred), x, y}, options) == expected(pred ? 1 : 2));
+  }
+  // A loop whose values are all constants is not folded at compile time: it runs per execute.
+  GraphBuilder b("constant_loop");
+  std::vector<Value> r = b.while_loop({b.constant(1), b.constant(0), b.constant(100)}, testing::counter_cond(),
+                                      testing::counter_body());
+  auto exe = client->compile(build(b, {r[1]}));
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  CHECK(contains(exe->optimized_program_text(), "while("));
+  // Cost analysis counts the loop's cond and body once: two adds and a compare.
+  CHECK(exe->cost_analysis().flops == 3);
+  CHECK(run(*client, build(b, {r[1]}), {})[0] == Literal::scalar(5050));
+}
+
+TEST_CASE("cpu executable: concurrent executions of a loop keep their carried values apart") {
+  auto client = make_client();
+  auto exe = client->compile(testing::sum_of_sums());
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  std::vector<std::thread> threads;
+  std::vector<int> wrong(4, 0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      const std::int32_t n = 10 + t;
+      auto arg = client->buffer_from_literal(Literal::scalar(n)).value();
+      cpu::Buffer<>* args[] = {&arg};
+      for (int k = 0; k < 20; ++k) {
+        auto out = exe->execute_sharded(args, client->devices()[0], sync_options());
+        if (!out.ok() || (*out)[0].to_literal().await().value() != Literal::scalar(n * (n + 1) * (n + 2) / 6)) ++wrong[static_cast<std::size_t>(t)];
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(wrong == std::vector<int>(4, 0));
 }

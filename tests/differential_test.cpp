@@ -477,6 +477,62 @@ static void sweep_convolution() {
   }
 }
 
+/// while, case and if carrying an array of each type through their regions: a loop that
+/// reverses and selects for a data-dependent number of turns, and branches that move data
+/// differently, with in-range and out-of-range indices.
+static void sweep_control_flow() {
+  Sweep& s = sweep();
+  if (!s.done.insert("sweep_control_flow").second) return;
+  const Shape s32(DType::kS32, {});
+  auto region = [](std::string name, std::vector<Shape> params, auto make) {
+    GraphBuilder b(std::move(name));
+    std::vector<Value> p;
+    for (const Shape& shape : params) p.push_back(b.parameter(shape));
+    return b.build(make(b, p)).value();
+  };
+  for (DType t : kAllDTypes) {
+    Literal cube = make_input(t, 3, s.rng);
+    Literal x(Shape(t, {3, 4, 5}));
+    std::memcpy(x.untyped_data(), cube.untyped_data(), x.size_bytes());
+    const Shape xs = x.shape();
+    // while(i, x): i < n turns of x <- select(i is odd, reverse(x, {0}), reverse(x, {2})).
+    const Graph cond = region("cond", {s32, xs, s32}, [](GraphBuilder& b, std::vector<Value> p) {
+      return std::vector<Value>{b.compare(p[0], p[2], ComparisonDirection::kLt)};
+    });
+    const Graph body = region("body", {s32, xs, s32}, [&](GraphBuilder& b, std::vector<Value> p) {
+      Value odd = b.compare(b.and_(p[0], b.constant(1)), b.constant(1), ComparisonDirection::kEq);
+      Value next = b.select(odd, b.reverse(p[1], {0}), b.reverse(p[1], {2}));
+      return std::vector<Value>{b.add(p[0], b.constant(1)), next, p[2]};
+    });
+    for (std::int32_t n : {0, 3}) {
+      s.check("while", t, {x, Literal::scalar(n)}, [&](GraphBuilder& b, std::vector<Value> p) {
+        std::vector<Value> r = b.while_loop({b.constant(0), p[0], p[1]}, cond, body);
+        return std::vector<Value>{r[0], r[1]};
+      });
+    }
+    // case(index, x): x, reverse(x), transpose-free rotation by slices and concatenate.
+    std::vector<Graph> branches;
+    branches.push_back(region("b0", {xs}, [](GraphBuilder&, std::vector<Value> p) { return p; }));
+    branches.push_back(region("b1", {xs}, [](GraphBuilder& b, std::vector<Value> p) {
+      return std::vector<Value>{b.reverse(p[0], {1})};
+    }));
+    branches.push_back(region("b2", {xs}, [](GraphBuilder& b, std::vector<Value> p) {
+      return std::vector<Value>{
+          b.concatenate({b.slice(p[0], {1, 0, 0}, {3, 4, 5}), b.slice(p[0], {0, 0, 0}, {1, 4, 5})}, 0)};
+    }));
+    for (std::int32_t index : {0, 1, 2, 7, -1}) {
+      s.check("case", t, {x, Literal::scalar(index)}, [&](GraphBuilder& b, std::vector<Value> p) {
+        return b.case_op(p[1], {p[0]}, branches);
+      });
+    }
+    for (bool pred : {true, false}) {
+      s.check("if", t, {x, Literal::scalar(pred)}, [&](GraphBuilder& b, std::vector<Value> p) {
+        return b.if_op(p[1], {p[0]}, branches[1], branches[2]);
+      });
+    }
+  }
+}
+
 /// Runs one part of the sweep and reports the disagreements it found.
 template <class F>
 void check_part(F part) {
@@ -491,6 +547,7 @@ TEST_CASE("differential: data movement, reduce and dot_general on every dtype") 
 TEST_CASE("differential: scatter and gather on every dtype") { check_part(sweep_scatter); }
 TEST_CASE("differential: reduce_window and select_and_scatter on every dtype") { check_part(sweep_window); }
 TEST_CASE("differential: convolution on every dtype") { check_part(sweep_convolution); }
+TEST_CASE("differential: while, case and if on every dtype") { check_part(sweep_control_flow); }
 
 TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   // ctest runs each case in its own process: run whatever part has not run here yet.
@@ -500,6 +557,7 @@ TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   sweep_scatter();
   sweep_window();
   sweep_convolution();
+  sweep_control_flow();
   Sweep& s = sweep();
   CHECK(s.failures.empty());
   const std::string table = s.markdown();

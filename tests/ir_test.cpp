@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "pjrt_lite/ir/ir.hpp"
+#include "control_flow.hpp"
 
 using namespace pjrt_lite;
 
@@ -1535,4 +1536,124 @@ TEST_CASE("ir: reduce_window's and select_and_scatter's shape rules and their er
   check_invalid(e.status(),
                 "select_and_scatter: select body must have type (tensor<f32>, "
                 "tensor<f32>) -> tensor<i1>");
+}
+
+TEST_CASE("ir: while, case and if: region signatures, selectors and their errors") {
+  // The well-formed graphs of the shared tests build and verify.
+  for (const Graph& g : {testing::sum_to_n(), testing::sum_of_sums(), testing::case_graph(3),
+                         testing::if_graph()})
+    CHECK(verify(g).ok());
+  const Graph g = testing::case_graph(2);
+  const Node& c = g.node(g.outputs()[0]);
+  CHECK(c.op == OpCode::kCase);
+  CHECK(c.results == std::vector<Shape>{Shape(kF32, {3}), Shape(kS32, {})});
+  CHECK(c.bodies.size() == 2);
+
+  auto region = [](std::vector<Shape> params, auto make) {
+    GraphBuilder b("r");
+    std::vector<Value> p;
+    for (const Shape& s : params) p.push_back(b.parameter(s));
+    return b.build(make(b, p)).value();
+  };
+  const Shape s32(kS32, {}), f32(kF32, {}), v3(kF32, {3});
+  auto is_less = [](GraphBuilder& b, std::vector<Value> p) {
+    return std::vector<Value>{b.compare(p[0], p[0], ComparisonDirection::kLt)};
+  };
+  auto same = [](GraphBuilder&, std::vector<Value> p) { return p; };
+  // while: regions take the operands' types; cond returns one pred[]; body returns the types.
+  check_invalid(error_of([&](GraphBuilder& b) {
+                  b.while_loop({b.constant(1.0f)}, region({s32}, is_less), region({s32}, same));
+                }),
+                "while: cond takes (s32[]) but the operands are (f32[])");
+  check_invalid(error_of([&](GraphBuilder& b) {
+                  b.while_loop({b.constant(1)}, region({s32}, same), region({s32}, same));
+                }),
+                "while: cond must return one pred[] (tensor<i1>), but returns (s32[])");
+  check_invalid(error_of([&](GraphBuilder& b) {
+                  b.while_loop({b.constant(1)}, region({s32}, is_less),
+                               region({s32}, [](GraphBuilder& r, std::vector<Value> p) {
+                                 return std::vector<Value>{r.convert(p[0], kF32)};
+                               }));
+                }),
+                "while: body returns (f32[]) but must return the operands' types (s32[])");
+  check_invalid(error_of([&](GraphBuilder& b) {
+                  b.while_loop({b.constant(1)}, region({s32, s32}, is_less), region({s32}, same));
+                }),
+                "while: cond takes (s32[], s32[]) but the operands are (s32[])");
+  check_invalid(error_of([&](GraphBuilder& b) {
+                  b.op(OpCode::kWhile, {b.constant(1)}, NoAttrs{}, {region({s32}, is_less)});
+                }),
+                "while: takes 2 body(ies), got 1");
+  // A loop with no carried values is well formed (it can only stop at once or never).
+  {
+    GraphBuilder b("empty");
+    GraphBuilder cb("cond");
+    Graph cond = cb.build({cb.constant(false)}).value();
+    GraphBuilder bb("body");
+    Graph body = bb.build(std::vector<Value>{}).value();
+    CHECK(b.while_loop({}, cond, body).empty());
+    CHECK(b.ok());
+  }
+  // case: an s32[] index, branches taking the other operands and agreeing on their results.
+  check_invalid(error_of([&](GraphBuilder& b) {
+                  b.case_op(b.constant(1.0f), {}, {region({}, [](GraphBuilder& r, auto) {
+                              return std::vector<Value>{r.constant(1)};
+                            })});
+                }),
+                "case: operand 0 (the index) has shape f32[] but must be a rank-0 s32");
+  check_invalid(error_of([&](GraphBuilder& b) {
+                  b.case_op(b.constant(Literal::vector<std::int32_t>({0, 1})), {},
+                            {region({}, [](GraphBuilder& r, auto) {
+                              return std::vector<Value>{r.constant(1)};
+                            })});
+                }),
+                "case: operand 0 (the index) has shape s32[2] but must be a rank-0 s32");
+  check_invalid(error_of([&](GraphBuilder& b) {
+                  b.case_op(b.constant(std::int64_t{0}), {}, {region({}, [](GraphBuilder& r, auto) {
+                              return std::vector<Value>{r.constant(1)};
+                            })});
+                }),
+                "case: operand 0 (the index) has shape s64[] but must be a rank-0 s32");
+  check_invalid(error_of([&](GraphBuilder& b) {
+                  b.case_op(b.constant(0), {b.constant(1.0f)},
+                            {region({f32}, same), region({f32}, [](GraphBuilder& r, auto p) {
+                               return std::vector<Value>{r.convert(p[0], kS32)};
+                             })});
+                }),
+                "case: branch 1 returns (s32[]) but branch 0 returns (f32[])");
+  check_invalid(error_of([&](GraphBuilder& b) {
+                  b.case_op(b.constant(0), {b.constant(1.0f)}, {region({v3}, same)});
+                }),
+                "case: branch 0 takes (f32[3]) but operands 1.. are (f32[])");
+  check_invalid(error_of([&](GraphBuilder& b) { b.case_op(b.constant(0), {}, {}); }),
+                "case: takes at least 1 body(ies), got 0");
+  // if: a pred[] predicate and two branches.
+  check_invalid(error_of([&](GraphBuilder& b) {
+                  b.if_op(b.constant(1), {b.constant(1.0f)}, region({f32}, same),
+                          region({f32}, same));
+                }),
+                "if: operand 0 (the predicate) has shape s32[] but must be a rank-0 pred");
+  check_invalid(error_of([&](GraphBuilder& b) {
+                  b.op(OpCode::kIf, {b.constant(true)}, NoAttrs{},
+                       {region({}, [](GraphBuilder& r, auto) {
+                         return std::vector<Value>{r.constant(1)};
+                       })});
+                }),
+                "if: takes 2 body(ies), got 1");
+  check_invalid(error_of([&](GraphBuilder& b) { b.op(OpCode::kIf, {}, NoAttrs{}, {g, g}); }),
+                "if: needs operand 0 (the predicate)");
+  // The verifier checks region signatures too: a while whose body lost a result.
+  GraphParts parts = testing::sum_to_n().to_parts();
+  for (Node& n : parts.nodes)
+    if (n.op == OpCode::kWhile) {
+      GraphParts body = n.bodies[1].to_parts();
+      body.outputs.pop_back();
+      n.bodies[1] = Graph::from_parts(std::move(body));
+    }
+  check_invalid(verify(Graph::from_parts(std::move(parts))), "while: body returns (s32[], s32[])");
+  // Branch order is part of the meaning.
+  GraphParts swapped = testing::case_graph(2).to_parts();
+  for (Node& n : swapped.nodes)
+    if (n.op == OpCode::kCase) std::swap(n.bodies[0], n.bodies[1]);
+  CHECK(fingerprint(Graph::from_parts(std::move(swapped))) != fingerprint(testing::case_graph(2)));
 }

@@ -23,6 +23,7 @@
 
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/ir/ir.hpp"
+#include "control_flow.hpp"
 
 using namespace pjrt_lite;
 
@@ -1797,4 +1798,44 @@ TEST_CASE("reference: select_and_scatter (spec example) sends each source to its
                             {make<std::int64_t>({1, 5, 2, 5, 3, 6, 4, 4}, {4, 2}),
                              make<std::int64_t>({5, 6, 7, 8}, {2, 2})}),
                        {0, 0, 0, 0, 5, 14, 7, 0}, {4, 2});
+}
+
+TEST_CASE("reference: while loops equal their closed forms, nested ones too") {
+  const Graph sum = testing::sum_to_n();
+  const Graph sums = testing::sum_of_sums();
+  for (std::int32_t n : {-3, 0, 1, 2, 10, 100}) {
+    CAPTURE(n);
+    const std::vector<Literal> args = {Literal::scalar(n)};
+    const std::int32_t m = n < 0 ? 0 : n;
+    StatusOr<std::vector<Literal>> r = reference::evaluate(sum, args);
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    CHECK((*r)[0] == Literal::scalar(m * (m + 1) / 2));
+    StatusOr<std::vector<Literal>> r2 = reference::evaluate(sums, args);
+    REQUIRE_MESSAGE(r2.ok(), r2.status().to_string());
+    CHECK((*r2)[0] == Literal::scalar(m * (m + 1) * (m + 2) / 6));
+  }
+}
+
+TEST_CASE("reference: case runs the indexed branch, out-of-range indices the last; if picks") {
+  const Literal x = Literal::vector<float>({1, -2, 0.5f});
+  const Literal y = Literal::scalar(3.0f);
+  auto expected = [&](std::int32_t k) { return testing::scaled_branch_result(x, 3.0f, k); };
+  for (std::int32_t branches : {1, 2, 4}) {
+    const Graph g = testing::case_graph(branches);
+    for (std::int32_t index : {-1, 0, 1, 3, 4, 1000, std::numeric_limits<std::int32_t>::min()}) {
+      CAPTURE(branches);
+      CAPTURE(index);
+      StatusOr<std::vector<Literal>> r =
+          reference::evaluate(g, std::vector<Literal>{Literal::scalar(index), x, y});
+      REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+      CHECK(*r == expected(testing::selected_branch(index, branches)));
+    }
+  }
+  const Graph g = testing::if_graph();
+  for (bool pred : {true, false}) {
+    StatusOr<std::vector<Literal>> r =
+        reference::evaluate(g, std::vector<Literal>{Literal::scalar(pred), x, y});
+    REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+    CHECK(*r == expected(pred ? 1 : 2));
+  }
 }

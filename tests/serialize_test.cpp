@@ -17,6 +17,7 @@
 #include <variant>
 #include <vector>
 
+#include "control_flow.hpp"
 #include "pjrt_lite/ir/byte_io.hpp"
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/ir/serialize.hpp"
@@ -151,6 +152,18 @@ Graph every_op_graph() {
                                             .output_spatial_dimensions = {1}});
   for (Value v : {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl, sc, ga, rw, sas, cw})
     outs.push_back(v);
+  // Control flow: a while (the shared counting loop), a three-way case and an if.
+  Value n = b.reshape(b.slice(io, {0, 2}, {1, 3}), {});
+  std::vector<Value> loop = b.while_loop({b.constant(1), b.constant(0), n},
+                                         testing::counter_cond(), testing::counter_body());
+  std::vector<Graph> branches;
+  for (std::int32_t k = 0; k < 3; ++k) branches.push_back(testing::scaled_branch(k));
+  Value v3 = b.reshape(b.slice(f, {0, 0}, {1, 3}), {3});
+  Value y = b.reshape(b.slice(f, {1, 1}, {2, 2}), {});
+  std::vector<Value> cs = b.case_op(i, {v3, y}, std::move(branches));
+  std::vector<Value> ifs = b.if_op(b.reshape(b.slice(p, {0, 0}, {1, 1}), {}), {v3, y},
+                                   testing::scaled_branch(1), testing::scaled_branch(2));
+  for (const std::vector<Value>* list : {&loop, &cs, &ifs}) outs.insert(outs.end(), list->begin(), list->end());
   std::vector<Value> am = b.argmax(f, 1);
   outs.insert(outs.end(), am.begin(), am.end());
   return build_ok(b, outs);
@@ -662,4 +675,17 @@ TEST_CASE("serialize: read_graph and write_graph embed a graph in another format
   CHECK(*back == g);
   CHECK(r.u32("trailer").value() == 0xfeedface);
   CHECK(r.at_end());
+}
+
+TEST_CASE("serialize: control flow round-trips, and a case without branches is rejected") {
+  for (const Graph& g : {testing::sum_of_sums(), testing::case_graph(4), testing::if_graph()}) {
+    const Graph back = round_trip(g);
+    CHECK(back == g);
+    CHECK(fingerprint(back) == fingerprint(g));
+  }
+  GraphParts parts = testing::case_graph(2).to_parts();
+  for (Node& n : parts.nodes)
+    if (n.op == OpCode::kCase) n.bodies.clear();
+  check_error(deserialize_graph(serialize(Graph::from_parts(std::move(parts)))).status(),
+              StatusCode::kDataLoss, "case with 0 bodies");
 }

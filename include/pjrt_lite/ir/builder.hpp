@@ -64,8 +64,7 @@ class GraphBuilder {
   /// constant's literal are stored in the default layout.
   std::vector<Value> op(OpCode code, const std::vector<Value>& operands,
                         Attributes attrs = NoAttrs{}, std::vector<Graph> bodies = {}) {
-    const std::size_t n_results =
-        is_variadic_result(code) ? std::max<std::size_t>(operands.size() / 2, 1) : 1;
+    const std::size_t n_results = expected_result_count(code, operands.size(), bodies);
     if (!status_.ok()) return dummies(n_results);
     if (!is_valid(code))
       return fail(n_results, invalid_argument_error(str_cat("invalid opcode (enum value ",
@@ -358,6 +357,38 @@ class GraphBuilder {
                            ComparisonDirection direction, OpCode scatter_op,
                            const WindowAttrs& window);
 
+  // ---- Control flow ----------------------------------------------------------------------
+
+  /// while(operands...): the values start as `operands` and become body(values...) for as
+  /// long as cond(values...) is true; one result per operand. `cond` takes the operands'
+  /// types and returns a rank-0 pred; `body` takes and returns the operands' types.
+  std::vector<Value> while_loop(const std::vector<Value>& operands, Graph cond, Graph body) {
+    std::vector<Graph> bodies;
+    bodies.push_back(std::move(cond));
+    bodies.push_back(std::move(body));
+    return op(OpCode::kWhile, operands, NoAttrs{}, std::move(bodies));
+  }
+  /// case(index, operands...): runs branches[index] (the last branch when the s32 `index` is
+  /// out of range) on `operands` and returns its results. Every branch takes the operands'
+  /// types and returns the same types.
+  std::vector<Value> case_op(Value index, const std::vector<Value>& operands,
+                             std::vector<Graph> branches) {
+    std::vector<Value> all{index};
+    all.insert(all.end(), operands.begin(), operands.end());
+    return op(OpCode::kCase, all, NoAttrs{}, std::move(branches));
+  }
+  /// if(pred, operands...): true_branch(operands...) when the rank-0 `pred` is true, else
+  /// false_branch(operands...).
+  std::vector<Value> if_op(Value pred, const std::vector<Value>& operands, Graph true_branch,
+                           Graph false_branch) {
+    std::vector<Value> all{pred};
+    all.insert(all.end(), operands.begin(), operands.end());
+    std::vector<Graph> bodies;
+    bodies.push_back(std::move(true_branch));
+    bodies.push_back(std::move(false_branch));
+    return op(OpCode::kIf, all, NoAttrs{}, std::move(bodies));
+  }
+
   // ---- Gather and scatter ----------------------------------------------------------------
 
   /// gather(operand, start_indices): slices of the operand at the (clamped) starts the index
@@ -484,6 +515,15 @@ class GraphBuilder {
   }
 
   std::vector<Value> dummies(std::size_t n) const { return std::vector<Value>(n, Value{}); }
+  /// How many Values op() returns for a node, also when it fails: what a well-formed node
+  /// of that op would have, so callers can index the results before checking ok().
+  static std::size_t expected_result_count(OpCode code, std::size_t operands,
+                                           const std::vector<Graph>& bodies) {
+    if (code == OpCode::kWhile) return operands;
+    if (code == OpCode::kCase || code == OpCode::kIf)
+      return bodies.empty() ? 0 : bodies[0].outputs().size();
+    return is_variadic_result(code) ? std::max<std::size_t>(operands / 2, 1) : 1;
+  }
   std::vector<Value> fail(std::size_t n, Status s) {
     if (status_.ok()) status_ = std::move(s);
     return dummies(n);

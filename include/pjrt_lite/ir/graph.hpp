@@ -1,9 +1,10 @@
 #pragma once
 // Graph: a tensor program in SSA form. Nodes are in definition order (every operand refers to
 // an earlier node), each with an opcode, operand Values, typed attributes, static result
-// shapes and, for reduce, a body that is itself a Graph. A graph lists its parameters (by
-// number) and its outputs. Graphs are values: copyable, movable, compared by content, and
-// never changed in place; transforms build new ones (GraphBuilder, or to_parts/from_parts).
+// shapes and, for ops with regions (reduce, while, case, ...), bodies that are themselves
+// Graphs. A graph lists its parameters (by number) and its outputs. Graphs are values:
+// copyable, movable, compared by content, and never changed in place; transforms build new
+// ones (GraphBuilder, or to_parts/from_parts).
 
 #include <algorithm>
 #include <cstdint>
@@ -47,9 +48,11 @@ struct Node {
   OpCode op = OpCode::kParameter;
   std::vector<Value> operands;
   Attributes attrs;
-  /// One shape per result: exactly one except for reduce.
+  /// One shape per result: exactly one except for the ops of is_variadic_result (reduce,
+  /// reduce_window, while, case, if).
   std::vector<Shape> results;
-  /// The regions of the op: reduce's body; empty for every other op.
+  /// The regions of the op (body_count): reduce's body, while's cond and body, case's
+  /// branches, ...; empty for ops without regions.
   std::vector<Graph> bodies;
 
   /// The attributes as the alternative A, which must be the one this op takes.

@@ -103,10 +103,15 @@ enum class OpCode : std::uint8_t {
   kBesselI1e,
   // Binary, real floats.
   kNextAfter,
+  // Control flow (appended for the same reason): ops whose regions run a data-dependent
+  // number of times or are chosen at run time.
+  kWhile,
+  kCase,
+  kIf,
 };
 
 /// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kNextAfter) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kIf) + 1;
 
 namespace detail {
 inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
@@ -188,6 +193,9 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "digamma",
     "bessel_i1e",
     "next_after",
+    "while",
+    "case",
+    "if",
 };
 }  // namespace detail
 
@@ -254,28 +262,45 @@ constexpr bool is_commutative(OpCode op) {
     default: return false;
   }
 }
+/// while, case and if: ops whose regions see the op's operands as their parameters and run
+/// zero or more times (while) or one of them once (case, if), chosen at run time.
+constexpr bool is_control_flow(OpCode op) { return op >= OpCode::kWhile && op <= OpCode::kIf; }
+/// case: any number (at least one) of regions, its branches. Every other op has exactly
+/// body_count(op).
+constexpr bool has_variadic_bodies(OpCode op) { return op == OpCode::kCase; }
 /// How many regions (nested Graphs) a node of `op` carries: one for reduce, scatter and
-/// reduce_window, two (select, then scatter) for select_and_scatter, none otherwise.
+/// reduce_window, two for select_and_scatter (select, then scatter), while (cond, then body)
+/// and if (true branch, then false branch), at least one for case (see has_variadic_bodies),
+/// none otherwise.
 constexpr std::size_t body_count(OpCode op) {
   switch (op) {
     case OpCode::kReduce:
     case OpCode::kScatter:
-    case OpCode::kReduceWindow: return 1;
-    case OpCode::kSelectAndScatter: return 2;
+    case OpCode::kReduceWindow:
+    case OpCode::kCase: return 1;
+    case OpCode::kSelectAndScatter:
+    case OpCode::kWhile:
+    case OpCode::kIf: return 2;
     default: return 0;
   }
 }
+/// True when a node of `op` may carry `n` regions.
+constexpr bool body_count_fits(OpCode op, std::size_t n) {
+  return has_variadic_bodies(op) ? n >= body_count(op) : n == body_count(op);
+}
 /// Ops whose nodes carry regions: see body_count.
 constexpr bool has_body(OpCode op) { return body_count(op) > 0; }
-/// Ops with several results: reduce and reduce_window (one per input). Every other op has
-/// exactly one.
+/// Ops with several results: reduce and reduce_window (one per input), while (one per
+/// operand), case and if (one per branch result; possibly none). Every other op has exactly
+/// one.
 constexpr bool is_variadic_result(OpCode op) {
-  return op == OpCode::kReduce || op == OpCode::kReduceWindow;
+  return op == OpCode::kReduce || op == OpCode::kReduceWindow || is_control_flow(op);
 }
 
 /// The number of operands an op takes, or -1 when it depends on the node: concatenate (>= 1),
 /// dynamic_slice (1 + rank), dynamic_update_slice (2 + rank), reduce and reduce_window (2 per
-/// input).
+/// input), while (the loop-carried values), case and if (the index or predicate, then the
+/// values the branches take).
 constexpr int operand_count(OpCode op) {
   if (is_source(op)) return 0;
   if (is_unary(op)) return 1;

@@ -510,7 +510,7 @@ class GraphDecoder {
 
     const std::size_t bodies_at = r_.offset();
     PJRT_LITE_ASSIGN_OR_RETURN(std::size_t n_bodies, r_.count("body count", kMinGraphBytes));
-    if (n_bodies != body_count(node.op))
+    if (!body_count_fits(node.op, n_bodies))
       return corrupt(bodies_at, str_cat(name, " with ", n_bodies, " bodies"));
     node.bodies.reserve(n_bodies);
     for (std::size_t k = 0; k < n_bodies; ++k) {

@@ -1225,9 +1225,83 @@ inline StatusOr<Shape> infer_convolution(const Shape& lhs, const Shape& rhs,
   return detail::make_result(op, lhs.dtype(), dims);
 }
 
+namespace detail {
+
+/// "(f32[], s32[2])": a list of types, for the control-flow ops' messages.
+inline std::string type_list(std::span<const Shape> shapes) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < shapes.size(); ++i) out += str_cat(i ? ", " : "", shapes[i]);
+  return out + ")";
+}
+
+/// True when `a` and `b` list the same types and dims, in order.
+inline bool same_types(std::span<const Shape> a, std::span<const Shape> b) {
+  return std::ranges::equal(a, b, [](const Shape& x, const Shape& y) {
+    return x.same_type_and_dims(y);
+  });
+}
+
+/// A region's parameters must be the values the op hands it: `what` names the region.
+inline Status check_region_parameters(OpCode op, std::string_view what, const Signature& region,
+                                      std::span<const Shape> values,
+                                      std::string_view values_name) {
+  if (!same_types(region.parameters, values))
+    return op_error(op, what, " takes ", type_list(region.parameters), " but ", values_name,
+                    " are ", type_list(values));
+  return ok_status();
+}
+
+}  // namespace detail
+
+/// while(operands...) with cond (T0..TN-1) -> pred[] and body (T0..TN-1) -> (T0..TN-1), Ti
+/// the type of operand i; the results have the operands' types.
+inline StatusOr<std::vector<Shape>> infer_while(std::span<const Shape> operands,
+                                                const Signature& cond, const Signature& body) {
+  constexpr OpCode op = OpCode::kWhile;
+  PJRT_LITE_RETURN_IF_ERROR(
+      detail::check_region_parameters(op, "cond", cond, operands, "the operands"));
+  if (cond.results.size() != 1 || cond.results[0] != Shape(DType::kPred, {}))
+    return detail::op_error(op, "cond must return one pred[] (tensor<i1>), but returns ",
+                            detail::type_list(cond.results));
+  PJRT_LITE_RETURN_IF_ERROR(
+      detail::check_region_parameters(op, "body", body, operands, "the operands"));
+  if (!detail::same_types(body.results, operands))
+    return detail::op_error(op, "body returns ", detail::type_list(body.results),
+                            " but must return the operands' types ",
+                            detail::type_list(operands));
+  std::vector<Shape> results;
+  for (const Shape& s : operands) results.push_back(s.with_default_layout());
+  return results;
+}
+
+/// case(index, operands...) and if(pred, operands...): the selector is a rank-0 s32 (case) or
+/// pred (if); every branch takes the remaining operands' types and returns the types branch
+/// 0 returns, which are the results. (StableHLO's branches take no arguments and use values
+/// from outside; the IR's regions are closed, so those values are the operands.)
+inline StatusOr<std::vector<Shape>> infer_case(OpCode op, const Shape& selector,
+                                               std::span<const Shape> operands,
+                                               std::span<const Signature> branches) {
+  const DType want = op == OpCode::kIf ? DType::kPred : DType::kS32;
+  if (selector != Shape(want, {}))
+    return detail::op_error(op, "operand 0 (the ", op == OpCode::kIf ? "predicate" : "index",
+                            ") has shape ", selector, " but must be a rank-0 ", dtype_name(want));
+  if (branches.empty()) return detail::op_error(op, "needs at least one branch");
+  for (std::size_t k = 0; k < branches.size(); ++k) {
+    PJRT_LITE_RETURN_IF_ERROR(detail::check_region_parameters(
+        op, str_cat("branch ", k), branches[k], operands, "operands 1.."));
+    if (!detail::same_types(branches[k].results, branches[0].results))
+      return detail::op_error(op, "branch ", k, " returns ",
+                              detail::type_list(branches[k].results), " but branch 0 returns ",
+                              detail::type_list(branches[0].results));
+  }
+  std::vector<Shape> results;
+  for (const Shape& s : branches[0].results) results.push_back(s.with_default_layout());
+  return results;
+}
+
 /// The result shapes of any op: checks the operand count, the attributes' alternative and
 /// the number of bodies, then applies the op's rule above. `bodies` are the signatures of
-/// the node's regions (body_count(op) of them). The builder and the verifier
+/// the node's regions (body_count(op) of them, or at least that many for case). The builder and the verifier
 /// both come through here, so they cannot disagree.
 inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shape> operands,
                                                  const Attributes& attrs,
@@ -1241,9 +1315,9 @@ inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shap
   const int expected = operand_count(op);
   if (expected >= 0 && operands.size() != static_cast<std::size_t>(expected))
     return detail::op_error(op, "takes ", expected, " operand(s), got ", operands.size());
-  const std::size_t expected_bodies = body_count(op);
-  if (bodies.size() != expected_bodies)
-    return detail::op_error(op, "takes ", expected_bodies, " body(ies), got ", bodies.size());
+  if (!body_count_fits(op, bodies.size()))
+    return detail::op_error(op, "takes ", has_variadic_bodies(op) ? "at least " : "",
+                            body_count(op), " body(ies), got ", bodies.size());
   for (std::size_t i = 0; i < operands.size(); ++i)
     if (!is_valid(operands[i].dtype()))
       return detail::op_error(op, "operand ", i, " has an invalid shape");
@@ -1311,6 +1385,13 @@ inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shap
                                           bodies[1], std::get<WindowAttrs>(attrs)));
     case OpCode::kConvolution:
       return one(infer_convolution(operands[0], operands[1], std::get<ConvolutionAttrs>(attrs)));
+    case OpCode::kWhile: return infer_while(operands, bodies[0], bodies[1]);
+    case OpCode::kCase:
+    case OpCode::kIf:
+      if (operands.empty())
+        return detail::op_error(op, "needs operand 0 (the ",
+                                op == OpCode::kIf ? "predicate" : "index", ")");
+      return infer_case(op, operands[0], operands.subspan(1), bodies);
     default: return detail::op_error(op, "has no shape rule");
   }
 }

@@ -13,15 +13,17 @@
 // tensor<2xf32>`, `stablehlo.reduce(%x init: %c) applies stablehlo.add across dimensions =
 // [1]`, ...) and the generic form (`"stablehlo.add"(%a, %b) : (...) -> ...` with `<{...}>` /
 // `{...}` attribute dictionaries and `({ ^bb0(...): ... })` regions), mixed freely.
-// `func.call` / `call` are inlined (the IR has no call op); `stablehlo.custom_call
+// `func.call` / `call` are inlined (the IR has no call op). The regions of while, case and
+// if may use values defined outside them; those become operands of the op (see
+// build_control_flow), since the IR's regions are closed. `stablehlo.custom_call
 // @check.expect_*` become Checks (module.hpp). Attributes that do not change what a program
 // computes (loc(...), #loc lines, mhlo.*, jax.*, precision_config, has_side_effect, ...) are
 // read and ignored.
 //
 // Errors: malformed text and type errors are INVALID_ARGUMENT "line:column: what was
 // expected, found what"; a declared type that differs from what the IR infers is one too.
-// Valid StableHLO that the IR cannot represent (while, sort, most chlo ops, dynamic
-// shapes, f8 types, ...) is UNIMPLEMENTED "stablehlo.while is not supported (line 12)", so a
+// Valid StableHLO that the IR cannot represent (sort, most chlo ops, dynamic shapes, f8
+// types, ...) is UNIMPLEMENTED "stablehlo.sort is not supported (line 12)", so a
 // runner can skip the file. The parser never throws, crashes or loops on any input: nesting
 // and sizes are bounded and every index is checked.
 //
@@ -71,16 +73,16 @@ inline bool is_known_unsupported_op(std::string_view name) {
   // clang-format off
   constexpr std::string_view kNames[] = {
       "after_all", "all_gather", "all_reduce", "all_to_all", "async_done", "async_start",
-      "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "case", "cholesky",
+      "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "cholesky",
       "collective_broadcast", "collective_permute", "collective_reduce", "composite",
       "count_leading_zeros", "create_token", "cross-replica-sum",
       "dynamic_broadcast_in_dim", "dynamic_conv", "dynamic_gather", "dynamic_iota", "dynamic_pad",
       "dynamic_reshape", "einsum", "fft", "get_dimension_size", "get_tuple_element",
-      "if", "infeed", "map", "optimization_barrier", "outfeed", "partition_id",
+      "infeed", "map", "optimization_barrier", "outfeed", "partition_id",
       "real_dynamic_slice", "recv", "reduce_precision", "reduce_scatter",
       "replica_id", "rng", "rng_bit_generator", "send",
       "set_dimension_size", "sort", "torch_index_select", "trace", "triangular_solve", "tuple",
-      "unary_einsum", "uniform_dequantize", "uniform_quantize", "while"};
+      "unary_einsum", "uniform_dequantize", "uniform_quantize"};
   // clang-format on
   for (std::string_view n : kNames)
     if (n == name) return true;
@@ -94,15 +96,22 @@ struct ResultName {
   SourcePos pos;
 };
 
-/// The values visible in one region. Regions see their parents' names only to report a
-/// capture, which the IR's self-contained bodies cannot express.
+/// The values visible in one region. The regions of while, case and if may use values
+/// defined outside them (StableHLO's implicit captures): each such value becomes one more
+/// parameter of the region, numbered after its block arguments in the order of first use,
+/// and `captured` lists the outside values in that order. Other regions (reduce's, ...) see
+/// their parents' names only to report a capture, which their ops cannot express.
 struct Scope {
   struct Def {
     std::vector<Value> values;
     SourcePos pos;
   };
   std::unordered_map<std::string, Def> defs;
-  const Scope* parent = nullptr;
+  Scope* parent = nullptr;
+  GraphBuilder* builder = nullptr;          // where this scope's values live
+  std::vector<Value>* captured = nullptr;   // set when captures are allowed; parent's values
+  std::unordered_map<std::string, Value> captured_by_use;  // "name#index" -> parameter
+  std::int64_t next_parameter = 0;
 
   [[nodiscard]] const Def* find(const std::string& name, bool& local) const {
     local = true;
@@ -331,6 +340,7 @@ class Parser {
 
     GraphBuilder b(name);
     Scope scope;
+    scope.builder = &b;
     std::vector<Check> checks;
     Context ctx{b, scope, &checks, 0};
     for (std::size_t k = 0; k < arg_types.size(); ++k) {
@@ -470,16 +480,35 @@ class Parser {
         return error_at(t.pos, str_cat("bad result number in ", t.text));
       text = text.substr(0, hash);
     }
+    return lookup(ctx.scope, std::string(text), index, t);
+  }
+
+  /// Result `index` of %name as seen from `scope`, captured into it (and into every region
+  /// between it and the definition) when defined outside.
+  static StatusOr<Value> lookup(Scope& scope, const std::string& name, std::int64_t index,
+                                const Token& t) {
+    if (auto it = scope.defs.find(name); it != scope.defs.end()) {
+      const std::vector<Value>& values = it->second.values;
+      if (index < 0 || index >= static_cast<std::int64_t>(values.size()))
+        return error_at(t.pos, str_cat("%", name, " has ", values.size(), " result(s); ", t.text,
+                                       " is out of range"));
+      return values[static_cast<std::size_t>(index)];
+    }
     bool local = false;
-    const Scope::Def* d = ctx.scope.find(std::string(text), local);
-    if (d == nullptr) return error_at(t.pos, str_cat("use of undefined value %", text));
-    if (!local)
+    if (scope.parent == nullptr || scope.parent->find(name, local) == nullptr)
+      return error_at(t.pos, str_cat("use of undefined value %", name));
+    if (scope.captured == nullptr)
       return unsupported_at(t.pos,
-                            str_cat("a region using %", text, ", a value defined outside it,"));
-    if (index < 0 || index >= static_cast<std::int64_t>(d->values.size()))
-      return error_at(t.pos, str_cat("%", text, " has ", d->values.size(), " result(s); ", t.text,
-                                     " is out of range"));
-    return d->values[static_cast<std::size_t>(index)];
+                            str_cat("a region using %", name, ", a value defined outside it,"));
+    const std::string key = str_cat(name, "#", index);
+    if (auto it = scope.captured_by_use.find(key); it != scope.captured_by_use.end())
+      return it->second;
+    PJRT_LITE_ASSIGN_OR_RETURN(Value outer, lookup(*scope.parent, name, index, t));
+    PJRT_LITE_ASSIGN_OR_RETURN(Shape shape, scope.parent->builder->shape(outer));
+    Value p = scope.builder->parameter(scope.next_parameter++, std::move(shape));
+    scope.captured->push_back(outer);
+    scope.captured_by_use.emplace(key, p);
+    return p;
   }
 
   static StatusOr<Value> parse_operand(Reader& r, const Context& ctx, std::string_view context) {
@@ -846,10 +875,13 @@ class Parser {
       case OpCode::kDotGeneral: return parse_dot_general(r, ctx, name, pos);
       case OpCode::kConvolution: return parse_convolution(r, ctx, name, pos);
       case OpCode::kReduce: return parse_reduce(r, ctx, name, pos);
+      case OpCode::kWhile: return parse_while(r, ctx, name, pos);
       case OpCode::kScatter:
       case OpCode::kGather:
       case OpCode::kReduceWindow:
       case OpCode::kSelectAndScatter:
+      case OpCode::kCase:
+      case OpCode::kIf:
         return error_at(pos, str_cat(name, " has no pretty form; expected \"", name, "\"(...)"));
       default: break;
     }
@@ -1141,6 +1173,138 @@ class Parser {
     return out;
   }
 
+  // while's pretty form, as JAX prints it:
+  //   stablehlo.while(%iterArg = %a, %iterArg_0 = %b) : tensor<i64>, tensor<f32>
+  //    cond { ... stablehlo.return %p : tensor<i1> } do { ... stablehlo.return %x, %y : ... }
+  // Both regions see the iteration arguments as their block arguments.
+  StatusOr<OpResult> parse_while(Reader& r, Context& ctx, std::string_view name, SourcePos pos) {
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('(', "to start the operands of stablehlo.while"));
+    std::vector<BlockArg> args;
+    std::vector<Value> operands;
+    if (!r.consume_if(')')) {
+      while (true) {
+        PJRT_LITE_ASSIGN_OR_RETURN(
+            Token arg, r.expect_kind(TokenKind::kValueId, "an iteration argument such as %iterArg",
+                                     "in stablehlo.while"));
+        if (arg.text.find('#') != std::string_view::npos)
+          return error_at(arg.pos, str_cat("an iteration argument cannot select a result: ",
+                                           arg.text));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after the iteration argument"));
+        PJRT_LITE_ASSIGN_OR_RETURN(Value v, parse_operand(r, ctx, "as the initial value"));
+        args.push_back(BlockArg{std::string(arg.text.substr(1)), Shape(), arg.pos});
+        operands.push_back(v);
+        if (static_cast<std::int64_t>(args.size()) > kMaxResults)
+          return error_at(arg.pos, str_cat("more than ", kMaxResults, " iteration arguments"));
+        Token t = r.next();
+        if (t.is(')')) break;
+        if (!t.is(','))
+          return error_at(t.pos, str_cat("expected ',' or ')' after an iteration argument, found ",
+                                         describe(t)));
+      }
+    }
+    std::vector<Shape> types;
+    if (r.consume_if(':')) {
+      const SourcePos type_pos = r.lexer().next_pos();
+      PJRT_LITE_ASSIGN_OR_RETURN(types, r.parse_type_list());
+      PJRT_LITE_RETURN_IF_ERROR(check_listed_types(ctx, operands, types, name, type_pos));
+    } else if (!operands.empty()) {
+      return error_at(r.peek().pos, "expected ':' and the types of the iteration arguments");
+    }
+    for (std::size_t k = 0; k < args.size(); ++k) args[k].type = types[k];
+    if (r.peek().is('{')) PJRT_LITE_RETURN_IF_ERROR(r.parse_dict().status());
+    std::vector<Graph> regions;
+    std::vector<std::vector<Value>> captures(2);
+    for (std::string_view keyword : {std::string_view("cond"), std::string_view("do")}) {
+      PJRT_LITE_RETURN_IF_ERROR(r.expect_ident(keyword, "in stablehlo.while"));
+      PJRT_LITE_RETURN_IF_ERROR(r.expect('{', str_cat("to start the ", keyword, " region")));
+      PJRT_LITE_ASSIGN_OR_RETURN(
+          Graph g, parse_region_body(r, ctx, args, keyword, &captures[regions.size()]));
+      regions.push_back(std::move(g));
+    }
+    return build_control_flow(ctx, OpCode::kWhile, name, operands, std::move(regions), captures,
+                              types, pos);
+  }
+
+  /// `region` with parameters `parameters` declared first, in number order: its parameter k
+  /// becomes parameters[parameter_of[k]], and the parameters numbered in `pass_through` are
+  /// appended to its outputs.
+  static StatusOr<Graph> rebuild_region(const Graph& region, const std::vector<Shape>& parameters,
+                                        const std::vector<std::size_t>& parameter_of,
+                                        const std::vector<std::size_t>& pass_through) {
+    GraphBuilder b(region.name());
+    std::vector<Value> values;
+    for (std::size_t k = 0; k < parameters.size(); ++k)
+      values.push_back(b.parameter(static_cast<std::int64_t>(k), parameters[k]));
+    std::vector<Value> args;
+    for (std::size_t k : parameter_of) args.push_back(values[k]);
+    std::vector<Value> outputs = b.inline_graph(region, args);
+    for (std::size_t k : pass_through) outputs.push_back(values[k]);
+    return b.build(outputs);
+  }
+
+  /// while, case and if from their operands and parsed regions. StableHLO's regions may use
+  /// outside values (`captures`, per region); the IR's regions are closed, so those values
+  /// become operands: extra loop-carried values that the body passes through unchanged for
+  /// while, the operands after the selector for case and if. Each region then takes the same
+  /// parameters, in one order: the union of the captures in order of first use, region by
+  /// region.
+  StatusOr<OpResult> build_control_flow(Context& ctx, OpCode op, std::string_view name,
+                                        const std::vector<Value>& operands,
+                                        std::vector<Graph> regions,
+                                        const std::vector<std::vector<Value>>& captures,
+                                        const std::vector<Shape>& declared, SourcePos pos) {
+    const bool is_while = op == OpCode::kWhile;
+    if (!body_count_fits(op, regions.size()))
+      return error_at(pos, str_cat(name, " needs ", has_variadic_bodies(op) ? "at least " : "",
+                                   body_count(op), " region(s), got ", regions.size()));
+    if (!is_while && operands.size() != 1)
+      return error_at(pos, str_cat(name, " takes one operand (the ",
+                                   op == OpCode::kIf ? "predicate" : "index", "), got ",
+                                   operands.size()));
+    // Block arguments: the loop-carried values for while, none for case and if.
+    const std::size_t args = is_while ? operands.size() : 0;
+    std::vector<Value> all = operands;
+    std::vector<Shape> parameters;
+    for (std::size_t k = 0; k < args; ++k) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(operands[k]));
+      parameters.push_back(std::move(s));
+    }
+    std::vector<Value> captured;  // the union, in order
+    for (const std::vector<Value>& list : captures)
+      for (Value v : list)
+        if (std::find(captured.begin(), captured.end(), v) == captured.end()) {
+          captured.push_back(v);
+          all.push_back(v);
+          PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(v));
+          parameters.push_back(std::move(s));
+        }
+    for (std::size_t k = 0; k < regions.size(); ++k) {
+      const std::vector<Value>& list = captures[k];
+      const std::size_t params = static_cast<std::size_t>(regions[k].num_parameters());
+      if (params != args + list.size())
+        return error_at(pos, str_cat(name, ": region ", k, " takes ", params - list.size(),
+                                     " argument(s) but ", args, " are passed"));
+      if (captured.empty()) continue;
+      std::vector<std::size_t> parameter_of;
+      for (std::size_t j = 0; j < args; ++j) parameter_of.push_back(j);
+      for (Value v : list)
+        parameter_of.push_back(args + static_cast<std::size_t>(
+                                          std::find(captured.begin(), captured.end(), v) -
+                                          captured.begin()));
+      std::vector<std::size_t> pass_through;
+      if (is_while && k == 1)
+        for (std::size_t j = args; j < parameters.size(); ++j) pass_through.push_back(j);
+      StatusOr<Graph> rebuilt = rebuild_region(regions[k], parameters, parameter_of, pass_through);
+      if (!rebuilt.ok()) return error_at(pos, rebuilt.status().message());
+      regions[k] = std::move(rebuilt).value();
+    }
+    OpResult out;
+    out.values = ctx.b.op(op, all, NoAttrs{}, std::move(regions));
+    if (is_while) out.values.resize(std::min(out.values.size(), operands.size()));
+    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    return out;
+  }
+
   // ---- Regions --------------------------------------------------------------------------
 
   struct BlockArg {
@@ -1163,14 +1327,19 @@ class Parser {
   }
 
   /// The ops of a region whose '{' has been read, with `args` as its parameters in number
-  /// order; reads through the closing '}'.
+  /// order; reads through the closing '}'. With `captured`, the region may use outside
+  /// values: they become parameters args.size().. and are listed in `captured`.
   StatusOr<Graph> parse_region_body(Reader& r, Context& ctx, const std::vector<BlockArg>& args,
-                                    std::string_view name) {
+                                    std::string_view name,
+                                    std::vector<Value>* captured = nullptr) {
     if (ctx.depth + 1 > kMaxRegionDepth)
       return error_at(r.peek().pos, str_cat("regions nest deeper than ", kMaxRegionDepth));
     GraphBuilder b{std::string(name)};
     Scope scope;
     scope.parent = &ctx.scope;
+    scope.builder = &b;
+    scope.captured = captured;
+    scope.next_parameter = static_cast<std::int64_t>(args.size());
     Context inner{b, scope, nullptr, ctx.depth + 1};
     for (std::size_t k = 0; k < args.size(); ++k) {
       Value v = b.parameter(static_cast<std::int64_t>(k), args[k].type);
@@ -1182,8 +1351,10 @@ class Parser {
     return g;
   }
 
-  /// A generic region `{ ^bb0(%a: T, ...): ops }` whose '{' comes next.
-  StatusOr<Graph> parse_generic_region(Reader& r, Context& ctx) {
+  /// A generic region `{ ^bb0(%a: T, ...): ops }` whose '{' comes next; `captured` as for
+  /// parse_region_body.
+  StatusOr<Graph> parse_generic_region(Reader& r, Context& ctx,
+                                       std::vector<Value>* captured = nullptr) {
     PJRT_LITE_RETURN_IF_ERROR(r.expect('{', "to start a region"));
     std::vector<BlockArg> args;
     if (r.peek().kind == TokenKind::kBlockId) {
@@ -1201,7 +1372,7 @@ class Parser {
       }
       PJRT_LITE_RETURN_IF_ERROR(r.expect(':', "after the block label"));
     }
-    return parse_region_body(r, ctx, args, "region");
+    return parse_region_body(r, ctx, args, "region", captured);
   }
 
   // ---- Terminators, calls and checks ----------------------------------------------------
@@ -1473,10 +1644,16 @@ class Parser {
       PJRT_LITE_RETURN_IF_ERROR(r.expect('>', "to end the properties <{...}>"));
     }
     std::vector<Graph> regions;
+    std::vector<std::vector<Value>> captures;  // per region, for control flow
     if (r.peek().is('(') && r.peek2().is('{')) {
       r.next();
       do {
-        PJRT_LITE_ASSIGN_OR_RETURN(Graph g, parse_generic_region(r, ctx));
+        if (regions.size() >= static_cast<std::size_t>(kMaxResults))
+          return error_at(r.peek().pos, str_cat("more than ", kMaxResults, " regions"));
+        captures.emplace_back();
+        const bool capturing = code && is_control_flow(*code);
+        PJRT_LITE_ASSIGN_OR_RETURN(
+            Graph g, parse_generic_region(r, ctx, capturing ? &captures.back() : nullptr));
         regions.push_back(std::move(g));
       } while (r.consume_if(','));
       PJRT_LITE_RETURN_IF_ERROR(r.expect(')', "after the regions"));
@@ -1524,6 +1701,13 @@ class Parser {
       PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> sizes,
                                  int_list_attr(attrs, "broadcast_sizes", name, pos));
       return build_broadcast(ctx, operands, std::move(sizes), type, name, pos);
+    }
+    if (is_control_flow(*code)) {
+      PJRT_LITE_ASSIGN_OR_RETURN(
+          std::vector<Shape> declared,
+          declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+      return build_control_flow(ctx, *code, name, operands, std::move(regions), captures,
+                                declared, pos);
     }
     return build_generic(ctx, *code, name, operands, attrs, std::move(regions), type, pos);
   }

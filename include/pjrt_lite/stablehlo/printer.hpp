@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -107,13 +108,20 @@ class Printer {
  private:
   // One name per node: %<prefix>arg<n> for parameters, %<prefix><index> otherwise. Bodies
   // get their own prefix, because MLIR names must be unique across nested regions.
-  static std::vector<std::string> value_names(const Graph& g, std::string_view prefix) {
+  // `parameter_names`, when given, names the parameters instead (a case branch's parameters
+  // are values of the enclosing graph).
+  static std::vector<std::string> value_names(const Graph& g, std::string_view prefix,
+                                              std::span<const std::string> parameter_names = {}) {
     std::vector<std::string> names;
     for (std::int64_t i = 0; i < g.num_nodes(); ++i) {
       const Node& n = g.node(i);
-      names.push_back(n.op == OpCode::kParameter
-                          ? str_cat("%", prefix, "arg", n.attr<ParameterAttrs>().number)
-                          : str_cat("%", prefix, i));
+      if (n.op != OpCode::kParameter) {
+        names.push_back(str_cat("%", prefix, i));
+        continue;
+      }
+      const auto number = static_cast<std::size_t>(n.attr<ParameterAttrs>().number);
+      names.push_back(number < parameter_names.size() ? parameter_names[number]
+                                                      : str_cat("%", prefix, "arg", number));
     }
     return names;
   }
@@ -125,8 +133,8 @@ class Printer {
   }
 
   void print_return(const Graph& g, std::string_view prefix, std::string_view indent,
-                    std::string_view keyword) {
-    const std::vector<std::string> names = value_names(g, prefix);
+                    std::string_view keyword, std::span<const std::string> parameter_names = {}) {
+    const std::vector<std::string> names = value_names(g, prefix, parameter_names);
     out_ += str_cat(indent, keyword);
     for (std::size_t k = 0; k < g.outputs().size(); ++k)
       out_ += str_cat(k ? ", " : " ", use(g, names, g.outputs()[k]));
@@ -138,15 +146,18 @@ class Printer {
     out_ += '\n';
   }
 
-  void print_nodes(const Graph& g, std::string_view prefix, std::string_view indent) {
-    const std::vector<std::string> names = value_names(g, prefix);
+  void print_nodes(const Graph& g, std::string_view prefix, std::string_view indent,
+                   std::span<const std::string> parameter_names = {}) {
+    const std::vector<std::string> names = value_names(g, prefix, parameter_names);
     for (std::int64_t i = 0; i < g.num_nodes(); ++i) {
       const Node& n = g.node(i);
       if (n.op == OpCode::kParameter) continue;
       out_ += indent;
-      out_ += names[static_cast<std::size_t>(i)];
-      if (n.results.size() > 1) out_ += str_cat(":", n.results.size());
-      out_ += " = ";
+      if (!n.results.empty()) {  // a case or if may return nothing
+        out_ += names[static_cast<std::size_t>(i)];
+        if (n.results.size() > 1) out_ += str_cat(":", n.results.size());
+        out_ += " = ";
+      }
       print_node(g, names, n, str_cat(prefix, "b", i, "_"), indent);
       out_ += '\n';
     }
@@ -261,6 +272,8 @@ class Printer {
             print_window_op(g, names, n, a, body_prefix, indent);
           } else if constexpr (std::is_same_v<A, ConvolutionAttrs>) {
             print_convolution(g, names, n, a);
+          } else if (is_control_flow(n.op)) {
+            print_control_flow(g, names, n, body_prefix, indent);
           } else if (n.op == OpCode::kSelect) {
             // `: pred type, result type`, as JAX prints it: the branches have the result's.
             out_ += str_cat(name, " ", operand_list(g, names, n), " : ",
@@ -441,6 +454,42 @@ class Printer {
                     ") dim_numbers = ", convolution_dimension_numbers_string(a), ", window = {");
     for (std::size_t i = 0; i < window.size(); ++i) out_ += str_cat(i ? ", " : "", window[i]);
     out_ += str_cat("} {", groups, "} : ", function_type(g, n));
+  }
+
+  /// while, case and if in the generic form: `"stablehlo.while"(%a, %b) ({ ^bb0(...): ...
+  /// }, { ^bb0(...): ... }) : (...) -> (...)`; `"stablehlo.case"(%index) ({ ... }, ...) :
+  /// (tensor<i32>) -> (...)`, whose branches use the enclosing values that the node has as
+  /// operands 1.. by their names. A graph parsed from text prints so that it parses back to
+  /// itself; a built case whose operands repeat, go unused or are not in the order the
+  /// branches first use them parses back to an equivalent graph with other operands.
+  void print_control_flow(const Graph& g, const std::vector<std::string>& names, const Node& n,
+                          const std::string& body_prefix, std::string_view indent) {
+    const bool is_while = n.op == OpCode::kWhile;
+    std::vector<std::string> outer;  // what a branch's parameters are called
+    if (!is_while)
+      for (std::size_t k = 1; k < n.operands.size(); ++k) outer.push_back(use(g, names, n.operands[k]));
+    out_ += str_cat("\"stablehlo.", op_name(n.op), "\"(",
+                    is_while ? operand_list(g, names, n) : use(g, names, n.operands[0]), ") (");
+    const std::string inner = str_cat(indent, "  ");
+    for (std::size_t k = 0; k < n.bodies.size(); ++k) {
+      out_ += k ? ", {\n" : "{\n";
+      const std::string prefix = str_cat(body_prefix, k, "_");
+      if (is_while) {
+        print_block_header(n.bodies[k], prefix, indent);
+      } else {
+        print_nodes(n.bodies[k], prefix, inner, outer);
+        print_return(n.bodies[k], prefix, inner, "stablehlo.return", outer);
+      }
+      out_ += str_cat(indent, "}");
+    }
+    out_ += ") : (";
+    const std::size_t typed = is_while ? n.operands.size() : 1;
+    for (std::size_t k = 0; k < typed; ++k)
+      out_ += str_cat(k ? ", " : "", tensor_type_name(g.shape(n.operands[k])));
+    out_ += ") -> (";
+    for (std::size_t k = 0; k < n.results.size(); ++k)
+      out_ += str_cat(k ? ", " : "", tensor_type_name(n.results[k]));
+    out_ += ")";
   }
 
   /// A generic region's block `^bb0(%a: T, ...):` and its ops, up to its return.

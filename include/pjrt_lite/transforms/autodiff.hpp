@@ -149,6 +149,8 @@ class Linearizer {
     if (status_.ok()) status_ = std::move(s);
   }
   [[nodiscard]] Status status() const { return status_.ok() ? b_.status() : status_; }
+  /// True in forward mode, where every tangent has a value.
+  [[nodiscard]] bool forward() const { return forward_; }
 
  private:
   struct Entry {
@@ -482,6 +484,8 @@ inline ReduceKind reduce_kind(const Graph& body, std::size_t n_inputs) {
   return ReduceKind::kOther;
 }
 
+inline StatusOr<Graph> differentiate(const Graph& g, const std::vector<bool>& wrt, bool forward);
+
 /// Emits one node's primal results and computes its results' tangents.
 class JvpRules {
  public:
@@ -492,10 +496,11 @@ class JvpRules {
 
   Status apply(const Node& n, const std::vector<Value>& p, const std::vector<Lin>& t,
                std::vector<Value>& y, std::vector<Lin>& ty) {
+    const bool any = std::any_of(t.begin(), t.end(), [](Lin x) { return x != kZero; });
+    if (any && is_control_flow(n.op)) return control_flow(n, p, t, y, ty);
     y = b_.op(n.op, p, n.attrs, n.bodies);
     ty.assign(y.size(), kZero);
     PJRT_LITE_RETURN_IF_ERROR(b_.status());
-    const bool any = std::any_of(t.begin(), t.end(), [](Lin x) { return x != kZero; });
     if (!any) return ok_status();
     if (n.op == OpCode::kReduce) return reduce(n, p, t, y, ty);
     if (!is_inexact(n.results[0].dtype())) return ok_status();
@@ -506,6 +511,67 @@ class JvpRules {
  private:
   Shape shape(Value v) const { return b_.shape(v).value_or(Shape()); }
   Value full(Value like, double v) { return l_.full(shape(like), v); }
+
+  /// while, case and if in forward mode: the op again, its regions replaced by their jvps,
+  /// carrying a tangent next to each floating-point or complex value the regions take and
+  /// return (a loop carries its tangents from turn to turn). Reverse mode would need the
+  /// transpose of a loop: UNIMPLEMENTED.
+  Status control_flow(const Node& n, const std::vector<Value>& p, const std::vector<Lin>& t,
+                      std::vector<Value>& y, std::vector<Lin>& ty) {
+    if (!l_.forward())
+      return unimplemented_error(str_cat("autodiff: ", op_name(n.op),
+                                         " has no reverse-mode rule (forward mode, jvp, has one)"));
+    const bool is_while = n.op == OpCode::kWhile;
+    std::vector<bool> wrt;  // per value the regions take
+    std::vector<Value> operands = p;
+    for (std::size_t k = is_while ? 0 : 1; k < p.size(); ++k) {
+      const Shape s = shape(p[k]);
+      wrt.push_back(is_inexact(s.dtype()));
+      if (wrt.back()) operands.push_back(l_.value(t[k], s));
+    }
+    std::vector<std::size_t> with_tangent;  // the results that get one
+    for (std::size_t r = 0; r < n.results.size(); ++r)
+      if (is_inexact(n.results[r].dtype())) with_tangent.push_back(r);
+    std::vector<Graph> regions;
+    for (std::size_t k = 0; k < n.bodies.size(); ++k) {
+      StatusOr<Graph> region = is_while && k == 0 ? ignoring_tangents(n.bodies[k], wrt)
+                                                  : jvp_region(n.bodies[k], wrt, with_tangent);
+      if (!region.ok()) return region.status().with_context(str_cat(op_name(n.op), ": region ", k));
+      regions.push_back(std::move(region).value());
+    }
+    std::vector<Value> out = b_.op(n.op, operands, n.attrs, std::move(regions));
+    PJRT_LITE_RETURN_IF_ERROR(b_.status());
+    y.assign(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(n.results.size()));
+    ty.assign(y.size(), kZero);
+    for (std::size_t j = 0; j < with_tangent.size(); ++j)
+      ty[with_tangent[j]] = l_.input(n.results[with_tangent[j]], out[n.results.size() + j]);
+    return l_.status();
+  }
+
+  /// `region` taking the parameters of its jvp for `wrt` and returning its results, then
+  /// the tangents of the results `with_tangent`.
+  static StatusOr<Graph> jvp_region(const Graph& region, const std::vector<bool>& wrt,
+                                    const std::vector<std::size_t>& with_tangent) {
+    PJRT_LITE_ASSIGN_OR_RETURN(Graph d, differentiate(region, wrt, true));
+    GraphBuilder b(region.name());
+    std::vector<Value> params;
+    for (Value v : d.parameters()) params.push_back(b.parameter(d.shape(v)));
+    const std::vector<Value> all = b.inline_graph(d, params);
+    const std::size_t results = region.outputs().size();
+    std::vector<Value> out(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(results));
+    for (std::size_t r : with_tangent) out.push_back(all[results + r]);
+    return b.build(out);
+  }
+
+  /// A while's cond taking the tangents too, and ignoring them.
+  static StatusOr<Graph> ignoring_tangents(const Graph& cond, const std::vector<bool>& wrt) {
+    GraphBuilder b(cond.name());
+    std::vector<Value> params;
+    for (Value v : cond.parameters()) params.push_back(b.parameter(cond.shape(v)));
+    for (std::size_t k = 0; k < wrt.size(); ++k)
+      if (wrt[k]) b.parameter(cond.shape(cond.parameters()[k]));
+    return b.build(b.inline_graph(cond, params));
+  }
   Value cmp(Value a, Value c, ComparisonDirection d) { return b_.compare(a, c, d); }
 
   Lin rule(const Node& n, const std::vector<Value>& p, const std::vector<Lin>& t, Value y) {

@@ -65,7 +65,10 @@ StatusOr<Graph> fold_constants_verified(const Graph& g, Evaluator& eval,
       elements = s.element_count() > std::numeric_limits<std::int64_t>::max() - elements
                      ? std::numeric_limits<std::int64_t>::max()
                      : elements + s.element_count();
-    if (literals.size() == operands.size() && elements <= max_elements) {
+    // Control flow is never folded: a loop over constants may run for long (or forever), and
+    // compiling must not.
+    if (literals.size() == operands.size() && elements <= max_elements &&
+        !is_control_flow(node.op)) {
       StatusOr<std::vector<Literal>> folded = eval(node, std::span<const Literal* const>(literals));
       if (folded.ok()) {
         if (folded->size() != node.results.size())

@@ -11,6 +11,7 @@
 
 #include "pjrt_lite/backends/cpu/compile_options.hpp"
 #include "pjrt_lite/backends/cpu/compile_program.hpp"
+#include "pjrt_lite/backends/cpu/control_flow_kernel.hpp"
 #include "pjrt_lite/backends/cpu/conv_kernel.hpp"
 #include "pjrt_lite/backends/cpu/dot_kernel.hpp"
 #include "pjrt_lite/backends/cpu/gather_kernel.hpp"
@@ -219,7 +220,7 @@ class Compiler {
         continue;
       }
       const std::size_t before = program_->kernels.size();
-      PJRT_LITE_RETURN_IF_ERROR(emit_node(i, n));
+      PJRT_LITE_RETURN_IF_ERROR(is_control_flow(n.op) ? emit_control_flow(i, n) : emit_node(i, n));
       if (program_->kernels.size() > before)
         program_->node_kernel[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(program_->kernels.size() - 1);
     }
@@ -547,6 +548,53 @@ class Compiler {
       default:
         return unimplemented_error(str_cat("cpu: ", op_name(n.op), " is not supported by the CPU backend"));
     }
+  }
+
+  /// while, case and if: each region compiles to a Program of its own, with this compile's
+  /// options and workers, run by one kernel.
+  Status emit_control_flow(std::int64_t i, const Node& n) {
+    std::vector<std::int32_t> reads;
+    for (Value v : n.operands) reads.push_back(slot_of(v));
+    std::vector<std::shared_ptr<const Program>> regions;
+    for (std::size_t k = 0; k < n.bodies.size(); ++k) {
+      StatusOr<std::shared_ptr<Program>> p = compile_program(n.bodies[k], options_, max_workers_);
+      if (!p.ok()) return p.status().with_context(str_cat(op_name(n.op), ": region ", k));
+      regions.push_back(std::move(p).value());
+    }
+    std::vector<std::int32_t> dsts;
+    std::vector<std::int64_t> bytes;
+    for (std::size_t r = 0; r < n.results.size(); ++r) {
+      dsts.push_back(slot_of(Value{static_cast<std::int32_t>(i), static_cast<std::int32_t>(r), 0}));
+      bytes.push_back(n.results[r].byte_size());
+    }
+    std::string text;
+    for (std::int32_t d : dsts) text += str_cat(text.empty() ? "$" : ", $", d);
+    text += str_cat(text.empty() ? "" : " = ", op_name(n.op), "(");
+    for (std::size_t k = 0; k < reads.size(); ++k) text += str_cat(k ? ", $" : "$", reads[k]);
+    text += str_cat(") with ", regions.size(), " region(s)");
+    // What one run costs is unknown before it runs: count a loop's cond and body once, and a
+    // case as its costliest branch.
+    CostAnalysis cost;
+    for (std::size_t k = 0; k < regions.size(); ++k) {
+      const CostAnalysis& c = regions[k]->cost;
+      const bool sum = n.op == OpCode::kWhile;
+      cost.flops = sum ? cost.flops + c.flops : std::max(cost.flops, c.flops);
+      cost.transcendentals = sum ? cost.transcendentals + c.transcendentals : std::max(cost.transcendentals, c.transcendentals);
+      cost.bytes_accessed = sum ? cost.bytes_accessed + c.bytes_accessed : std::max(cost.bytes_accessed, c.bytes_accessed);
+    }
+    std::unique_ptr<Kernel> k;
+    if (n.op == OpCode::kWhile) {
+      k = std::make_unique<WhileKernel>(regions[0], regions[1], reads, dsts, std::move(bytes));
+    } else {
+      std::vector<std::int32_t> operands(reads.begin() + 1, reads.end());
+      k = std::make_unique<CaseKernel>(n.op, std::move(regions), reads[0], std::move(operands), dsts);
+    }
+    k->text = text;
+    k->flops = cost.flops;
+    k->transcendentals = cost.transcendentals;
+    k->bytes_accessed = cost.bytes_accessed;
+    add_kernel(std::move(k), reads, std::move(dsts));
+    return ok_status();
   }
 
   // ---- The arena: temporaries by lifetime (freed after their last reader), then scratch.

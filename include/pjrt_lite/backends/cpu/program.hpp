@@ -108,15 +108,9 @@ class Program {
   /// `state.outputs` must be filled.
   template <class E>
   void run(RunState& state, E* executor, Observer* observer = nullptr) const {
-    for (std::size_t i = 0; i < slots.size(); ++i) {
-      const Slot& s = slots[i];
-      switch (s.kind) {
-        case SlotKind::kParameter: state.slot_addresses[i] = state.holds[static_cast<std::size_t>(s.index)].memory->data; break;
-        case SlotKind::kConstant: state.slot_addresses[i] = static_cast<std::byte*>(const_cast<void*>(s.constant->untyped_data())); break;
-        case SlotKind::kTemp: state.slot_addresses[i] = state.arena.get() + s.offset; break;
-        case SlotKind::kOutput: state.slot_addresses[i] = state.outputs[static_cast<std::size_t>(s.index)]->data; break;
-      }
-    }
+    bind_slots(state.slot_addresses.data(), state.arena.get(),
+               [&](std::size_t p) { return state.holds[p].memory->data; },
+               [&](std::size_t o) { return state.outputs[o]->data; });
     RunContext ctx{state.slot_addresses.data(), state.arena.get() + scratch_offset, executor, max_workers,
                    [](void* e, int workers, std::int64_t n, std::int64_t grain, RangeFn fn) {
                      parallel_for(static_cast<E*>(e), workers, n, grain, fn);
@@ -131,7 +125,34 @@ class Program {
     }
   }
 
+  /// Runs the program inside a kernel of another program (a loop body, a branch), on the
+  /// caller's executor: parameter p at `parameters[p]`, output j written to `outputs[j]`,
+  /// the slot table in `slot_table` (slots.size() entries) and temporaries and scratch in
+  /// `arena` (arena_bytes, 64-byte aligned). Allocates nothing; not observed kernel by kernel.
+  void run_nested(std::byte** slot_table, std::byte* arena, std::byte* const* parameters,
+                  std::byte* const* outputs, const RunContext& outer) const {
+    bind_slots(slot_table, arena, [&](std::size_t p) { return parameters[p]; },
+               [&](std::size_t o) { return outputs[o]; });
+    RunContext ctx{slot_table, arena + scratch_offset, outer.executor, outer.max_workers, outer.parallel_fn};
+    for (const auto& k : kernels) k->run(ctx);
+  }
+
  private:
+  /// Fills the slot table: parameters and outputs from the callbacks, constants from the
+  /// graph, temporaries in `arena`.
+  template <class ParameterAt, class OutputAt>
+  void bind_slots(std::byte** table, std::byte* arena, ParameterAt parameter_at, OutputAt output_at) const {
+    for (std::size_t i = 0; i < slots.size(); ++i) {
+      const Slot& s = slots[i];
+      switch (s.kind) {
+        case SlotKind::kParameter: table[i] = parameter_at(static_cast<std::size_t>(s.index)); break;
+        case SlotKind::kConstant: table[i] = static_cast<std::byte*>(const_cast<void*>(s.constant->untyped_data())); break;
+        case SlotKind::kTemp: table[i] = arena + s.offset; break;
+        case SlotKind::kOutput: table[i] = output_at(static_cast<std::size_t>(s.index)); break;
+      }
+    }
+  }
+
   mutable std::atomic<RunState*> cached_{nullptr};
 };
 

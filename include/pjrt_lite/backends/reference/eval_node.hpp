@@ -55,6 +55,42 @@ inline Literal element_as_scalar(const Literal& x, std::int64_t position, DType 
   return out;
 }
 
+/// while: the values start as the operands and become body(values...) while
+/// cond(values...) is true. An infinite loop runs forever, as it would anywhere.
+inline StatusOr<std::vector<Literal>> eval_while(const Node& node,
+                                                 std::span<const Literal* const> operands) {
+  std::vector<Literal> values;
+  for (const Literal* v : operands) values.push_back(*v);
+  std::vector<const Literal*> args(values.size());
+  while (true) {
+    for (std::size_t k = 0; k < values.size(); ++k) args[k] = &values[k];
+    StatusOr<std::vector<Literal>> cond = run_graph(node.bodies[0], args);
+    if (!cond.ok()) return cond.status().with_context("while: cond");
+    if (!(*cond)[0].data<bool>()[0]) return values;
+    StatusOr<std::vector<Literal>> next = run_graph(node.bodies[1], args);
+    if (!next.ok()) return next.status().with_context("while: body");
+    values = std::move(next).value();
+  }
+}
+
+/// case and if: the branch operand 0 selects (an out-of-range case index selects the last
+/// branch; if's true selects branch 0) run on the other operands.
+inline StatusOr<std::vector<Literal>> eval_case(const Node& node,
+                                                std::span<const Literal* const> operands) {
+  std::size_t branch = 0;
+  if (node.op == OpCode::kIf) {
+    branch = operands[0]->data<bool>()[0] ? 0 : 1;
+  } else {
+    const std::int32_t index = operands[0]->data<std::int32_t>()[0];
+    const std::size_t n = node.bodies.size();
+    branch = index >= 0 && static_cast<std::size_t>(index) < n ? static_cast<std::size_t>(index)
+                                                               : n - 1;
+  }
+  StatusOr<std::vector<Literal>> out = run_graph(node.bodies[branch], operands.subspan(1));
+  if (!out.ok()) return out.status().with_context(str_cat(op_name(node.op), ": branch ", branch));
+  return out;
+}
+
 /// One step of reduce's fold: `accumulators` becomes body(accumulators..., elements...).
 inline Status fold_step(const Graph& body, std::vector<Literal>& accumulators,
                         const std::vector<Literal>& elements) {
@@ -394,6 +430,9 @@ PJRT_LITE_REFERENCE_KERNELS_INLINE StatusOr<std::vector<Literal>> eval_node(
     case OpCode::kDynamicUpdateSlice:
       return one(eval_dynamic_update_slice(operand(0), operand(1), operands.subspan(2), result));
     case OpCode::kReduce: return eval_reduce(node, operands);
+    case OpCode::kWhile: return eval_while(node, operands);
+    case OpCode::kCase:
+    case OpCode::kIf: return eval_case(node, operands);
     case OpCode::kReduceWindow: return eval_reduce_window(node, operands);
     case OpCode::kSelectAndScatter:
       return one(eval_select_and_scatter(node, operand(0), operand(1), operand(2)));
