@@ -129,7 +129,6 @@ class TileProgram {
       }
     }
     pointer_table_offset_ = next;
-    plan_prefetch();
     scratch_bytes_ = next + static_cast<std::int64_t>(regs_.size() * sizeof(std::byte*));
   }
 
@@ -165,9 +164,7 @@ class TileProgram {
         else if (r.kind == RegKind::kPeriodic)
           fill_periodic(ptr[i], externals[r.external], r.period, pos, args.n, static_cast<std::int64_t>(byte_size(r.dtype)));
       }
-      Prefetcher prefetch(*this, externals, pos + kTileElements, std::min(kTileElements, end - pos - kTileElements));
       for (const Instr& ins : code_) {
-        prefetch.step();
         for (int k = 0; k < 3; ++k) args.in[k] = ins.in[k] >= 0 ? ptr[ins.in[k]] : nullptr;
         args.out = ptr[ins.out];
         args.direction = ins.direction;
@@ -228,74 +225,6 @@ class TileProgram {
     code_.resize(kept);
   }
 
-  /// An external array the loop streams through: read or written at the current element.
-  struct Stream {
-    std::int32_t external;
-    std::int32_t element_bytes;
-    bool written;
-  };
-
-  /// Lists the streams, one per external address that a register reads or writes element by
-  /// element (splat and periodic registers read a few elements only).
-  void plan_prefetch() {
-    streams_.clear();
-    for (const Instr& ins : code_) {
-      auto add = [&](std::int32_t reg, bool written) {
-        if (reg < 0 || regs_[static_cast<std::size_t>(reg)].kind != RegKind::kExternal) return;
-        const Reg& r = regs_[static_cast<std::size_t>(reg)];
-        for (Stream& s : streams_)
-          if (s.external == r.external) {
-            s.written = s.written || written;
-            return;
-          }
-        streams_.push_back({r.external, static_cast<std::int32_t>(byte_size(r.dtype)), written});
-      };
-      for (std::int32_t r : ins.in) add(r, false);
-      add(ins.out, true);
-    }
-  }
-
-  /// Prefetches the next tile of every stream while the current tile computes, a share before
-  /// each instruction (programs of three instructions or more). A tile's instructions alternate between streaming a tile in from
-  /// memory (an op reading an external array) and computing on tiles already in L1 (exp,
-  /// tanh, ...); without prefetching, each streaming op waits for memory with the core idle,
-  /// and each compute-bound op leaves the memory bus idle. Spreading the requests over the
-  /// tile keeps the number in flight within what the core can track.
-  class Prefetcher {
-   public:
-    Prefetcher(const TileProgram& p, std::byte* const* externals, std::int64_t pos, std::int64_t n)
-        : p_(p), externals_(externals), pos_(pos), n_(n) {
-      const auto steps = static_cast<std::int64_t>(p_.code_.size());
-      if (n_ <= 0 || steps < kMinSteps) return;
-      std::int64_t lines = 0;
-      for (const Stream& s : p_.streams_) lines += (n_ * s.element_bytes + kLine - 1) / kLine;
-      per_step_ = std::min(kMostPerStep, (lines + steps - 1) / steps);
-    }
-    void step() {
-      for (std::int64_t k = 0; k < per_step_ && stream_ < p_.streams_.size(); ++k) {
-        const Stream& s = p_.streams_[stream_];
-        const std::byte* at = externals_[s.external] + pos_ * s.element_bytes + line_ * kLine;
-        if (s.written) __builtin_prefetch(at, 1, 3);
-        else __builtin_prefetch(at, 0, 3);
-        if (++line_ * kLine >= n_ * s.element_bytes) {
-          line_ = 0;
-          ++stream_;
-        }
-      }
-    }
-
-   private:
-    static constexpr std::int64_t kLine = 64;
-    // A program of one or two instructions streams memory with hardly any computing between
-    // requests, which the hardware prefetcher follows well; bursts of more than a few dozen
-    // requests stall the core on its miss buffers.
-    static constexpr std::int64_t kMinSteps = 3, kMostPerStep = 32;
-    const TileProgram& p_;
-    std::byte* const* externals_;
-    std::int64_t pos_, n_, per_step_ = 0, line_ = 0;
-    std::size_t stream_ = 0;
-  };
-
   std::int32_t add_reg(Reg r) {
     regs_.push_back(r);
     return static_cast<std::int32_t>(regs_.size() - 1);
@@ -325,7 +254,6 @@ class TileProgram {
 
   std::vector<Reg> regs_;
   std::vector<Instr> code_;
-  std::vector<Stream> streams_;
   std::int32_t multiply_adds_ = 0;
   std::int64_t pointer_table_offset_ = 0;
   std::int64_t scratch_bytes_ = 0;
