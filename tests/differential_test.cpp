@@ -549,6 +549,174 @@ TEST_CASE("differential: reduce_window and select_and_scatter on every dtype") {
 TEST_CASE("differential: convolution on every dtype") { check_part(sweep_convolution); }
 TEST_CASE("differential: while, case and if on every dtype") { check_part(sweep_control_flow); }
 
+TEST_CASE("differential: empty arrays through every CPU kernel, as the reference") {
+  // An empty array has null memory on the CPU, and a kernel may neither offset nor memcpy
+  // it; results that are not empty (padding, zero-length sums, inits) must still be right.
+  // A sweep of its own: these rows are not in docs/ops.md. Every case must build, compile and
+  // agree; one that is not accepted would test nothing.
+  Sweep s;
+  int cases = 0;
+  auto expect = [&](const std::string& row, DType t, std::vector<Literal> args, auto make) {
+    s.check(row, t, args, make);
+    ++cases;
+    const auto it = s.table[row].find(t);
+    CHECK_MESSAGE((it != s.table[row].end() && it->second == Outcome::kPass), row, " ",
+                  dtype_name(t));
+  };
+  auto empty = [](DType t, std::vector<std::int64_t> dims) { return Literal(Shape(t, dims)); };
+  auto filled = [&](DType t, std::vector<std::int64_t> dims) {
+    Literal l(Shape(t, dims));
+    visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+      for (T& v : l.data<T>()) v = random_value<T>(s.rng);
+    });
+    return l;
+  };
+  auto conv = [](std::string_view dn, ConvolutionAttrs a) {
+    Status st = parse_convolution_dimension_numbers(dn, a);
+    REQUIRE_MESSAGE(st.ok(), st.to_string());
+    return a;
+  };
+  using V = std::vector<Value>;
+  for (DType t : {DType::kF32, DType::kF16, DType::kS16, DType::kU8, DType::kC64, DType::kPred}) {
+    const bool ordered = !is_complex(t);
+    const Literal init = filled(t, {});
+    // Data movement: empty operands, empty results, and empty pieces beside full ones.
+    expect("empty transpose", t, {empty(t, {3, 0, 2})}, [](GraphBuilder& b, V p) {
+      return V{b.transpose(p[0], {2, 0, 1})};
+    });
+    expect("empty reshape", t, {empty(t, {3, 0, 2})}, [](GraphBuilder& b, V p) {
+      return V{b.reshape(p[0], {0, 6})};
+    });
+    expect("empty slice", t, {empty(t, {3, 0, 2})}, [](GraphBuilder& b, V p) {
+      return V{b.slice(p[0], {1, 0, 1}, {3, 0, 2}, {1, 1, 1})};
+    });
+    expect("empty slice of full", t, {filled(t, {3, 4})}, [](GraphBuilder& b, V p) {
+      return V{b.slice(p[0], {1, 2}, {3, 2}, {1, 1})};
+    });
+    expect("empty reverse", t, {empty(t, {0, 4})}, [](GraphBuilder& b, V p) {
+      return V{b.reverse(p[0], {0, 1})};
+    });
+    expect("empty broadcast_in_dim", t, {empty(t, {0, 1})}, [](GraphBuilder& b, V p) {
+      return V{b.broadcast_in_dim(p[0], {2, 0, 3}, {1, 2})};
+    });
+    expect("empty concatenate", t, {empty(t, {2, 0}), filled(t, {2, 3})}, [](GraphBuilder& b, V p) {
+      return V{b.concatenate({p[0], p[1], p[0]}, 1), b.concatenate({p[0], p[0]}, 0)};
+    });
+    expect("empty pad", t, {empty(t, {0, 3}), init}, [](GraphBuilder& b, V p) {
+      return V{b.pad(p[0], p[1], {1, 0}, {2, -1}, {1, 0}),
+               b.pad(p[0], p[1], {0, 0}, {0, 0}, {0, 0})};
+    });
+    if (t != DType::kPred)
+      expect("empty iota", t, {}, [t](GraphBuilder& b, V) {
+        return V{b.iota(Shape(t, {0, 3}), 1), b.iota(Shape(t, {3, 0}), 0)};
+      });
+    expect("empty dynamic_slice", t, {empty(t, {0, 4}), filled(t, {3, 4})},
+           [](GraphBuilder& b, V p) {
+             const Value one = b.constant(std::int32_t{1});
+             return V{b.dynamic_slice(p[0], {one, one}, {0, 2}),
+                      b.dynamic_slice(p[1], {one, one}, {2, 0})};
+           });
+    expect("empty dynamic_update_slice", t, {empty(t, {0, 4}), filled(t, {3, 4}), empty(t, {2, 0})},
+           [](GraphBuilder& b, V p) {
+             const Value one = b.constant(std::int64_t{1});
+             return V{b.dynamic_update_slice(p[0], b.slice(p[0], {0, 0}, {0, 2}), {one, one}),
+                      b.dynamic_update_slice(p[1], p[2], {one, one})};
+           });
+    expect("empty convert", t, {empty(t, {0, 5})}, [t](GraphBuilder& b, V p) {
+      const Value wide = b.convert(p[0], is_complex(t) ? DType::kC128 : DType::kF32);
+      return t == DType::kPred ? V{wide, b.convert(p[0], t)}
+                               : V{wide, b.convert(p[0], t), b.bitcast_convert(p[0], t)};
+    });
+    expect("empty fused element-wise", t, {empty(t, {0, 3}), empty(t, {0})},
+           [](GraphBuilder& b, V p) {
+             return V{b.select(b.compare(p[0], p[0], ComparisonDirection::kEq), p[0],
+                               b.broadcast_in_dim(p[1], {0, 3}, {0}))};
+           });
+    // reduce: an empty reduced dimension gives the init; an empty kept one, no result; an empty
+    // dimension after the reduced ones (nothing to divide the input by).
+    if (t != DType::kC64 && t != DType::kPred) {
+      const OpCode op = OpCode::kAdd;
+      expect("empty reduce", t, {empty(t, {3, 0}), init}, [op](GraphBuilder& b, V p) {
+        return V{b.reduce(p[0], p[1], op, {0}), b.reduce(p[0], p[1], op, {1}),
+                 b.reduce(p[0], p[1], op, {0, 1})};
+      });
+      expect("empty reduce, not adjacent", t, {empty(t, {2, 0, 3}), filled(t, {2, 3, 0}), init},
+             [op](GraphBuilder& b, V p) {
+               return V{b.reduce(p[0], p[2], op, {0, 2}), b.reduce(p[1], p[2], op, {0, 2}),
+                        b.reduce(p[1], p[2], op, {0})};
+             });
+    }
+    if (ordered && t != DType::kPred) {
+      expect("empty reduce argmax", t, {empty(t, {4, 0}), empty(t, {0, 4})},
+             [](GraphBuilder& b, V p) {
+               const auto r0 = b.argmax(p[0], 0), r1 = b.argmax(p[0], 1), r2 = b.argmax(p[1], 0);
+               return V{r0[0], r0[1], r1[0], r1[1], r2[0], r2[1]};
+             });
+    }
+    if (t == DType::kPred) continue;
+    // dot_general: each of batch, M, K and N empty (K empty sums nothing: zeros).
+    expect("empty dot_general", t,
+           {empty(t, {0, 3}), filled(t, {3, 4}), empty(t, {2, 0}), empty(t, {0, 4})},
+           [](GraphBuilder& b, V p) {
+             return V{b.dot_general(p[0], p[1], DotDimensionNumbers{{}, {}, {1}, {0}}),
+                      b.dot_general(p[2], p[3], DotDimensionNumbers{{}, {}, {1}, {0}}),
+                      b.dot_general(p[1], p[3], DotDimensionNumbers{{}, {}, {1}, {1}}),
+                      b.dot_general(p[0], p[0], DotDimensionNumbers{{0}, {0}, {1}, {1}})};
+           });
+    // convolution: an empty spatial dimension that padding makes a non-empty result (laid out
+    // before the batch, so the batch has a stride), no input features, no batch, no outputs.
+    expect("empty convolution", t,
+           {empty(t, {0, 2, 3}), filled(t, {3, 1, 4}), empty(t, {2, 0, 5}), empty(t, {0, 2, 5}),
+            filled(t, {2, 2, 5}), empty(t, {0, 2, 2}), empty(t, {3, 0, 2})},
+           [&](GraphBuilder& b, V p) {
+             return V{b.convolution(p[0], p[1],
+                                    conv("[0, b, f]x[i, 0, o]->[f, 0, b]",
+                                         {.padding_low = {1}, .padding_high = {1}})),
+                      b.convolution(p[2], p[6], conv("[b, f, 0]x[o, i, 0]->[b, f, 0]", {})),
+                      b.convolution(p[3], b.slice(p[4], {0, 0, 0}, {2, 2, 2}),
+                                    conv("[b, f, 0]x[o, i, 0]->[b, f, 0]", {})),
+                      b.convolution(p[4], p[5], conv("[b, f, 0]x[o, i, 0]->[b, f, 0]", {}))};
+           });
+    // gather and scatter: an empty operand (with empty slices), empty indices, empty updates.
+    const Literal rows =
+        Literal::from_span<std::int32_t>(std::vector<std::int32_t>{0, 2}, {2, 1}).value();
+    const Literal no_rows =
+        Literal::from_span<std::int32_t>(std::vector<std::int32_t>{}, {0, 1}).value();
+    expect("empty gather", t, {empty(t, {3, 0}), rows, filled(t, {3, 4}), no_rows},
+           [](GraphBuilder& b, V p) {
+             return V{b.gather(p[0], p[1], GatherAttrs{{1}, {0}, {}, {}, {0}, 1, {1, 0}, false}),
+                      b.gather(p[2], p[3], GatherAttrs{{1}, {0}, {}, {}, {0}, 1, {1, 4}, false})};
+           });
+    expect("empty scatter", t,
+           {empty(t, {3, 0}), rows, empty(t, {2, 0}), filled(t, {3, 4}), no_rows, empty(t, {0, 4})},
+           [](GraphBuilder& b, V p) {
+             const ScatterAttrs dn{{1}, {0}, {}, {}, {0}, 1, false, false};
+             return V{b.scatter(p[0], p[1], p[2], OpCode::kAdd, dn),
+                      b.scatter(p[3], p[4], p[5], OpCode::kAdd, dn)};
+           });
+    // reduce_window and select_and_scatter: an empty input whose padding makes windows of
+    // inits only, and an empty source.
+    if (ordered) {
+      expect("empty reduce_window", t, {empty(t, {0, 4}), init}, [](GraphBuilder& b, V p) {
+        return V{b.reduce_window(p[0], p[1], OpCode::kMaximum,
+                                 WindowAttrs{{1, 2}, {}, {}, {}, {1, 0}, {1, 0}}),
+                 b.reduce_window(p[0], p[1], OpCode::kMaximum, WindowAttrs{{1, 2}})};
+      });
+      expect("empty select_and_scatter", t,
+             {empty(t, {0, 4}), empty(t, {0, 2}), filled(t, {2, 4}), empty(t, {0, 2}), init},
+             [](GraphBuilder& b, V p) {
+               const WindowAttrs pool{{1, 2}, {1, 2}};
+               return V{b.select_and_scatter(p[0], p[1], p[4], ComparisonDirection::kGe,
+                                             OpCode::kAdd, pool),
+                        b.select_and_scatter(p[2], p[3], p[4], ComparisonDirection::kGe,
+                                             OpCode::kAdd, WindowAttrs{{3, 2}, {1, 2}})};
+             });
+    }
+  }
+  for (const std::string& f : s.failures) FAIL_CHECK(f);
+  MESSAGE(cases, " empty-array cases");
+}
+
 TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   // ctest runs each case in its own process: run whatever part has not run here yet.
   sweep_elementwise();

@@ -249,6 +249,27 @@ inline std::vector<std::int64_t> pick_dims(ByteSource& src, std::int64_t rank) {
   return dims;
 }
 
+/// An opcode other than kParameter: the next byte that is an opcode's number (bytes that are
+/// none are skipped), so that a kept input keeps building the same ops when opcodes are added
+/// at the end of OpCode, as the serialized format already requires.
+inline OpCode pick_opcode(ByteSource& src) {
+  while (!src.empty()) {
+    const std::uint8_t b = src.u8();
+    if (b != 0 && b < kOpCodeCount) return static_cast<OpCode>(b);
+  }
+  return OpCode::kConstant;
+}
+
+/// A dtype, then a rank in [0, max_rank], then that many dimensions, read in that order.
+/// Never as two arguments of one call: compilers evaluate those in different orders (clang
+/// left to right, g++ mostly right to left), and a kept input would build one graph in the
+/// fuzzer and another in the suite.
+inline Shape pick_shape(ByteSource& src, std::int64_t max_rank) {
+  const DType dtype = pick_dtype(src);
+  const std::int64_t rank = src.range(0, max_rank);
+  return Shape(dtype, pick_dims(src, rank));
+}
+
 /// A list of small integers, mostly valid indices or sizes, sometimes out of range.
 inline std::vector<std::int64_t> pick_list(ByteSource& src, std::int64_t length, std::int64_t hi) {
   std::vector<std::int64_t> v;
@@ -285,7 +306,8 @@ inline Attributes pick_attributes(ByteSource& src, OpCode code, const std::vecto
   switch (code) {
     case OpCode::kIota: {
       const std::int64_t r = src.range(1, 3);
-      return IotaAttrs{Shape(pick_dtype(src), pick_dims(src, r)), src.range(0, r - 1)};
+      const DType dtype = pick_dtype(src);  // before the dims: see pick_shape
+      return IotaAttrs{Shape(dtype, pick_dims(src, r)), src.range(0, r - 1)};
     }
     case OpCode::kCompare:
       return CompareAttrs{static_cast<ComparisonDirection>(src.range(0, 5)),
@@ -411,13 +433,12 @@ inline StatusOr<Graph> build_random_graph(ByteSource& src) {
   std::vector<Value> values;
   const std::int64_t params = src.range(0, 3);
   for (std::int64_t k = 0; k < params; ++k)
-    values.push_back(
-        b.parameter(Shape(detail::pick_dtype(src), detail::pick_dims(src, src.range(0, 3)))));
+    values.push_back(b.parameter(detail::pick_shape(src, 3)));
   const std::int64_t ops = src.range(1, 24);
   for (std::int64_t k = 0; k < ops && b.ok() && !src.empty(); ++k) {
-    const auto code = static_cast<OpCode>(src.range(1, kOpCodeCount - 1));  // not kParameter
+    const OpCode code = detail::pick_opcode(src);
     if (code == OpCode::kConstant) {
-      const Shape shape(detail::pick_dtype(src), detail::pick_dims(src, src.range(0, 2)));
+      const Shape shape = detail::pick_shape(src, 2);
       values.push_back(b.constant(detail::pick_literal(src, shape)));
       continue;
     }

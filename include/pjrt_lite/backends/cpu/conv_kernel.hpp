@@ -123,6 +123,7 @@ class ConvKernel final : public Kernel {
     out_scratch_ = reserve(block_rows_ * group_outputs_ * compute_size());
     flops = 2.0 * static_cast<double>(batch_ * groups_) * static_cast<double>(positions_) *
             static_cast<double>(depth_) * static_cast<double>(group_outputs_);
+    lhs_empty_ = lhs.element_count() == 0;
     bytes_accessed = (lhs.element_count() + rhs.element_count() + result.element_count()) *
                      static_cast<std::int64_t>(byte_size(dtype_));
   }
@@ -183,8 +184,10 @@ class ConvKernel final : public Kernel {
     const T* rhs = reinterpret_cast<const T*>(ctx.slots[rhs_slot_]);
     T* out = reinterpret_cast<T*>(ctx.slots[dst_slot_]);
     if (batch_ == 0 || positions_ == 0 || group_outputs_ == 0) return;
-    if (depth_ == 0) {
-      // No taps or no input features: every sum is empty.
+    if (depth_ == 0 || lhs_empty_) {
+      // No taps or no input features: every sum is empty. An empty lhs with a non-empty
+      // result (a spatial dimension of size 0, padded) has every tap on padding, and its
+      // memory is null, so not even a group's offset may be taken from it.
       for_each_output([&](std::int64_t, std::int64_t, std::int64_t offset, std::int64_t) {
         out[offset] = T{};
       });
@@ -327,6 +330,7 @@ class ConvKernel final : public Kernel {
   std::int64_t rhs_in_stride_ = 0, rhs_out_stride_ = 0, out_batch_stride_ = 0,
                out_feature_stride_ = 0;
   std::int64_t positions_ = 1, taps_ = 1, depth_ = 0, block_rows_ = 1;
+  bool lhs_empty_ = false;
   std::vector<std::int64_t> out_sizes_, kernel_sizes_, out_spatial_strides_, rhs_spatial_strides_;
   std::vector<std::vector<std::int64_t>> tap_offsets_;
   std::int64_t cols_scratch_ = 0, packed_scratch_ = 0, out_scratch_ = 0;

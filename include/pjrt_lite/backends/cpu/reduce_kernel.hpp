@@ -88,7 +88,9 @@ class ReduceKernel final : public Kernel {
     if (adjacent && !nontrivial.empty()) {
       for (std::int64_t d = nontrivial.back() + 1; d < input_shape.rank(); ++d) k->inner_ *= input_shape.dim(d);
     }
-    k->outer_ = k->reduced_ == 0 ? 0 : total / k->reduced_ / k->inner_;
+    // An empty input has no [outer, reduced, inner] to divide out: a zero-sized reduced
+    // dimension is handled below, a zero-sized inner one leaves no result elements.
+    k->outer_ = k->reduced_ == 0 || k->inner_ == 0 ? 0 : total / k->reduced_ / k->inner_;
     if (k->reduced_ == 0) {
       k->outer_ = 1;
       for (std::int64_t d : kept) k->outer_ *= input_shape.dim(d);

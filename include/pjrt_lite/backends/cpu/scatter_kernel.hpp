@@ -104,7 +104,8 @@ class ScatterKernel final : public Kernel {
   void run(const RunContext& ctx) const override {
     std::byte* out = ctx.slots[dst_slot_];
     const std::byte* in = ctx.slots[input_slot_];
-    if (out != in) std::memcpy(out, in, static_cast<std::size_t>(input_bytes_));
+    // An empty input has null memory, which memcpy may not see even for zero bytes.
+    if (out != in && input_bytes_ > 0) std::memcpy(out, in, static_cast<std::size_t>(input_bytes_));
     if (update_count_ == 0) return;
     const std::byte* indices = ctx.slots[indices_slot_];
     const std::byte* updates = ctx.slots[updates_slot_];
