@@ -343,6 +343,47 @@ void check_control_flow(cpu::Client<E>& client) {
         }) <= 4e-6);
 }
 
+// sort (comparator region as a scalar program, a payload), top_k and reduce_precision: their
+// permutations and comparator registers live in scratch planned at compile time.
+template <class E>
+void check_sort_and_top_k(cpu::Client<E>& client) {
+  constexpr std::int64_t n = 300;
+  GraphBuilder b("sorts");
+  Value u = b.parameter(Shape(DType::kF32, {n}));
+  Value v = b.parameter(Shape(DType::kF32, {n}));
+  Graph by_u = make_sort_comparator(ComparisonDirection::kLt, DType::kF32, {DType::kF32}).value();
+  std::vector<Value> sorted = b.sort({u, v}, std::move(by_u), 0, true);
+  Value top = b.top_k(u, 5)[0];
+  Value rounded = b.reduce_precision(u, 8, 7);
+  Graph graph = build(b, {sorted[0], sorted[1], top, rounded});
+
+  std::vector<float> us(n), vs(n);
+  for (std::int64_t i = 0; i < n; ++i) {
+    us[static_cast<std::size_t>(i)] = std::round(8 * u_at(7 * i)) / 8;  // ties
+    vs[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  }
+  auto ub = upload(client, us, {n});
+  auto vb = upload(client, vs, {n});
+  std::vector<std::vector<float>> host{std::vector<float>(n), std::vector<float>(n),
+                                       std::vector<float>(5), std::vector<float>(n)};
+  Counts counts = count_steady_state<E>(client, graph, {&ub, &vb}, host);
+  CHECK_MESSAGE(counts.allocations == 0, "allocations in 100 executes: ", counts.allocations);
+  CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
+  CHECK_MESSAGE(counts.any_thread == 0,
+                "allocations on all threads in 100 executes: ", counts.any_thread);
+
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t x, std::size_t y) { return us[x] < us[y]; });
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    CHECK(host[0][i] == us[order[i]]);
+    CHECK(host[1][i] == vs[order[i]]);
+    CHECK(host[3][i] == static_cast<float>(bf16(us[i])));
+  }
+  for (std::size_t j = 0; j < 5; ++j) CHECK(host[2][j] == us[order[order.size() - 1 - j]]);
+}
+
 // Reads of at least async_transfer_threshold_bytes hop to a worker, which costs a promise:
 // a control loop that reads its results synchronously raises the threshold above them.
 cpu::ClientOptions loop_options(int threads) {
@@ -356,6 +397,7 @@ TEST_CASE("allocation: a steady-state synchronous execute allocates nothing on a
   SUBCASE("mlp layer") { check_mlp_layer(*client); }
   SUBCASE("element-wise chain") { check_elementwise_chain(*client); }
   SUBCASE("while loop and if") { check_control_flow(*client); }
+  SUBCASE("sort, top_k and reduce_precision") { check_sort_and_top_k(*client); }
 }
 
 TEST_CASE(
@@ -364,6 +406,7 @@ TEST_CASE(
   SUBCASE("mlp layer") { check_mlp_layer(*client); }
   SUBCASE("element-wise chain") { check_elementwise_chain(*client); }
   SUBCASE("while loop and if") { check_control_flow(*client); }
+  SUBCASE("sort, top_k and reduce_precision") { check_sort_and_top_k(*client); }
 }
 
 TEST_CASE("allocation: a donating state-update loop allocates nothing and updates in place") {

@@ -256,6 +256,18 @@ std::vector<Case> other_cases() {
   add(
       "complex_abs", {f64({3}), f64({3})},
       [](GraphBuilder& b, auto& p) { return b.abs(b.complex(p[0], p[1])); }, 0.3, 2);
+  // f64's own format: the identity, through reduce_precision's rule.
+  add("reduce_precision_e11m52", {f64({2, 3})},
+      [](GraphBuilder& b, auto& p) { return b.multiply(b.reduce_precision(p[0], 11, 52), p[0]); });
+  add("sort_rows", {f64({3, 4})}, [](GraphBuilder& b, auto& p) { return b.sort(p[0], 1); });
+  add("sort_columns_descending", {f64({3, 4})},
+      [](GraphBuilder& b, auto& p) { return b.sort(p[0], -2, ComparisonDirection::kGt); });
+  add("sort_payload_by_key", {f64({5}), f64({5})}, [](GraphBuilder& b, auto& p) {
+    Graph by_key = make_sort_comparator(ComparisonDirection::kLt, kF64, {kF64}).value();
+    std::vector<Value> s = b.sort({p[0], p[1]}, std::move(by_key), 0, true);
+    return b.add(b.multiply(s[0], s[1]), s[1]);
+  });
+  add("top_k", {f64({2, 5})}, [](GraphBuilder& b, auto& p) { return b.top_k(p[0], 3)[0]; });
   add("composite", {f64({4, 3}), f64({3})}, [](GraphBuilder& b, auto& p) {
     Value h = b.tanh(b.add(b.dot(p[0], p[1]), full(b, 0.5, {4})));
     return b.multiply(h, b.log_plus_one(b.multiply(h, h)));
@@ -384,6 +396,25 @@ TEST_CASE("autodiff: CHLO ops without a derivative rule are UNIMPLEMENTED, not z
     CHECK(r.status().message().find(op_name(op)) != std::string::npos);
     CHECK(jvp_graph(g, {true}).status().code() == StatusCode::kUnimplemented);
   }
+}
+
+TEST_CASE("autodiff: reduce_precision rounds tangents and cotangents to its format") {
+  // The rule treats reduce_precision as linear (as JAX does): jvp's tangent is the tangent
+  // rounded to e5m10, and so is vjp's cotangent. The oracle rounds through f16.
+  GraphBuilder b("rp");
+  Value x = b.parameter(f64({5}));
+  const Graph g = b.build({b.reduce_precision(x, 5, 10)}).value();
+  const std::vector<double> v = {0.1, -0.3333, 1.0 / 3, 0.7071067811865476, -2.5e-3};
+  auto rounded = [&] {
+    std::vector<double> out;
+    for (double e : v) out.push_back(static_cast<double>(static_cast<float>(f16(e))));
+    return Literal::from_span<double>(out, {5}).value();
+  };
+  const Literal lv = Literal::from_span<double>(v, {5}).value();
+  const std::vector<Literal> jvp = eval(jvp_graph(g, {true}).value(), {lv, lv});
+  CHECK(jvp[1] == rounded());
+  const std::vector<Literal> vjp = eval(vjp_graph(g, {true}).value(), {lv, lv});
+  CHECK(vjp[1] == rounded());
 }
 
 TEST_CASE("batching: batch_graph equals the graph run per batch element") {

@@ -533,6 +533,61 @@ static void sweep_control_flow() {
   }
 }
 
+/// A sort comparator on complex keys (and an s32 payload): lexicographic on the real, then
+/// the imaginary part, each compared with `d` in totalOrder, as jnp.sort orders complex.
+StatusOr<Graph> complex_comparator(ComparisonDirection d, DType t) {
+  GraphBuilder b("by_real_then_imag");
+  Value x = b.parameter(Shape(t, {}));
+  Value y = b.parameter(Shape(t, {}));
+  b.parameter(Shape(DType::kS32, {}));
+  b.parameter(Shape(DType::kS32, {}));
+  const ComparisonType total = ComparisonType::kTotalOrder;
+  Value first = b.compare(b.real(x), b.real(y), d, total);
+  Value tie = b.compare(b.real(x), b.real(y), ComparisonDirection::kEq, total);
+  return b.build({b.or_(first, b.and_(tie, b.compare(b.imag(x), b.imag(y), d, total)))});
+}
+
+static void sweep_precision_and_sort() {
+  Sweep& s = sweep();
+  if (!s.done.insert("sweep_precision_and_sort").second) return;
+  for (DType t : kAllDTypes) {
+    std::vector<Literal> args = {make_input(t, 0, s.rng), make_input(t, 4, s.rng)};
+    // Formats narrower, equal and wider than every float type, and the extremes; alone, and
+    // fused after an add (f16/bf16 add widens to f32, reduce_precision does not).
+    s.check("reduce_precision", t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+      std::vector<Value> outs;
+      for (auto [e, m] : {std::pair{5, 10}, {8, 7}, {8, 23}, {11, 52}, {2, 1}, {1, 0}, {4, 3}})
+        outs.push_back(b.reduce_precision(p[0], e, m));
+      outs.push_back(b.reduce_precision(b.add(p[0], p[1]), 5, 2));
+      return outs;
+    });
+    // Sorts along each dimension of a 3x4x5 array whose 60 values repeat a few edge values
+    // (ties), both directions, with a payload sorted along (stability) and one comparator
+    // that is no strict weak order (LE): both backends must give the same permutation.
+    Literal cube(Shape(t, {3, 4, 5}));
+    std::memcpy(cube.untyped_data(), args[0].untyped_data(), cube.size_bytes());
+    Literal payload(Shape(DType::kS32, {3, 4, 5}));
+    for (std::size_t k = 0; k < 60; ++k) payload.data<std::int32_t>()[k] = static_cast<std::int32_t>(k);
+    s.check("sort", t, {cube, payload}, [&](GraphBuilder& b, std::vector<Value> p) {
+      std::vector<Value> outs;
+      for (std::int64_t dim : {0, 1, 2})
+        for (ComparisonDirection d : {ComparisonDirection::kLt, ComparisonDirection::kGt, ComparisonDirection::kLe}) {
+          StatusOr<Graph> by_key = is_complex(t) ? complex_comparator(d, t) : make_sort_comparator(d, t, {DType::kS32});
+          REQUIRE_MESSAGE(by_key.ok(), by_key.status().to_string());
+          for (Value v : b.sort({p[0], p[1]}, *std::move(by_key), dim, d != ComparisonDirection::kLe)) outs.push_back(v);
+        }
+      return outs;
+    });
+    s.check("top_k", t, {cube, args[1]}, [&](GraphBuilder& b, std::vector<Value> p) {
+      std::vector<Value> outs;
+      for (std::int64_t k : {0, 2, 5})
+        for (Value v : b.top_k(p[0], k)) outs.push_back(v);
+      for (Value v : b.top_k(p[1], kN)) outs.push_back(v);
+      return outs;
+    });
+  }
+}
+
 /// Runs one part of the sweep and reports the disagreements it found.
 template <class F>
 void check_part(F part) {
@@ -548,6 +603,7 @@ TEST_CASE("differential: scatter and gather on every dtype") { check_part(sweep_
 TEST_CASE("differential: reduce_window and select_and_scatter on every dtype") { check_part(sweep_window); }
 TEST_CASE("differential: convolution on every dtype") { check_part(sweep_convolution); }
 TEST_CASE("differential: while, case and if on every dtype") { check_part(sweep_control_flow); }
+TEST_CASE("differential: reduce_precision, sort and top_k on every dtype") { check_part(sweep_precision_and_sort); }
 
 TEST_CASE("differential: empty arrays through every CPU kernel, as the reference") {
   // An empty array has null memory on the CPU, and a kernel may neither offset nor memcpy
@@ -726,6 +782,7 @@ TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   sweep_window();
   sweep_convolution();
   sweep_control_flow();
+  sweep_precision_and_sort();
   Sweep& s = sweep();
   CHECK(s.failures.empty());
   const std::string table = s.markdown();

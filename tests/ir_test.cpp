@@ -1657,3 +1657,128 @@ TEST_CASE("ir: while, case and if: region signatures, selectors and their errors
     if (n.op == OpCode::kCase) std::swap(n.bodies[0], n.bodies[1]);
   CHECK(fingerprint(Graph::from_parts(std::move(swapped))) != fingerprint(testing::case_graph(2)));
 }
+
+TEST_CASE("ir: reduce_precision keeps the shape of a float operand and checks its widths") {
+  GraphBuilder b;
+  Value h = b.parameter(Shape(kF16, {2, 3}));
+  Value d = b.parameter(Shape(kF64, {}));
+  CHECK(shape_of(b, b.reduce_precision(h, 5, 10)) == Shape(kF16, {2, 3}));
+  CHECK(shape_of(b, b.reduce_precision(d, 1, 0)) == Shape(kF64, {}));
+  // Widths beyond the element type's own are allowed (they change nothing).
+  CHECK(shape_of(b, b.reduce_precision(h, 11, 52)) == Shape(kF16, {2, 3}));
+  CHECK(b.ok());
+  CHECK(is_elementwise(OpCode::kReducePrecision));
+  CHECK(op_name(OpCode::kReducePrecision) == "reduce_precision");
+
+  auto error = [](DType t, std::int64_t e, std::int64_t m) {
+    return error_of([&](GraphBuilder& g) { g.reduce_precision(g.parameter(Shape(t, {2})), e, m); });
+  };
+  check_invalid(error(kS32, 5, 10), "reduce_precision: operand 0 has element type s32");
+  check_invalid(error(kC64, 5, 10), "reduce_precision: operand 0 has element type c64");
+  check_invalid(error(kF32, 0, 10),
+                "reduce_precision: exponent_bits = 0 must be at least 1 (and fit in si32)");
+  check_invalid(error(kF32, 5, -1),
+                "reduce_precision: mantissa_bits = -1 must be at least 0 (and fit in si32)");
+  check_invalid(error(kF32, std::int64_t{1} << 31, 2), "exponent_bits = 2147483648 must be");
+  check_invalid(error(kF32, 2, std::int64_t{1} << 40), "mantissa_bits = 1099511627776 must be");
+  // The wrong attribute kind is refused by name.
+  check_invalid(error_of([](GraphBuilder& g) {
+                  g.op1(OpCode::kReducePrecision, {g.parameter(Shape(kF32, {2}))});
+                }),
+                "reduce_precision: has attributes NoAttrs but takes ReducePrecisionAttrs");
+
+  // The printer names both widths; the fingerprint sees each.
+  GraphBuilder p("rp");
+  Value x = p.parameter(Shape(kF32, {2}));
+  const Graph g = build_ok(p, {p.reduce_precision(x, 5, 10)});
+  CHECK(to_string(g).find("reduce_precision(%0) {exponent_bits=5, mantissa_bits=10}") !=
+        std::string::npos);
+  auto fingerprint_of = [](std::int64_t e, std::int64_t m) {
+    GraphBuilder q("rp");
+    Value y = q.parameter(Shape(kF32, {2}));
+    return fingerprint(build_ok(q, {q.reduce_precision(y, e, m)}));
+  };
+  CHECK(fingerprint_of(5, 10) == fingerprint(g));
+  CHECK(fingerprint_of(5, 9) != fingerprint(g));
+  CHECK(fingerprint_of(4, 10) != fingerprint(g));
+}
+
+TEST_CASE("ir: sort's shape rules (spec constraints) and their errors") {
+  GraphBuilder b;
+  Value x = b.parameter(Shape(kF32, {3, 4}));
+  Value i = b.parameter(Shape(kS32, {3, 4}));
+  Graph by_x = make_sort_comparator(ComparisonDirection::kLt, kF32, {kS32}).value();
+  std::vector<Value> sorted = b.sort({x, i}, by_x, -1, true);
+  REQUIRE(sorted.size() == 2);
+  CHECK(shape_of(b, sorted[0]) == Shape(kF32, {3, 4}));
+  CHECK(shape_of(b, sorted[1]) == Shape(kS32, {3, 4}));
+  CHECK(shape_of(b, b.sort(x, 0, ComparisonDirection::kGt)) == Shape(kF32, {3, 4}));
+  CHECK(b.ok());
+  CHECK(body_count(OpCode::kSort) == 1);
+  CHECK(result_count(OpCode::kSort, 3) == 3);
+
+  auto sort_error = [](std::vector<Shape> inputs, Graph comparator, std::int64_t dimension) {
+    return error_of([&](GraphBuilder& g) {
+      std::vector<Value> operands;
+      for (const Shape& s : inputs) operands.push_back(g.parameter(s));
+      g.sort(operands, std::move(comparator), dimension);
+    });
+  };
+  const Graph f32_only = make_sort_comparator(ComparisonDirection::kLt, kF32).value();
+  check_invalid(sort_error({}, f32_only, 0), "sort: needs at least one input");
+  check_invalid(sort_error({Shape(kF32, {3, 4}), Shape(kS32, {4, 3})}, by_x, 0),
+                "sort: operand 1 has shape s32[4,3] but operand 0 has f32[3,4]; inputs must have "
+                "one dims");
+  check_invalid(sort_error({Shape(kF32, {3, 4})}, f32_only, 2),
+                "sort: dimension = 2 is out of range for rank 2 (allowed: -2 .. 1)");
+  check_invalid(sort_error({Shape(kF32, {3, 4})}, f32_only, -3), "dimension = -3 is out of range");
+  check_invalid(sort_error({Shape(kF32, {3})}, by_x, 0),
+                "sort: comparator takes 4 parameters, but 1 input(s) need 2 (two rank-0 values "
+                "per input)");
+  check_invalid(sort_error({Shape(kF32, {3}), Shape(kF32, {3})}, by_x, 0),
+                "sort: comparator parameter 2 has type s32[] but input 1 needs f32[]");
+  check_invalid(sort_error({Shape(kS32, {3})}, f32_only, 0),
+                "sort: comparator parameter 0 has type f32[] but input 0 needs s32[]");
+  check_invalid(sort_error({Shape(kF32, {3})}, make_binary_body(OpCode::kAdd, kF32).value(), 0),
+                "sort: comparator must return one pred[] (tensor<i1>), returns 1 value(s), the "
+                "first of type f32[]");
+  check_invalid(error_of([](GraphBuilder& g) {
+                  g.op(OpCode::kSort, {g.parameter(Shape(kF32, {2}))}, SortAttrs{0, false});
+                }),
+                "sort: takes 1 body(ies), got 0");
+  check_invalid(make_sort_comparator(ComparisonDirection::kLt, kC64).status(),
+                "make_sort_comparator: values of type c64 have no order");
+}
+
+TEST_CASE("ir: top_k's shape rules and their errors") {
+  GraphBuilder b;
+  Value x = b.parameter(Shape(kF16, {2, 5}));
+  std::vector<Value> top = b.top_k(x, 3);
+  REQUIRE(top.size() == 2);
+  CHECK(shape_of(b, top[0]) == Shape(kF16, {2, 3}));
+  CHECK(shape_of(b, top[1]) == Shape(kS32, {2, 3}));
+  CHECK(shape_of(b, b.top_k(b.parameter(Shape(kPred, {4})), 0)[1]) == Shape(kS32, {0}));
+  CHECK(b.ok());
+  CHECK(is_chlo(OpCode::kTopK));
+  CHECK(!is_elementwise(OpCode::kTopK));
+  CHECK(op_dialect(OpCode::kTopK) == "chlo");
+  CHECK(*op_from_name("chlo.top_k") == OpCode::kTopK);
+
+  auto error = [](Shape s, std::int64_t k) {
+    return error_of([&](GraphBuilder& g) { g.top_k(g.parameter(s), k); });
+  };
+  check_invalid(error(Shape(kF32, {2, 5}), 6),
+                "top_k: k = 6 must be in [0, 5], the last dimension of operand 0 f32[2,5]");
+  check_invalid(error(Shape(kF32, {5}), -1), "top_k: k = -1 must be in [0, 5]");
+  check_invalid(error(Shape(kF32, {}), 0), "top_k: operand 0 has shape f32[] but must have rank 1");
+  check_invalid(error(Shape(kC64, {3}), 1), "top_k: operand 0 has element type c64");
+
+  GraphBuilder p("tk");
+  Value y = p.parameter(Shape(kF32, {4}));
+  std::vector<Value> outs = p.top_k(y, 2);
+  outs.push_back(p.sort(y, 0, ComparisonDirection::kLt, true));
+  const Graph g = build_ok(p, outs);
+  const std::string text = to_string(g);
+  CHECK(text.find("top_k(%0) {k=2} : f32[2], s32[2]") != std::string::npos);
+  CHECK(text.find("sort(%0) {dimension=0, is_stable=true}") != std::string::npos);
+}

@@ -7,6 +7,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <bit>
 #include <cmath>
 #include <complex>
 #include <cstdint>
@@ -14,6 +16,7 @@
 #include <initializer_list>
 #include <limits>
 #include <numbers>
+#include <random>
 #include <span>
 #include <string>
 #include <string_view>
@@ -491,6 +494,181 @@ TEST_CASE("reference: next_after steps one value of the element type") {
                             Literal::vector<float>({1, kNaN<float>})));
   CHECK(std::isnan(nan[0]));
   CHECK(std::isnan(nan[1]));
+}
+
+/// reduce_precision(x, e, m) through a one-node graph.
+Literal reduce_precision(const Literal& x, std::int64_t e, std::int64_t m) {
+  GraphBuilder b("reduce_precision");
+  Value v = b.reduce_precision(b.parameter(x.shape()), e, m);
+  return run1(b, v, {x});
+}
+
+TEST_CASE("reference: reduce_precision (spec example) rounds to even, overflows and flushes") {
+  // The spec's example: +Inf, NaN, +denormal, 0.0, 65519.0, 65520.0 to e5m10.
+  const double nan = std::bit_cast<double>(std::uint64_t{0x7FFFFFFFFFFFFFFF});
+  std::vector<double> got = elements<double>(reduce_precision(
+      Literal::vector<double>({kInf<double>, nan, 0x1p-1074, 0.0, 65519.0, 65520.0}), 5, 10));
+  CHECK(got[0] == kInf<double>);
+  CHECK(bits_of(got[1]) == bits_of(nan));  // the NaN itself, payload and all
+  CHECK(bits_of(got[2]) == bits_of(0.0));
+  CHECK(bits_of(got[3]) == bits_of(0.0));
+  CHECK(got[4] == 65504.0);
+  CHECK(got[5] == kInf<double>);
+  // Ties go to even; the sign survives overflow and underflow.
+  expect<float>(reduce_precision(Literal::vector<float>(
+                                     {1 + 0x1p-11f, 1 + 3 * 0x1p-11f, -1e6f, -0x1p-20f, 0x1p-14f}),
+                                 5, 10),
+                {1.0f, 1 + 0x1p-9f, -kInf<float>, -0.0f, 0x1p-14f});
+  // Widths at or above the type's own change nothing, f16 subnormals included.
+  const Literal h = make_from<f16>({f16(0x1p-24f), f16(-3.5f), f16(65504.0f)}, {3});
+  CHECK(reduce_precision(h, 5, 10) == h);
+  CHECK(reduce_precision(h, 11, 52) == h);
+  // mantissa_bits = 0 keeps powers of two only. A tie (3 between 2 and 4) goes to the even
+  // exponent, 2, as XLA's bit-level rounding has it: the last kept bit is the exponent's.
+  expect<float>(reduce_precision(Literal::vector<float>({3.0f, 5.0f, 0.7f, 6.0f}), 8, 0),
+                {2.0f, 4.0f, 0.5f, 8.0f});
+  // exponent_bits = 1 leaves no normal numbers: everything is 0 or infinity.
+  expect<float>(reduce_precision(Literal::vector<float>({1.2f, 2.0f, 0.9f}), 1, 3),
+                {0.0f, kInf<float>, 0.0f});
+}
+
+TEST_CASE("reference: reduce_precision to e5m10 and e8m7 is converting to f16 and bf16 and back") {
+  // Every 4099th f32 bit pattern: the oracle is Eigen's round-to-nearest-even conversion where
+  // |x| is in f16's normal range. Below it reduce_precision rounds at 10 bits first, then
+  // flushes: only what rounds up to 2^-14 survives.
+  std::vector<float> xs;
+  for (std::uint64_t b = 0; b <= 0xFFFFFFFFull; b += 4099) {
+    const float x = std::bit_cast<float>(static_cast<std::uint32_t>(b));
+    if (!std::isnan(x)) xs.push_back(x);
+  }
+  const Literal x = make_from<float>(xs, {static_cast<std::int64_t>(xs.size())});
+  const std::vector<float> half = elements<float>(reduce_precision(x, 5, 10));
+  const std::vector<float> brain = elements<float>(reduce_precision(x, 8, 7));
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    CAPTURE(xs[i]);
+    const float ax = std::abs(xs[i]);
+    const float want_half = ax >= 0x1p-14f
+                                ? static_cast<float>(f16(xs[i]))
+                                : std::copysign(ax >= 0x1p-14f - 0x1p-26f ? 0x1p-14f : 0.0f, xs[i]);
+    CHECK(bits_of(half[i]) == bits_of(want_half));
+    CHECK(bits_of(brain[i]) == bits_of(static_cast<float>(bf16(xs[i]))));
+  }
+}
+
+TEST_CASE("reference: sort equals std::stable_sort, along any dimension, ascending or not") {
+  std::mt19937_64 rng(5);
+  std::uniform_int_distribution<int> small(-3, 3);
+  // Keys with many ties, and each element's own position as a payload: stability shows.
+  const std::vector<std::int64_t> dims = {3, 5, 4};
+  std::vector<std::int32_t> keys(60), where(60);
+  for (std::size_t k = 0; k < keys.size(); ++k) {
+    keys[k] = small(rng);
+    where[k] = static_cast<std::int32_t>(k);
+  }
+  const Literal lk = make_from<std::int32_t>(keys, dims), lw = make_from<std::int32_t>(where, dims);
+  for (std::int64_t dim : {0, 1, 2, -1}) {
+    for (ComparisonDirection d : {kLt, kGt}) {
+      CAPTURE(dim);
+      GraphBuilder b("sort");
+      Value k = b.parameter(lk.shape());
+      Value w = b.parameter(lw.shape());
+      std::vector<Value> out =
+          b.sort({k, w}, make_sort_comparator(d, kS32, {kS32}).value(), dim, true);
+      const std::vector<Literal> got = run(b, out, {lk, lw});
+      // The oracle: each row's (key, position) pairs through std::stable_sort.
+      const auto axis = static_cast<std::size_t>(dim < 0 ? dim + 3 : dim);
+      std::vector<std::int64_t> stride = {20, 4, 1};
+      std::vector<std::int32_t> want_k(60), want_w(60);
+      for (std::int64_t start = 0; start < 60; ++start) {
+        std::vector<std::int64_t> at = {start / 20, start / 4 % 5, start % 4};
+        if (at[axis] != 0) continue;
+        std::vector<std::int64_t> row;
+        for (std::int64_t j = 0; j < dims[axis]; ++j) row.push_back(start + j * stride[axis]);
+        std::vector<std::int64_t> sorted = row;
+        std::stable_sort(sorted.begin(), sorted.end(), [&](std::int64_t x, std::int64_t y) {
+          return d == kLt ? keys[static_cast<std::size_t>(x)] < keys[static_cast<std::size_t>(y)]
+                          : keys[static_cast<std::size_t>(x)] > keys[static_cast<std::size_t>(y)];
+        });
+        for (std::size_t j = 0; j < row.size(); ++j) {
+          want_k[static_cast<std::size_t>(row[j])] = keys[static_cast<std::size_t>(sorted[j])];
+          want_w[static_cast<std::size_t>(row[j])] = where[static_cast<std::size_t>(sorted[j])];
+        }
+      }
+      CHECK(elements<std::int32_t>(got[0]) == want_k);
+      CHECK(elements<std::int32_t>(got[1]) == want_w);
+    }
+  }
+  // Floats in totalOrder: -NaN < -inf < -0 < +0 < inf < NaN.
+  const float nan = kNaN<float>;
+  GraphBuilder b("floats");
+  Value f = b.parameter(Shape(kF32, {7}));
+  const std::vector<float> fs = {nan, 1.0f, -0.0f, -kInf<float>, 0.0f, -nan, kInf<float>};
+  const std::vector<float> sorted =
+      elements<float>(run1(b, b.sort(f, 0), {make_from<float>(fs, {7})}));
+  std::vector<float> want = fs;
+  auto total_order = [](float v) {  // IEEE totalOrder as an integer
+    const auto i = std::bit_cast<std::int32_t>(v);
+    return i < 0 ? std::numeric_limits<std::int32_t>::min() - i - 1 : i;
+  };
+  std::stable_sort(want.begin(), want.end(),
+                   [&](float x, float y) { return total_order(x) < total_order(y); });
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(bits_of(sorted[i]) == bits_of(want[i]));
+  CHECK(std::signbit(sorted[0]));
+  CHECK(std::isnan(sorted[6]));
+}
+
+TEST_CASE("reference: sort with a comparator that is no strict weak order still permutes") {
+  // "x <= y" and "always true" are not strict weak orders; std::sort may misbehave on them.
+  // The result must still be a permutation of each row, of every operand alike.
+  std::vector<std::int32_t> v(257);
+  for (std::size_t k = 0; k < v.size(); ++k) v[k] = static_cast<std::int32_t>((k * 37) % 11);
+  const Literal x = make_from<std::int32_t>(v, {257});
+  for (int which = 0; which < 2; ++which) {
+    GraphBuilder cb("bad");
+    Value p = cb.parameter(Shape(kS32, {}));
+    Value q = cb.parameter(Shape(kS32, {}));
+    Graph bad = cb.build({which == 0 ? cb.compare(p, q, kLe) : cb.compare(p, p, kEq)}).value();
+    GraphBuilder b("sort");
+    Value in = b.parameter(x.shape());
+    std::vector<std::int32_t> got = elements<std::int32_t>(run1(b, b.sort({in}, bad, 0)[0], {x}));
+    std::vector<std::int32_t> a = v;
+    std::sort(got.begin(), got.end());
+    std::sort(a.begin(), a.end());
+    CHECK(got == a);
+  }
+}
+
+TEST_CASE("reference: top_k (hand-worked): largest first, ties by index, NaN on top") {
+  GraphBuilder b("top_k");
+  Value x = b.parameter(Shape(kF32, {2, 4}));
+  const float nan = kNaN<float>;
+  const Literal lx = make<float>({1, 3, 3, 2, nan, -kInf<float>, 0.0f, -0.0f}, {2, 4});
+  std::vector<Value> two = b.top_k(x, 2);
+  std::vector<Value> four = b.top_k(x, 4);
+  std::vector<Value> none = b.top_k(x, 0);
+  const std::vector<Literal> got = run(b, {two[0], two[1], four[0], four[1], none[0]}, {lx});
+  const std::vector<float> v2 = elements<float>(got[0]);
+  CHECK(v2[0] == 3);
+  CHECK(v2[1] == 3);
+  CHECK(std::isnan(v2[2]));
+  CHECK(bits_of(v2[3]) == bits_of(0.0f));
+  CHECK(elements<std::int32_t>(got[1]) == std::vector<std::int32_t>{1, 2, 0, 2});
+  CHECK(elements<std::int32_t>(got[3]) == std::vector<std::int32_t>{1, 2, 3, 0, 0, 2, 3, 1});
+  const std::vector<float> v4 = elements<float>(got[2]);
+  CHECK(bits_of(v4[6]) == bits_of(-0.0f));
+  CHECK(v4[7] == -kInf<float>);
+  CHECK(got[4].shape() == Shape(kF32, {2, 0}));
+  // Unsigned values at the top of their range, and pred.
+  GraphBuilder u("u8");
+  std::vector<Value> ut = u.top_k(u.parameter(Shape(kU8, {4})), 3);
+  const std::vector<Literal> ug = run(u, ut, {make<std::uint8_t>({5, 255, 0, 255}, {4})});
+  CHECK(elements<std::uint8_t>(ug[0]) == std::vector<std::uint8_t>{255, 255, 5});
+  CHECK(elements<std::int32_t>(ug[1]) == std::vector<std::int32_t>{1, 3, 0});
+  GraphBuilder pb("pred");
+  std::vector<Value> pt = pb.top_k(pb.parameter(Shape(kPred, {3})), 2);
+  const std::vector<Literal> pg = run(pb, pt, {make<bool>({false, true, true}, {3})});
+  expect_preds(pg[0], {true, true});
+  CHECK(elements<std::int32_t>(pg[1]) == std::vector<std::int32_t>{1, 2});
 }
 
 TEST_CASE("reference: spec examples of unary ops") {

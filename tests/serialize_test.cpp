@@ -150,7 +150,11 @@ Graph every_op_graph() {
                                             .output_batch_dimension = 0,
                                             .output_feature_dimension = 2,
                                             .output_spatial_dimensions = {1}});
-  for (Value v : {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl, sc, ga, rw, sas, cw})
+  Value rp = b.reduce_precision(f, 5, 10);
+  Value so = b.sort(f, -1, ComparisonDirection::kGt, true);
+  Value tk = b.top_k(f, 2)[1];
+  for (Value v :
+       {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl, sc, ga, rw, sas, cw, rp, so, tk})
     outs.push_back(v);
   // Control flow: a while (the shared counting loop), a three-way case and an if.
   Value n = b.reshape(b.slice(io, {0, 2}, {1, 3}), {});

@@ -616,10 +616,10 @@ TEST_CASE("stablehlo: check calls become checks and extra outputs") {
 
 TEST_CASE("stablehlo: ops and types the IR lacks are UNIMPLEMENTED") {
   check_unsupported(parse_status(program("(%a: tensor<3xf32>) -> tensor<3xf32>", R"(
-  %0 = "stablehlo.reduce_precision"(%a) <{exponent_bits = 5 : i32, mantissa_bits = 10 : i32}> : (tensor<3xf32>) -> tensor<3xf32>
+  %0 = "stablehlo.optimization_barrier"(%a) : (tensor<3xf32>) -> tensor<3xf32>
   return %0 : tensor<3xf32>
 )")),
-                    "stablehlo.reduce_precision", 3);
+                    "stablehlo.optimization_barrier", 3);
   check_unsupported(parse_status(program("(%a: tensor<3xf32>) -> tensor<3xi1>",
                                          "  %0 = chlo.is_inf %a : tensor<3xf32> -> tensor<3xi1>\n"
                                          "  return %0 : tensor<3xi1>\n")),
@@ -1005,6 +1005,13 @@ TEST_CASE("stablehlo: round trip of every op and attribute kind") {
   out.push_back(b.select_and_scatter(x, b.slice(y, {0, 0}, {1, 2}), b.constant(0.0f),
                                      ComparisonDirection::kGe, OpCode::kAdd,
                                      WindowAttrs{{2, 2}, {1, 2}, {}, {}, {0, 0}, {0, 1}}));
+  out.push_back(b.reduce_precision(x, 5, 10));
+  out.push_back(b.reduce_precision(h, 1, 0));
+  out.push_back(b.sort(x, 1));
+  for (Value v : b.sort(
+           {x, n}, make_sort_comparator(ComparisonDirection::kGt, kF32, {kS32}).value(), -2, true))
+    out.push_back(v);
+  for (Value v : b.top_k(h, 3)) out.push_back(v);
   out.push_back(x);  // a parameter as an output, twice
   out.push_back(x);
   check_round_trip(build_ok(b, out));
@@ -1610,4 +1617,144 @@ TEST_CASE("stablehlo: malformed control flow is INVALID_ARGUMENT with line:colum
       CHECK((s.ok() || s.code() == StatusCode::kInvalidArgument ||
              s.code() == StatusCode::kUnimplemented));
     }
+}
+
+TEST_CASE("stablehlo: reduce_precision in the pretty and the generic form, and errors") {
+  const std::string pretty = program("(%x: tensor<2x3xf16>) -> tensor<2x3xf16>",
+                                     "  %0 = stablehlo.reduce_precision %x, format = e5m10 : "
+                                     "tensor<2x3xf16>\n"
+                                     "  return %0 : tensor<2x3xf16>\n");
+  const std::string generic =
+      program("(%x: tensor<2x3xf16>) -> tensor<2x3xf16>",
+              "  %0 = \"stablehlo.reduce_precision\"(%x) {exponent_bits = 5 : i32, mantissa_bits = "
+              "10 : i32} : (tensor<2x3xf16>) -> tensor<2x3xf16>\n"
+              "  return %0 : tensor<2x3xf16>\n");
+  const Graph g = graph_ok(pretty);
+  CHECK(first_node(g, OpCode::kReducePrecision).attr<ReducePrecisionAttrs>() ==
+        ReducePrecisionAttrs{5, 10});
+  CHECK(fingerprint(graph_ok(generic)) == fingerprint(g));
+  CHECK(fingerprint(graph_ok(replaced(replaced(generic, "{exponent", "<{exponent"), "10 : i32}",
+                                      "10 : i32}>"))) == fingerprint(g));
+  check_round_trip(g);
+  CHECK(to_stablehlo(g).find("stablehlo.reduce_precision %arg0, format = e5m10 : "
+                             "tensor<2x3xf16>") != std::string::npos);
+
+  auto with = [&](std::string_view from, std::string_view to) {
+    return parse_status(replaced(pretty, from, to));
+  };
+  for (std::string_view bad : {"e5", "m10", "e5m", "em10", "x5m10", "e5x10", "e-5m10",
+                               "e99999999999999999999m1", "e5m10m2"})
+    check_invalid(with("e5m10", bad), "2:48", "expected a format such as e5m10");
+  check_invalid(with("e5m10", "e0m10"), "2",
+                "reduce_precision: exponent_bits = 0 must be at least 1");
+  check_invalid(with("format = e5m10", "e5m10"), "2:39", "expected 'format'");
+  check_invalid(with("format = e5m10", "format e5m10"), "2:46", "expected '='");
+  check_invalid(with("format = e5m10", "format = 5"), "2:48", "expected a format such as e5m10");
+  check_invalid(with(" : tensor<2x3xf16>\n  return", " : tensor<2x3xf32>\n  return"), "2",
+                "operand 0 has type tensor<2x3xf16> but the op's type says tensor<2x3xf32>");
+  check_invalid(parse_status(program("(%x: tensor<2xi32>) -> tensor<2xi32>",
+                                     "  %0 = stablehlo.reduce_precision %x, format = e5m10 : "
+                                     "tensor<2xi32>\n"
+                                     "  return %0 : tensor<2xi32>\n")),
+                "2", "reduce_precision: operand 0 has element type s32");
+  check_invalid(parse_status(replaced(generic, "mantissa_bits = 10 : i32", "mantissa = 10 : i32")),
+                "2", "stablehlo.reduce_precision needs the attribute mantissa_bits");
+  check_invalid(parse_status(replaced(generic, "mantissa_bits = 10 : i32", "mantissa_bits = true")),
+                "2", "expected an integer for mantissa_bits");
+}
+
+TEST_CASE("stablehlo: sort in the generic form, as JAX exports it, and its errors") {
+  // jnp.lexsort-like: two keys and a payload, with properties and a two-key comparator.
+  const std::string text = program(
+      "(%a: tensor<4xi32>, %b: tensor<4xf32>, %c: tensor<4xi16>) -> (tensor<4xi32>, "
+      "tensor<4xf32>, tensor<4xi16>)",
+      "  %0:3 = \"stablehlo.sort\"(%a, %b, %c) <{dimension = 0 : i64, is_stable = true}> ({\n"
+      "  ^bb0(%arg0: tensor<i32>, %arg1: tensor<i32>, %arg2: tensor<f32>, %arg3: tensor<f32>, "
+      "%arg4: tensor<i16>, %arg5: tensor<i16>):\n"
+      "    %1 = stablehlo.compare  LT, %arg2, %arg3,  TOTALORDER : (tensor<f32>, tensor<f32>) -> "
+      "tensor<i1>\n"
+      "    %2 = stablehlo.compare  LT, %arg0, %arg1,  SIGNED : (tensor<i32>, tensor<i32>) -> "
+      "tensor<i1>\n"
+      "    %3 = stablehlo.compare  EQ, %arg0, %arg1,  SIGNED : (tensor<i32>, tensor<i32>) -> "
+      "tensor<i1>\n"
+      "    %4 = stablehlo.and %3, %1 : tensor<i1>\n"
+      "    %5 = stablehlo.or %2, %4 : tensor<i1>\n"
+      "    stablehlo.return %5 : tensor<i1>\n"
+      "  }) : (tensor<4xi32>, tensor<4xf32>, tensor<4xi16>) -> (tensor<4xi32>, tensor<4xf32>, "
+      "tensor<4xi16>)\n"
+      "  return %0#0, %0#1, %0#2 : tensor<4xi32>, tensor<4xf32>, tensor<4xi16>\n");
+  Graph g = graph_ok(text);
+  const Node& sort = first_node(g, OpCode::kSort);
+  CHECK(sort.attr<SortAttrs>() == SortAttrs{0, true});
+  CHECK(sort.results.size() == 3);
+  CHECK(count_ops(sort.bodies[0], OpCode::kCompare) == 3);
+  check_round_trip(g);
+  // The attribute dictionary after the region, and MLIR's defaults (dimension -1, unstable).
+  CHECK(first_node(
+            graph_ok(replaced(replaced(text, "<{dimension = 0 : i64, is_stable = true}> ", ""),
+                              "}) : (tensor<4xi32>", "}) {dimension = 0 : i64} : (tensor<4xi32>")),
+            OpCode::kSort)
+            .attr<SortAttrs>() == SortAttrs{0, false});
+  CHECK(first_node(graph_ok(replaced(text, "dimension = 0 : i64, ", "")), OpCode::kSort)
+            .attr<SortAttrs>() == SortAttrs{-1, true});
+
+  auto with = [&](std::string_view from, std::string_view to) {
+    return parse_status(replaced(text, from, to));
+  };
+  check_invalid(with("dimension = 0", "dimension = 1"), "2",
+                "sort: dimension = 1 is out of range for rank 1");
+  check_invalid(with("is_stable = true", "is_stable = 1"), "2",
+                "expected true or false for is_stable");
+  check_invalid(with("stablehlo.return %5 : tensor<i1>", "stablehlo.return %arg0 : tensor<i32>"),
+                "2", "sort: comparator must return one pred[]");
+  check_invalid(with("%arg5: tensor<i16>", "%arg5: tensor<i32>"), "2",
+                "sort: comparator parameter 5 has type s32[] but input 2 needs s16[]");
+  check_invalid(with("\"stablehlo.sort\"(%a, %b, %c)", "stablehlo.sort %a, %b, %c"), "2",
+                "has no pretty form");
+  check_invalid(with("-> (tensor<4xi32>, tensor<4xf32>, tensor<4xi16>)\n",
+                     "-> (tensor<4xi32>, tensor<4xf32>)\n"),
+                "2", "has 3 result(s) but its type declares 2");
+  check_invalid(parse_status(program("(%a: tensor<4xi32>) -> tensor<4xi32>",
+                                     "  %0 = \"stablehlo.sort\"(%a) {dimension = 0 : i64} : "
+                                     "(tensor<4xi32>) -> tensor<4xi32>\n"
+                                     "  return %0 : tensor<4xi32>\n")),
+                "2", "stablehlo.sort needs one region (the comparator), got 0");
+}
+
+TEST_CASE("stablehlo: chlo.top_k in the forms the corpus uses, and its errors") {
+  const std::string text =
+      program("(%x: tensor<5x3xf32>) -> (tensor<5x2xf32>, tensor<5x2xi32>)",
+              "  %values, %indices = chlo.top_k(%x, k = 2) : tensor<5x3xf32> -> (tensor<5x2xf32>, "
+              "tensor<5x2xi32>)\n"
+              "  return %values, %indices : tensor<5x2xf32>, tensor<5x2xi32>\n");
+  const Graph g = graph_ok(text);
+  CHECK(first_node(g, OpCode::kTopK).attr<TopKAttrs>() == TopKAttrs{2});
+  check_round_trip(g);
+  CHECK(to_stablehlo(g).find("chlo.top_k(%arg0, k = 2) : tensor<5x3xf32> -> (tensor<5x2xf32>, "
+                             "tensor<5x2xi32>)") != std::string::npos);
+  const std::string generic =
+      program("(%x: tensor<5x3xf32>) -> (tensor<5x2xf32>, tensor<5x2xi32>)",
+              "  %0:2 = \"chlo.top_k\"(%x) {k = 2 : i64} : (tensor<5x3xf32>) -> (tensor<5x2xf32>, "
+              "tensor<5x2xi32>)\n"
+              "  return %0#0, %0#1 : tensor<5x2xf32>, tensor<5x2xi32>\n");
+  CHECK(fingerprint(graph_ok(generic)) == fingerprint(g));
+
+  auto with = [&](std::string_view from, std::string_view to) {
+    return parse_status(replaced(text, from, to));
+  };
+  check_invalid(with("k = 2", "k = 4"), "2", "top_k: k = 4 must be in [0, 3]");
+  check_invalid(with("(%x, k = 2)", "(%x k = 2)"), "2:37", "expected ','");
+  check_invalid(with("k = 2", "n = 2"), "2:38", "expected 'k'");
+  check_invalid(with("k = 2)", "k = 2"), "2:44", "expected ')'");
+  check_invalid(
+      with("(tensor<5x2xf32>, tensor<5x2xi32>)\n", "(tensor<5x2xf32>, tensor<5x2xi64>)\n"), "2",
+      "result 1 is declared tensor<5x2xi64> but the operands give tensor<5x2xi32>");
+  check_invalid(parse_status(replaced(generic, "{k = 2 : i64}", "{}")), "2",
+                "chlo.top_k needs the attribute k");
+  check_unsupported(
+      parse_status(program("(%x: tensor<3xcomplex<f32>>) -> tensor<2xcomplex<f32>>",
+                           "  %0, %1 = chlo.top_k(%x, k = 2) : tensor<3xcomplex<f32>> -> "
+                           "(tensor<2xcomplex<f32>>, tensor<2xi32>)\n"
+                           "  return %0 : tensor<2xcomplex<f32>>\n")),
+      "chlo.top_k on complex numbers", 2);
 }

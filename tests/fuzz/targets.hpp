@@ -404,6 +404,9 @@ inline Attributes pick_attributes(ByteSource& src, OpCode code, const std::vecto
       }
       return d;
     }
+    case OpCode::kReducePrecision: return ReducePrecisionAttrs{src.range(0, 12), src.range(-1, 53)};
+    case OpCode::kSort: return SortAttrs{src.range(-rank - 1, rank), src.coin()};
+    case OpCode::kTopK: return TopKAttrs{src.range(-1, (rank > 0 ? dim(rank - 1) : 0) + 1)};
     default: return NoAttrs{};
   }
 }
@@ -421,6 +424,7 @@ inline std::size_t pick_operand_count(ByteSource& src, OpCode code, std::int64_t
   if (code == OpCode::kDynamicSlice) return static_cast<std::size_t>(1 + rank);
   if (code == OpCode::kDynamicUpdateSlice) return static_cast<std::size_t>(2 + rank);
   if (code == OpCode::kReduce) return 2 * static_cast<std::size_t>(src.range(1, 2));
+  if (code == OpCode::kSort) return static_cast<std::size_t>(src.range(1, 3));
   return 1;
 }
 
@@ -490,6 +494,15 @@ inline StatusOr<Graph> build_random_graph(ByteSource& src) {
         body = bb.build({bb.add(p[0], p[2]), bb.maximum(p[1], p[3])});
       }
       if (body.ok()) bodies.push_back(std::move(body).value());
+    }
+    if (code == OpCode::kSort && !shapes.empty()) {
+      // Orders by the first operand; the others ride along. LE is no strict weak order.
+      std::vector<DType> others;
+      for (std::size_t i = 1; i < shapes.size(); ++i) others.push_back(shapes[i].dtype());
+      static constexpr ComparisonDirection kOrders[] = {
+          ComparisonDirection::kLt, ComparisonDirection::kGt, ComparisonDirection::kLe};
+      StatusOr<Graph> comparator = make_sort_comparator(kOrders[src.range(0, 2)], shapes[0].dtype(), others);
+      if (comparator.ok()) bodies.push_back(std::move(comparator).value());
     }
     for (Value v : b.op(code, operands, std::move(attrs), std::move(bodies))) values.push_back(v);
   }

@@ -161,4 +161,44 @@ T next_after(T x, T y) {
   return std::bit_cast<T>(static_cast<Bits>(away ? bits + 1 : bits - 1));
 }
 
+/// reduce_precision of x: x rounded to the float format with `exponent_bits` and
+/// `mantissa_bits` (round to nearest, ties to even), overflowing to infinity and underflowing
+/// (below that format's smallest normal) to zero with x's sign, in T. NaN stays x. Works on
+/// the bits of T itself: widening f16 to float first would let f16's subnormals survive an
+/// exponent reduction that flushes them in f16. Widths at or above T's own leave x alone.
+template <class T>
+T reduce_precision(T x, std::int64_t exponent_bits, std::int64_t mantissa_bits) {
+  using Bits = std::conditional_t<sizeof(T) == 2, std::uint16_t,
+                                  std::conditional_t<sizeof(T) == 4, std::uint32_t, std::uint64_t>>;
+  constexpr int kMantissa = std::numeric_limits<T>::digits - 1;
+  constexpr int kExponent = static_cast<int>(sizeof(T) * 8) - 1 - kMantissa;
+  constexpr Bits kSign = Bits{1} << (sizeof(T) * 8 - 1);
+  constexpr Bits kExponentMask = static_cast<Bits>(((Bits{1} << kExponent) - 1) << kMantissa);
+  const Bits in = std::bit_cast<Bits>(x);
+  if ((in & kExponentMask) == kExponentMask && (in & ~(kSign | kExponentMask)) != 0) return x;
+  Bits bits = in;
+  if (mantissa_bits < kMantissa) {
+    // Add half an ulp of the new format less one, plus the last kept bit (ties to even), then
+    // cut: a carry out of the mantissa correctly bumps the exponent.
+    const int drop = kMantissa - static_cast<int>(mantissa_bits);
+    const Bits last_kept = static_cast<Bits>(Bits{1} << drop);
+    const Bits half_less_one = static_cast<Bits>((last_kept >> 1) - 1);
+    const Bits odd = static_cast<Bits>((bits & last_kept) >> drop);
+    bits = static_cast<Bits>((bits + half_less_one + odd) & ~static_cast<Bits>(last_kept - 1));
+  }
+  if (exponent_bits < kExponent) {
+    const Bits sign = in & kSign;
+    const Bits exponent = bits & kExponentMask;
+    const std::int64_t bias = (std::int64_t{1} << (kExponent - 1)) - 1;
+    const std::int64_t reduced_bias = (std::int64_t{1} << (exponent_bits - 1)) - 1;
+    const auto max_exponent = static_cast<Bits>(bias + reduced_bias);
+    const auto min_exponent = static_cast<Bits>(bias - reduced_bias);
+    if (exponent > static_cast<Bits>(max_exponent << kMantissa))
+      bits = sign | kExponentMask;
+    else if (exponent <= static_cast<Bits>(min_exponent << kMantissa))
+      bits = sign;
+  }
+  return std::bit_cast<T>(bits);
+}
+
 }  // namespace pjrt_lite::special

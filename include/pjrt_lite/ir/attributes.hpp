@@ -404,13 +404,37 @@ inline Status parse_convolution_dimension_numbers(std::string_view text, Convolu
   return ok_status();
 }
 
+/// reduce_precision: the floating-point format each element is rounded to (round to nearest
+/// even, overflow to infinity, underflow to zero) and back. The spec's si32 constants, held
+/// as int64 like every other integer attribute; shape inference bounds them.
+struct ReducePrecisionAttrs {
+  std::int64_t exponent_bits = 0;
+  std::int64_t mantissa_bits = 0;
+  friend bool operator==(const ReducePrecisionAttrs&, const ReducePrecisionAttrs&) = default;
+};
+
+/// sort: the dimension sorted along (negative counts from the end, as the spec allows) and
+/// whether equal elements keep their order. Both backends sort stably either way.
+struct SortAttrs {
+  std::int64_t dimension = 0;
+  bool is_stable = false;
+  friend bool operator==(const SortAttrs&, const SortAttrs&) = default;
+};
+
+/// top_k: how many of the largest elements along the last dimension.
+struct TopKAttrs {
+  std::int64_t k = 0;
+  friend bool operator==(const TopKAttrs&, const TopKAttrs&) = default;
+};
+
 /// The attributes of one node. The alternative's index is part of the fingerprint: append new
 /// alternatives at the end.
 using Attributes =
     std::variant<NoAttrs, ParameterAttrs, ConstantAttrs, IotaAttrs, CompareAttrs, ConvertAttrs,
                  BroadcastInDimAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, ConcatenateAttrs,
                  PadAttrs, ReverseAttrs, DynamicSliceAttrs, ReduceAttrs, DotDimensionNumbers,
-                 ScatterAttrs, GatherAttrs, WindowAttrs, ConvolutionAttrs>;
+                 ScatterAttrs, GatherAttrs, WindowAttrs, ConvolutionAttrs, ReducePrecisionAttrs,
+                 SortAttrs, TopKAttrs>;
 
 namespace detail {
 template <class A, class... Ts>
@@ -429,11 +453,29 @@ inline constexpr std::size_t kAttributesIndex =
 /// The C++ name of the alternative `attrs` holds, for error messages: "SliceAttrs".
 constexpr std::string_view attributes_name(std::size_t index) {
   constexpr std::array<std::string_view, std::variant_size_v<Attributes>> names = {
-      "NoAttrs",        "ParameterAttrs",    "ConstantAttrs",       "IotaAttrs",
-      "CompareAttrs",   "ConvertAttrs",      "BroadcastInDimAttrs", "ReshapeAttrs",
-      "TransposeAttrs", "SliceAttrs",        "ConcatenateAttrs",    "PadAttrs",
-      "ReverseAttrs",   "DynamicSliceAttrs", "ReduceAttrs",         "DotDimensionNumbers",
-      "ScatterAttrs",   "GatherAttrs",       "WindowAttrs",         "ConvolutionAttrs"};
+      "NoAttrs",
+      "ParameterAttrs",
+      "ConstantAttrs",
+      "IotaAttrs",
+      "CompareAttrs",
+      "ConvertAttrs",
+      "BroadcastInDimAttrs",
+      "ReshapeAttrs",
+      "TransposeAttrs",
+      "SliceAttrs",
+      "ConcatenateAttrs",
+      "PadAttrs",
+      "ReverseAttrs",
+      "DynamicSliceAttrs",
+      "ReduceAttrs",
+      "DotDimensionNumbers",
+      "ScatterAttrs",
+      "GatherAttrs",
+      "WindowAttrs",
+      "ConvolutionAttrs",
+      "ReducePrecisionAttrs",
+      "SortAttrs",
+      "TopKAttrs"};
   return index < names.size() ? names[index] : std::string_view("invalid");
 }
 
@@ -461,6 +503,9 @@ constexpr std::size_t attributes_index_for(OpCode op) {
     case OpCode::kReduceWindow:
     case OpCode::kSelectAndScatter: return kAttributesIndex<WindowAttrs>;
     case OpCode::kConvolution: return kAttributesIndex<ConvolutionAttrs>;
+    case OpCode::kReducePrecision: return kAttributesIndex<ReducePrecisionAttrs>;
+    case OpCode::kSort: return kAttributesIndex<SortAttrs>;
+    case OpCode::kTopK: return kAttributesIndex<TopKAttrs>;
     default: return kAttributesIndex<NoAttrs>;
   }
 }

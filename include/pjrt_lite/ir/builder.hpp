@@ -301,6 +301,32 @@ class GraphBuilder {
     return op1(OpCode::kDynamicUpdateSlice, operands);
   }
 
+  /// reduce_precision: each element rounded (to nearest even) to a float format with
+  /// `exponent_bits` and `mantissa_bits`, overflowing to infinity and underflowing to zero,
+  /// then back; NaN stays NaN.
+  Value reduce_precision(Value operand, std::int64_t exponent_bits, std::int64_t mantissa_bits) {
+    return op1(OpCode::kReducePrecision, {operand},
+               ReducePrecisionAttrs{exponent_bits, mantissa_bits});
+  }
+
+  /// Variadic sort along `dimension`: one result per input, each permuted by the order
+  /// `comparator` (E0, E0, ..., EN-1, EN-1) -> i1 defines (see make_sort_comparator).
+  std::vector<Value> sort(const std::vector<Value>& inputs, Graph comparator,
+                          std::int64_t dimension, bool is_stable = false) {
+    std::vector<Graph> bodies;
+    bodies.push_back(std::move(comparator));
+    return op(OpCode::kSort, inputs, SortAttrs{dimension, is_stable}, std::move(bodies));
+  }
+  /// sort of one input by make_sort_comparator(direction, its dtype): ascending for kLt.
+  Value sort(Value input, std::int64_t dimension,
+             ComparisonDirection direction = ComparisonDirection::kLt, bool is_stable = false);
+  /// top_k: the k largest elements along the last dimension, largest first (floats in
+  /// totalOrder: NaN above +inf, -NaN below -inf), ties by lower index; and their s32
+  /// indices.
+  std::vector<Value> top_k(Value operand, std::int64_t k) {
+    return op(OpCode::kTopK, {operand}, TopKAttrs{k});
+  }
+
   // ---- Reductions and contractions -------------------------------------------------------
 
   /// Variadic reduce: one result per input. `body` takes 2N rank-0 parameters (N
@@ -522,7 +548,7 @@ class GraphBuilder {
     if (code == OpCode::kWhile) return operands;
     if (code == OpCode::kCase || code == OpCode::kIf)
       return bodies.empty() ? 0 : bodies[0].outputs().size();
-    return is_variadic_result(code) ? std::max<std::size_t>(operands / 2, 1) : 1;
+    return result_count(code, operands);
   }
   std::vector<Value> fail(std::size_t n, Status s) {
     if (status_.ok()) status_ = std::move(s);
@@ -603,6 +629,27 @@ inline StatusOr<Graph> make_compare_body(ComparisonDirection direction, DType dt
   Value x = b.parameter(Shape(dtype, {}));
   Value y = b.parameter(Shape(dtype, {}));
   return b.build({b.compare(x, y, direction)});
+}
+
+/// A sort comparator for `inputs` inputs, the first of type `dtype`, that orders by the first
+/// input alone with `direction` (kLt ascending, kGt descending): floats in totalOrder, as
+/// jnp.sort does after putting every NaN last. Parameters 2..2N-1 are typed `others` (the
+/// element types of the other inputs) and unused.
+inline StatusOr<Graph> make_sort_comparator(ComparisonDirection direction, DType dtype,
+                                            const std::vector<DType>& others = {}) {
+  if (!is_valid(dtype) || is_complex(dtype))
+    return invalid_argument_error(
+        str_cat("make_sort_comparator: values of type ", dtype_name(dtype), " have no order"));
+  GraphBuilder b(str_cat("sort_", comparison_direction_name(direction), "_", dtype_name(dtype)));
+  Value x = b.parameter(Shape(dtype, {}));
+  Value y = b.parameter(Shape(dtype, {}));
+  for (DType t : others) {
+    b.parameter(Shape(t, {}));
+    b.parameter(Shape(t, {}));
+  }
+  return b.build({b.compare(
+      x, y, direction,
+      is_floating(dtype) ? ComparisonType::kTotalOrder : default_comparison_type(dtype))});
 }
 
 /// A scatter body (T, T) -> T that returns its second parameter: the update replaces.
@@ -694,6 +741,15 @@ inline Value GraphBuilder::reduce_window(Value input, Value init_value, OpCode b
   StatusOr<Graph> body = make_binary_body(binary_op, value_shape(input).dtype());
   if (!body.ok()) return fail(1, body.status().with_context("reduce_window")).front();
   return reduce_window({input}, {init_value}, std::move(*body), window).front();
+}
+
+inline Value GraphBuilder::sort(Value input, std::int64_t dimension, ComparisonDirection direction,
+                                bool is_stable) {
+  if (!status_.ok()) return Value{};
+  if (Status s = check_value(input, "sort: operand 0"); !s.ok()) return fail(1, s).front();
+  StatusOr<Graph> comparator = make_sort_comparator(direction, value_shape(input).dtype());
+  if (!comparator.ok()) return fail(1, comparator.status().with_context("sort")).front();
+  return sort({input}, std::move(*comparator), dimension, is_stable).front();
 }
 
 inline Value GraphBuilder::select_and_scatter(Value operand, Value source, Value init_value,

@@ -184,6 +184,14 @@ inline void hash_attributes(Hasher& h, const Attributes& attrs) {
           h.list(a.output_spatial_dimensions);
           h.i64(a.feature_group_count);
           h.i64(a.batch_group_count);
+        } else if constexpr (std::is_same_v<A, ReducePrecisionAttrs>) {
+          h.i64(a.exponent_bits);
+          h.i64(a.mantissa_bits);
+        } else if constexpr (std::is_same_v<A, SortAttrs>) {
+          h.i64(a.dimension);
+          h.i64(a.is_stable ? 1 : 0);
+        } else if constexpr (std::is_same_v<A, TopKAttrs>) {
+          h.i64(a.k);
         } else {
           static_assert(std::is_same_v<A, NoAttrs>, "every alternative must be hashed");
         }

@@ -108,10 +108,15 @@ enum class OpCode : std::uint8_t {
   kWhile,
   kCase,
   kIf,
+  // Element-wise with attributes (appended for the same reason).
+  kReducePrecision,
+  // Sorting (appended for the same reason): stablehlo.sort, then CHLO's top_k.
+  kSort,
+  kTopK,
 };
 
 /// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kIf) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kTopK) + 1;
 
 namespace detail {
 inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
@@ -196,6 +201,9 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "while",
     "case",
     "if",
+    "reduce_precision",
+    "sort",
+    "top_k",
 };
 }  // namespace detail
 
@@ -208,8 +216,10 @@ constexpr std::string_view op_name(OpCode op) {
                       : std::string_view("invalid");
 }
 
-/// acosh .. next_after: the CHLO ops, which StableHLO text spells `chlo.NAME`.
-constexpr bool is_chlo(OpCode op) { return op >= OpCode::kAcosh && op <= OpCode::kNextAfter; }
+/// acosh .. next_after and top_k: the CHLO ops, which StableHLO text spells `chlo.NAME`.
+constexpr bool is_chlo(OpCode op) {
+  return (op >= OpCode::kAcosh && op <= OpCode::kNextAfter) || op == OpCode::kTopK;
+}
 
 /// The dialect that spells the op in StableHLO text: "chlo" or "stablehlo".
 constexpr std::string_view op_dialect(OpCode op) { return is_chlo(op) ? "chlo" : "stablehlo"; }
@@ -247,7 +257,8 @@ constexpr bool is_binary(OpCode op) {
 /// Every result element depends only on the operand elements at the same index (a scalar
 /// operand of select or clamp counts as broadcast). These are the ops that fuse into loops.
 constexpr bool is_elementwise(OpCode op) {
-  return (op >= OpCode::kAbs && op <= OpCode::kConvert) || is_chlo(op);
+  return (op >= OpCode::kAbs && op <= OpCode::kConvert) ||
+         (op >= OpCode::kAcosh && op <= OpCode::kNextAfter) || op == OpCode::kReducePrecision;
 }
 /// f(a, b) == f(b, a) for every element type the op accepts.
 constexpr bool is_commutative(OpCode op) {
@@ -268,8 +279,8 @@ constexpr bool is_control_flow(OpCode op) { return op >= OpCode::kWhile && op <=
 /// case: any number (at least one) of regions, its branches. Every other op has exactly
 /// body_count(op).
 constexpr bool has_variadic_bodies(OpCode op) { return op == OpCode::kCase; }
-/// How many regions (nested Graphs) a node of `op` carries: one for reduce, scatter and
-/// reduce_window, two for select_and_scatter (select, then scatter), while (cond, then body)
+/// How many regions (nested Graphs) a node of `op` carries: one for reduce, scatter,
+/// reduce_window and sort (its comparator), two for select_and_scatter (select, then scatter), while (cond, then body)
 /// and if (true branch, then false branch), at least one for case (see has_variadic_bodies),
 /// none otherwise.
 constexpr std::size_t body_count(OpCode op) {
@@ -277,6 +288,7 @@ constexpr std::size_t body_count(OpCode op) {
     case OpCode::kReduce:
     case OpCode::kScatter:
     case OpCode::kReduceWindow:
+    case OpCode::kSort:
     case OpCode::kCase: return 1;
     case OpCode::kSelectAndScatter:
     case OpCode::kWhile:
@@ -290,17 +302,29 @@ constexpr bool body_count_fits(OpCode op, std::size_t n) {
 }
 /// Ops whose nodes carry regions: see body_count.
 constexpr bool has_body(OpCode op) { return body_count(op) > 0; }
-/// Ops with several results: reduce and reduce_window (one per input), while (one per
-/// operand), case and if (one per branch result; possibly none). Every other op has exactly
-/// one.
+/// Ops with several results: reduce and reduce_window (one per input), sort (one per
+/// operand), top_k (values and indices), while (one per operand), case and if (one per
+/// branch result; possibly none). Every other op has exactly one.
 constexpr bool is_variadic_result(OpCode op) {
-  return op == OpCode::kReduce || op == OpCode::kReduceWindow || is_control_flow(op);
+  return op == OpCode::kReduce || op == OpCode::kReduceWindow || op == OpCode::kSort ||
+         op == OpCode::kTopK || is_control_flow(op);
+}
+/// How many results a node of `op` with `operands` operands has (at least one, so that a
+/// malformed node still has a first result to name); the builder counts control flow's.
+constexpr std::size_t result_count(OpCode op, std::size_t operands) {
+  switch (op) {
+    case OpCode::kReduce:
+    case OpCode::kReduceWindow: return operands / 2 > 1 ? operands / 2 : 1;
+    case OpCode::kSort: return operands > 1 ? operands : 1;
+    case OpCode::kTopK: return 2;
+    default: return 1;
+  }
 }
 
 /// The number of operands an op takes, or -1 when it depends on the node: concatenate (>= 1),
 /// dynamic_slice (1 + rank), dynamic_update_slice (2 + rank), reduce and reduce_window (2 per
-/// input), while (the loop-carried values), case and if (the index or predicate, then the
-/// values the branches take).
+/// input), sort (>= 1), while (the loop-carried values), case and if (the index or
+/// predicate, then the values the branches take).
 constexpr int operand_count(OpCode op) {
   if (is_source(op)) return 0;
   if (is_unary(op)) return 1;
@@ -310,6 +334,7 @@ constexpr int operand_count(OpCode op) {
     case OpCode::kSelect:
     case OpCode::kClamp: return 3;
     case OpCode::kConvert:
+    case OpCode::kReducePrecision:
     case OpCode::kBitcastConvert:
     case OpCode::kBroadcastInDim:
     case OpCode::kReshape:
@@ -322,6 +347,7 @@ constexpr int operand_count(OpCode op) {
     case OpCode::kGather: return 2;
     case OpCode::kSelectAndScatter: return 3;
     case OpCode::kConvolution: return 2;
+    case OpCode::kTopK: return 1;
     default: return -1;
   }
 }

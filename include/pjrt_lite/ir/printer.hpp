@@ -117,6 +117,12 @@ inline std::string attributes_text(const Node& node) {
               ", window_reversal=", dims(a.window_reversal),
               ", feature_group_count=", a.feature_group_count,
               ", batch_group_count=", a.batch_group_count);
+        } else if constexpr (std::is_same_v<A, ReducePrecisionAttrs>) {
+          return str_cat("exponent_bits=", a.exponent_bits, ", mantissa_bits=", a.mantissa_bits);
+        } else if constexpr (std::is_same_v<A, SortAttrs>) {
+          return str_cat("dimension=", a.dimension, ", is_stable=", a.is_stable ? "true" : "false");
+        } else if constexpr (std::is_same_v<A, TopKAttrs>) {
+          return str_cat("k=", a.k);
         } else {
           // NoAttrs; ConvertAttrs and ReshapeAttrs repeat the result type.
           return "";

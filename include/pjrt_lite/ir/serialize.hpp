@@ -154,6 +154,14 @@ void attribute_fields(A& a, F&& f) {
     f(a.output_spatial_dimensions);
     f(a.feature_group_count);
     f(a.batch_group_count);
+  } else if constexpr (std::is_same_v<T, ReducePrecisionAttrs>) {
+    f(a.exponent_bits);
+    f(a.mantissa_bits);
+  } else if constexpr (std::is_same_v<T, SortAttrs>) {
+    f(a.dimension);
+    f(a.is_stable);
+  } else if constexpr (std::is_same_v<T, TopKAttrs>) {
+    f(a.k);
   } else {
     static_assert(sizeof(T) == 0, "every Attributes alternative needs its fields listed here");
   }

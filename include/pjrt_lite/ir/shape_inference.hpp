@@ -293,6 +293,81 @@ inline StatusOr<Shape> infer_unary(OpCode op, const Shape& operand) {
   return Shape(out, std::vector<std::int64_t>(operand.dims().begin(), operand.dims().end()));
 }
 
+/// reduce_precision: a floating-point operand, 1 <= exponent_bits and 0 <= mantissa_bits
+/// (the spec's constraints), both within si32 as the spec types them. The operand's shape.
+inline StatusOr<Shape> infer_reduce_precision(const Shape& operand, const ReducePrecisionAttrs& a) {
+  constexpr OpCode op = OpCode::kReducePrecision;
+  PJRT_LITE_RETURN_IF_ERROR(
+      detail::check_element_type(op, "operand 0", operand.dtype(), TypeClass::kFloat));
+  constexpr std::int64_t kMax = std::numeric_limits<std::int32_t>::max();
+  if (a.exponent_bits < 1 || a.exponent_bits > kMax)
+    return detail::op_error(op, "exponent_bits = ", a.exponent_bits,
+                            " must be at least 1 (and fit in si32)");
+  if (a.mantissa_bits < 0 || a.mantissa_bits > kMax)
+    return detail::op_error(op, "mantissa_bits = ", a.mantissa_bits,
+                            " must be at least 0 (and fit in si32)");
+  return operand.with_default_layout();
+}
+
+/// sort(inputs...): N >= 1 inputs of one dims (element types may differ), a dimension in
+/// [-rank, rank), and a comparator (E0, E0, ..., EN-1, EN-1) -> i1 of rank-0 values, Ei
+/// being input i's element type. The results have the inputs' shapes.
+inline StatusOr<std::vector<Shape>> infer_sort(std::span<const Shape> inputs,
+                                               const Signature& comparator, const SortAttrs& a) {
+  constexpr OpCode op = OpCode::kSort;
+  const std::size_t n = inputs.size();
+  if (n == 0) return detail::op_error(op, "needs at least one input");
+  for (std::size_t i = 1; i < n; ++i)
+    if (!std::ranges::equal(inputs[i].dims(), inputs[0].dims()))
+      return detail::op_error(op, "operand ", i, " has shape ", inputs[i], " but operand 0 has ",
+                              inputs[0], "; inputs must have one dims");
+  const std::int64_t rank = inputs[0].rank();
+  if (a.dimension < -rank || a.dimension >= rank)
+    return detail::op_error(op, "dimension = ", a.dimension, " is out of range for rank ", rank,
+                            " (allowed: ", -rank, " .. ", rank - 1, ")");
+  if (comparator.parameters.size() != 2 * n)
+    return detail::op_error(op, "comparator takes ", comparator.parameters.size(),
+                            " parameters, but ", n, " input(s) need ", 2 * n,
+                            " (two rank-0 values per input)");
+  for (std::size_t k = 0; k < 2 * n; ++k) {
+    const Shape want(inputs[k / 2].dtype(), {});
+    if (comparator.parameters[k] != want)
+      return detail::op_error(op, "comparator parameter ", k, " has type ",
+                              comparator.parameters[k], " but input ", k / 2, " needs ", want);
+  }
+  if (comparator.results.size() != 1 || comparator.results[0] != Shape(DType::kPred, {}))
+    return detail::op_error(op, "comparator must return one pred[] (tensor<i1>), returns ",
+                            comparator.results.size(), " value(s)",
+                            comparator.results.empty()
+                                ? std::string()
+                                : str_cat(", the first of type ", comparator.results[0]));
+  std::vector<Shape> results;
+  for (const Shape& s : inputs) results.push_back(s.with_default_layout());
+  return results;
+}
+
+/// top_k(operand): an integer, floating-point or pred operand of rank >= 1 and 0 <= k <= its
+/// last dimension. Results: the values (the operand's type) and their s32 indices, both of
+/// the operand's dims with the last one k.
+inline StatusOr<std::vector<Shape>> infer_top_k(const Shape& operand, const TopKAttrs& a) {
+  constexpr OpCode op = OpCode::kTopK;
+  PJRT_LITE_RETURN_IF_ERROR(
+      detail::check_element_type(op, "operand 0", operand.dtype(),
+                                 TypeClass::kPred | TypeClass::kInteger | TypeClass::kFloat));
+  if (operand.rank() < 1)
+    return detail::op_error(op, "operand 0 has shape ", operand, " but must have rank 1 or more");
+  const std::int64_t last = operand.dim(operand.rank() - 1);
+  if (a.k < 0 || a.k > last)
+    return detail::op_error(op, "k = ", a.k, " must be in [0, ", last,
+                            "], the last dimension of operand 0 ", operand);
+  if (last > std::numeric_limits<std::int32_t>::max())
+    return detail::op_error(op, "the last dimension of operand 0 ", operand,
+                            " is too large for s32 indices");
+  std::vector<std::int64_t> dims(operand.dims().begin(), operand.dims().end());
+  dims.back() = a.k;
+  return std::vector<Shape>{Shape(operand.dtype(), dims), Shape(DType::kS32, dims)};
+}
+
 /// add .. complex: both operands of one shape, the result of that shape; complex turns two
 /// f32 (f64) into c64 (c128).
 inline StatusOr<Shape> infer_binary(OpCode op, const Shape& lhs, const Shape& rhs) {
@@ -1392,6 +1467,10 @@ inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shap
         return detail::op_error(op, "needs operand 0 (the ",
                                 op == OpCode::kIf ? "predicate" : "index", ")");
       return infer_case(op, operands[0], operands.subspan(1), bodies);
+    case OpCode::kReducePrecision:
+      return one(infer_reduce_precision(operands[0], std::get<ReducePrecisionAttrs>(attrs)));
+    case OpCode::kSort: return infer_sort(operands, bodies[0], std::get<SortAttrs>(attrs));
+    case OpCode::kTopK: return infer_top_k(operands[0], std::get<TopKAttrs>(attrs));
     default: return detail::op_error(op, "has no shape rule");
   }
 }

@@ -22,8 +22,8 @@
 //
 // Errors: malformed text and type errors are INVALID_ARGUMENT "line:column: what was
 // expected, found what"; a declared type that differs from what the IR infers is one too.
-// Valid StableHLO that the IR cannot represent (sort, most chlo ops, dynamic shapes, f8
-// types, ...) is UNIMPLEMENTED "stablehlo.sort is not supported (line 12)", so a
+// Valid StableHLO that the IR cannot represent (fft, most chlo ops, dynamic shapes, f8
+// types, ...) is UNIMPLEMENTED "stablehlo.fft is not supported (line 12)", so a
 // runner can skip the file. The parser never throws, crashes or loops on any input: nesting
 // and sizes are bounded and every index is checked.
 //
@@ -79,9 +79,9 @@ inline bool is_known_unsupported_op(std::string_view name) {
       "dynamic_broadcast_in_dim", "dynamic_conv", "dynamic_gather", "dynamic_iota", "dynamic_pad",
       "dynamic_reshape", "einsum", "fft", "get_dimension_size", "get_tuple_element",
       "infeed", "map", "optimization_barrier", "outfeed", "partition_id",
-      "real_dynamic_slice", "recv", "reduce_precision", "reduce_scatter",
+      "real_dynamic_slice", "recv", "reduce_scatter",
       "replica_id", "rng", "rng_bit_generator", "send",
-      "set_dimension_size", "sort", "torch_index_select", "trace", "triangular_solve", "tuple",
+      "set_dimension_size", "torch_index_select", "trace", "triangular_solve", "tuple",
       "unary_einsum", "uniform_dequantize", "uniform_quantize"};
   // clang-format on
   for (std::string_view n : kNames)
@@ -650,6 +650,7 @@ class Parser {
       // The CHLO ops the IR has; any other is valid CHLO this parser does not run.
       StatusOr<OpCode> chlo = op_from_name(name);
       if (!chlo.ok()) return unsupported_at(pos, name);
+      if (*chlo == OpCode::kTopK) return parse_top_k(r, ctx, name, pos);
       return parse_elementwise(r, ctx, *chlo, name, pos);
     }
     if (!name.starts_with("stablehlo.")) {
@@ -759,14 +760,25 @@ class Parser {
         PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
         return out;
       }
+      case OpCode::kReducePrecision: {
+        // `stablehlo.reduce_precision %x, format = e5m10 : T`.
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands,
+                                   parse_operand_then_key(r, ctx, name, "format"));
+        PJRT_LITE_ASSIGN_OR_RETURN(
+            Token f, r.expect_kind(TokenKind::kIdent, "a format such as e5m10", "after format ="));
+        PJRT_LITE_ASSIGN_OR_RETURN(ReducePrecisionAttrs attrs, precision_format(f));
+        PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                                   declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+        out.values = ctx.b.op(op, operands, attrs);
+        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        return out;
+      }
       case OpCode::kBroadcastInDim:
       case OpCode::kTranspose:
       case OpCode::kReverse: {
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands,
-                                   parse_operands_exact(r, ctx, 1, name));
-        PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
-        PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("dims", str_cat("after the operand of ", name)));
-        PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after dims"));
+                                   parse_operand_then_key(r, ctx, name, "dims"));
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> dims,
                                    r.parse_int_list("after dims ="));
         PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
@@ -882,10 +894,64 @@ class Parser {
       case OpCode::kSelectAndScatter:
       case OpCode::kCase:
       case OpCode::kIf:
+      case OpCode::kSort:
         return error_at(pos, str_cat(name, " has no pretty form; expected \"", name, "\"(...)"));
       default: break;
     }
     return error_at(pos, str_cat("unknown op ", name));
+  }
+
+  /// `%x, KEY =`: one operand, then the name of a keyword argument whose value comes next.
+  static StatusOr<std::vector<Value>> parse_operand_then_key(Reader& r, const Context& ctx,
+                                                             std::string_view op,
+                                                             std::string_view key) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands, parse_operands_exact(r, ctx, 1, op));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect_ident(key, str_cat("after the operand of ", op)));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('=', str_cat("after ", key)));
+    return operands;
+  }
+
+  /// CHLO's pretty top_k: `chlo.top_k(%x, k = 3) : T -> (T, tensor<...xi32>)`.
+  StatusOr<OpResult> parse_top_k(Reader& r, Context& ctx, std::string_view name, SourcePos pos) {
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('(', str_cat("after ", name)));
+    PJRT_LITE_ASSIGN_OR_RETURN(Value operand, parse_operand(r, ctx, str_cat("for ", name)));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after the operand of chlo.top_k"));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("k", "after the operand of chlo.top_k"));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after k"));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t k, r.parse_int("after k ="));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(')', "after k = ..."));
+    const std::vector<Value> operands = {operand};
+    PJRT_LITE_RETURN_IF_ERROR(check_chlo_operands(ctx, OpCode::kTopK, operands, name, pos));
+    PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                               declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+    OpResult out;
+    out.values = ctx.b.op(OpCode::kTopK, operands, TopKAttrs{k});
+    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    return out;
+  }
+
+  /// reduce_precision's `eEmM` format word: E exponent bits, M mantissa bits.
+  static StatusOr<ReducePrecisionAttrs> precision_format(const Token& t) {
+    auto fail = [&] {
+      return error_at(t.pos, str_cat("expected a format such as e5m10 (exponent and mantissa "
+                                     "bits), found '",
+                                     t.text, "'"));
+    };
+    const std::string_view w = t.text;
+    const std::size_t m = w.find('m');
+    if (w.size() < 4 || w[0] != 'e' || m == std::string_view::npos || m < 2 || m + 1 >= w.size())
+      return fail();
+    ReducePrecisionAttrs a;
+    auto number = [](std::string_view digits, std::int64_t& out) {
+      auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), out);
+      return ec == std::errc() && ptr == digits.data() + digits.size() && digits[0] != '-' &&
+             digits[0] != '+';
+    };
+    if (!number(w.substr(1, m - 1), a.exponent_bits) || !number(w.substr(m + 1), a.mantissa_bits))
+      return fail();
+    return a;
   }
 
   StatusOr<OpResult> parse_dot_general(Reader& r, Context& ctx, std::string_view name,
@@ -2037,6 +2103,31 @@ class Parser {
         PJRT_LITE_RETURN_IF_ERROR(padding_attr(attrs, name, c.padding_low, c.padding_high));
         PJRT_LITE_RETURN_IF_ERROR(group_counts(attrs, c));
         a = c.with_defaults();
+        break;
+      }
+      case OpCode::kSort: {
+        if (regions.size() != 1)
+          return error_at(pos, str_cat("stablehlo.sort needs one region (the comparator), got ",
+                                       regions.size()));
+        // MLIR's defaults: dimension -1, is_stable false.
+        SortAttrs sa{-1, false};
+        if (find_attr(attrs, "dimension")) {
+          PJRT_LITE_ASSIGN_OR_RETURN(sa.dimension, int_attr(attrs, "dimension", name, pos));
+        }
+        PJRT_LITE_ASSIGN_OR_RETURN(sa.is_stable, bool_attr(attrs, "is_stable"));
+        a = sa;
+        break;
+      }
+      case OpCode::kTopK: {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t k, int_attr(attrs, "k", name, pos));
+        a = TopKAttrs{k};
+        break;
+      }
+      case OpCode::kReducePrecision: {
+        ReducePrecisionAttrs rp;
+        PJRT_LITE_ASSIGN_OR_RETURN(rp.exponent_bits, int_attr(attrs, "exponent_bits", name, pos));
+        PJRT_LITE_ASSIGN_OR_RETURN(rp.mantissa_bits, int_attr(attrs, "mantissa_bits", name, pos));
+        a = rp;
         break;
       }
       case OpCode::kDotGeneral: {

@@ -193,6 +193,13 @@ class Printer {
   void print_node(const Graph& g, const std::vector<std::string>& names, const Node& n,
                   const std::string& body_prefix, std::string_view indent) {
     const std::string name = str_cat(op_dialect(n.op), ".", op_name(n.op));
+    if (n.op == OpCode::kTopK) {
+      // CHLO's form: `chlo.top_k(%x, k = 3) : T -> (T, tensor<...xi32>)`.
+      out_ += str_cat(name, "(", operand_list(g, names, n), ", k = ", n.attr<TopKAttrs>().k,
+                      ") : ", tensor_type_name(g.shape(n.operands[0])), " -> (",
+                      tensor_type_name(n.results[0]), ", ", tensor_type_name(n.results[1]), ")");
+      return;
+    }
     if (is_chlo(n.op)) {
       // CHLO's form: `chlo.erf %x : T -> T`, `chlo.next_after %x, %y : T, T -> T`.
       std::string types;
@@ -272,6 +279,11 @@ class Printer {
             print_window_op(g, names, n, a, body_prefix, indent);
           } else if constexpr (std::is_same_v<A, ConvolutionAttrs>) {
             print_convolution(g, names, n, a);
+          } else if constexpr (std::is_same_v<A, SortAttrs>) {
+            print_sort(g, names, n, a, body_prefix, indent);
+          } else if constexpr (std::is_same_v<A, ReducePrecisionAttrs>) {
+            out_ += str_cat(name, " ", operand_list(g, names, n), ", format = e", a.exponent_bits,
+                            "m", a.mantissa_bits, " : ", tensor_type_name(n.results[0]));
           } else if (is_control_flow(n.op)) {
             print_control_flow(g, names, n, body_prefix, indent);
           } else if (n.op == OpCode::kSelect) {
@@ -343,6 +355,17 @@ class Printer {
     if (a.indices_are_sorted) out_ += ", indices_are_sorted = true";
     if (a.unique_indices) out_ += ", unique_indices = true";
     out_ += "}> ({\n";
+    print_block_header(n.bodies[0], body_prefix, indent);
+    out_ += str_cat(indent, "}) : ", function_type(g, n));
+  }
+
+  /// sort has only the generic form: `"stablehlo.sort"(...) <{dimension = D : i64[, is_stable =
+  /// true]}> ({ ^bb0(...): ... }) : type`.
+  void print_sort(const Graph& g, const std::vector<std::string>& names, const Node& n,
+                  const SortAttrs& a, const std::string& body_prefix, std::string_view indent) {
+    out_ +=
+        str_cat("\"stablehlo.sort\"(", operand_list(g, names, n), ") <{dimension = ", a.dimension,
+                " : i64", a.is_stable ? ", is_stable = true" : "", "}> ({\n");
     print_block_header(n.bodies[0], body_prefix, indent);
     out_ += str_cat(indent, "}) : ", function_type(g, n));
   }

@@ -232,6 +232,12 @@ inline void Linearizer::transpose_entry(const Entry& e, Value ct) {
       }
       return;
     }
+    case OpCode::kReducePrecision: {
+      // Its own transpose, as JAX has it: the cotangent is rounded to the same format.
+      const auto& a = std::get<ReducePrecisionAttrs>(e.attrs);
+      send(ops[0], b_.reduce_precision(ct, a.exponent_bits, a.mantissa_bits));
+      return;
+    }
     case OpCode::kReal: send(ops[0], b_.complex(ct, zeros(e.shape))); return;
     case OpCode::kImag: send(ops[0], b_.complex(zeros(e.shape), b_.negate(ct))); return;
     case OpCode::kComplex:
@@ -498,11 +504,18 @@ class JvpRules {
                std::vector<Value>& y, std::vector<Lin>& ty) {
     const bool any = std::any_of(t.begin(), t.end(), [](Lin x) { return x != kZero; });
     if (any && is_control_flow(n.op)) return control_flow(n, p, t, y, ty);
+    if (n.op == OpCode::kSort && any) return sort(n, p, t, y, ty);
     y = b_.op(n.op, p, n.attrs, n.bodies);
     ty.assign(y.size(), kZero);
     PJRT_LITE_RETURN_IF_ERROR(b_.status());
     if (!any) return ok_status();
     if (n.op == OpCode::kReduce) return reduce(n, p, t, y, ty);
+    if (n.op == OpCode::kTopK) {
+      // The values' tangent is the tangent at the chosen indices; the indices have none.
+      if (!is_inexact(n.results[0].dtype())) return ok_status();
+      ty[0] = take_along(t[0], y[1], p[0], shape(p[0]).rank() - 1);
+      return l_.status();
+    }
     if (!is_inexact(n.results[0].dtype())) return ok_status();
     ty[0] = rule(n, p, t, y[0]);
     return l_.status();
@@ -701,7 +714,11 @@ class JvpRules {
       case OpCode::kReshape:
       case OpCode::kTranspose:
       case OpCode::kSlice:
-      case OpCode::kReverse: return l_.apply(n.op, {L::lin(tx)}, n.attrs);
+      case OpCode::kReverse:
+      // reduce_precision is treated as linear, as JAX treats it: the tangent is rounded to the
+      // same format (a rounding whose true derivative is 0 almost everywhere would make every
+      // mixed-precision emulation untrainable).
+      case OpCode::kReducePrecision: return l_.apply(n.op, {L::lin(tx)}, n.attrs);
       case OpCode::kConcatenate:
       case OpCode::kPad: {
         std::vector<L::Operand> ops;
@@ -746,6 +763,69 @@ class JvpRules {
             unimplemented_error(str_cat("autodiff: ", op_name(n.op), " has no derivative rule")));
         return kZero;
     }
+  }
+
+  /// The linear map t -> u with u[..., i, ...] = t[..., index[..., i, ...], ...] along
+  /// `dim` (index is s32, of t's dims but for `dim`), as a dot_general with the one-hot
+  /// matrix of `index` and a transpose, so that reverse mode transposes it with the rules it
+  /// has. It costs |index| * (t's size along dim) memory: fine for the rows sort and top_k
+  /// see in practice, quadratic for long ones.
+  Lin take_along(Lin t, Value index, Value like, std::int64_t dim) {
+    using L = Linearizer;
+    const Shape ts = shape(like), is = shape(index);
+    const std::int64_t rank = ts.rank();
+    std::vector<std::int64_t> hot_dims = vec(is.dims());
+    hot_dims.push_back(ts.dim(dim));
+    std::vector<std::int64_t> first(static_cast<std::size_t>(rank));
+    for (std::int64_t d = 0; d < rank; ++d) first[static_cast<std::size_t>(d)] = d;
+    Value spread = b_.broadcast_in_dim(index, hot_dims, first);
+    Value positions = b_.iota(Shape(DType::kS32, hot_dims), rank);
+    Value hot = b_.convert(cmp(spread, positions, ComparisonDirection::kEq), ts.dtype());
+    DotDimensionNumbers dn;
+    for (std::int64_t d = 0; d < rank; ++d)
+      if (d != dim) {
+        dn.lhs_batching_dimensions.push_back(d);
+        dn.rhs_batching_dimensions.push_back(d);
+      }
+    dn.lhs_contracting_dimensions = {rank};
+    dn.rhs_contracting_dimensions = {dim};
+    const Lin taken = l_.apply(OpCode::kDotGeneral, {L::coef(hot), L::lin(t)}, dn);
+    if (dim == rank - 1) return taken;
+    // The dot puts the gathered dimension last; move it back to `dim`.
+    std::vector<std::int64_t> perm;
+    for (std::int64_t d = 0; d < rank; ++d)
+      perm.push_back(d < dim ? d : d == dim ? rank - 1 : d - 1);
+    return l_.apply(OpCode::kTranspose, {L::lin(taken)}, TransposeAttrs{perm});
+  }
+
+  /// sort: the primal sort runs with an iota along the dimension as an extra operand (its
+  /// comparator ignores it), which yields the permutation; each tangent is permuted by it.
+  Status sort(const Node& n, const std::vector<Value>& p, const std::vector<Lin>& t,
+              std::vector<Value>& y, std::vector<Lin>& ty) {
+    SortAttrs a = std::get<SortAttrs>(n.attrs);
+    const Shape s = shape(p[0]);
+    if (a.dimension < 0) a.dimension += s.rank();
+    GraphBuilder cb(n.bodies[0].name());
+    std::vector<Value> args;
+    for (Value v : n.bodies[0].parameters()) args.push_back(cb.parameter(n.bodies[0].shape(v)));
+    cb.parameter(Shape(DType::kS32, {}));
+    cb.parameter(Shape(DType::kS32, {}));
+    StatusOr<Graph> comparator = cb.build(cb.inline_graph(n.bodies[0], args));
+    if (!comparator.ok()) return comparator.status().with_context("autodiff: sort");
+    std::vector<Value> operands = p;
+    operands.push_back(b_.iota(Shape(DType::kS32, vec(s.dims())), a.dimension));
+    std::vector<Graph> bodies;
+    bodies.push_back(std::move(comparator).value());
+    std::vector<Value> sorted = b_.op(OpCode::kSort, operands, a, std::move(bodies));
+    PJRT_LITE_RETURN_IF_ERROR(b_.status());
+    const Value permutation = sorted.back();
+    sorted.pop_back();
+    y = sorted;
+    ty.assign(y.size(), kZero);
+    for (std::size_t i = 0; i < p.size(); ++i)
+      if (t[i] != kZero && is_inexact(shape(p[i]).dtype()))
+        ty[i] = take_along(t[i], permutation, p[i], a.dimension);
+    return l_.status();
   }
 
   Status reduce(const Node& n, const std::vector<Value>& p, const std::vector<Lin>& t,

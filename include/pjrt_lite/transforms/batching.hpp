@@ -94,6 +94,16 @@ class Batcher {
         return wrap(b_.op(OpCode::kReduce, ops, ReduceAttrs{dims}, n.bodies), true);
       }
       case OpCode::kDotGeneral: return dot(n, in);
+      case OpCode::kSort: {
+        std::vector<Value> ops;
+        for (const BValue& v : in) ops.push_back(materialize(v));
+        auto a = std::get<SortAttrs>(n.attrs);
+        if (a.dimension < 0) a.dimension += n.results[0].rank();
+        ++a.dimension;
+        return wrap(b_.op(OpCode::kSort, ops, a, n.bodies), true);
+      }
+      // Along the last dimension, which a leading batch dimension leaves last.
+      case OpCode::kTopK: return wrap(b_.op(OpCode::kTopK, {in[0].value}, n.attrs), true);
       case OpCode::kDynamicSlice:
       case OpCode::kDynamicUpdateSlice: {
         const std::size_t first_index = n.op == OpCode::kDynamicSlice ? 1 : 2;

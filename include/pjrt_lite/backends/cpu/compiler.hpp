@@ -19,6 +19,7 @@
 #include "pjrt_lite/backends/cpu/program.hpp"
 #include "pjrt_lite/backends/cpu/reduce_kernel.hpp"
 #include "pjrt_lite/backends/cpu/scatter_kernel.hpp"
+#include "pjrt_lite/backends/cpu/sort_kernel.hpp"
 #include "pjrt_lite/backends/cpu/window_kernel.hpp"
 #include "pjrt_lite/backends/cpu/tile_program.hpp"
 #include "pjrt_lite/backends/reference/interpreter.hpp"
@@ -543,6 +544,29 @@ class Compiler {
         auto k = std::move(made).value();
         k->text = text;
         add_kernel(std::move(k), reads, {dst});
+        return ok_status();
+      }
+      case OpCode::kSort: {
+        std::vector<std::int32_t> dsts;
+        std::vector<DType> dtypes;
+        for (std::size_t r = 0; r < n.results.size(); ++r) {
+          dsts.push_back(slot_of(Value{static_cast<std::int32_t>(i), static_cast<std::int32_t>(r), 0}));
+          dtypes.push_back(n.results[r].dtype());
+        }
+        auto made = SortKernel::make(g_.shape(n.operands[0]), n.attr<SortAttrs>(), n.bodies[0], dtypes, reads, dsts);
+        if (!made.ok()) return made.status();
+        auto k = std::move(made).value();
+        k->text = text;
+        add_kernel(std::move(k), reads, dsts);
+        return ok_status();
+      }
+      case OpCode::kTopK: {
+        const std::int32_t indices = slot_of(Value{static_cast<std::int32_t>(i), 1, 0});
+        auto made = TopKKernel::make(g_.shape(n.operands[0]), n.attr<TopKAttrs>().k, reads[0], dst, indices);
+        if (!made.ok()) return made.status();
+        auto k = std::move(made).value();
+        k->text = text;
+        add_kernel(std::move(k), reads, {dst, indices});
         return ok_status();
       }
       default:

@@ -26,13 +26,15 @@
 namespace pjrt_lite::cpu::detail {
 
 /// One tile of one op: up to three inputs, one output, n elements each. Comparison
-/// attributes ride along for compare.
+/// attributes ride along for compare, the two widths for reduce_precision.
 struct TileArgs {
   const void* in[3] = {nullptr, nullptr, nullptr};
   void* out = nullptr;
   std::int64_t n = 0;
   ComparisonDirection direction = ComparisonDirection::kEq;
   ComparisonType comparison = ComparisonType::kFloat;
+  std::int64_t exponent_bits = 0;
+  std::int64_t mantissa_bits = 0;
 };
 using TileFn = void (*)(const TileArgs&);
 
@@ -470,6 +472,13 @@ void clamp(const TileArgs& a) {
   }
 }
 
+template <class T>
+void reduce_precision(const TileArgs& a) {
+  const T* x = static_cast<const T*>(a.in[0]);
+  T* o = static_cast<T*>(a.out);
+  for (std::int64_t i = 0; i < a.n; ++i) o[i] = special::reduce_precision<T>(x[i], a.exponent_bits, a.mantissa_bits);
+}
+
 template <class From, class To>
 void convert(const TileArgs& a) {
   const From* x = static_cast<const From*>(a.in[0]);
@@ -509,6 +518,10 @@ inline TileFn find_tile_kernel(OpCode op, DType operand, DType result) {
   if (op == OpCode::kSelect)
     return visit_dtype(operand, [&]<class T>(std::type_identity<T>) -> TileFn { return &ew::select<T>; });
   return visit_dtype(operand, [&]<class T>(std::type_identity<T>) -> TileFn {
+    if constexpr (is_float_v<T>) {
+      // reduce_precision works on each float type's own bits.
+      if (op == OpCode::kReducePrecision) return &ew::reduce_precision<T>;
+    }
     if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
       // next_after steps in the element's own type; every other op widens to f32 around it.
       if (op == OpCode::kNextAfter) return [](const TileArgs& a) { ew::map2<T, T>(a, special::next_after<T>); };

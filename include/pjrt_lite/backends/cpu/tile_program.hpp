@@ -41,6 +41,7 @@ class TileProgram {
     std::int32_t in[3] = {-1, -1, -1};
     ComparisonDirection direction = ComparisonDirection::kEq;
     ComparisonType comparison = ComparisonType::kFloat;
+    std::int64_t exponent_bits = 0, mantissa_bits = 0;  // reduce_precision
   };
 
   /// A register over external address `e` (an operand or result array), read or written at
@@ -57,12 +58,13 @@ class TileProgram {
   [[nodiscard]] DType dtype(std::int32_t reg) const { return regs_[static_cast<std::size_t>(reg)].dtype; }
 
   /// Appends `op` computing `out` from `ins`; f16/bf16 operands are widened to f32 around it
-  /// so the op rounds once (next_after steps in its own type and is never widened).
+  /// so the op rounds once (next_after and reduce_precision work in their own type and are
+  /// never widened).
   /// UNIMPLEMENTED if the CPU has no kernel.
   Status emit(const Node& node, std::int32_t out, std::vector<std::int32_t> ins) {
     const DType operand = node.op == OpCode::kSelect ? dtype(ins[1]) : dtype(ins[0]);
     if (computes_in_f32(operand) && node.op != OpCode::kConvert && node.op != OpCode::kSelect &&
-        node.op != OpCode::kNextAfter) {
+        node.op != OpCode::kNextAfter && node.op != OpCode::kReducePrecision) {
       for (std::int32_t& r : ins) {
         if (!computes_in_f32(dtype(r))) continue;
         std::int32_t wide = scratch(DType::kF32);
@@ -169,6 +171,8 @@ class TileProgram {
         args.out = ptr[ins.out];
         args.direction = ins.direction;
         args.comparison = ins.comparison;
+        args.exponent_bits = ins.exponent_bits;
+        args.mantissa_bits = ins.mantissa_bits;
         ins.fn(args);
       }
     }
@@ -247,6 +251,11 @@ class TileProgram {
       const auto& attrs = node.attr<CompareAttrs>();
       instr.direction = attrs.direction;
       instr.comparison = attrs.type == ComparisonType::kNotype ? default_comparison_type(operand) : attrs.type;
+    }
+    if (node.op == OpCode::kReducePrecision) {
+      const auto& attrs = node.attr<ReducePrecisionAttrs>();
+      instr.exponent_bits = attrs.exponent_bits;
+      instr.mantissa_bits = attrs.mantissa_bits;
     }
     code_.push_back(instr);
     return ok_status();

@@ -297,4 +297,18 @@ inline StatusOr<Literal> eval_convert(const Literal& x, const Shape& result) {
   });
 }
 
+/// reduce_precision, element by element on the operand's own bits (special::reduce_precision).
+inline StatusOr<Literal> eval_reduce_precision(const Literal& x, const ReducePrecisionAttrs& a,
+                                               const Shape& result) {
+  return visit_dtype(x.dtype(), [&]<class T>(std::type_identity<T>) -> StatusOr<Literal> {
+    if constexpr (is_float_v<T>) {
+      return map_unary<T>(x, result, [&](T v) {
+        return special::reduce_precision<T>(v, a.exponent_bits, a.mantissa_bits);
+      });
+    } else {
+      return unsupported(OpCode::kReducePrecision, x.dtype());
+    }
+  });
+}
+
 }  // namespace pjrt_lite::reference::detail

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <numeric>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -23,6 +24,7 @@
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/core/merge_sort.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/op.hpp"
@@ -152,6 +154,102 @@ inline StatusOr<std::vector<Literal>> eval_reduce(const Node& node,
   });
   PJRT_LITE_RETURN_IF_ERROR(status);
   return results;
+}
+
+/// sort(inputs...): each row along the dimension is permuted, the same way in every input, by
+/// a stable merge sort that asks the comparator (x0, y0, x1, y1, ...) whether element x goes
+/// before element y. Stable whether or not is_stable asks for it (the spec leaves the order of
+/// equal elements open then). A comparator that is no strict weak order still gives some
+/// permutation: the merge sort only compares.
+inline StatusOr<std::vector<Literal>> eval_sort(const Node& node,
+                                                std::span<const Literal* const> operands) {
+  const SortAttrs& a = node.attr<SortAttrs>();
+  const std::span<const std::int64_t> dims = operands[0]->dims();
+  const auto rank = static_cast<std::int64_t>(dims.size());
+  const auto dim = static_cast<std::size_t>(a.dimension < 0 ? a.dimension + rank : a.dimension);
+  const std::int64_t length = dims[dim];
+  std::vector<Literal> results;
+  for (const Shape& shape : node.results) results.emplace_back(shape);
+  std::vector<std::int64_t> rows(dims.begin(), dims.end());
+  rows[dim] = 1;
+  std::vector<std::int64_t> order(static_cast<std::size_t>(length)), scratch(order.size());
+  std::vector<std::int64_t> positions(order.size()), index(dims.size());
+  std::vector<std::vector<Literal>> elements(operands.size());
+  Status status;
+  for_each_index(rows, [&](std::span<const std::int64_t> row) {
+    if (!status.ok()) return;
+    std::copy(row.begin(), row.end(), index.begin());
+    for (auto& e : elements) e.clear();
+    for (std::int64_t j = 0; j < length; ++j) {
+      index[dim] = j;
+      positions[static_cast<std::size_t>(j)] = operands[0]->linear_index(index);
+      for (std::size_t i = 0; i < operands.size(); ++i)
+        elements[i].push_back(element_as_scalar(
+            *operands[i], positions[static_cast<std::size_t>(j)], operands[i]->dtype()));
+    }
+    std::iota(order.begin(), order.end(), std::int64_t{0});
+    std::vector<const Literal*> args(2 * operands.size());
+    stable_merge_sort(order, scratch, [&](std::int64_t x, std::int64_t y) {
+      if (!status.ok()) return false;
+      for (std::size_t i = 0; i < operands.size(); ++i) {
+        args[2 * i] = &elements[i][static_cast<std::size_t>(x)];
+        args[2 * i + 1] = &elements[i][static_cast<std::size_t>(y)];
+      }
+      StatusOr<std::vector<Literal>> r = run_graph(node.bodies[0], args);
+      if (!r.ok()) {
+        status = r.status().with_context("sort: comparator");
+        return false;
+      }
+      return (*r)[0].data<bool>()[0];
+    });
+    for (std::size_t j = 0; j < order.size(); ++j)
+      for (std::size_t i = 0; i < operands.size(); ++i)
+        copy_element(*operands[i], positions[static_cast<std::size_t>(order[j])], results[i],
+                     positions[j]);
+  });
+  PJRT_LITE_RETURN_IF_ERROR(status);
+  return results;
+}
+
+/// top_k(operand): per row along the last dimension, the elements in descending order (floats
+/// in totalOrder, so NaN first and -NaN last), equal ones by ascending index, cut to k; and
+/// their indices.
+inline StatusOr<std::vector<Literal>> eval_top_k(const Node& node, const Literal& operand) {
+  return visit_dtype(
+      operand.dtype(), [&]<class T>(std::type_identity<T>) -> StatusOr<std::vector<Literal>> {
+        if constexpr (is_complex_v<T>) {
+          return unsupported(OpCode::kTopK, operand.dtype());  // shape inference rejects complex
+        } else {
+          auto key = [](T v) {
+            if constexpr (is_float_v<T>)
+              return scalar::total_order_key(v);
+            else
+              return v;
+          };
+          std::vector<Literal> results;
+          for (const Shape& shape : node.results) results.emplace_back(shape);
+          const std::int64_t last = operand.dims().empty() ? 0 : operand.dims().back();
+          const std::int64_t k = node.attr<TopKAttrs>().k;
+          const std::int64_t rows = last == 0 ? 0 : operand.element_count() / last;
+          std::span<const T> in = operand.data<T>();
+          std::span<T> values = results[0].data<T>();
+          std::span<std::int32_t> indices = results[1].data<std::int32_t>();
+          std::vector<std::int64_t> order(static_cast<std::size_t>(last)), scratch(order.size());
+          for (std::int64_t r = 0; r < rows; ++r) {
+            std::span<const T> row = in.subspan(static_cast<std::size_t>(r * last));
+            std::iota(order.begin(), order.end(), std::int64_t{0});
+            stable_merge_sort(order, scratch, [&](std::int64_t x, std::int64_t y) {
+              return key(row[static_cast<std::size_t>(y)]) < key(row[static_cast<std::size_t>(x)]);
+            });
+            for (std::int64_t j = 0; j < k; ++j) {
+              const auto at = static_cast<std::size_t>(r * k + j);
+              values[at] = row[static_cast<std::size_t>(order[static_cast<std::size_t>(j)])];
+              indices[at] = static_cast<std::int32_t>(order[static_cast<std::size_t>(j)]);
+            }
+          }
+          return results;
+        }
+      });
 }
 
 /// The input index that window element `window_index` of window `result_index` reads in
@@ -414,6 +512,8 @@ PJRT_LITE_REFERENCE_KERNELS_INLINE StatusOr<std::vector<Literal>> eval_node(
     case OpCode::kSelect: return one(eval_select(operand(0), operand(1), operand(2), result));
     case OpCode::kClamp: return one(eval_clamp(operand(0), operand(1), operand(2), result));
     case OpCode::kConvert: return one(eval_convert(operand(0), result));
+    case OpCode::kReducePrecision:
+      return one(eval_reduce_precision(operand(0), node.attr<ReducePrecisionAttrs>(), result));
     case OpCode::kBitcastConvert: return one(eval_bitcast_convert(operand(0), result));
     case OpCode::kBroadcastInDim:
       return one(eval_broadcast_in_dim(operand(0), node.attr<BroadcastInDimAttrs>(), result));
@@ -434,6 +534,8 @@ PJRT_LITE_REFERENCE_KERNELS_INLINE StatusOr<std::vector<Literal>> eval_node(
     case OpCode::kCase:
     case OpCode::kIf: return eval_case(node, operands);
     case OpCode::kReduceWindow: return eval_reduce_window(node, operands);
+    case OpCode::kSort: return eval_sort(node, operands);
+    case OpCode::kTopK: return eval_top_k(node, operand(0));
     case OpCode::kSelectAndScatter:
       return one(eval_select_and_scatter(node, operand(0), operand(1), operand(2)));
     case OpCode::kDotGeneral:

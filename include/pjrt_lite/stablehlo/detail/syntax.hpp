@@ -270,13 +270,18 @@ class Reader {
     } else {
       PJRT_LITE_ASSIGN_OR_RETURN(t.types, parse_type_list());
       if (lex_.peek().kind == TokenKind::kArrow) {
-        // CHLO's `T, T -> T`: a function type without the parentheses.
+        // CHLO's `T, T -> T` (or `T -> (T, U)`): a function type without the parentheses
+        // around its inputs.
         lex_.next();
         t.functional = true;
         t.function.inputs = std::move(t.types);
         t.types.clear();
-        PJRT_LITE_ASSIGN_OR_RETURN(Shape s, parse_type());
-        t.function.results.push_back(std::move(s));
+        if (lex_.peek().is('(')) {
+          PJRT_LITE_ASSIGN_OR_RETURN(t.function.results, parse_paren_types());
+        } else {
+          PJRT_LITE_ASSIGN_OR_RETURN(Shape s, parse_type());
+          t.function.results.push_back(std::move(s));
+        }
       }
     }
     return t;
