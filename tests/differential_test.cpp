@@ -477,6 +477,47 @@ static void sweep_convolution() {
   }
 }
 
+/// fft of every type and length class: powers of two (radix-2), other lengths (Bluestein),
+/// 1 to 3 transformed dimensions, lengths 0 and 1. Types fft does not take are rejected by
+/// shape inference and show as "-". Both backends compute in wider precision and round once,
+/// but sum in different orders: a tolerance relative to the largest value of the result.
+static void sweep_fft() {
+  Sweep& s = sweep();
+  if (!s.done.insert("sweep_fft").second) return;
+  struct Case {
+    std::vector<std::int64_t> dims;
+    FftType type;
+    std::vector<std::int64_t> length;
+  };
+  const std::vector<std::pair<std::string, std::vector<Case>>> rows = {
+      {"fft FFT/IFFT",
+       {{{3, 8}, FftType::kFft, {8}}, {{2, 5, 6}, FftType::kFft, {5, 6}}, {{4, 3, 2, 7}, FftType::kIfft, {3, 2, 7}},
+        {{2, 1}, FftType::kIfft, {1}}, {{0, 4}, FftType::kFft, {4}}, {{64, 37}, FftType::kFft, {37}}}},
+      {"fft RFFT",
+       {{{3, 8}, FftType::kRfft, {8}}, {{2, 5, 9}, FftType::kRfft, {5, 9}}, {{1, 4, 3, 6}, FftType::kRfft, {4, 3, 6}}}},
+      {"fft IRFFT",
+       {{{3, 5}, FftType::kIrfft, {8}}, {{2, 5, 5}, FftType::kIrfft, {5, 9}}, {{4, 3, 4}, FftType::kIrfft, {4, 3, 6}},
+        {{6, 1}, FftType::kIrfft, {1}}}},
+  };
+  for (DType t : kAllDTypes) {
+    for (const auto& [row, cases] : rows) {
+      std::vector<Literal> args;
+      for (const Case& c : cases) {
+        Literal l(Shape(t, c.dims));
+        visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+          for (T& v : l.data<T>()) v = random_value<T>(s.rng);
+        });
+        args.push_back(std::move(l));
+      }
+      s.check(row, t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+        std::vector<Value> outs;
+        for (std::size_t k = 0; k < cases.size(); ++k) outs.push_back(b.fft(p[k], cases[k].type, cases[k].length));
+        return outs;
+      }, t == DType::kF32 || t == DType::kC64 ? 1e-5 : 1e-12);
+    }
+  }
+}
+
 /// while, case and if carrying an array of each type through their regions: a loop that
 /// reverses and selects for a data-dependent number of turns, and branches that move data
 /// differently, with in-range and out-of-range indices.
@@ -548,6 +589,7 @@ TEST_CASE("differential: scatter and gather on every dtype") { check_part(sweep_
 TEST_CASE("differential: reduce_window and select_and_scatter on every dtype") { check_part(sweep_window); }
 TEST_CASE("differential: convolution on every dtype") { check_part(sweep_convolution); }
 TEST_CASE("differential: while, case and if on every dtype") { check_part(sweep_control_flow); }
+TEST_CASE("differential: fft on every dtype") { check_part(sweep_fft); }
 
 TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   // ctest runs each case in its own process: run whatever part has not run here yet.
@@ -558,6 +600,7 @@ TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   sweep_window();
   sweep_convolution();
   sweep_control_flow();
+  sweep_fft();
   Sweep& s = sweep();
   CHECK(s.failures.empty());
   const std::string table = s.markdown();

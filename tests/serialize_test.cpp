@@ -150,7 +150,10 @@ Graph every_op_graph() {
                                             .output_batch_dimension = 0,
                                             .output_feature_dimension = 2,
                                             .output_spatial_dimensions = {1}});
-  for (Value v : {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl, sc, ga, rw, sas, cw})
+  Value ff = b.fft(c, FftType::kFft, {2, 3});
+  Value rf = b.fft(f, FftType::kRfft, {3});
+  Value irf = b.fft(rf, FftType::kIrfft, {2, 3});
+  for (Value v : {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl, sc, ga, rw, sas, cw, ff, rf, irf})
     outs.push_back(v);
   // Control flow: a while (the shared counting loop), a three-way case and an if.
   Value n = b.reshape(b.slice(io, {0, 2}, {1, 3}), {});

@@ -34,6 +34,25 @@ enum class ComparisonDirection : std::uint8_t { kEq, kNe, kGe, kGt, kLe, kLt };
 /// default_comparison_type, so graphs it builds never hold kNotype.
 enum class ComparisonType : std::uint8_t { kNotype, kFloat, kTotalOrder, kSigned, kUnsigned };
 
+/// fft's `fft_type`: complex to complex forward (kFft) or inverse (kIfft), real to complex
+/// (kRfft, the non-negative frequencies only) and its inverse (kIrfft).
+enum class FftType : std::uint8_t { kFft, kIfft, kRfft, kIrfft };
+
+/// "FFT", "IFFT", "RFFT", "IRFFT".
+constexpr std::string_view fft_type_name(FftType t) {
+  constexpr std::array<std::string_view, 4> names = {"FFT", "IFFT", "RFFT", "IRFFT"};
+  auto i = static_cast<std::size_t>(t);
+  return i < names.size() ? names[i] : std::string_view("INVALID");
+}
+inline StatusOr<FftType> fft_type_from_name(std::string_view name) {
+  for (std::uint8_t i = 0; i < 4; ++i) {
+    auto t = static_cast<FftType>(i);
+    if (fft_type_name(t) == name) return t;
+  }
+  return invalid_argument_error(
+      str_cat("unknown fft type '", name, "' (expected FFT, IFFT, RFFT or IRFFT)"));
+}
+
 /// "EQ", "NE", "GE", "GT", "LE", "LT".
 constexpr std::string_view comparison_direction_name(ComparisonDirection d) {
   constexpr std::array<std::string_view, 6> names = {"EQ", "NE", "GE", "GT", "LE", "LT"};
@@ -163,6 +182,15 @@ struct PadAttrs {
 struct ReverseAttrs {
   std::vector<std::int64_t> dimensions;
   friend bool operator==(const ReverseAttrs&, const ReverseAttrs&) = default;
+};
+
+/// fft: the transform and the sizes of the trailing dimensions it runs over (1 to 3 of them,
+/// innermost last). For kIrfft they are the real result's sizes; the operand's last dimension
+/// is then fft_length.back() / 2 + 1.
+struct FftAttrs {
+  FftType fft_type = FftType::kFft;
+  std::vector<std::int64_t> fft_length;
+  friend bool operator==(const FftAttrs&, const FftAttrs&) = default;
 };
 
 /// dynamic_slice: the result dims (the start indices are operands).
@@ -410,7 +438,7 @@ using Attributes =
     std::variant<NoAttrs, ParameterAttrs, ConstantAttrs, IotaAttrs, CompareAttrs, ConvertAttrs,
                  BroadcastInDimAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, ConcatenateAttrs,
                  PadAttrs, ReverseAttrs, DynamicSliceAttrs, ReduceAttrs, DotDimensionNumbers,
-                 ScatterAttrs, GatherAttrs, WindowAttrs, ConvolutionAttrs>;
+                 ScatterAttrs, GatherAttrs, WindowAttrs, ConvolutionAttrs, FftAttrs>;
 
 namespace detail {
 template <class A, class... Ts>
@@ -433,7 +461,8 @@ constexpr std::string_view attributes_name(std::size_t index) {
       "CompareAttrs",   "ConvertAttrs",      "BroadcastInDimAttrs", "ReshapeAttrs",
       "TransposeAttrs", "SliceAttrs",        "ConcatenateAttrs",    "PadAttrs",
       "ReverseAttrs",   "DynamicSliceAttrs", "ReduceAttrs",         "DotDimensionNumbers",
-      "ScatterAttrs",   "GatherAttrs",       "WindowAttrs",         "ConvolutionAttrs"};
+      "ScatterAttrs",   "GatherAttrs",       "WindowAttrs",         "ConvolutionAttrs",
+      "FftAttrs"};
   return index < names.size() ? names[index] : std::string_view("invalid");
 }
 
@@ -461,6 +490,7 @@ constexpr std::size_t attributes_index_for(OpCode op) {
     case OpCode::kReduceWindow:
     case OpCode::kSelectAndScatter: return kAttributesIndex<WindowAttrs>;
     case OpCode::kConvolution: return kAttributesIndex<ConvolutionAttrs>;
+    case OpCode::kFft: return kAttributesIndex<FftAttrs>;
     default: return kAttributesIndex<NoAttrs>;
   }
 }

@@ -166,6 +166,9 @@ inline void hash_attributes(Hasher& h, const Attributes& attrs) {
           h.list(a.window_dilations);
           h.list(a.padding_low);
           h.list(a.padding_high);
+        } else if constexpr (std::is_same_v<A, FftAttrs>) {
+          h.i64(static_cast<std::int64_t>(a.fft_type));
+          h.list(a.fft_length);
         } else if constexpr (std::is_same_v<A, ConvolutionAttrs>) {
           h.list(a.window_strides);
           h.list(a.padding_low);

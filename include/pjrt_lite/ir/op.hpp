@@ -108,10 +108,12 @@ enum class OpCode : std::uint8_t {
   kWhile,
   kCase,
   kIf,
+  // Fourier transforms (appended for the same reason).
+  kFft,
 };
 
 /// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kIf) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kFft) + 1;
 
 namespace detail {
 inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
@@ -196,6 +198,7 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "while",
     "case",
     "if",
+    "fft",
 };
 }  // namespace detail
 
@@ -322,6 +325,7 @@ constexpr int operand_count(OpCode op) {
     case OpCode::kGather: return 2;
     case OpCode::kSelectAndScatter: return 3;
     case OpCode::kConvolution: return 2;
+    case OpCode::kFft: return 1;
     default: return -1;
   }
 }

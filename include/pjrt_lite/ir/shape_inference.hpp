@@ -1253,6 +1253,53 @@ inline Status check_region_parameters(OpCode op, std::string_view what, const Si
 
 }  // namespace detail
 
+/// fft(operand): 1 <= size(fft_length) <= 3 <= rank; FFT and IFFT take c64 or c128 and keep
+/// the type, RFFT takes f32 or f64 and gives the complex type of the same precision, IRFFT
+/// the reverse. The operand's trailing dimensions are fft_length, except that the last one is
+/// fft_length.back() / 2 + 1 for IRFFT (0 when that length is 0); RFFT's result has that
+/// last dimension.
+inline StatusOr<Shape> infer_fft(const Shape& operand, const FftAttrs& attrs) {
+  constexpr OpCode op = OpCode::kFft;
+  const auto& len = attrs.fft_length;
+  const auto type = attrs.fft_type;
+  if (static_cast<std::size_t>(type) > static_cast<std::size_t>(FftType::kIrfft))
+    return detail::op_error(op, "fft_type has invalid enum value ", static_cast<int>(type));
+  if (len.empty() || len.size() > 3)
+    return detail::op_error(op, "fft_length ", detail::dims_str(len), " has ", len.size(),
+                            " entries; it takes 1 to 3");
+  if (static_cast<std::int64_t>(len.size()) > operand.rank())
+    return detail::op_error(op, "fft_length ", detail::dims_str(len), " has ", len.size(),
+                            " entries but operand ", operand, " has rank ", operand.rank());
+  for (std::size_t i = 0; i < len.size(); ++i)
+    if (len[i] < 0)
+      return detail::op_error(op, "fft_length[", i, "] = ", len[i], " is negative");
+  const bool real_in = type == FftType::kRfft;
+  const DType t = operand.dtype();
+  if (real_in ? (t != DType::kF32 && t != DType::kF64) : !is_complex(t))
+    return detail::op_error(op, "operand ", operand, " has element type ", dtype_name(t), ", but ",
+                            fft_type_name(type), " takes ", real_in ? "f32 or f64" : "c64 or c128");
+  const auto half = [](std::int64_t n) { return n == 0 ? 0 : n / 2 + 1; };
+  std::vector<std::int64_t> dims(operand.dims().begin(), operand.dims().end());
+  const std::size_t first = dims.size() - len.size();
+  for (std::size_t i = 0; i < len.size(); ++i) {
+    const bool last = i + 1 == len.size();
+    const std::int64_t want = last && type == FftType::kIrfft ? half(len[i]) : len[i];
+    if (dims[first + i] != want)
+      return detail::op_error(op, "operand ", operand, " dimension ", first + i, " has size ",
+                              dims[first + i], " but ", fft_type_name(type), " with fft_length ",
+                              detail::dims_str(len), " needs ", want);
+  }
+  DType out = t;
+  if (type == FftType::kRfft) {
+    out = t == DType::kF32 ? DType::kC64 : DType::kC128;
+    dims.back() = half(len.back());
+  } else if (type == FftType::kIrfft) {
+    out = complex_component_type(t);
+    dims.back() = len.back();
+  }
+  return Shape(out, dims);
+}
+
 /// while(operands...) with cond (T0..TN-1) -> pred[] and body (T0..TN-1) -> (T0..TN-1), Ti
 /// the type of operand i; the results have the operands' types.
 inline StatusOr<std::vector<Shape>> infer_while(std::span<const Shape> operands,
@@ -1385,6 +1432,7 @@ inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shap
                                           bodies[1], std::get<WindowAttrs>(attrs)));
     case OpCode::kConvolution:
       return one(infer_convolution(operands[0], operands[1], std::get<ConvolutionAttrs>(attrs)));
+    case OpCode::kFft: return one(infer_fft(operands[0], std::get<FftAttrs>(attrs)));
     case OpCode::kWhile: return infer_while(operands, bodies[0], bodies[1]);
     case OpCode::kCase:
     case OpCode::kIf:

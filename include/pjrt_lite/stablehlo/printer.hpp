@@ -237,6 +237,10 @@ class Printer {
             out_ +=
                 str_cat(name, " ", operand_list(g, names, n), ", dims = ", int_list(a.dimensions),
                         " : ", same_or_function_type(g, n));
+          } else if constexpr (std::is_same_v<A, FftAttrs>) {
+            out_ += str_cat(name, " ", operand_list(g, names, n), ", type = ",
+                            fft_type_name(a.fft_type), ", length = ", int_list(a.fft_length),
+                            " : ", function_type(g, n));
           } else if constexpr (std::is_same_v<A, SliceAttrs>) {
             out_ += str_cat(name, " ", operand_list(g, names, n), " [");
             for (std::size_t d = 0; d < a.start_indices.size(); ++d) {

@@ -433,6 +433,12 @@ inline void Linearizer::transpose_entry(const Entry& e, Value ct) {
         send(ops[1], side(false));
       return;
     }
+    case OpCode::kFft:
+      // FFT and IFFT are their own transposes (the DFT matrix is symmetric); RFFT and IRFFT
+      // need the Hermitian halves weighted, and none of the four rules is written yet.
+      fail(unimplemented_error(
+          "autodiff: reverse mode (vjp, grad) of fft is not implemented; forward mode (jvp) is"));
+      return;
     case OpCode::kConvolution:
       // The transpose of a convolution in either operand is another convolution (of the
       // cotangent with the kernel, or with the lhs); that rule is not written yet.
@@ -701,7 +707,8 @@ class JvpRules {
       case OpCode::kReshape:
       case OpCode::kTranspose:
       case OpCode::kSlice:
-      case OpCode::kReverse: return l_.apply(n.op, {L::lin(tx)}, n.attrs);
+      case OpCode::kReverse:
+      case OpCode::kFft: return l_.apply(n.op, {L::lin(tx)}, n.attrs);
       case OpCode::kConcatenate:
       case OpCode::kPad: {
         std::vector<L::Operand> ops;
