@@ -518,6 +518,44 @@ static void sweep_fft() {
   }
 }
 
+/// triangular_solve of every type: both sides, both triangles, unit diagonals, each
+/// transpose_a, batched, with diagonals kept away from zero so each system is well conditioned.
+/// The CPU solves in its own order (Eigen's blocked substitution): a relative tolerance.
+static void sweep_triangular_solve() {
+  Sweep& s = sweep();
+  if (!s.done.insert("sweep_triangular_solve").second) return;
+  const std::vector<std::pair<std::string, std::vector<TriangularSolveAttrs>>> rows = {
+      {"triangular_solve left", {{true, true, false, Transpose::kNoTranspose}, {true, false, true, Transpose::kTranspose}, {true, true, false, Transpose::kAdjoint}}},
+      {"triangular_solve right", {{false, false, false, Transpose::kNoTranspose}, {false, true, true, Transpose::kTranspose}, {false, false, false, Transpose::kAdjoint}}},
+  };
+  for (DType t : kAllDTypes) {
+    const double relative = t == DType::kF16 || t == DType::kBF16 ? 2e-2 : t == DType::kF32 || t == DType::kC64 ? 1e-5 : 1e-12;
+    for (const auto& [row, cases] : rows) {
+      std::vector<Literal> args;
+      for (const TriangularSolveAttrs& c : cases) {
+        Literal a(Shape(t, {2, 6, 6}));
+        Literal b(Shape(t, c.left_side ? std::vector<std::int64_t>{2, 6, 5} : std::vector<std::int64_t>{2, 5, 6}));
+        visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+          auto ad = a.data<T>();
+          for (std::size_t i = 0; i < ad.size(); ++i) {
+            ad[i] = random_value<T>(s.rng);
+            if constexpr (is_inexact(dtype_of<T>))
+              if (i % 36 / 6 == i % 6) ad[i] = convert_element<T>(20.0 + static_cast<double>(i % 5));
+          }
+          for (T& v : b.data<T>()) v = random_value<T>(s.rng);
+        });
+        args.push_back(std::move(a));
+        args.push_back(std::move(b));
+      }
+      s.check(row, t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+        std::vector<Value> outs;
+        for (std::size_t k = 0; k < cases.size(); ++k) outs.push_back(b.triangular_solve(p[2 * k], p[2 * k + 1], cases[k]));
+        return outs;
+      }, is_inexact(t) ? relative : 0);
+    }
+  }
+}
+
 /// while, case and if carrying an array of each type through their regions: a loop that
 /// reverses and selects for a data-dependent number of turns, and branches that move data
 /// differently, with in-range and out-of-range indices.
@@ -590,6 +628,7 @@ TEST_CASE("differential: reduce_window and select_and_scatter on every dtype") {
 TEST_CASE("differential: convolution on every dtype") { check_part(sweep_convolution); }
 TEST_CASE("differential: while, case and if on every dtype") { check_part(sweep_control_flow); }
 TEST_CASE("differential: fft on every dtype") { check_part(sweep_fft); }
+TEST_CASE("differential: triangular_solve on every dtype") { check_part(sweep_triangular_solve); }
 
 TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   // ctest runs each case in its own process: run whatever part has not run here yet.
@@ -601,6 +640,7 @@ TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   sweep_convolution();
   sweep_control_flow();
   sweep_fft();
+  sweep_triangular_solve();
   Sweep& s = sweep();
   CHECK(s.failures.empty());
   const std::string table = s.markdown();

@@ -1010,6 +1010,13 @@ TEST_CASE("stablehlo: round trip of every op and attribute kind") {
   out.push_back(b.fft(b.complex(x, y), FftType::kIfft, {2, 3}));
   out.push_back(b.fft(x, FftType::kRfft, {2, 3}));
   out.push_back(b.fft(b.reshape(c, {1, 1, 3}), FftType::kIrfft, {1, 1, 4}));
+  // triangular_solve: both sides, both triangles, each transpose_a.
+  out.push_back(b.triangular_solve(b.slice(x, {0, 0}, {2, 2}), y,
+                                   TriangularSolveAttrs{true, true, false, Transpose::kNoTranspose}));
+  out.push_back(b.triangular_solve(b.slice(y, {0, 0}, {2, 2}), x,
+                                   TriangularSolveAttrs{true, false, true, Transpose::kTranspose}));
+  out.push_back(b.triangular_solve(b.broadcast_in_dim(c, {3, 3}, {1}), b.broadcast_in_dim(c, {2, 3}, {1}),
+                                   TriangularSolveAttrs{false, true, false, Transpose::kAdjoint}));
   out.push_back(x);  // a parameter as an output, twice
   out.push_back(x);
   check_round_trip(build_ok(b, out));
@@ -1644,6 +1651,23 @@ TEST_CASE("stablehlo: fft in the pretty and the generic form, and its errors") {
   CHECK(parse_status(replaced(pretty, "4x9x", "4x8x")).code() == StatusCode::kInvalidArgument);
   check_invalid(parse_status(replaced(generic, "fft_type RFFT", "fft_type XFFT")), "2", "unknown fft type 'XFFT'");
   CHECK(parse_status(replaced(generic, "fft_length", "fft_size")).code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("stablehlo: triangular_solve in the generic form, as JAX exports it, and its errors") {
+  const std::string text = program(
+      "(%a: tensor<2x8x8xf32>, %b: tensor<2x10x8xf32>) -> tensor<2x10x8xf32>",
+      "  %0 = \"stablehlo.triangular_solve\"(%a, %b) <{left_side = false, lower = false, "
+      "transpose_a = #stablehlo<transpose ADJOINT>, unit_diagonal = true}> : (tensor<2x8x8xf32>, "
+      "tensor<2x10x8xf32>) -> tensor<2x10x8xf32>\n"
+      "  return %0 : tensor<2x10x8xf32>\n");
+  Graph g = graph_ok(text);
+  const auto& a = first_node(g, OpCode::kTriangularSolve).attr<TriangularSolveAttrs>();
+  CHECK(a == TriangularSolveAttrs{false, false, true, Transpose::kAdjoint});
+  check_round_trip(g);
+  check_invalid(parse_status(replaced(text, "ADJOINT", "CONJUGATE")), "2", "unknown transpose_a 'CONJUGATE'");
+  check_invalid(parse_status(replaced(text, "left_side = false", "left_side = true")), "2", "triangular_solve: b f32[2,10,8] dimension 1 is 10");
+  CHECK(parse_status(replaced(text, "lower = false", "lower = 1")).code() == StatusCode::kInvalidArgument);
+  check_invalid(parse_status(replaced(text, "transpose_a = #stablehlo<transpose ADJOINT>, ", "")), "2", "stablehlo.triangular_solve needs transpose_a");
 }
 
 TEST_CASE("stablehlo: within_rounding scales by the largest magnitude; the upstream markers") {

@@ -382,6 +382,9 @@ inline Attributes pick_attributes(ByteSource& src, OpCode code, const std::vecto
       }
       return d;
     }
+    case OpCode::kTriangularSolve:
+      return TriangularSolveAttrs{src.coin(), src.coin(), src.coin(),
+                                  static_cast<Transpose>(src.range(0, 2))};
     case OpCode::kFft: {
       // The trailing dimensions as lengths (IRFFT's last from the operand's half), sometimes off.
       const auto type = static_cast<FftType>(src.range(0, 3));

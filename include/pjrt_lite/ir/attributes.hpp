@@ -53,6 +53,24 @@ inline StatusOr<FftType> fft_type_from_name(std::string_view name) {
       str_cat("unknown fft type '", name, "' (expected FFT, IFFT, RFFT or IRFFT)"));
 }
 
+/// triangular_solve's `transpose_a`: op(a) is a, its transpose, or its conjugate transpose.
+enum class Transpose : std::uint8_t { kNoTranspose, kTranspose, kAdjoint };
+
+/// "NO_TRANSPOSE", "TRANSPOSE", "ADJOINT".
+constexpr std::string_view transpose_name(Transpose t) {
+  constexpr std::array<std::string_view, 3> names = {"NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"};
+  auto i = static_cast<std::size_t>(t);
+  return i < names.size() ? names[i] : std::string_view("INVALID");
+}
+inline StatusOr<Transpose> transpose_from_name(std::string_view name) {
+  for (std::uint8_t i = 0; i < 3; ++i) {
+    auto t = static_cast<Transpose>(i);
+    if (transpose_name(t) == name) return t;
+  }
+  return invalid_argument_error(str_cat("unknown transpose_a '", name,
+                                        "' (expected NO_TRANSPOSE, TRANSPOSE or ADJOINT)"));
+}
+
 /// "EQ", "NE", "GE", "GT", "LE", "LT".
 constexpr std::string_view comparison_direction_name(ComparisonDirection d) {
   constexpr std::array<std::string_view, 6> names = {"EQ", "NE", "GE", "GT", "LE", "LT"};
@@ -191,6 +209,16 @@ struct FftAttrs {
   FftType fft_type = FftType::kFft;
   std::vector<std::int64_t> fft_length;
   friend bool operator==(const FftAttrs&, const FftAttrs&) = default;
+};
+
+/// triangular_solve: solve op(a) x = b (left_side) or x op(a) = b, reading only the `lower` or
+/// upper triangle of a, and taking its diagonal as ones when `unit_diagonal`.
+struct TriangularSolveAttrs {
+  bool left_side = true;
+  bool lower = true;
+  bool unit_diagonal = false;
+  Transpose transpose_a = Transpose::kNoTranspose;
+  friend bool operator==(const TriangularSolveAttrs&, const TriangularSolveAttrs&) = default;
 };
 
 /// dynamic_slice: the result dims (the start indices are operands).
@@ -438,7 +466,8 @@ using Attributes =
     std::variant<NoAttrs, ParameterAttrs, ConstantAttrs, IotaAttrs, CompareAttrs, ConvertAttrs,
                  BroadcastInDimAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, ConcatenateAttrs,
                  PadAttrs, ReverseAttrs, DynamicSliceAttrs, ReduceAttrs, DotDimensionNumbers,
-                 ScatterAttrs, GatherAttrs, WindowAttrs, ConvolutionAttrs, FftAttrs>;
+                 ScatterAttrs, GatherAttrs, WindowAttrs, ConvolutionAttrs, FftAttrs,
+                 TriangularSolveAttrs>;
 
 namespace detail {
 template <class A, class... Ts>
@@ -462,7 +491,7 @@ constexpr std::string_view attributes_name(std::size_t index) {
       "TransposeAttrs", "SliceAttrs",        "ConcatenateAttrs",    "PadAttrs",
       "ReverseAttrs",   "DynamicSliceAttrs", "ReduceAttrs",         "DotDimensionNumbers",
       "ScatterAttrs",   "GatherAttrs",       "WindowAttrs",         "ConvolutionAttrs",
-      "FftAttrs"};
+      "FftAttrs",       "TriangularSolveAttrs"};
   return index < names.size() ? names[index] : std::string_view("invalid");
 }
 
@@ -491,6 +520,7 @@ constexpr std::size_t attributes_index_for(OpCode op) {
     case OpCode::kSelectAndScatter: return kAttributesIndex<WindowAttrs>;
     case OpCode::kConvolution: return kAttributesIndex<ConvolutionAttrs>;
     case OpCode::kFft: return kAttributesIndex<FftAttrs>;
+    case OpCode::kTriangularSolve: return kAttributesIndex<TriangularSolveAttrs>;
     default: return kAttributesIndex<NoAttrs>;
   }
 }

@@ -110,10 +110,12 @@ enum class OpCode : std::uint8_t {
   kIf,
   // Fourier transforms (appended for the same reason).
   kFft,
+  // Linear algebra (appended for the same reason).
+  kTriangularSolve,
 };
 
 /// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kFft) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kTriangularSolve) + 1;
 
 namespace detail {
 inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
@@ -199,6 +201,7 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "case",
     "if",
     "fft",
+    "triangular_solve",
 };
 }  // namespace detail
 
@@ -326,6 +329,7 @@ constexpr int operand_count(OpCode op) {
     case OpCode::kSelectAndScatter: return 3;
     case OpCode::kConvolution: return 2;
     case OpCode::kFft: return 1;
+    case OpCode::kTriangularSolve: return 2;
     default: return -1;
   }
 }

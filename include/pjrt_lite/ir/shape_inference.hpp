@@ -1300,6 +1300,39 @@ inline StatusOr<Shape> infer_fft(const Shape& operand, const FftAttrs& attrs) {
   return Shape(out, dims);
 }
 
+/// triangular_solve(a, b): a and b of one floating-point or complex type and one rank R >= 2,
+/// the same leading R - 2 (batch) dimensions, a square in its last two, whose size is b's
+/// second-to-last (left_side) or last dimension. The result has b's shape.
+inline StatusOr<Shape> infer_triangular_solve(const Shape& a, const Shape& b,
+                                              const TriangularSolveAttrs& attrs) {
+  constexpr OpCode op = OpCode::kTriangularSolve;
+  if (static_cast<std::size_t>(attrs.transpose_a) > static_cast<std::size_t>(Transpose::kAdjoint))
+    return detail::op_error(op, "transpose_a has invalid enum value ",
+                            static_cast<int>(attrs.transpose_a));
+  if (!is_inexact(a.dtype()))
+    return detail::op_error(op, "operand 0 (a) has element type ", dtype_name(a.dtype()),
+                            ", but triangular_solve takes floating-point or complex types");
+  if (a.dtype() != b.dtype())
+    return detail::op_error(op, "operand 1 (b) has element type ", dtype_name(b.dtype()),
+                            " but a has ", dtype_name(a.dtype()));
+  if (a.rank() < 2) return detail::op_error(op, "a ", a, " has rank ", a.rank(), "; it needs 2 or more");
+  if (b.rank() != a.rank())
+    return detail::op_error(op, "b ", b, " has rank ", b.rank(), " but a ", a, " has rank ", a.rank());
+  const std::int64_t r = a.rank();
+  for (std::int64_t d = 0; d < r - 2; ++d)
+    if (a.dim(d) != b.dim(d))
+      return detail::op_error(op, "batch dimension ", d, " of b ", b, " is ", b.dim(d), " but a's is ",
+                              a.dim(d));
+  if (a.dim(r - 2) != a.dim(r - 1))
+    return detail::op_error(op, "a ", a, " is not square in its last two dimensions");
+  const std::int64_t solved = attrs.left_side ? r - 2 : r - 1;
+  if (b.dim(solved) != a.dim(r - 1))
+    return detail::op_error(op, "b ", b, " dimension ", solved, " is ", b.dim(solved), " but a ", a,
+                            " is ", a.dim(r - 1), " square (left_side = ",
+                            attrs.left_side ? "true" : "false", ")");
+  return b.with_default_layout();
+}
+
 /// while(operands...) with cond (T0..TN-1) -> pred[] and body (T0..TN-1) -> (T0..TN-1), Ti
 /// the type of operand i; the results have the operands' types.
 inline StatusOr<std::vector<Shape>> infer_while(std::span<const Shape> operands,
@@ -1433,6 +1466,9 @@ inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shap
     case OpCode::kConvolution:
       return one(infer_convolution(operands[0], operands[1], std::get<ConvolutionAttrs>(attrs)));
     case OpCode::kFft: return one(infer_fft(operands[0], std::get<FftAttrs>(attrs)));
+    case OpCode::kTriangularSolve:
+      return one(infer_triangular_solve(operands[0], operands[1],
+                                        std::get<TriangularSolveAttrs>(attrs)));
     case OpCode::kWhile: return infer_while(operands, bodies[0], bodies[1]);
     case OpCode::kCase:
     case OpCode::kIf:

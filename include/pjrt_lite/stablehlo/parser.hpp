@@ -81,7 +81,7 @@ inline bool is_known_unsupported_op(std::string_view name) {
       "infeed", "map", "optimization_barrier", "outfeed", "partition_id",
       "real_dynamic_slice", "recv", "reduce_precision", "reduce_scatter",
       "replica_id", "rng", "rng_bit_generator", "send",
-      "set_dimension_size", "sort", "torch_index_select", "trace", "triangular_solve", "tuple",
+      "set_dimension_size", "sort", "torch_index_select", "trace", "tuple",
       "unary_einsum", "uniform_dequantize", "uniform_quantize"};
   // clang-format on
   for (std::string_view n : kNames)
@@ -1968,6 +1968,19 @@ class Parser {
         PJRT_LITE_ASSIGN_OR_RETURN(p.interior_padding,
                                    int_list_attr(attrs, "interior_padding", name, pos));
         a = std::move(p);
+        break;
+      }
+      case OpCode::kTriangularSolve: {
+        TriangularSolveAttrs ts;
+        PJRT_LITE_ASSIGN_OR_RETURN(ts.left_side, bool_attr(attrs, "left_side"));
+        PJRT_LITE_ASSIGN_OR_RETURN(ts.lower, bool_attr(attrs, "lower"));
+        PJRT_LITE_ASSIGN_OR_RETURN(ts.unit_diagonal, bool_attr(attrs, "unit_diagonal"));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::optional<std::string> t, enum_attr(attrs, "transpose_a"));
+        if (!t) return error_at(pos, "stablehlo.triangular_solve needs transpose_a");
+        StatusOr<Transpose> parsed = transpose_from_name(*t);
+        if (!parsed.ok()) return error_at(pos, parsed.status().message());
+        ts.transpose_a = *parsed;
+        a = ts;
         break;
       }
       case OpCode::kFft: {
