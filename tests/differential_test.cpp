@@ -477,6 +477,85 @@ static void sweep_convolution() {
   }
 }
 
+/// fft of every type and length class: powers of two (radix-2), other lengths (Bluestein),
+/// 1 to 3 transformed dimensions, lengths 0 and 1. Types fft does not take are rejected by
+/// shape inference and show as "-". Both backends compute in wider precision and round once,
+/// but sum in different orders: a tolerance relative to the largest value of the result.
+static void sweep_fft() {
+  Sweep& s = sweep();
+  if (!s.done.insert("sweep_fft").second) return;
+  struct Case {
+    std::vector<std::int64_t> dims;
+    FftType type;
+    std::vector<std::int64_t> length;
+  };
+  const std::vector<std::pair<std::string, std::vector<Case>>> rows = {
+      {"fft FFT/IFFT",
+       {{{3, 8}, FftType::kFft, {8}}, {{2, 5, 6}, FftType::kFft, {5, 6}}, {{4, 3, 2, 7}, FftType::kIfft, {3, 2, 7}},
+        {{2, 1}, FftType::kIfft, {1}}, {{0, 4}, FftType::kFft, {4}}, {{64, 37}, FftType::kFft, {37}}}},
+      {"fft RFFT",
+       {{{3, 8}, FftType::kRfft, {8}}, {{2, 5, 9}, FftType::kRfft, {5, 9}}, {{1, 4, 3, 6}, FftType::kRfft, {4, 3, 6}}}},
+      {"fft IRFFT",
+       {{{3, 5}, FftType::kIrfft, {8}}, {{2, 5, 5}, FftType::kIrfft, {5, 9}}, {{4, 3, 4}, FftType::kIrfft, {4, 3, 6}},
+        {{6, 1}, FftType::kIrfft, {1}}}},
+  };
+  for (DType t : kAllDTypes) {
+    for (const auto& [row, cases] : rows) {
+      std::vector<Literal> args;
+      for (const Case& c : cases) {
+        Literal l(Shape(t, c.dims));
+        visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+          for (T& v : l.data<T>()) v = random_value<T>(s.rng);
+        });
+        args.push_back(std::move(l));
+      }
+      s.check(row, t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+        std::vector<Value> outs;
+        for (std::size_t k = 0; k < cases.size(); ++k) outs.push_back(b.fft(p[k], cases[k].type, cases[k].length));
+        return outs;
+      }, t == DType::kF32 || t == DType::kC64 ? 1e-5 : 1e-12);
+    }
+  }
+}
+
+/// triangular_solve of every type: both sides, both triangles, unit diagonals, each
+/// transpose_a, batched, with diagonals kept away from zero so each system is well conditioned.
+/// The CPU solves in its own order (Eigen's blocked substitution): a relative tolerance.
+static void sweep_triangular_solve() {
+  Sweep& s = sweep();
+  if (!s.done.insert("sweep_triangular_solve").second) return;
+  const std::vector<std::pair<std::string, std::vector<TriangularSolveAttrs>>> rows = {
+      {"triangular_solve left", {{true, true, false, Transpose::kNoTranspose}, {true, false, true, Transpose::kTranspose}, {true, true, false, Transpose::kAdjoint}}},
+      {"triangular_solve right", {{false, false, false, Transpose::kNoTranspose}, {false, true, true, Transpose::kTranspose}, {false, false, false, Transpose::kAdjoint}}},
+  };
+  for (DType t : kAllDTypes) {
+    const double relative = t == DType::kF16 || t == DType::kBF16 ? 2e-2 : t == DType::kF32 || t == DType::kC64 ? 1e-5 : 1e-12;
+    for (const auto& [row, cases] : rows) {
+      std::vector<Literal> args;
+      for (const TriangularSolveAttrs& c : cases) {
+        Literal a(Shape(t, {2, 6, 6}));
+        Literal b(Shape(t, c.left_side ? std::vector<std::int64_t>{2, 6, 5} : std::vector<std::int64_t>{2, 5, 6}));
+        visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+          auto ad = a.data<T>();
+          for (std::size_t i = 0; i < ad.size(); ++i) {
+            ad[i] = random_value<T>(s.rng);
+            if constexpr (is_inexact(dtype_of<T>))
+              if (i % 36 / 6 == i % 6) ad[i] = convert_element<T>(20.0 + static_cast<double>(i % 5));
+          }
+          for (T& v : b.data<T>()) v = random_value<T>(s.rng);
+        });
+        args.push_back(std::move(a));
+        args.push_back(std::move(b));
+      }
+      s.check(row, t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+        std::vector<Value> outs;
+        for (std::size_t k = 0; k < cases.size(); ++k) outs.push_back(b.triangular_solve(p[2 * k], p[2 * k + 1], cases[k]));
+        return outs;
+      }, is_inexact(t) ? relative : 0);
+    }
+  }
+}
+
 /// while, case and if carrying an array of each type through their regions: a loop that
 /// reverses and selects for a data-dependent number of turns, and branches that move data
 /// differently, with in-range and out-of-range indices.
@@ -772,6 +851,8 @@ TEST_CASE("differential: empty arrays through every CPU kernel, as the reference
   for (const std::string& f : s.failures) FAIL_CHECK(f);
   MESSAGE(cases, " empty-array cases");
 }
+TEST_CASE("differential: fft on every dtype") { check_part(sweep_fft); }
+TEST_CASE("differential: triangular_solve on every dtype") { check_part(sweep_triangular_solve); }
 
 TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   // ctest runs each case in its own process: run whatever part has not run here yet.
@@ -783,6 +864,8 @@ TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   sweep_convolution();
   sweep_control_flow();
   sweep_precision_and_sort();
+  sweep_fft();
+  sweep_triangular_solve();
   Sweep& s = sweep();
   CHECK(s.failures.empty());
   const std::string table = s.markdown();

@@ -26,6 +26,7 @@
 
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/ir/ir.hpp"
+#include "pjrt_lite/transforms/autodiff.hpp"
 #include "control_flow.hpp"
 
 using namespace pjrt_lite;
@@ -2016,4 +2017,265 @@ TEST_CASE("reference: case runs the indexed branch, out-of-range indices the las
     REQUIRE_MESSAGE(r.ok(), r.status().to_string());
     CHECK(*r == expected(pred ? 1 : 2));
   }
+}
+
+// fft: shape inference and its errors, the reference against the transform's closed forms
+// (delta, cosine, the inverses), and forward-mode autodiff.
+namespace {
+
+StatusOr<Graph> fft_graph(const Shape& operand, FftType type, std::vector<std::int64_t> length) {
+  GraphBuilder b("fft");
+  Value out = b.fft(b.parameter(operand), type, std::move(length));
+  return b.build({out});
+}
+
+Literal fft_eval(const Shape& operand, FftType type, std::vector<std::int64_t> length,
+                 const Literal& x) {
+  StatusOr<Graph> g = fft_graph(operand, type, std::move(length));
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  auto r = reference::evaluate(*g, std::span<const Literal>(&x, 1));
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  return std::move((*r)[0]);
+}
+
+Literal fft_random(const Shape& s, std::uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Literal l(s);
+  if (s.dtype() == DType::kC128)
+    for (c128& v : l.data<c128>()) v = c128(u(rng), u(rng));
+  else
+    for (double& v : l.data<double>()) v = u(rng);
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("fft: shapes and the errors of shape inference") {
+  auto shape_of = [](const Shape& s, FftType t, std::vector<std::int64_t> len) {
+    StatusOr<Graph> g = fft_graph(s, t, std::move(len));
+    REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+    return g->node(g->outputs()[0]).results[0];
+  };
+  CHECK(shape_of(Shape(DType::kC64, {3, 8}), FftType::kFft, {8}) == Shape(DType::kC64, {3, 8}));
+  CHECK(shape_of(Shape(DType::kF32, {2, 4, 17}), FftType::kRfft, {4, 17}) == Shape(DType::kC64, {2, 4, 9}));
+  CHECK(shape_of(Shape(DType::kF64, {0}), FftType::kRfft, {0}) == Shape(DType::kC128, {0}));
+  CHECK(shape_of(Shape(DType::kC128, {5, 17}), FftType::kIrfft, {5, 32}) == Shape(DType::kF64, {5, 32}));
+  CHECK(shape_of(Shape(DType::kC64, {14, 0, 17}), FftType::kIrfft, {33}) == Shape(DType::kF32, {14, 0, 33}));
+  auto error_of = [](const Shape& s, FftType t, std::vector<std::int64_t> len, std::string_view fragment) {
+    StatusOr<Graph> g = fft_graph(s, t, std::move(len));
+    REQUIRE_FALSE(g.ok());
+    CHECK(g.status().code() == StatusCode::kInvalidArgument);
+    CHECK_MESSAGE(g.status().message().find(fragment) != std::string::npos, g.status().message());
+  };
+  error_of(Shape(DType::kF32, {8}), FftType::kFft, {8}, "FFT takes c64 or c128");
+  error_of(Shape(DType::kC64, {8}), FftType::kRfft, {8}, "RFFT takes f32 or f64");
+  error_of(Shape(DType::kF16, {8}), FftType::kRfft, {8}, "RFFT takes f32 or f64");
+  error_of(Shape(DType::kF32, {8}), FftType::kIrfft, {8}, "IRFFT takes c64 or c128");
+  error_of(Shape(DType::kC64, {8}), FftType::kFft, {}, "it takes 1 to 3");
+  error_of(Shape(DType::kC64, {1, 1, 1, 1}), FftType::kFft, {1, 1, 1, 1}, "it takes 1 to 3");
+  error_of(Shape(DType::kC64, {8}), FftType::kFft, {1, 8}, "has rank 1");
+  error_of(Shape(DType::kC64, {8}), FftType::kFft, {-8}, "fft_length[0] = -8 is negative");
+  error_of(Shape(DType::kC64, {4, 8}), FftType::kIfft, {5, 8}, "dimension 0 has size 4 but IFFT");
+  error_of(Shape(DType::kF32, {8}), FftType::kRfft, {9}, "needs 9");
+  error_of(Shape(DType::kC64, {8}), FftType::kIrfft, {8}, "needs 5");
+  error_of(Shape(DType::kC64, {8}), static_cast<FftType>(7), {8}, "fft_type has invalid enum value 7");
+}
+
+TEST_CASE("fft: the reference matches the closed forms of the transform") {
+  // A delta transforms to all ones; a cosine of frequency m to n/2 at m and n - m.
+  for (std::int64_t n : {1, 5, 8, 12}) {
+    Literal delta(Shape(DType::kC128, {n}));
+    delta.data<c128>()[0] = 1;
+    const Literal d = fft_eval(delta.shape(), FftType::kFft, {n}, delta);
+    for (const c128& v : d.data<c128>()) CHECK(std::abs(v - c128(1)) < 1e-15);
+    if (n < 5) continue;
+    const std::int64_t m = 2;
+    Literal wave(Shape(DType::kF64, {n}));
+    for (std::int64_t j = 0; j < n; ++j)
+      wave.data<double>()[static_cast<std::size_t>(j)] =
+          std::cos(2 * std::numbers::pi * static_cast<double>(m * j) / static_cast<double>(n));
+    const Literal w = fft_eval(wave.shape(), FftType::kRfft, {n}, wave);
+    REQUIRE(w.dims()[0] == n / 2 + 1);
+    for (std::int64_t k = 0; k <= n / 2; ++k) {
+      const double want = k == m ? static_cast<double>(n) / 2 : 0.0;
+      CHECK_MESSAGE(std::abs(w.data<c128>()[static_cast<std::size_t>(k)] - c128(want)) < 1e-12,
+                    "n=", n, " k=", k);
+    }
+  }
+  // IFFT(FFT(x)) == x over three dimensions, and a direct sum for one element.
+  const Shape cs(DType::kC128, {2, 3, 4, 5});
+  const Literal x = fft_random(cs, 1);
+  const Literal fx = fft_eval(cs, FftType::kFft, {3, 4, 5}, x);
+  c128 sum = 0;
+  for (std::int64_t a = 0; a < 3; ++a)
+    for (std::int64_t b = 0; b < 4; ++b)
+      for (std::int64_t c = 0; c < 5; ++c) {
+        const double angle = -2 * std::numbers::pi * (1.0 * a / 3 + 2.0 * b / 4 + 3.0 * c / 5);
+        sum += x.get<c128>({1, a, b, c}) * std::polar(1.0, angle);
+      }
+  CHECK(std::abs(fx.get<c128>({1, 1, 2, 3}) - sum) < 1e-12);
+  const Literal back = fft_eval(cs, FftType::kIfft, {3, 4, 5}, fx);
+  for (std::size_t i = 0; i < back.data<c128>().size(); ++i)
+    CHECK(std::abs(back.data<c128>()[i] - x.data<c128>()[i]) < 1e-14);
+  // IRFFT(RFFT(x)) == x, even and odd last lengths.
+  for (std::int64_t last : {6, 7}) {
+    const Shape rs(DType::kF64, {3, 4, last});
+    const Literal r = fft_random(rs, 2 + static_cast<std::uint64_t>(last));
+    const Literal half = fft_eval(rs, FftType::kRfft, {4, last}, r);
+    const Literal again = fft_eval(half.shape(), FftType::kIrfft, {4, last}, half);
+    REQUIRE(again.shape() == rs);
+    for (std::size_t i = 0; i < r.data<double>().size(); ++i)
+      CHECK(std::abs(again.data<double>()[i] - r.data<double>()[i]) < 1e-14);
+  }
+}
+
+TEST_CASE("fft: jvp is the fft of the tangent; vjp is UNIMPLEMENTED") {
+  const Shape cs(DType::kC128, {3, 6});
+  StatusOr<Graph> g = fft_graph(cs, FftType::kFft, {6});
+  REQUIRE(g.ok());
+  StatusOr<Graph> jvp = jvp_graph(*g, {true});
+  REQUIRE_MESSAGE(jvp.ok(), jvp.status().to_string());
+  const Literal x = fft_random(cs, 3), dx = fft_random(cs, 4);
+  const Literal args[] = {x, dx};
+  auto out = reference::evaluate(*jvp, args);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  const Literal want = fft_eval(cs, FftType::kFft, {6}, dx);
+  for (std::size_t i = 0; i < want.data<c128>().size(); ++i)
+    CHECK(std::abs((*out)[1].data<c128>()[i] - want.data<c128>()[i]) < 1e-14);
+  StatusOr<Graph> vjp = vjp_graph(*g, {true});
+  REQUIRE_FALSE(vjp.ok());
+  CHECK(vjp.status().code() == StatusCode::kUnimplemented);
+  CHECK(vjp.status().message().find("fft") != std::string::npos);
+}
+
+// triangular_solve: shape inference and its errors, the residual op(a) x - b of the reference on
+// random well-conditioned systems of every attribute combination, and autodiff.
+namespace {
+
+StatusOr<Graph> solve_graph(const Shape& a, const Shape& b, TriangularSolveAttrs attrs) {
+  GraphBuilder g("solve");
+  const Value pa = g.parameter(a);  // a is parameter 0: arguments are evaluated in any order
+  const Value pb = g.parameter(b);
+  return g.build({g.triangular_solve(pa, pb, attrs)});
+}
+
+/// Random values in [-1, 1] with the diagonal of every trailing square moved to 4 + |v|, so the
+/// triangles solved are well conditioned.
+Literal solve_input(const Shape& s, std::uint64_t seed, bool square) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Literal l(s);
+  const std::int64_t cols = s.dim(s.rank() - 1), rows = s.dim(s.rank() - 2);
+  auto data = l.data<c128>();
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    data[i] = c128(u(rng), u(rng));
+    const auto in_matrix = static_cast<std::int64_t>(i) % (rows * cols);
+    if (square && in_matrix / cols == in_matrix % cols) data[i] += 4.0 + std::abs(u(rng));
+  }
+  return l;
+}
+
+}  // namespace
+
+TEST_CASE("triangular_solve: shapes and the errors of shape inference") {
+  const TriangularSolveAttrs left{true, true, false, Transpose::kNoTranspose};
+  const TriangularSolveAttrs right{false, true, false, Transpose::kNoTranspose};
+  StatusOr<Graph> ok = solve_graph(Shape(DType::kF32, {2, 8, 8}), Shape(DType::kF32, {2, 10, 8}), right);
+  REQUIRE_MESSAGE(ok.ok(), ok.status().to_string());
+  CHECK(ok->node(ok->outputs()[0]).results[0] == Shape(DType::kF32, {2, 10, 8}));
+  auto error_of = [](const Shape& a, const Shape& b, TriangularSolveAttrs attrs, std::string_view fragment) {
+    StatusOr<Graph> g = solve_graph(a, b, attrs);
+    REQUIRE_FALSE(g.ok());
+    CHECK(g.status().code() == StatusCode::kInvalidArgument);
+    CHECK_MESSAGE(g.status().message().find(fragment) != std::string::npos, g.status().message());
+  };
+  error_of(Shape(DType::kS32, {2, 2}), Shape(DType::kS32, {2, 2}), left, "takes floating-point or complex types");
+  error_of(Shape(DType::kF32, {2, 2}), Shape(DType::kF64, {2, 2}), left, "b) has element type f64 but a has f32");
+  error_of(Shape(DType::kF32, {2}), Shape(DType::kF32, {2}), left, "has rank 1; it needs 2 or more");
+  error_of(Shape(DType::kF32, {2, 2}), Shape(DType::kF32, {1, 2, 2}), left, "has rank 3 but a");
+  error_of(Shape(DType::kF32, {3, 2, 2}), Shape(DType::kF32, {4, 2, 2}), left, "batch dimension 0 of b");
+  error_of(Shape(DType::kF32, {2, 3}), Shape(DType::kF32, {2, 3}), left, "is not square");
+  error_of(Shape(DType::kF32, {3, 3}), Shape(DType::kF32, {2, 3}), left, "dimension 0 is 2 but a");
+  error_of(Shape(DType::kF32, {3, 3}), Shape(DType::kF32, {3, 2}), right, "dimension 1 is 2 but a");
+  error_of(Shape(DType::kF32, {2, 2}), Shape(DType::kF32, {2, 2}),
+           TriangularSolveAttrs{true, true, false, static_cast<Transpose>(5)}, "transpose_a has invalid enum value 5");
+}
+
+TEST_CASE("triangular_solve: the reference's x satisfies op(a) x = b or x op(a) = b") {
+  const Shape as(DType::kC128, {3, 5, 5});
+  const Literal a = solve_input(as, 11, true);
+  for (bool left : {true, false})
+    for (bool lower : {true, false})
+      for (bool unit : {true, false})
+        for (Transpose t : {Transpose::kNoTranspose, Transpose::kTranspose, Transpose::kAdjoint}) {
+          CAPTURE(left);
+          CAPTURE(lower);
+          CAPTURE(unit);
+          CAPTURE(static_cast<int>(t));
+          const Shape bs(DType::kC128, left ? std::vector<std::int64_t>{3, 5, 4} : std::vector<std::int64_t>{3, 4, 5});
+          const Literal b = solve_input(bs, 12, false);
+          const TriangularSolveAttrs attrs{left, lower, unit, t};
+          StatusOr<Graph> g = solve_graph(as, bs, attrs);
+          REQUIRE(g.ok());
+          const Literal args[] = {a, b};
+          auto r = reference::evaluate(*g, args);
+          REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+          const Literal& x = (*r)[0];
+          // op(a)[i][j] from the triangle read, as the spec defines it.
+          auto op = [&](std::int64_t batch, std::int64_t i, std::int64_t j) {
+            const std::int64_t r0 = t == Transpose::kNoTranspose ? i : j, c0 = t == Transpose::kNoTranspose ? j : i;
+            c128 v = (lower ? c0 <= r0 : c0 >= r0) ? a.get<c128>({batch, r0, c0}) : c128(0);
+            if (unit && r0 == c0) v = 1;
+            return t == Transpose::kAdjoint ? std::conj(v) : v;
+          };
+          double worst = 0;
+          for (std::int64_t batch = 0; batch < 3; ++batch)
+            for (std::int64_t i = 0; i < bs.dim(1); ++i)
+              for (std::int64_t j = 0; j < bs.dim(2); ++j) {
+                c128 sum = 0;
+                for (std::int64_t k = 0; k < 5; ++k)
+                  sum += left ? op(batch, i, k) * x.get<c128>({batch, k, j}) : x.get<c128>({batch, i, k}) * op(batch, k, j);
+                worst = std::max(worst, std::abs(sum - b.get<c128>({batch, i, j})));
+              }
+          CHECK(worst < 1e-13);
+        }
+  // The spec's example.
+  Literal sa = Literal::from_span<float>(std::vector<float>{1, 0, 0, 2, 4, 0, 3, 5, 6}, {3, 3}).value();
+  Literal sb = Literal::from_span<float>(std::vector<float>{2, 0, 0, 4, 8, 0, 6, 10, 12}, {3, 3}).value();
+  StatusOr<Graph> g = solve_graph(sa.shape(), sb.shape(), {true, true, false, Transpose::kNoTranspose});
+  REQUIRE(g.ok());
+  const Literal args[] = {sa, sb};
+  auto r = reference::evaluate(*g, args);
+  REQUIRE(r.ok());
+  CHECK((*r)[0].data<float>()[0] == 2.0f);
+  CHECK((*r)[0].data<float>()[4] == 2.0f);
+  CHECK((*r)[0].data<float>()[8] == 2.0f);
+  CHECK((*r)[0].data<float>()[3] == 0.0f);
+}
+
+TEST_CASE("triangular_solve: jvp in b is a solve of the tangent; in a and vjp are UNIMPLEMENTED") {
+  const Shape as(DType::kC128, {4, 4}), bs(DType::kC128, {4, 3});
+  const TriangularSolveAttrs attrs{true, false, false, Transpose::kAdjoint};
+  StatusOr<Graph> g = solve_graph(as, bs, attrs);
+  REQUIRE(g.ok());
+  StatusOr<Graph> jvp = jvp_graph(*g, {false, true});
+  REQUIRE_MESSAGE(jvp.ok(), jvp.status().to_string());
+  const Literal a = solve_input(as, 21, true), b = solve_input(bs, 22, false), db = solve_input(bs, 23, false);
+  const Literal args[] = {a, b, db};
+  auto out = reference::evaluate(*jvp, args);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  const Literal solve_args[] = {a, db};
+  auto want = reference::evaluate(*g, solve_args);
+  REQUIRE(want.ok());
+  for (std::size_t i = 0; i < (*want)[0].data<c128>().size(); ++i)
+    CHECK(std::abs((*out)[1].data<c128>()[i] - (*want)[0].data<c128>()[i]) < 1e-14);
+  StatusOr<Graph> in_a = jvp_graph(*g, {true, false});
+  REQUIRE_FALSE(in_a.ok());
+  CHECK(in_a.status().code() == StatusCode::kUnimplemented);
+  CHECK(in_a.status().message().find("triangular_solve") != std::string::npos);
+  StatusOr<Graph> vjp = vjp_graph(*g, {false, true});
+  REQUIRE_FALSE(vjp.ok());
+  CHECK(vjp.status().code() == StatusCode::kUnimplemented);
+  CHECK(vjp.status().message().find("triangular_solve") != std::string::npos);
 }

@@ -153,8 +153,13 @@ Graph every_op_graph() {
   Value rp = b.reduce_precision(f, 5, 10);
   Value so = b.sort(f, -1, ComparisonDirection::kGt, true);
   Value tk = b.top_k(f, 2)[1];
-  for (Value v :
-       {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl, sc, ga, rw, sas, cw, rp, so, tk})
+  Value ff = b.fft(c, FftType::kFft, {2, 3});
+  Value rf = b.fft(f, FftType::kRfft, {3});
+  Value irf = b.fft(rf, FftType::kIrfft, {2, 3});
+  Value ts = b.triangular_solve(b.slice(f, {0, 0}, {2, 2}), f,
+                                TriangularSolveAttrs{true, false, true, Transpose::kTranspose});
+  for (Value v : {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl, sc, ga, rw, sas, cw, rp, so, tk, ff, rf,
+                  irf, ts})
     outs.push_back(v);
   // Control flow: a while (the shared counting loop), a three-way case and an if.
   Value n = b.reshape(b.slice(io, {0, 2}, {1, 3}), {});

@@ -1012,6 +1012,18 @@ TEST_CASE("stablehlo: round trip of every op and attribute kind") {
            {x, n}, make_sort_comparator(ComparisonDirection::kGt, kF32, {kS32}).value(), -2, true))
     out.push_back(v);
   for (Value v : b.top_k(h, 3)) out.push_back(v);
+  // fft: each type, 1 to 3 transformed dimensions.
+  out.push_back(b.fft(c, FftType::kFft, {3}));
+  out.push_back(b.fft(b.complex(x, y), FftType::kIfft, {2, 3}));
+  out.push_back(b.fft(x, FftType::kRfft, {2, 3}));
+  out.push_back(b.fft(b.reshape(c, {1, 1, 3}), FftType::kIrfft, {1, 1, 4}));
+  // triangular_solve: both sides, both triangles, each transpose_a.
+  out.push_back(b.triangular_solve(b.slice(x, {0, 0}, {2, 2}), y,
+                                   TriangularSolveAttrs{true, true, false, Transpose::kNoTranspose}));
+  out.push_back(b.triangular_solve(b.slice(y, {0, 0}, {2, 2}), x,
+                                   TriangularSolveAttrs{true, false, true, Transpose::kTranspose}));
+  out.push_back(b.triangular_solve(b.broadcast_in_dim(c, {3, 3}, {1}), b.broadcast_in_dim(c, {2, 3}, {1}),
+                                   TriangularSolveAttrs{false, true, false, Transpose::kAdjoint}));
   out.push_back(x);  // a parameter as an output, twice
   out.push_back(x);
   check_round_trip(build_ok(b, out));
@@ -1152,8 +1164,11 @@ TEST_CASE("stablehlo: a sample of the corpus, checked structurally") {
     CHECK(count_ops(rw.bodies[0], OpCode::kAdd) == 1);
   }
   {
-    const Status s = parse_status(*read_corpus("fft_complex128_14_15_0_17.mlir"));
-    check_unsupported(s, "stablehlo.fft", 10);
+    // IRFFT of a complex128 operand whose batch dimension is empty.
+    const stablehlo::Module m = parse_ok(*read_corpus("fft_complex128_14_15_0_17.mlir"));
+    const Node& fft = first_node(m.find("main")->graph, OpCode::kFft);
+    CHECK(fft.attr<FftAttrs>() == FftAttrs{FftType::kIrfft, {33}});
+    CHECK(fft.results == std::vector<Shape>{Shape(kF64, {14, 15, 0, 33})});
   }
 }
 
@@ -1757,4 +1772,59 @@ TEST_CASE("stablehlo: chlo.top_k in the forms the corpus uses, and its errors") 
                            "(tensor<2xcomplex<f32>>, tensor<2xi32>)\n"
                            "  return %0 : tensor<2xcomplex<f32>>\n")),
       "chlo.top_k on complex numbers", 2);
+TEST_CASE("stablehlo: fft in the pretty and the generic form, and its errors") {
+  const std::string pretty =
+      program("(%x: tensor<4x17xf32>) -> tensor<4x9xcomplex<f32>>",
+              "  %0 = stablehlo.fft %x, type =  RFFT, length = [17] : (tensor<4x17xf32>) -> "
+              "tensor<4x9xcomplex<f32>>\n"
+              "  return %0 : tensor<4x9xcomplex<f32>>\n");
+  const std::string generic =
+      program("(%x: tensor<4x17xf32>) -> tensor<4x9xcomplex<f32>>",
+              "  %0 = \"stablehlo.fft\"(%x) <{fft_length = array<i64: 17>, fft_type = "
+              "#stablehlo<fft_type RFFT>}> : (tensor<4x17xf32>) -> tensor<4x9xcomplex<f32>>\n"
+              "  return %0 : tensor<4x9xcomplex<f32>>\n");
+  Graph a = graph_ok(pretty);
+  Graph g = graph_ok(generic);
+  CHECK(fingerprint(a) == fingerprint(g));
+  const FftAttrs& attrs = first_node(a, OpCode::kFft).attr<FftAttrs>();
+  CHECK(attrs.fft_type == FftType::kRfft);
+  CHECK(attrs.fft_length == std::vector<std::int64_t>{17});
+  check_round_trip(a);
+  check_invalid(parse_status(replaced(pretty, "RFFT", "DFT")), "2", "unknown fft type 'DFT' (expected FFT, IFFT, RFFT or IRFFT)");
+  check_invalid(parse_status(replaced(pretty, "[17]", "[16]")), "2", "fft: operand f32[4,17] dimension 1 has size 17");
+  check_invalid(parse_status(replaced(pretty, "length", "size")), "2", "expected 'length'");
+  CHECK(parse_status(replaced(pretty, "4x9x", "4x8x")).code() == StatusCode::kInvalidArgument);
+  check_invalid(parse_status(replaced(generic, "fft_type RFFT", "fft_type XFFT")), "2", "unknown fft type 'XFFT'");
+  CHECK(parse_status(replaced(generic, "fft_length", "fft_size")).code() == StatusCode::kInvalidArgument);
+}
+
+TEST_CASE("stablehlo: triangular_solve in the generic form, as JAX exports it, and its errors") {
+  const std::string text = program(
+      "(%a: tensor<2x8x8xf32>, %b: tensor<2x10x8xf32>) -> tensor<2x10x8xf32>",
+      "  %0 = \"stablehlo.triangular_solve\"(%a, %b) <{left_side = false, lower = false, "
+      "transpose_a = #stablehlo<transpose ADJOINT>, unit_diagonal = true}> : (tensor<2x8x8xf32>, "
+      "tensor<2x10x8xf32>) -> tensor<2x10x8xf32>\n"
+      "  return %0 : tensor<2x10x8xf32>\n");
+  Graph g = graph_ok(text);
+  const auto& a = first_node(g, OpCode::kTriangularSolve).attr<TriangularSolveAttrs>();
+  CHECK(a == TriangularSolveAttrs{false, false, true, Transpose::kAdjoint});
+  check_round_trip(g);
+  check_invalid(parse_status(replaced(text, "ADJOINT", "CONJUGATE")), "2", "unknown transpose_a 'CONJUGATE'");
+  check_invalid(parse_status(replaced(text, "left_side = false", "left_side = true")), "2", "triangular_solve: b f32[2,10,8] dimension 1 is 10");
+  CHECK(parse_status(replaced(text, "lower = false", "lower = 1")).code() == StatusCode::kInvalidArgument);
+  check_invalid(parse_status(replaced(text, "transpose_a = #stablehlo<transpose ADJOINT>, ", "")), "2", "stablehlo.triangular_solve needs transpose_a");
+}
+
+TEST_CASE("stablehlo: within_rounding scales by the largest magnitude; the upstream markers") {
+  using stablehlo::within_rounding;
+  auto v = [](std::initializer_list<float> x) { return Literal::vector<float>(x); };
+  // Bound: 64 float epsilons times 1000, about 7.6e-3, for every element.
+  CHECK(within_rounding(v({1000, 1e-3f}), v({1000, 2e-3f})).ok());
+  CHECK_FALSE(within_rounding(v({1000, 1e-3f}), v({1000, 2e-2f})).ok());
+  CHECK_FALSE(within_rounding(v({1, 2}), v({1})).ok());
+  CHECK(within_rounding(Literal::vector<std::int32_t>({3}), Literal::vector<std::int32_t>({3})).ok());
+  CHECK_FALSE(within_rounding(Literal::vector<std::int32_t>({3}), Literal::vector<std::int32_t>({4})).ok());
+  CHECK(stablehlo::marked_unchecked_upstream("// RUN-DISABLED(no interpreter support) x\n// y\nmodule"));
+  CHECK_FALSE(stablehlo::marked_unchecked_upstream("module\n// RUN-DISABLED(no interpreter support)\n"));
+  CHECK(stablehlo::marked_inaccurate("  // a\n// RUN-DISABLED(inaccurate)\n"));
 }

@@ -407,6 +407,20 @@ inline Attributes pick_attributes(ByteSource& src, OpCode code, const std::vecto
     case OpCode::kReducePrecision: return ReducePrecisionAttrs{src.range(0, 12), src.range(-1, 53)};
     case OpCode::kSort: return SortAttrs{src.range(-rank - 1, rank), src.coin()};
     case OpCode::kTopK: return TopKAttrs{src.range(-1, (rank > 0 ? dim(rank - 1) : 0) + 1)};
+    case OpCode::kTriangularSolve:
+      return TriangularSolveAttrs{src.coin(), src.coin(), src.coin(),
+                                  static_cast<Transpose>(src.range(0, 2))};
+    case OpCode::kFft: {
+      // The trailing dimensions as lengths (IRFFT's last from the operand's half), sometimes off.
+      const auto type = static_cast<FftType>(src.range(0, 3));
+      std::vector<std::int64_t> len;
+      const std::int64_t count = src.range(1, std::max<std::int64_t>(std::min<std::int64_t>(rank, 3), 1));
+      for (std::int64_t d = std::max<std::int64_t>(rank - count, 0); d < rank; ++d) len.push_back(dim(d));
+      if (type == FftType::kIrfft && !len.empty() && len.back() > 0)
+        len.back() = 2 * (len.back() - 1) + src.range(0, 1);
+      if (src.range(0, 15) == 0 && !len.empty()) len.back() = src.range(-1, 9);
+      return FftAttrs{type, len};
+    }
     default: return NoAttrs{};
   }
 }

@@ -34,6 +34,43 @@ enum class ComparisonDirection : std::uint8_t { kEq, kNe, kGe, kGt, kLe, kLt };
 /// default_comparison_type, so graphs it builds never hold kNotype.
 enum class ComparisonType : std::uint8_t { kNotype, kFloat, kTotalOrder, kSigned, kUnsigned };
 
+/// fft's `fft_type`: complex to complex forward (kFft) or inverse (kIfft), real to complex
+/// (kRfft, the non-negative frequencies only) and its inverse (kIrfft).
+enum class FftType : std::uint8_t { kFft, kIfft, kRfft, kIrfft };
+
+/// "FFT", "IFFT", "RFFT", "IRFFT".
+constexpr std::string_view fft_type_name(FftType t) {
+  constexpr std::array<std::string_view, 4> names = {"FFT", "IFFT", "RFFT", "IRFFT"};
+  auto i = static_cast<std::size_t>(t);
+  return i < names.size() ? names[i] : std::string_view("INVALID");
+}
+inline StatusOr<FftType> fft_type_from_name(std::string_view name) {
+  for (std::uint8_t i = 0; i < 4; ++i) {
+    auto t = static_cast<FftType>(i);
+    if (fft_type_name(t) == name) return t;
+  }
+  return invalid_argument_error(
+      str_cat("unknown fft type '", name, "' (expected FFT, IFFT, RFFT or IRFFT)"));
+}
+
+/// triangular_solve's `transpose_a`: op(a) is a, its transpose, or its conjugate transpose.
+enum class Transpose : std::uint8_t { kNoTranspose, kTranspose, kAdjoint };
+
+/// "NO_TRANSPOSE", "TRANSPOSE", "ADJOINT".
+constexpr std::string_view transpose_name(Transpose t) {
+  constexpr std::array<std::string_view, 3> names = {"NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"};
+  auto i = static_cast<std::size_t>(t);
+  return i < names.size() ? names[i] : std::string_view("INVALID");
+}
+inline StatusOr<Transpose> transpose_from_name(std::string_view name) {
+  for (std::uint8_t i = 0; i < 3; ++i) {
+    auto t = static_cast<Transpose>(i);
+    if (transpose_name(t) == name) return t;
+  }
+  return invalid_argument_error(str_cat("unknown transpose_a '", name,
+                                        "' (expected NO_TRANSPOSE, TRANSPOSE or ADJOINT)"));
+}
+
 /// "EQ", "NE", "GE", "GT", "LE", "LT".
 constexpr std::string_view comparison_direction_name(ComparisonDirection d) {
   constexpr std::array<std::string_view, 6> names = {"EQ", "NE", "GE", "GT", "LE", "LT"};
@@ -163,6 +200,25 @@ struct PadAttrs {
 struct ReverseAttrs {
   std::vector<std::int64_t> dimensions;
   friend bool operator==(const ReverseAttrs&, const ReverseAttrs&) = default;
+};
+
+/// fft: the transform and the sizes of the trailing dimensions it runs over (1 to 3 of them,
+/// innermost last). For kIrfft they are the real result's sizes; the operand's last dimension
+/// is then fft_length.back() / 2 + 1.
+struct FftAttrs {
+  FftType fft_type = FftType::kFft;
+  std::vector<std::int64_t> fft_length;
+  friend bool operator==(const FftAttrs&, const FftAttrs&) = default;
+};
+
+/// triangular_solve: solve op(a) x = b (left_side) or x op(a) = b, reading only the `lower` or
+/// upper triangle of a, and taking its diagonal as ones when `unit_diagonal`.
+struct TriangularSolveAttrs {
+  bool left_side = true;
+  bool lower = true;
+  bool unit_diagonal = false;
+  Transpose transpose_a = Transpose::kNoTranspose;
+  friend bool operator==(const TriangularSolveAttrs&, const TriangularSolveAttrs&) = default;
 };
 
 /// dynamic_slice: the result dims (the start indices are operands).
@@ -434,7 +490,8 @@ using Attributes =
                  BroadcastInDimAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, ConcatenateAttrs,
                  PadAttrs, ReverseAttrs, DynamicSliceAttrs, ReduceAttrs, DotDimensionNumbers,
                  ScatterAttrs, GatherAttrs, WindowAttrs, ConvolutionAttrs, ReducePrecisionAttrs,
-                 SortAttrs, TopKAttrs>;
+                 SortAttrs, TopKAttrs, FftAttrs,
+                 TriangularSolveAttrs>;
 
 namespace detail {
 template <class A, class... Ts>
@@ -475,7 +532,9 @@ constexpr std::string_view attributes_name(std::size_t index) {
       "ConvolutionAttrs",
       "ReducePrecisionAttrs",
       "SortAttrs",
-      "TopKAttrs"};
+      "TopKAttrs",
+      "FftAttrs",
+      "TriangularSolveAttrs"};
   return index < names.size() ? names[index] : std::string_view("invalid");
 }
 
@@ -506,6 +565,8 @@ constexpr std::size_t attributes_index_for(OpCode op) {
     case OpCode::kReducePrecision: return kAttributesIndex<ReducePrecisionAttrs>;
     case OpCode::kSort: return kAttributesIndex<SortAttrs>;
     case OpCode::kTopK: return kAttributesIndex<TopKAttrs>;
+    case OpCode::kFft: return kAttributesIndex<FftAttrs>;
+    case OpCode::kTriangularSolve: return kAttributesIndex<TriangularSolveAttrs>;
     default: return kAttributesIndex<NoAttrs>;
   }
 }

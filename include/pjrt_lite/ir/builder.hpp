@@ -449,6 +449,16 @@ class GraphBuilder {
   Value convolution(Value lhs, Value rhs, const ConvolutionAttrs& attrs) {
     return op1(OpCode::kConvolution, {lhs, rhs}, attrs.with_defaults());
   }
+  /// fft(operand): the discrete Fourier transform `fft_type` over the trailing
+  /// fft_length.size() dimensions (see FftAttrs).
+  Value fft(Value operand, FftType fft_type, std::vector<std::int64_t> fft_length) {
+    return op1(OpCode::kFft, {operand}, FftAttrs{fft_type, std::move(fft_length)});
+  }
+  /// triangular_solve(a, b): x with op(a) x = b (left_side) or x op(a) = b, for each matrix of
+  /// the leading (batch) dimensions; see TriangularSolveAttrs.
+  Value triangular_solve(Value a, Value b, TriangularSolveAttrs attrs) {
+    return op1(OpCode::kTriangularSolve, {a, b}, attrs);
+  }
   /// The usual dot of vectors and matrices (rank 1 or 2 each): contracts lhs's last
   /// dimension with rhs's first.
   Value dot(Value lhs, Value rhs) {

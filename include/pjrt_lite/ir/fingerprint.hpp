@@ -166,6 +166,14 @@ inline void hash_attributes(Hasher& h, const Attributes& attrs) {
           h.list(a.window_dilations);
           h.list(a.padding_low);
           h.list(a.padding_high);
+        } else if constexpr (std::is_same_v<A, TriangularSolveAttrs>) {
+          h.i64(a.left_side ? 1 : 0);
+          h.i64(a.lower ? 1 : 0);
+          h.i64(a.unit_diagonal ? 1 : 0);
+          h.i64(static_cast<std::int64_t>(a.transpose_a));
+        } else if constexpr (std::is_same_v<A, FftAttrs>) {
+          h.i64(static_cast<std::int64_t>(a.fft_type));
+          h.list(a.fft_length);
         } else if constexpr (std::is_same_v<A, ConvolutionAttrs>) {
           h.list(a.window_strides);
           h.list(a.padding_low);

@@ -113,10 +113,14 @@ enum class OpCode : std::uint8_t {
   // Sorting (appended for the same reason): stablehlo.sort, then CHLO's top_k.
   kSort,
   kTopK,
+  // Fourier transforms (appended for the same reason).
+  kFft,
+  // Linear algebra (appended for the same reason).
+  kTriangularSolve,
 };
 
 /// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kTopK) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kTriangularSolve) + 1;
 
 namespace detail {
 inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
@@ -204,6 +208,8 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "reduce_precision",
     "sort",
     "top_k",
+    "fft",
+    "triangular_solve",
 };
 }  // namespace detail
 
@@ -348,6 +354,8 @@ constexpr int operand_count(OpCode op) {
     case OpCode::kSelectAndScatter: return 3;
     case OpCode::kConvolution: return 2;
     case OpCode::kTopK: return 1;
+    case OpCode::kFft: return 1;
+    case OpCode::kTriangularSolve: return 2;
     default: return -1;
   }
 }

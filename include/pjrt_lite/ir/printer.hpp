@@ -108,6 +108,13 @@ inline std::string attributes_text(const Node& node) {
                          ", window_dilations=", dims(a.window_dilations),
                          ", padding_low=", dims(a.padding_low),
                          ", padding_high=", dims(a.padding_high));
+        } else if constexpr (std::is_same_v<A, TriangularSolveAttrs>) {
+          return str_cat("left_side=", a.left_side ? "true" : "false",
+                         ", lower=", a.lower ? "true" : "false",
+                         ", unit_diagonal=", a.unit_diagonal ? "true" : "false",
+                         ", transpose_a=", transpose_name(a.transpose_a));
+        } else if constexpr (std::is_same_v<A, FftAttrs>) {
+          return str_cat("fft_type=", fft_type_name(a.fft_type), ", fft_length=", dims(a.fft_length));
         } else if constexpr (std::is_same_v<A, ConvolutionAttrs>) {
           return str_cat(
               "dimension_numbers=", convolution_dimension_numbers_string(a),

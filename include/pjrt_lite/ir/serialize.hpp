@@ -136,6 +136,14 @@ void attribute_fields(A& a, F&& f) {
     f(a.window_dilations);
     f(a.padding_low);
     f(a.padding_high);
+  } else if constexpr (std::is_same_v<T, TriangularSolveAttrs>) {
+    f(a.left_side);
+    f(a.lower);
+    f(a.unit_diagonal);
+    f(a.transpose_a);
+  } else if constexpr (std::is_same_v<T, FftAttrs>) {
+    f(a.fft_type);
+    f(a.fft_length);
   } else if constexpr (std::is_same_v<T, ConvolutionAttrs>) {
     f(a.window_strides);
     f(a.padding_low);
@@ -229,6 +237,8 @@ struct FieldWriter {
   void operator()(bool b) const { w.u8(b ? 1 : 0); }
   void operator()(ComparisonDirection d) const { w.u8(static_cast<std::uint8_t>(d)); }
   void operator()(ComparisonType t) const { w.u8(static_cast<std::uint8_t>(t)); }
+  void operator()(FftType t) const { w.u8(static_cast<std::uint8_t>(t)); }
+  void operator()(Transpose t) const { w.u8(static_cast<std::uint8_t>(t)); }
   void operator()(const std::shared_ptr<const Literal>& v) const { write_literal(w, v); }
 };
 
@@ -454,6 +464,8 @@ class GraphDecoder {
   StatusOr<ComparisonType> read_field(ComparisonType*) {
     return read_enum("comparison type", ComparisonType::kUnsigned);
   }
+  StatusOr<FftType> read_field(FftType*) { return read_enum("fft type", FftType::kIrfft); }
+  StatusOr<Transpose> read_field(Transpose*) { return read_enum("transpose_a", Transpose::kAdjoint); }
   StatusOr<std::shared_ptr<const Literal>> read_field(std::shared_ptr<const Literal>*) {
     return read_literal();
   }

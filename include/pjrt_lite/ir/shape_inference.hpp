@@ -1328,6 +1328,86 @@ inline Status check_region_parameters(OpCode op, std::string_view what, const Si
 
 }  // namespace detail
 
+/// fft(operand): 1 <= size(fft_length) <= 3 <= rank; FFT and IFFT take c64 or c128 and keep
+/// the type, RFFT takes f32 or f64 and gives the complex type of the same precision, IRFFT
+/// the reverse. The operand's trailing dimensions are fft_length, except that the last one is
+/// fft_length.back() / 2 + 1 for IRFFT (0 when that length is 0); RFFT's result has that
+/// last dimension.
+inline StatusOr<Shape> infer_fft(const Shape& operand, const FftAttrs& attrs) {
+  constexpr OpCode op = OpCode::kFft;
+  const auto& len = attrs.fft_length;
+  const auto type = attrs.fft_type;
+  if (static_cast<std::size_t>(type) > static_cast<std::size_t>(FftType::kIrfft))
+    return detail::op_error(op, "fft_type has invalid enum value ", static_cast<int>(type));
+  if (len.empty() || len.size() > 3)
+    return detail::op_error(op, "fft_length ", detail::dims_str(len), " has ", len.size(),
+                            " entries; it takes 1 to 3");
+  if (static_cast<std::int64_t>(len.size()) > operand.rank())
+    return detail::op_error(op, "fft_length ", detail::dims_str(len), " has ", len.size(),
+                            " entries but operand ", operand, " has rank ", operand.rank());
+  for (std::size_t i = 0; i < len.size(); ++i)
+    if (len[i] < 0)
+      return detail::op_error(op, "fft_length[", i, "] = ", len[i], " is negative");
+  const bool real_in = type == FftType::kRfft;
+  const DType t = operand.dtype();
+  if (real_in ? (t != DType::kF32 && t != DType::kF64) : !is_complex(t))
+    return detail::op_error(op, "operand ", operand, " has element type ", dtype_name(t), ", but ",
+                            fft_type_name(type), " takes ", real_in ? "f32 or f64" : "c64 or c128");
+  const auto half = [](std::int64_t n) { return n == 0 ? 0 : n / 2 + 1; };
+  std::vector<std::int64_t> dims(operand.dims().begin(), operand.dims().end());
+  const std::size_t first = dims.size() - len.size();
+  for (std::size_t i = 0; i < len.size(); ++i) {
+    const bool last = i + 1 == len.size();
+    const std::int64_t want = last && type == FftType::kIrfft ? half(len[i]) : len[i];
+    if (dims[first + i] != want)
+      return detail::op_error(op, "operand ", operand, " dimension ", first + i, " has size ",
+                              dims[first + i], " but ", fft_type_name(type), " with fft_length ",
+                              detail::dims_str(len), " needs ", want);
+  }
+  DType out = t;
+  if (type == FftType::kRfft) {
+    out = t == DType::kF32 ? DType::kC64 : DType::kC128;
+    dims.back() = half(len.back());
+  } else if (type == FftType::kIrfft) {
+    out = complex_component_type(t);
+    dims.back() = len.back();
+  }
+  return Shape(out, dims);
+}
+
+/// triangular_solve(a, b): a and b of one floating-point or complex type and one rank R >= 2,
+/// the same leading R - 2 (batch) dimensions, a square in its last two, whose size is b's
+/// second-to-last (left_side) or last dimension. The result has b's shape.
+inline StatusOr<Shape> infer_triangular_solve(const Shape& a, const Shape& b,
+                                              const TriangularSolveAttrs& attrs) {
+  constexpr OpCode op = OpCode::kTriangularSolve;
+  if (static_cast<std::size_t>(attrs.transpose_a) > static_cast<std::size_t>(Transpose::kAdjoint))
+    return detail::op_error(op, "transpose_a has invalid enum value ",
+                            static_cast<int>(attrs.transpose_a));
+  if (!is_inexact(a.dtype()))
+    return detail::op_error(op, "operand 0 (a) has element type ", dtype_name(a.dtype()),
+                            ", but triangular_solve takes floating-point or complex types");
+  if (a.dtype() != b.dtype())
+    return detail::op_error(op, "operand 1 (b) has element type ", dtype_name(b.dtype()),
+                            " but a has ", dtype_name(a.dtype()));
+  if (a.rank() < 2) return detail::op_error(op, "a ", a, " has rank ", a.rank(), "; it needs 2 or more");
+  if (b.rank() != a.rank())
+    return detail::op_error(op, "b ", b, " has rank ", b.rank(), " but a ", a, " has rank ", a.rank());
+  const std::int64_t r = a.rank();
+  for (std::int64_t d = 0; d < r - 2; ++d)
+    if (a.dim(d) != b.dim(d))
+      return detail::op_error(op, "batch dimension ", d, " of b ", b, " is ", b.dim(d), " but a's is ",
+                              a.dim(d));
+  if (a.dim(r - 2) != a.dim(r - 1))
+    return detail::op_error(op, "a ", a, " is not square in its last two dimensions");
+  const std::int64_t solved = attrs.left_side ? r - 2 : r - 1;
+  if (b.dim(solved) != a.dim(r - 1))
+    return detail::op_error(op, "b ", b, " dimension ", solved, " is ", b.dim(solved), " but a ", a,
+                            " is ", a.dim(r - 1), " square (left_side = ",
+                            attrs.left_side ? "true" : "false", ")");
+  return b.with_default_layout();
+}
+
 /// while(operands...) with cond (T0..TN-1) -> pred[] and body (T0..TN-1) -> (T0..TN-1), Ti
 /// the type of operand i; the results have the operands' types.
 inline StatusOr<std::vector<Shape>> infer_while(std::span<const Shape> operands,
@@ -1460,6 +1540,10 @@ inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shap
                                           bodies[1], std::get<WindowAttrs>(attrs)));
     case OpCode::kConvolution:
       return one(infer_convolution(operands[0], operands[1], std::get<ConvolutionAttrs>(attrs)));
+    case OpCode::kFft: return one(infer_fft(operands[0], std::get<FftAttrs>(attrs)));
+    case OpCode::kTriangularSolve:
+      return one(infer_triangular_solve(operands[0], operands[1],
+                                        std::get<TriangularSolveAttrs>(attrs)));
     case OpCode::kWhile: return infer_while(operands, bodies[0], bodies[1]);
     case OpCode::kCase:
     case OpCode::kIf:

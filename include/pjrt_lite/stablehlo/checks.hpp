@@ -11,11 +11,13 @@
 // near 3e5, are marked RUN-DISABLED(inaccurate) upstream: the StableHLO interpreter's
 // absolute-only comparison fails them on a one-ULP difference.)
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <complex>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/status.hpp"
@@ -73,6 +75,43 @@ inline Status evaluate_check(CheckKind kind, const Literal& actual, const Litera
                                                 a.shape(), " is ", got, ", expected ", want));
         return;
       }
+    }
+  });
+  return result;
+}
+
+/// How far, in units of the element type's epsilon times the largest magnitude in `expected`,
+/// within_rounding lets an element stray: the rounding error of a sum or a substitution of a
+/// few hundred terms in that type.
+inline constexpr double kRoundingEpsilons = 64;
+
+/// OK when every element of `actual` is within kRoundingEpsilons epsilons of the type, scaled
+/// by the largest magnitude in `expected`, of the expected element: equal up to the rounding
+/// of a computation done in another order. Integers must be equal.
+inline Status within_rounding(const Literal& actual, const Literal& expected) {
+  if (!actual.shape().same_type_and_dims(expected.shape()))
+    return invalid_argument_error(str_cat("actual ", actual.shape(), " but expected ", expected.shape()));
+  const Literal a = actual.with_default_layout(), e = expected.with_default_layout();
+  Status result;
+  visit_dtype(a.dtype(), [&]<class T>(std::type_identity<T>) {
+    if constexpr (is_complex_v<T> || is_float_v<T>) {
+      using R = std::conditional_t<is_complex_v<T>, c128, double>;
+      auto x = a.data<T>();
+      auto y = e.data<T>();
+      double largest = 0;
+      for (const T& v : y) largest = std::max(largest, std::abs(convert_element<R>(v)));
+      const DType real = is_complex_v<T> ? (a.dtype() == DType::kC64 ? DType::kF32 : DType::kF64) : a.dtype();
+      const double epsilon = real == DType::kF64 ? 0x1p-52 : real == DType::kF32 ? 0x1p-23 : real == DType::kBF16 ? 0x1p-7 : 0x1p-10;
+      const double bound = kRoundingEpsilons * epsilon * largest;
+      for (std::size_t i = 0; i < x.size(); ++i) {
+        const double d = std::abs(convert_element<R>(x[i]) - convert_element<R>(y[i]));
+        if (!(d <= bound)) {
+          result = invalid_argument_error(str_cat("element ", i, " differs by ", d, ", more than ", bound));
+          return;
+        }
+      }
+    } else {
+      if (!(a == e)) result = invalid_argument_error("integers differ");
     }
   });
   return result;

@@ -77,11 +77,11 @@ inline bool is_known_unsupported_op(std::string_view name) {
       "collective_broadcast", "collective_permute", "collective_reduce", "composite",
       "count_leading_zeros", "create_token", "cross-replica-sum",
       "dynamic_broadcast_in_dim", "dynamic_conv", "dynamic_gather", "dynamic_iota", "dynamic_pad",
-      "dynamic_reshape", "einsum", "fft", "get_dimension_size", "get_tuple_element",
+      "dynamic_reshape", "einsum", "get_dimension_size", "get_tuple_element",
       "infeed", "map", "optimization_barrier", "outfeed", "partition_id",
       "real_dynamic_slice", "recv", "reduce_scatter",
       "replica_id", "rng", "rng_bit_generator", "send",
-      "set_dimension_size", "torch_index_select", "trace", "triangular_solve", "tuple",
+      "set_dimension_size", "torch_index_select", "trace", "tuple",
       "unary_einsum", "uniform_dequantize", "uniform_quantize"};
   // clang-format on
   for (std::string_view n : kNames)
@@ -886,6 +886,30 @@ class Parser {
       }
       case OpCode::kDotGeneral: return parse_dot_general(r, ctx, name, pos);
       case OpCode::kConvolution: return parse_convolution(r, ctx, name, pos);
+      case OpCode::kFft: {
+        // stablehlo.fft %x, type = RFFT, length = [17] : (T) -> R
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands,
+                                   parse_operands_exact(r, ctx, 1, name));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after the operand of stablehlo.fft"));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("type", "after the operand of stablehlo.fft"));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after type"));
+        PJRT_LITE_ASSIGN_OR_RETURN(
+            Token t, r.expect_kind(TokenKind::kIdent, "an fft type (FFT, IFFT, RFFT, IRFFT)",
+                                   "after type ="));
+        StatusOr<FftType> fft_type = fft_type_from_name(t.text);
+        if (!fft_type.ok()) return error_at(t.pos, fft_type.status().message());
+        PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after the fft type"));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("length", "after the fft type"));
+        PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after length"));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> length,
+                                   r.parse_int_list("after length ="));
+        PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                                   declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+        out.values = ctx.b.op(op, operands, FftAttrs{*fft_type, std::move(length)});
+        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        return out;
+      }
       case OpCode::kReduce: return parse_reduce(r, ctx, name, pos);
       case OpCode::kWhile: return parse_while(r, ctx, name, pos);
       case OpCode::kScatter:
@@ -2010,6 +2034,29 @@ class Parser {
         PJRT_LITE_ASSIGN_OR_RETURN(p.interior_padding,
                                    int_list_attr(attrs, "interior_padding", name, pos));
         a = std::move(p);
+        break;
+      }
+      case OpCode::kTriangularSolve: {
+        TriangularSolveAttrs ts;
+        PJRT_LITE_ASSIGN_OR_RETURN(ts.left_side, bool_attr(attrs, "left_side"));
+        PJRT_LITE_ASSIGN_OR_RETURN(ts.lower, bool_attr(attrs, "lower"));
+        PJRT_LITE_ASSIGN_OR_RETURN(ts.unit_diagonal, bool_attr(attrs, "unit_diagonal"));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::optional<std::string> t, enum_attr(attrs, "transpose_a"));
+        if (!t) return error_at(pos, "stablehlo.triangular_solve needs transpose_a");
+        StatusOr<Transpose> parsed = transpose_from_name(*t);
+        if (!parsed.ok()) return error_at(pos, parsed.status().message());
+        ts.transpose_a = *parsed;
+        a = ts;
+        break;
+      }
+      case OpCode::kFft: {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::optional<std::string> t, enum_attr(attrs, "fft_type"));
+        if (!t) return error_at(pos, "stablehlo.fft needs fft_type");
+        StatusOr<FftType> parsed = fft_type_from_name(*t);
+        if (!parsed.ok()) return error_at(pos, parsed.status().message());
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> len,
+                                   int_list_attr(attrs, "fft_length", name, pos));
+        a = FftAttrs{*parsed, std::move(len)};
         break;
       }
       case OpCode::kReverse: {

@@ -244,6 +244,18 @@ class Printer {
             out_ +=
                 str_cat(name, " ", operand_list(g, names, n), ", dims = ", int_list(a.dimensions),
                         " : ", same_or_function_type(g, n));
+          } else if constexpr (std::is_same_v<A, TriangularSolveAttrs>) {
+            // Only the generic form exists; MLIR prints the attributes in alphabetical order.
+            out_ += str_cat("\"stablehlo.triangular_solve\"(", operand_list(g, names, n),
+                            ") <{left_side = ", a.left_side ? "true" : "false",
+                            ", lower = ", a.lower ? "true" : "false",
+                            ", transpose_a = #stablehlo<transpose ", transpose_name(a.transpose_a),
+                            ">, unit_diagonal = ", a.unit_diagonal ? "true" : "false",
+                            "}> : ", function_type(g, n));
+          } else if constexpr (std::is_same_v<A, FftAttrs>) {
+            out_ += str_cat(name, " ", operand_list(g, names, n), ", type = ",
+                            fft_type_name(a.fft_type), ", length = ", int_list(a.fft_length),
+                            " : ", function_type(g, n));
           } else if constexpr (std::is_same_v<A, SliceAttrs>) {
             out_ += str_cat(name, " ", operand_list(g, names, n), " [");
             for (std::size_t d = 0; d < a.start_indices.size(); ++d) {

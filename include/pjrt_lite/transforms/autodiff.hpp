@@ -439,6 +439,19 @@ inline void Linearizer::transpose_entry(const Entry& e, Value ct) {
         send(ops[1], side(false));
       return;
     }
+    case OpCode::kTriangularSolve:
+      // The transpose in b is another solve with op(a) transposed (conjugated for ADJOINT);
+      // not written yet.
+      fail(unimplemented_error(
+          "autodiff: reverse mode (vjp, grad) of triangular_solve is not implemented; forward "
+          "mode (jvp) in b is"));
+      return;
+    case OpCode::kFft:
+      // FFT and IFFT are their own transposes (the DFT matrix is symmetric); RFFT and IRFFT
+      // need the Hermitian halves weighted, and none of the four rules is written yet.
+      fail(unimplemented_error(
+          "autodiff: reverse mode (vjp, grad) of fft is not implemented; forward mode (jvp) is"));
+      return;
     case OpCode::kConvolution:
       // The transpose of a convolution in either operand is another convolution (of the
       // cotangent with the kernel, or with the lhs); that rule is not written yet.
@@ -719,6 +732,7 @@ class JvpRules {
       // same format (a rounding whose true derivative is 0 almost everywhere would make every
       // mixed-precision emulation untrainable).
       case OpCode::kReducePrecision: return l_.apply(n.op, {L::lin(tx)}, n.attrs);
+      case OpCode::kFft: return l_.apply(n.op, {L::lin(tx)}, n.attrs);
       case OpCode::kConcatenate:
       case OpCode::kPad: {
         std::vector<L::Operand> ops;
@@ -733,6 +747,17 @@ class JvpRules {
           ops.push_back(k < n_linear ? l_.operand(t[k], p[k]) : L::coef(p[k]));
         return l_.apply(n.op, std::move(ops), n.attrs);
       }
+      case OpCode::kTriangularSolve:
+        // Linear in b: d(op(a)^-1 b) = op(a)^-1 db. The term in da, -op(a)^-1 op(da) x with da
+        // masked to the triangle read, is not written yet.
+        if (t[0] != kZero) {
+          l_.fail(unimplemented_error(
+              "autodiff: jvp of triangular_solve with respect to a (the matrix) is not "
+              "implemented; with respect to b it is"));
+          return kZero;
+        }
+        if (t[1] == kZero) return kZero;
+        return l_.apply(n.op, {L::coef(p[0]), L::lin(t[1])}, n.attrs);
       case OpCode::kDotGeneral:
       case OpCode::kConvolution:
         // Bilinear: d(x * y) = dx * y + x * dy.

@@ -14,6 +14,8 @@
 #include "pjrt_lite/backends/cpu/control_flow_kernel.hpp"
 #include "pjrt_lite/backends/cpu/conv_kernel.hpp"
 #include "pjrt_lite/backends/cpu/dot_kernel.hpp"
+#include "pjrt_lite/backends/cpu/fft_kernel.hpp"
+#include "pjrt_lite/backends/cpu/triangular_solve_kernel.hpp"
 #include "pjrt_lite/backends/cpu/gather_kernel.hpp"
 #include "pjrt_lite/backends/cpu/kernels.hpp"
 #include "pjrt_lite/backends/cpu/program.hpp"
@@ -499,6 +501,21 @@ class Compiler {
         auto k = std::move(made).value();
         k->text = text;
         add_kernel(std::move(k), reads, dsts);
+        return ok_status();
+      }
+      case OpCode::kTriangularSolve: {
+        auto k = std::make_unique<TriangularSolveKernel>(g_.shape(n.operands[0]), g_.shape(n.operands[1]),
+                                                         n.attr<TriangularSolveAttrs>(), max_workers_,
+                                                         reads[0], reads[1], dst);
+        k->text = text;
+        add_kernel(std::move(k), reads, {dst});
+        return ok_status();
+      }
+      case OpCode::kFft: {
+        auto k = std::make_unique<FftKernel>(g_.shape(n.operands[0]), out, n.attr<FftAttrs>(),
+                                             max_workers_, reads[0], dst);
+        k->text = text;
+        add_kernel(std::move(k), reads, {dst});
         return ok_status();
       }
       case OpCode::kGather: {

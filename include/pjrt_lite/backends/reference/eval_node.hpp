@@ -17,10 +17,12 @@
 
 #include "pjrt_lite/backends/reference/data_movement.hpp"
 #include "pjrt_lite/backends/reference/elementwise.hpp"
+#include "pjrt_lite/backends/reference/fft.hpp"
 #include "pjrt_lite/backends/reference/gather.hpp"
 #include "pjrt_lite/backends/reference/index.hpp"
 #include "pjrt_lite/backends/reference/scalar_ops.hpp"
 #include "pjrt_lite/backends/reference/scatter.hpp"
+#include "pjrt_lite/backends/reference/triangular_solve.hpp"
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/literal.hpp"
@@ -543,6 +545,10 @@ PJRT_LITE_REFERENCE_KERNELS_INLINE StatusOr<std::vector<Literal>> eval_node(
           eval_dot_general(operand(0), operand(1), node.attr<DotDimensionNumbers>(), result));
     case OpCode::kConvolution:
       return one(eval_convolution(operand(0), operand(1), node.attr<ConvolutionAttrs>(), result));
+    case OpCode::kFft: return one(eval_fft(operand(0), node.attr<FftAttrs>(), result));
+    case OpCode::kTriangularSolve:
+      return one(eval_triangular_solve(operand(0), operand(1), node.attr<TriangularSolveAttrs>(),
+                                       result));
     case OpCode::kGather:
       return one(eval_gather(operand(0), operand(1), node.attr<GatherAttrs>(), result));
     case OpCode::kScatter: {
