@@ -485,7 +485,7 @@ TEST_CASE("batching: ops without a rule unroll, and bad inputs are statuses") {
   CHECK(batch_graph(g, {true, false}, -1).status().code() == StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("autodiff: jvp carries tangents through while, case and if; vjp is UNIMPLEMENTED") {
+TEST_CASE("autodiff: jvp carries tangents through while, case and if, and vjp is UNIMPLEMENTED") {
   // f(x, y) = (x * 2^3) * y by a loop that doubles x three times.
   GraphBuilder cb("cond");
   Value ci = cb.parameter(Shape(DType::kS32, {}));

@@ -416,7 +416,7 @@ TEST_CASE("convolution: StableHLO text in both forms, round trips and serializat
                 d.status().message());
 }
 
-TEST_CASE("convolution: jvp is conv(dlhs, rhs) + conv(lhs, drhs); vjp is UNIMPLEMENTED") {
+TEST_CASE("convolution: jvp is conv(dlhs, rhs) + conv(lhs, drhs), and vjp is UNIMPLEMENTED") {
   const Shape lhs(DType::kF64, {2, 3, 7}), rhs(DType::kF64, {4, 3, 3});
   const ConvolutionAttrs a =
       conv("[b, f, 0]x[o, i, 0]->[b, f, 0]",

@@ -1205,7 +1205,7 @@ TEST_CASE("reference: compare TOTALORDER orders -NaN < -Inf < -0 < +0 < +Inf < +
   check(std::type_identity<bf16>{});
 }
 
-TEST_CASE("reference: complex compare is EQ / NE only; ordering is UNIMPLEMENTED") {
+TEST_CASE("reference: complex compare is EQ / NE only, and ordering is UNIMPLEMENTED") {
   const Literal a = Literal::vector<c64>({c64(1, 2), c64(1, 2), c64(kNaN<float>, 0)});
   const Literal b = Literal::vector<c64>({c64(1, 2), c64(1, -2), c64(kNaN<float>, 0)});
   expect_preds(compare(a, b, kEq), {true, false, false});
@@ -1995,7 +1995,7 @@ TEST_CASE("reference: while loops equal their closed forms, nested ones too") {
   }
 }
 
-TEST_CASE("reference: case runs the indexed branch, out-of-range indices the last; if picks") {
+TEST_CASE("reference: case runs the indexed branch, out-of-range indices the last, and if picks") {
   const Literal x = Literal::vector<float>({1, -2, 0.5f});
   const Literal y = Literal::scalar(3.0f);
   auto expected = [&](std::int32_t k) { return testing::scaled_branch_result(x, 3.0f, k); };
@@ -2130,7 +2130,7 @@ TEST_CASE("fft: the reference matches the closed forms of the transform") {
   }
 }
 
-TEST_CASE("fft: jvp is the fft of the tangent; vjp is UNIMPLEMENTED") {
+TEST_CASE("fft: jvp is the fft of the tangent, and vjp is UNIMPLEMENTED") {
   const Shape cs(DType::kC128, {3, 6});
   StatusOr<Graph> g = fft_graph(cs, FftType::kFft, {6});
   REQUIRE(g.ok());
@@ -2254,7 +2254,7 @@ TEST_CASE("triangular_solve: the reference's x satisfies op(a) x = b or x op(a) 
   CHECK((*r)[0].data<float>()[3] == 0.0f);
 }
 
-TEST_CASE("triangular_solve: jvp in b is a solve of the tangent; in a and vjp are UNIMPLEMENTED") {
+TEST_CASE("triangular_solve: jvp in b is a solve of the tangent, and in a and vjp are UNIMPLEMENTED") {
   const Shape as(DType::kC128, {4, 4}), bs(DType::kC128, {4, 3});
   const TriangularSolveAttrs attrs{true, false, false, Transpose::kAdjoint};
   StatusOr<Graph> g = solve_graph(as, bs, attrs);

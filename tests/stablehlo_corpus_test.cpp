@@ -209,7 +209,7 @@ TEST_CASE("stablehlo compile: bad text is a Status with line:column, unknown ops
   CHECK(client->compile("").status().code() == StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("stablehlo corpus: every program passes or names what it lacks; docs/conformance.md") {
+TEST_CASE("stablehlo corpus: every program passes or names what it lacks, and docs/conformance.md is current") {
   if (!testing::have_corpus_dir()) {
     MESSAGE("skipped: no StableHLO corpus at ", testing::corpus_dir().string());
     return;

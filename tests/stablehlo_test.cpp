@@ -1523,7 +1523,7 @@ TEST_CASE("stablehlo: while in the pretty and generic forms, with values used fr
   check_round_trip(testing::sum_of_sums());
 }
 
-TEST_CASE("stablehlo: case and if select branches; indices out of range take the last") {
+TEST_CASE("stablehlo: case and if select branches, and indices out of range take the last") {
   const Literal x = Literal::vector<float>({1.5f, -2});
   for (std::int32_t index : {0, 1, 2, 3, -1}) {
     for (bool p : {true, false}) {
@@ -1772,6 +1772,8 @@ TEST_CASE("stablehlo: chlo.top_k in the forms the corpus uses, and its errors") 
                            "(tensor<2xcomplex<f32>>, tensor<2xi32>)\n"
                            "  return %0 : tensor<2xcomplex<f32>>\n")),
       "chlo.top_k on complex numbers", 2);
+}
+
 TEST_CASE("stablehlo: fft in the pretty and the generic form, and its errors") {
   const std::string pretty =
       program("(%x: tensor<4x17xf32>) -> tensor<4x9xcomplex<f32>>",
@@ -1815,7 +1817,7 @@ TEST_CASE("stablehlo: triangular_solve in the generic form, as JAX exports it, a
   check_invalid(parse_status(replaced(text, "transpose_a = #stablehlo<transpose ADJOINT>, ", "")), "2", "stablehlo.triangular_solve needs transpose_a");
 }
 
-TEST_CASE("stablehlo: within_rounding scales by the largest magnitude; the upstream markers") {
+TEST_CASE("stablehlo: within_rounding scales by the largest magnitude, and the upstream markers") {
   using stablehlo::within_rounding;
   auto v = [](std::initializer_list<float> x) { return Literal::vector<float>(x); };
   // Bound: 64 float epsilons times 1000, about 7.6e-3, for every element.

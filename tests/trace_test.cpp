@@ -414,7 +414,7 @@ TEST_CASE("trace: errors of the inner client are reported and returned unchanged
   CHECK(errors == returned);
 }
 
-TEST_CASE("trace: LogSink writes one line per call; WithCallStack attaches the native stack") {
+TEST_CASE("trace: LogSink writes one line per call, and WithCallStack attaches the native stack") {
   std::FILE* file = std::tmpfile();
   REQUIRE(file != nullptr);
   {
