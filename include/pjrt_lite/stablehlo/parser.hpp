@@ -22,8 +22,8 @@
 //
 // Errors: malformed text and type errors are INVALID_ARGUMENT "line:column: what was
 // expected, found what"; a declared type that differs from what the IR infers is one too.
-// Valid StableHLO that the IR cannot represent (fft, most chlo ops, dynamic shapes, f8
-// types, ...) is UNIMPLEMENTED "stablehlo.fft is not supported (line 12)", so a
+// Valid StableHLO that the IR cannot represent (rng_bit_generator, chlo ops on complex numbers, dynamic shapes, f8
+// types, ...) is UNIMPLEMENTED "stablehlo.rng_bit_generator is not supported (line 12)", so a
 // runner can skip the file. The parser never throws, crashes or loops on any input: nesting
 // and sizes are bounded and every index is checked.
 //
