@@ -77,7 +77,11 @@ TEST_CASE("cpu executable: a fused element-wise chain equals its closed form") {
   Value x = b.parameter(Shape(DType::kF32, {n}));
   Value y = b.parameter(Shape(DType::kF32, {n}));
   Value half = b.broadcast_in_dim(b.constant(0.5f), {n}, {});
-  Value out = b.add(b.multiply(b.tanh(b.add(b.multiply(x, y), b.exponential(b.negate(x)))), half), y);
+  // One statement per op: the fused group's text below lists ops in the order they were
+  // built, which nested calls would leave to the compiler's order of evaluating arguments.
+  Value e = b.exponential(b.negate(x));
+  Value xy = b.multiply(x, y);
+  Value out = b.add(b.multiply(b.tanh(b.add(xy, e)), half), y);
   Graph g = build(b, {out});
   std::vector<float> xs(n), ys(n);
   for (std::int64_t i = 0; i < n; ++i) {

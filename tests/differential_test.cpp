@@ -458,7 +458,8 @@ static void sweep_convolution() {
     // Sums accumulate in an order of their own: random values only, with a relative
     // tolerance for the inexact types (see sweep_structural).
     const double relative = t == DType::kF16 || t == DType::kBF16 ? 2e-2 : t == DType::kF32 || t == DType::kC64 ? 1e-5 : 1e-12;
-    for (const auto& [row, cases] : rows) {
+    for (const auto& [row, row_cases] : rows) {
+      const auto& cases = row_cases;  // clang 14 cannot capture a structured binding
       std::vector<Literal> args;
       for (const Case& c : cases)
         for (const auto* dims : {&c.lhs, &c.rhs}) {
@@ -500,7 +501,8 @@ static void sweep_fft() {
         {{6, 1}, FftType::kIrfft, {1}}}},
   };
   for (DType t : kAllDTypes) {
-    for (const auto& [row, cases] : rows) {
+    for (const auto& [row, row_cases] : rows) {
+      const auto& cases = row_cases;  // clang 14 cannot capture a structured binding
       std::vector<Literal> args;
       for (const Case& c : cases) {
         Literal l(Shape(t, c.dims));
@@ -530,7 +532,8 @@ static void sweep_triangular_solve() {
   };
   for (DType t : kAllDTypes) {
     const double relative = t == DType::kF16 || t == DType::kBF16 ? 2e-2 : t == DType::kF32 || t == DType::kC64 ? 1e-5 : 1e-12;
-    for (const auto& [row, cases] : rows) {
+    for (const auto& [row, row_cases] : rows) {
+      const auto& cases = row_cases;  // clang 14 cannot capture a structured binding
       std::vector<Literal> args;
       for (const TriangularSolveAttrs& c : cases) {
         Literal a(Shape(t, {2, 6, 6}));
@@ -770,13 +773,13 @@ TEST_CASE("differential: empty arrays through every CPU kernel, as the reference
     // reduce: an empty reduced dimension gives the init; an empty kept one, no result; an empty
     // dimension after the reduced ones (nothing to divide the input by).
     if (t != DType::kC64 && t != DType::kPred) {
-      const OpCode op = OpCode::kAdd;
-      expect("empty reduce", t, {empty(t, {3, 0}), init}, [op](GraphBuilder& b, V p) {
+      constexpr OpCode op = OpCode::kAdd;
+      expect("empty reduce", t, {empty(t, {3, 0}), init}, [](GraphBuilder& b, V p) {
         return V{b.reduce(p[0], p[1], op, {0}), b.reduce(p[0], p[1], op, {1}),
                  b.reduce(p[0], p[1], op, {0, 1})};
       });
       expect("empty reduce, not adjacent", t, {empty(t, {2, 0, 3}), filled(t, {2, 3, 0}), init},
-             [op](GraphBuilder& b, V p) {
+             [](GraphBuilder& b, V p) {
                return V{b.reduce(p[0], p[2], op, {0, 2}), b.reduce(p[1], p[2], op, {0, 2}),
                         b.reduce(p[1], p[2], op, {0})};
              });

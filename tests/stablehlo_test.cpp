@@ -195,7 +195,8 @@ TEST_CASE("stablehlo: every element type") {
       {"bf16", kBF16},        {"f32", kF32},
       {"f64", kF64},          {"complex<f32>", kC64},
       {"complex<f64>", kC128}};
-  for (const auto& [name, dtype] : types) {
+  for (const auto& [type_name, dtype] : types) {
+    const std::string_view name = type_name;  // CAPTURE's lambda: clang 14 cannot capture a binding
     CAPTURE(name);
     CHECK(stablehlo::element_type_name(dtype) == name);
     const std::string t2 = str_cat("tensor<2x0x3x", name, ">");

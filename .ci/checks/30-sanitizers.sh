@@ -2,15 +2,17 @@
 # The whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer (LeakSanitizer on),
 # built with -fno-exceptions -fno-rtti (PJRT_LITE_NO_EXCEPTIONS=ON: the configuration game
 # engines use), and the concurrency tests (stress, lifetime) under ThreadSanitizer.
-# Only the test executables are built, at -O0 -g1: instrumented template-heavy code compiles
-# about six times faster than at -O1 -g, and the suite still runs in about a minute.
+# Only the test executables are built, with clang++ at -O0 -g1: instrumented template-heavy
+# code compiles about four times faster than at -O1, and clang compiles it in less than half
+# of g++'s time (the kernel translation unit: 67 s against 147 s of CPU).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export DEBIAN_FRONTEND=noninteractive
 if [ "$(id -u)" = 0 ]; then
-  apt-get install -y --no-install-recommends g++ cmake make libeigen3-dev xtl-dev doctest-dev >/dev/null
+  apt-get install -y --no-install-recommends clang-14 libclang-rt-14-dev cmake make libeigen3-dev xtl-dev \
+    doctest-dev >/dev/null
 fi
-common=(-DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" -DPJRT_LITE_BUILD_EXAMPLES=OFF
+common=(-DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" -DPJRT_LITE_BUILD_EXAMPLES=OFF
         -DPJRT_LITE_BUILD_BENCH=OFF -DPJRT_LITE_INSTALL=OFF)
 t0=$SECONDS
 step() { echo "-- $1: $((SECONDS - t0)) s"; t0=$SECONDS; }

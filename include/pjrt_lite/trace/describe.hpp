@@ -48,6 +48,15 @@ template <class T>
 struct IsSpan : std::false_type {};
 template <class T, std::size_t N>
 struct IsSpan<std::span<T, N>> : std::true_type {};
+/// A vector or span of std::byte: a blob, described by its size. (A trait rather than a
+/// condition on U::value_type, which is ill-formed for the types that are neither.)
+template <class T>
+struct IsByteSequence : std::false_type {};
+template <class A>
+struct IsByteSequence<std::vector<std::byte, A>> : std::true_type {};
+template <class B, std::size_t N>
+  requires std::is_same_v<std::remove_const_t<B>, std::byte>
+struct IsByteSequence<std::span<B, N>> : std::true_type {};
 template <class T>
 struct IsPair : std::false_type {};
 template <class A, class B>
@@ -133,8 +142,7 @@ std::string describe(const T& value) {
     return value ? describe(*value) : "none";
   } else if constexpr (detail::IsPair<U>::value) {
     return "(" + describe(value.first) + ", " + describe(value.second) + ")";
-  } else if constexpr ((detail::IsVector<U>::value || detail::IsSpan<U>::value) &&
-                       std::is_same_v<typename U::value_type, std::byte>) {
+  } else if constexpr (detail::IsByteSequence<U>::value) {
     return str_cat(value.size(), " bytes");
   } else if constexpr (detail::IsVector<U>::value || detail::IsSpan<U>::value) {
     std::string out = "[";
