@@ -559,6 +559,33 @@ static void sweep_triangular_solve() {
   }
 }
 
+/// rng_bit_generator making every output type from random states (a counter about to wrap
+/// among them): odd and even counts, one big enough for several tiles of work, and the new
+/// state. Rows by algorithm; PHILOX is the documented gap.
+static void sweep_rng_bit_generator() {
+  Sweep& s = sweep();
+  if (!s.done.insert("sweep_rng_bit_generator").second) return;
+  const std::pair<std::string, RngAlgorithm> rows[] = {{"rng_bit_generator THREE_FRY", RngAlgorithm::kThreeFry},
+                                                       {"rng_bit_generator DEFAULT", RngAlgorithm::kDefault},
+                                                       {"rng_bit_generator PHILOX", RngAlgorithm::kPhilox}};
+  for (DType t : kAllDTypes) {
+    for (const auto& row : rows) {
+      const RngAlgorithm algorithm = row.second;
+      const std::vector<Literal> args = {
+          Literal::vector<std::uint64_t>({s.rng(), s.rng()}),
+          Literal::vector<std::uint64_t>({s.rng(), ~std::uint64_t{0} - 2})};
+      s.check(row.first, t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+        std::vector<Value> outs;
+        for (const std::vector<std::int64_t>& dims : {std::vector<std::int64_t>{7}, {3, 4}, {}, {0, 5}, {40001}}) {
+          for (Value v : b.rng_bit_generator(p[0], Shape(t, dims), algorithm)) outs.push_back(v);
+        }
+        for (Value v : b.rng_bit_generator(p[1], Shape(t, {5}), algorithm)) outs.push_back(v);
+        return outs;
+      });
+    }
+  }
+}
+
 /// while, case and if carrying an array of each type through their regions: a loop that
 /// reverses and selects for a data-dependent number of turns, and branches that move data
 /// differently, with in-range and out-of-range indices.
@@ -856,6 +883,7 @@ TEST_CASE("differential: empty arrays through every CPU kernel, as the reference
 }
 TEST_CASE("differential: fft on every dtype") { check_part(sweep_fft); }
 TEST_CASE("differential: triangular_solve on every dtype") { check_part(sweep_triangular_solve); }
+TEST_CASE("differential: rng_bit_generator on every dtype") { check_part(sweep_rng_bit_generator); }
 
 TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   // ctest runs each case in its own process: run whatever part has not run here yet.
@@ -869,6 +897,7 @@ TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   sweep_precision_and_sort();
   sweep_fft();
   sweep_triangular_solve();
+  sweep_rng_bit_generator();
   Sweep& s = sweep();
   CHECK(s.failures.empty());
   const std::string table = s.markdown();

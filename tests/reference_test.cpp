@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "pjrt_lite/backends/reference/interpreter.hpp"
+#include "pjrt_lite/core/threefry.hpp"
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/transforms/autodiff.hpp"
 #include "control_flow.hpp"
@@ -40,7 +41,9 @@ constexpr DType kS64 = DType::kS64;
 constexpr DType kU8 = DType::kU8;
 constexpr DType kU16 = DType::kU16;
 constexpr DType kU32 = DType::kU32;
+constexpr DType kU64 = DType::kU64;
 constexpr DType kF16 = DType::kF16;
+constexpr DType kBF16 = DType::kBF16;
 constexpr DType kF32 = DType::kF32;
 constexpr DType kF64 = DType::kF64;
 constexpr DType kC64 = DType::kC64;
@@ -468,11 +471,111 @@ TEST_CASE("reference: CHLO functions against closed forms and identities") {
   const Literal h = make_from<f16>({f16(0.5f), f16(-2.0f)}, {2});
   expect<f16>(apply(OpCode::kSinh, h),
               {f16(static_cast<float>(std::sinh(0.5))), f16(static_cast<float>(std::sinh(-2.0)))});
-  // Real floats only: complex is rejected by shape inference, naming the op.
+  // erf and the other special functions take real floats only: complex is rejected by shape
+  // inference, naming the op.
   GraphBuilder b("c");
-  b.asin(b.parameter(Shape(kC64, {2})));
+  b.erf(b.parameter(Shape(kC64, {2})));
   CHECK(b.status().code() == StatusCode::kInvalidArgument);
-  CHECK(b.status().message().find("asin") != std::string::npos);
+  CHECK(b.status().message().find("erf") != std::string::npos);
+}
+
+TEST_CASE("reference: complex acosh .. sinh are the principal branches of their closed forms") {
+  using C = std::complex<double>;
+  using CL = std::complex<long double>;
+  // Points in every quadrant, on both sides of the branch cuts (the real axis beyond +-1 for
+  // asin and atanh, the imaginary axis beyond +-i for asinh and atan, the real axis left of 1
+  // for acosh), and far from the origin.
+  const std::vector<C> zs = {{0.3, 0.4}, {-1.5, 0.2}, {2.0, -0.1}, {-0.7, -2.5}, {0.1, 3.0},
+                             {-0.2, -1.7}, {5.0, 7.0}, {0.0, 0.0}, {3.0, 1e-3}, {-3.0, -1e-3}};
+  auto run_c = [&](OpCode op) {
+    return elements<C>(apply(op, make_from<C>(zs, {static_cast<std::int64_t>(zs.size())})));
+  };
+  const std::vector<C> acosh = run_c(OpCode::kAcosh), asin = run_c(OpCode::kAsin),
+                       asinh = run_c(OpCode::kAsinh), atan = run_c(OpCode::kAtan),
+                       atanh = run_c(OpCode::kAtanh), cosh = run_c(OpCode::kCosh),
+                       sinh = run_c(OpCode::kSinh);
+  const CL i(0, 1);
+  auto close = [](C got, CL want, const char* what, C z) {
+    INFO(what, " at ", z.real(), "+", z.imag(), "i: got ", got.real(), "+", got.imag(), "i");
+    CHECK(std::abs(CL(got) - want) <= 1e-13L * std::max(1.0L, std::abs(want)));
+  };
+  for (std::size_t k = 0; k < zs.size(); ++k) {
+    const CL z(zs[k]);
+    // The textbook logarithmic forms, whose principal square roots and logs put each cut
+    // where the C library (and XLA) put it.
+    close(asinh[k], std::log(z + std::sqrt(z * z + 1.0L)), "asinh", zs[k]);
+    close(acosh[k], std::log(z + std::sqrt(z + 1.0L) * std::sqrt(z - 1.0L)), "acosh", zs[k]);
+    close(atanh[k], (std::log(1.0L + z) - std::log(1.0L - z)) / 2.0L, "atanh", zs[k]);
+    close(asin[k], -i * std::log(i * z + std::sqrt(1.0L - z * z)), "asin", zs[k]);
+    close(atan[k], i / 2.0L * (std::log(1.0L - i * z) - std::log(1.0L + i * z)), "atan", zs[k]);
+    close(cosh[k], (std::exp(z) + std::exp(-z)) / 2.0L, "cosh", zs[k]);
+    close(sinh[k], (std::exp(z) - std::exp(-z)) / 2.0L, "sinh", zs[k]);
+  }
+  // c64 is computed in complex<double> and rounded once.
+  const std::vector<std::complex<float>> zf = {{0.3f, 0.4f}, {-1.5f, 0.2f}};
+  const std::vector<std::complex<float>> af =
+      elements<std::complex<float>>(apply(OpCode::kAsin, make_from<std::complex<float>>(zf, {2})));
+  for (std::size_t k = 0; k < zf.size(); ++k) {
+    const C want = std::asin(C(zf[k]));
+    CHECK(af[k] == std::complex<float>(static_cast<float>(want.real()),
+                                       static_cast<float>(want.imag())));
+  }
+}
+
+// Threefry-2x32-20's published known-answer vectors (Random123's kat_vectors).
+static_assert(threefry::block(0u, 0u, 0u, 0u) == std::array<std::uint32_t, 2>{0x6b200159, 0x99ba4efe});
+static_assert(threefry::block(~0u, ~0u, ~0u, ~0u) ==
+              std::array<std::uint32_t, 2>{0x1cb996fc, 0xbb002be7});
+static_assert(threefry::block(0x13198a2eu, 0x03707344u, 0x243f6a88u, 0x85a308d3u) ==
+              std::array<std::uint32_t, 2>{0xc4923a9c, 0x483df7a0});
+
+TEST_CASE("reference: rng_bit_generator is Threefry-2x32 of consecutive counters") {
+  auto generate = [](std::vector<std::uint64_t> state, Shape output,
+                     RngAlgorithm algorithm = RngAlgorithm::kThreeFry) {
+    GraphBuilder b("rng");
+    std::vector<Value> r =
+        b.rng_bit_generator(b.parameter(Shape(kU64, {2})), std::move(output), algorithm);
+    const StatusOr<Graph> g = b.build(r);
+    REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+    std::vector<Literal> args;
+    args.push_back(make_from<std::uint64_t>(state, {2}));
+    return reference::evaluate(*g, args);
+  };
+  // 64-bit elements: block i (counter + i) as x0 | x1 << 32; the counter wraps around 2^64.
+  const std::uint64_t key = 0x0123456789abcdefull, last = ~std::uint64_t{0};
+  StatusOr<std::vector<Literal>> r = generate({key, last}, Shape(kU64, {3}));
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  CHECK((*r)[0] == Literal::vector<std::uint64_t>({key, 2}));
+  const std::vector<std::uint64_t> bits = elements<std::uint64_t>((*r)[1]);
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    const auto [x0, x1] = threefry::block(static_cast<std::uint32_t>(key),
+                                          static_cast<std::uint32_t>(key >> 32),
+                                          static_cast<std::uint32_t>(last + i),
+                                          static_cast<std::uint32_t>((last + i) >> 32));
+    CHECK(bits[i] == (x0 | std::uint64_t{x1} << 32));
+  }
+  // 32-bit elements, row-major: x0 then x1 of each block; an odd count uses a last block
+  // for one element, and the counter moves by the blocks used. Any 32-bit type holds the bits.
+  r = generate({key, 5}, Shape(kF32, {5}));
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  CHECK((*r)[0] == Literal::vector<std::uint64_t>({key, 8}));
+  const std::vector<float> words = elements<float>((*r)[1]);
+  for (std::uint64_t i = 0; i < 5; ++i)
+    CHECK(std::bit_cast<std::uint32_t>(words[i]) == threefry::block(key, 5 + i / 2)[i % 2]);
+  // The empty output leaves the state as it was.
+  r = generate({key, 5}, Shape(kS64, {0, 4}));
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  CHECK((*r)[0] == Literal::vector<std::uint64_t>({key, 5}));
+  // What is not generated: PHILOX, and elements of 8 or 16 bits.
+  r = generate({key, 5}, Shape(kU32, {4}), RngAlgorithm::kPhilox);
+  CHECK(r.status().code() == StatusCode::kUnimplemented);
+  CHECK(r.status().message().find("PHILOX") != std::string::npos);
+  r = generate({key, 5}, Shape(kBF16, {4}));
+  CHECK(r.status().code() == StatusCode::kUnimplemented);
+  CHECK(r.status().message().find("bf16") != std::string::npos);
+  // DEFAULT is THREE_FRY.
+  CHECK(generate({key, 9}, Shape(kU32, {6}), RngAlgorithm::kDefault).value()[1] ==
+        generate({key, 9}, Shape(kU32, {6})).value()[1]);
 }
 
 TEST_CASE("reference: next_after steps one value of the element type") {

@@ -158,8 +158,10 @@ Graph every_op_graph() {
   Value irf = b.fft(rf, FftType::kIrfft, {2, 3});
   Value ts = b.triangular_solve(b.slice(f, {0, 0}, {2, 2}), f,
                                 TriangularSolveAttrs{true, false, true, Transpose::kTranspose});
+  Value rng = b.rng_bit_generator(b.constant(Literal::vector<std::uint64_t>({7, 9})),
+                                  Shape(DType::kU32, {3, 2}))[1];
   for (Value v : {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl, sc, ga, rw, sas, cw, rp, so, tk, ff, rf,
-                  irf, ts})
+                  irf, ts, rng})
     outs.push_back(v);
   // Control flow: a while (the shared counting loop), a three-way case and an if.
   Value n = b.reshape(b.slice(io, {0, 2}, {1, 3}), {});

@@ -410,6 +410,15 @@ inline Attributes pick_attributes(ByteSource& src, OpCode code, const std::vecto
     case OpCode::kTriangularSolve:
       return TriangularSolveAttrs{src.coin(), src.coin(), src.coin(),
                                   static_cast<Transpose>(src.range(0, 2))};
+    case OpCode::kRngBitGenerator: {
+      // Any algorithm (PHILOX is refused at compile time) and an output of up to 3 small
+      // dimensions of any element type, 8/16-bit and pred ones included.
+      std::vector<std::int64_t> out_dims;
+      for (std::int64_t d = src.range(0, 3); d > 0; --d) out_dims.push_back(src.range(0, 9));
+      const DType type = pick_dtype(src);
+      return RngBitGeneratorAttrs{static_cast<RngAlgorithm>(src.range(0, 3)),
+                                  Shape(type, out_dims)};
+    }
     case OpCode::kFft: {
       // The trailing dimensions as lengths (IRFFT's last from the operand's half), sometimes off.
       const auto type = static_cast<FftType>(src.range(0, 3));

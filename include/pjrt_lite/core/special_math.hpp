@@ -6,6 +6,7 @@
 
 #include <bit>
 #include <cmath>
+#include <complex>
 #include <cstdint>
 #include <limits>
 #include <numbers>
@@ -23,6 +24,24 @@ inline double erf(double x) { return std::erf(x); }
 inline double erfc(double x) { return std::erfc(x); }
 /// log |Gamma(x)|.
 inline double lgamma(double x) { return std::lgamma(x); }
+
+// The complex forms of acosh .. sinh: the C library's principal branches on complex<double>.
+inline std::complex<double> acosh(std::complex<double> z) { return std::acosh(z); }
+inline std::complex<double> asin(std::complex<double> z) { return std::asin(z); }
+inline std::complex<double> asinh(std::complex<double> z) { return std::asinh(z); }
+inline std::complex<double> atan(std::complex<double> z) { return std::atan(z); }
+inline std::complex<double> atanh(std::complex<double> z) { return std::atanh(z); }
+inline std::complex<double> cosh(std::complex<double> z) { return std::cosh(z); }
+inline std::complex<double> sinh(std::complex<double> z) { return std::sinh(z); }
+
+/// F at z computed in complex<double> and rounded to z's type T (complex<float> or
+/// complex<double>), so that every backend agrees bit for bit.
+template <std::complex<double> (*F)(std::complex<double>), class T>
+T in_complex_double(T z) {
+  const std::complex<double> r = F(std::complex<double>(z.real(), z.imag()));
+  using R = typename T::value_type;
+  return T(static_cast<R>(r.real()), static_cast<R>(r.imag()));
+}
 
 /// F at x computed in double and rounded to x's type T (f16, bf16, float or double). The
 /// half types go through float, which holds every double result's f16/bf16 rounding but one

@@ -38,68 +38,81 @@ enum class ComparisonType : std::uint8_t { kNotype, kFloat, kTotalOrder, kSigned
 /// (kRfft, the non-negative frequencies only) and its inverse (kIrfft).
 enum class FftType : std::uint8_t { kFft, kIfft, kRfft, kIrfft };
 
-/// "FFT", "IFFT", "RFFT", "IRFFT".
-constexpr std::string_view fft_type_name(FftType t) {
-  constexpr std::array<std::string_view, 4> names = {"FFT", "IFFT", "RFFT", "IRFFT"};
-  auto i = static_cast<std::size_t>(t);
-  return i < names.size() ? names[i] : std::string_view("INVALID");
-}
-inline StatusOr<FftType> fft_type_from_name(std::string_view name) {
-  for (std::uint8_t i = 0; i < 4; ++i) {
-    auto t = static_cast<FftType>(i);
-    if (fft_type_name(t) == name) return t;
-  }
-  return invalid_argument_error(
-      str_cat("unknown fft type '", name, "' (expected FFT, IFFT, RFFT or IRFFT)"));
-}
-
 /// triangular_solve's `transpose_a`: op(a) is a, its transpose, or its conjugate transpose.
 enum class Transpose : std::uint8_t { kNoTranspose, kTranspose, kAdjoint };
 
-/// "NO_TRANSPOSE", "TRANSPOSE", "ADJOINT".
-constexpr std::string_view transpose_name(Transpose t) {
-  constexpr std::array<std::string_view, 3> names = {"NO_TRANSPOSE", "TRANSPOSE", "ADJOINT"};
-  auto i = static_cast<std::size_t>(t);
-  return i < names.size() ? names[i] : std::string_view("INVALID");
-}
-inline StatusOr<Transpose> transpose_from_name(std::string_view name) {
-  for (std::uint8_t i = 0; i < 3; ++i) {
-    auto t = static_cast<Transpose>(i);
-    if (transpose_name(t) == name) return t;
-  }
-  return invalid_argument_error(str_cat("unknown transpose_a '", name,
-                                        "' (expected NO_TRANSPOSE, TRANSPOSE or ADJOINT)"));
+/// rng_bit_generator's `rng_algorithm`. kDefault is the implementation's choice (THREE_FRY
+/// here).
+enum class RngAlgorithm : std::uint8_t { kDefault, kThreeFry, kPhilox };
+
+namespace detail {
+/// The StableHLO spelling of each enumerator, in enumerator order.
+inline constexpr std::array<std::string_view, 6> kComparisonDirectionNames = {"EQ", "NE", "GE",
+                                                                            "GT", "LE", "LT"};
+inline constexpr std::array<std::string_view, 5> kComparisonTypeNames = {
+    "NOTYPE", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED"};
+inline constexpr std::array<std::string_view, 4> kFftTypeNames = {"FFT", "IFFT", "RFFT", "IRFFT"};
+inline constexpr std::array<std::string_view, 3> kTransposeNames = {"NO_TRANSPOSE", "TRANSPOSE",
+                                                                    "ADJOINT"};
+inline constexpr std::array<std::string_view, 3> kRngAlgorithmNames = {"DEFAULT", "THREE_FRY",
+                                                                       "PHILOX"};
+
+template <class E, std::size_t N>
+constexpr std::string_view enum_name(const std::array<std::string_view, N>& names, E e) {
+  const auto i = static_cast<std::size_t>(e);
+  return i < N ? names[i] : std::string_view("INVALID");
 }
 
+/// The enumerator spelled `name`, or INVALID_ARGUMENT naming `what` and every spelling.
+template <class E, std::size_t N>
+StatusOr<E> enum_from_name(const std::array<std::string_view, N>& names, std::string_view name,
+                           std::string_view what) {
+  for (std::size_t i = 0; i < N; ++i)
+    if (names[i] == name) return static_cast<E>(i);
+  std::string expected;
+  for (std::size_t i = 0; i < N; ++i)
+    expected = str_cat(expected, i == 0 ? "" : i + 1 == N ? " or " : ", ", names[i]);
+  return invalid_argument_error(
+      str_cat("unknown ", what, " '", name, "' (expected ", expected, ")"));
+}
+}  // namespace detail
+
+/// "FFT", "IFFT", "RFFT", "IRFFT".
+constexpr std::string_view fft_type_name(FftType t) {
+  return detail::enum_name(detail::kFftTypeNames, t);
+}
+inline StatusOr<FftType> fft_type_from_name(std::string_view name) {
+  return detail::enum_from_name<FftType>(detail::kFftTypeNames, name, "fft type");
+}
+/// "NO_TRANSPOSE", "TRANSPOSE", "ADJOINT".
+constexpr std::string_view transpose_name(Transpose t) {
+  return detail::enum_name(detail::kTransposeNames, t);
+}
+inline StatusOr<Transpose> transpose_from_name(std::string_view name) {
+  return detail::enum_from_name<Transpose>(detail::kTransposeNames, name, "transpose_a");
+}
+/// "DEFAULT", "THREE_FRY", "PHILOX".
+constexpr std::string_view rng_algorithm_name(RngAlgorithm a) {
+  return detail::enum_name(detail::kRngAlgorithmNames, a);
+}
+inline StatusOr<RngAlgorithm> rng_algorithm_from_name(std::string_view name) {
+  return detail::enum_from_name<RngAlgorithm>(detail::kRngAlgorithmNames, name, "rng_algorithm");
+}
 /// "EQ", "NE", "GE", "GT", "LE", "LT".
 constexpr std::string_view comparison_direction_name(ComparisonDirection d) {
-  constexpr std::array<std::string_view, 6> names = {"EQ", "NE", "GE", "GT", "LE", "LT"};
-  auto i = static_cast<std::size_t>(d);
-  return i < names.size() ? names[i] : std::string_view("INVALID");
+  return detail::enum_name(detail::kComparisonDirectionNames, d);
 }
 /// "NOTYPE", "FLOAT", "TOTALORDER", "SIGNED", "UNSIGNED".
 constexpr std::string_view comparison_type_name(ComparisonType t) {
-  constexpr std::array<std::string_view, 5> names = {"NOTYPE", "FLOAT", "TOTALORDER", "SIGNED",
-                                                     "UNSIGNED"};
-  auto i = static_cast<std::size_t>(t);
-  return i < names.size() ? names[i] : std::string_view("INVALID");
+  return detail::enum_name(detail::kComparisonTypeNames, t);
 }
 inline StatusOr<ComparisonDirection> comparison_direction_from_name(std::string_view name) {
-  for (std::uint8_t i = 0; i < 6; ++i) {
-    auto d = static_cast<ComparisonDirection>(i);
-    if (comparison_direction_name(d) == name) return d;
-  }
-  return invalid_argument_error(
-      str_cat("unknown comparison direction '", name, "' (expected EQ, NE, GE, GT, LE or LT)"));
+  return detail::enum_from_name<ComparisonDirection>(detail::kComparisonDirectionNames, name,
+                                                     "comparison direction");
 }
 inline StatusOr<ComparisonType> comparison_type_from_name(std::string_view name) {
-  for (std::uint8_t i = 0; i < 5; ++i) {
-    auto t = static_cast<ComparisonType>(i);
-    if (comparison_type_name(t) == name) return t;
-  }
-  return invalid_argument_error(str_cat("unknown comparison type '", name,
-                                        "' (expected NOTYPE, FLOAT, TOTALORDER, SIGNED or "
-                                        "UNSIGNED)"));
+  return detail::enum_from_name<ComparisonType>(detail::kComparisonTypeNames, name,
+                                                "comparison type");
 }
 
 /// The compare_type the spec prescribes for an element type: SIGNED for signed integers,
@@ -219,6 +232,14 @@ struct TriangularSolveAttrs {
   bool unit_diagonal = false;
   Transpose transpose_a = Transpose::kNoTranspose;
   friend bool operator==(const TriangularSolveAttrs&, const TriangularSolveAttrs&) = default;
+};
+
+/// rng_bit_generator: the algorithm, and the type of the bits it makes (which StableHLO spells
+/// as the second result type). The state operand's type is the first result's.
+struct RngBitGeneratorAttrs {
+  RngAlgorithm algorithm = RngAlgorithm::kThreeFry;
+  Shape output;
+  friend bool operator==(const RngBitGeneratorAttrs&, const RngBitGeneratorAttrs&) = default;
 };
 
 /// dynamic_slice: the result dims (the start indices are operands).
@@ -490,8 +511,7 @@ using Attributes =
                  BroadcastInDimAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, ConcatenateAttrs,
                  PadAttrs, ReverseAttrs, DynamicSliceAttrs, ReduceAttrs, DotDimensionNumbers,
                  ScatterAttrs, GatherAttrs, WindowAttrs, ConvolutionAttrs, ReducePrecisionAttrs,
-                 SortAttrs, TopKAttrs, FftAttrs,
-                 TriangularSolveAttrs>;
+                 SortAttrs, TopKAttrs, FftAttrs, TriangularSolveAttrs, RngBitGeneratorAttrs>;
 
 namespace detail {
 template <class A, class... Ts>
@@ -534,7 +554,8 @@ constexpr std::string_view attributes_name(std::size_t index) {
       "SortAttrs",
       "TopKAttrs",
       "FftAttrs",
-      "TriangularSolveAttrs"};
+      "TriangularSolveAttrs",
+      "RngBitGeneratorAttrs"};
   return index < names.size() ? names[index] : std::string_view("invalid");
 }
 
@@ -567,6 +588,7 @@ constexpr std::size_t attributes_index_for(OpCode op) {
     case OpCode::kTopK: return kAttributesIndex<TopKAttrs>;
     case OpCode::kFft: return kAttributesIndex<FftAttrs>;
     case OpCode::kTriangularSolve: return kAttributesIndex<TriangularSolveAttrs>;
+    case OpCode::kRngBitGenerator: return kAttributesIndex<RngBitGeneratorAttrs>;
     default: return kAttributesIndex<NoAttrs>;
   }
 }

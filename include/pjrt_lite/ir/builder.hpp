@@ -459,6 +459,14 @@ class GraphBuilder {
   Value triangular_solve(Value a, Value b, TriangularSolveAttrs attrs) {
     return op1(OpCode::kTriangularSolve, {a, b}, attrs);
   }
+  /// rng_bit_generator(state): {the new state, `output` filled with random bits}. THREE_FRY
+  /// (and DEFAULT): state = [key, counter] (u64[2]); each output element of 64 bits, or each
+  /// pair of 32-bit ones, is Threefry-2x32 (20 rounds) of the next counter value, and the new
+  /// state is [key, counter + the number of Threefry blocks used].
+  std::vector<Value> rng_bit_generator(Value state, Shape output,
+                                       RngAlgorithm algorithm = RngAlgorithm::kThreeFry) {
+    return op(OpCode::kRngBitGenerator, {state}, RngBitGeneratorAttrs{algorithm, std::move(output)});
+  }
   /// The usual dot of vectors and matrices (rank 1 or 2 each): contracts lhs's last
   /// dimension with rhs's first.
   Value dot(Value lhs, Value rhs) {

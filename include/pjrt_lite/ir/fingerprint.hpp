@@ -171,6 +171,9 @@ inline void hash_attributes(Hasher& h, const Attributes& attrs) {
           h.i64(a.lower ? 1 : 0);
           h.i64(a.unit_diagonal ? 1 : 0);
           h.i64(static_cast<std::int64_t>(a.transpose_a));
+        } else if constexpr (std::is_same_v<A, RngBitGeneratorAttrs>) {
+          h.i64(static_cast<std::int64_t>(a.algorithm));
+          h.shape(a.output);
         } else if constexpr (std::is_same_v<A, FftAttrs>) {
           h.i64(static_cast<std::int64_t>(a.fft_type));
           h.list(a.fft_length);

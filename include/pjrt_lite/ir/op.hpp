@@ -117,10 +117,12 @@ enum class OpCode : std::uint8_t {
   kFft,
   // Linear algebra (appended for the same reason).
   kTriangularSolve,
+  // Random bits (appended for the same reason).
+  kRngBitGenerator,
 };
 
 /// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kTriangularSolve) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kRngBitGenerator) + 1;
 
 namespace detail {
 inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
@@ -210,6 +212,7 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "top_k",
     "fft",
     "triangular_solve",
+    "rng_bit_generator",
 };
 }  // namespace detail
 
@@ -309,11 +312,12 @@ constexpr bool body_count_fits(OpCode op, std::size_t n) {
 /// Ops whose nodes carry regions: see body_count.
 constexpr bool has_body(OpCode op) { return body_count(op) > 0; }
 /// Ops with several results: reduce and reduce_window (one per input), sort (one per
-/// operand), top_k (values and indices), while (one per operand), case and if (one per
-/// branch result; possibly none). Every other op has exactly one.
+/// operand), top_k (values and indices), rng_bit_generator (the new state and the bits),
+/// while (one per operand), case and if (one per branch result; possibly none). Every other
+/// op has exactly one.
 constexpr bool is_variadic_result(OpCode op) {
   return op == OpCode::kReduce || op == OpCode::kReduceWindow || op == OpCode::kSort ||
-         op == OpCode::kTopK || is_control_flow(op);
+         op == OpCode::kTopK || op == OpCode::kRngBitGenerator || is_control_flow(op);
 }
 /// How many results a node of `op` with `operands` operands has (at least one, so that a
 /// malformed node still has a first result to name); the builder counts control flow's.
@@ -322,7 +326,8 @@ constexpr std::size_t result_count(OpCode op, std::size_t operands) {
     case OpCode::kReduce:
     case OpCode::kReduceWindow: return operands / 2 > 1 ? operands / 2 : 1;
     case OpCode::kSort: return operands > 1 ? operands : 1;
-    case OpCode::kTopK: return 2;
+    case OpCode::kTopK:
+    case OpCode::kRngBitGenerator: return 2;
     default: return 1;
   }
 }
@@ -356,6 +361,7 @@ constexpr int operand_count(OpCode op) {
     case OpCode::kTopK: return 1;
     case OpCode::kFft: return 1;
     case OpCode::kTriangularSolve: return 2;
+    case OpCode::kRngBitGenerator: return 1;
     default: return -1;
   }
 }

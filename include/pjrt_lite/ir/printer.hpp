@@ -113,6 +113,8 @@ inline std::string attributes_text(const Node& node) {
                          ", lower=", a.lower ? "true" : "false",
                          ", unit_diagonal=", a.unit_diagonal ? "true" : "false",
                          ", transpose_a=", transpose_name(a.transpose_a));
+        } else if constexpr (std::is_same_v<A, RngBitGeneratorAttrs>) {
+          return str_cat("rng_algorithm=", rng_algorithm_name(a.algorithm), ", output=", a.output);
         } else if constexpr (std::is_same_v<A, FftAttrs>) {
           return str_cat("fft_type=", fft_type_name(a.fft_type), ", fft_length=", dims(a.fft_length));
         } else if constexpr (std::is_same_v<A, ConvolutionAttrs>) {

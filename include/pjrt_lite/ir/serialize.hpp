@@ -141,6 +141,9 @@ void attribute_fields(A& a, F&& f) {
     f(a.lower);
     f(a.unit_diagonal);
     f(a.transpose_a);
+  } else if constexpr (std::is_same_v<T, RngBitGeneratorAttrs>) {
+    f(a.algorithm);
+    f(a.output);
   } else if constexpr (std::is_same_v<T, FftAttrs>) {
     f(a.fft_type);
     f(a.fft_length);
@@ -239,6 +242,7 @@ struct FieldWriter {
   void operator()(ComparisonType t) const { w.u8(static_cast<std::uint8_t>(t)); }
   void operator()(FftType t) const { w.u8(static_cast<std::uint8_t>(t)); }
   void operator()(Transpose t) const { w.u8(static_cast<std::uint8_t>(t)); }
+  void operator()(RngAlgorithm a) const { w.u8(static_cast<std::uint8_t>(a)); }
   void operator()(const std::shared_ptr<const Literal>& v) const { write_literal(w, v); }
 };
 
@@ -466,6 +470,9 @@ class GraphDecoder {
   }
   StatusOr<FftType> read_field(FftType*) { return read_enum("fft type", FftType::kIrfft); }
   StatusOr<Transpose> read_field(Transpose*) { return read_enum("transpose_a", Transpose::kAdjoint); }
+  StatusOr<RngAlgorithm> read_field(RngAlgorithm*) {
+    return read_enum("rng_algorithm", RngAlgorithm::kPhilox);
+  }
   StatusOr<std::shared_ptr<const Literal>> read_field(std::shared_ptr<const Literal>*) {
     return read_literal();
   }

@@ -88,21 +88,22 @@ constexpr TypeClass accepted_types(OpCode op) {
     case OpCode::kTan:
     case OpCode::kReal:
     case OpCode::kImag:
-    case OpCode::kAtan2: return TypeClass::kFloatOrComplex;
-    case OpCode::kFloor:
-    case OpCode::kCeil:
-    case OpCode::kRoundNearestAfz:
-    case OpCode::kRoundNearestEven:
-    case OpCode::kIsFinite:
-    case OpCode::kComplex:
-    // The CHLO ops JAX exports on real types only; their complex forms are not in the IR.
+    case OpCode::kAtan2:
+    // The CHLO ops with a complex form (the principal branch, as the C library's).
     case OpCode::kAcosh:
     case OpCode::kAsin:
     case OpCode::kAsinh:
     case OpCode::kAtan:
     case OpCode::kAtanh:
     case OpCode::kCosh:
-    case OpCode::kSinh:
+    case OpCode::kSinh: return TypeClass::kFloatOrComplex;
+    case OpCode::kFloor:
+    case OpCode::kCeil:
+    case OpCode::kRoundNearestAfz:
+    case OpCode::kRoundNearestEven:
+    case OpCode::kIsFinite:
+    case OpCode::kComplex:
+    // The CHLO ops JAX exports on real types only.
     case OpCode::kErf:
     case OpCode::kErfc:
     case OpCode::kErfInv:
@@ -466,7 +467,9 @@ inline StatusOr<Shape> infer_bitcast_convert(const Shape& operand, DType to) {
   if (!is_valid(to))
     return detail::op_error(op, "invalid target element type (enum value ", static_cast<int>(to),
                             ")");
-  if (is_pred(from) || is_pred(to))
+  // pred to pred is the identity; pred to or from anything else would expose a bit layout
+  // that pred does not have.
+  if (is_pred(from) != is_pred(to))
     return detail::op_error(op, "cannot bitcast ", dtype_name(from), " to ", dtype_name(to),
                             ": pred has no defined bit layout");
   if (is_complex(from) != is_complex(to))
@@ -1408,6 +1411,28 @@ inline StatusOr<Shape> infer_triangular_solve(const Shape& a, const Shape& b,
   return b.with_default_layout();
 }
 
+/// rng_bit_generator(initial_state): a u64 state of rank 1 and the size the algorithm takes
+/// (THREE_FRY and DEFAULT, which is THREE_FRY here: 2; PHILOX: 2 or 3), and an output of an
+/// integer or floating-point type. Results: the new state (the state's type) and the output.
+inline StatusOr<std::vector<Shape>> infer_rng_bit_generator(const Shape& state,
+                                                           const RngBitGeneratorAttrs& a) {
+  constexpr OpCode op = OpCode::kRngBitGenerator;
+  if (static_cast<std::size_t>(a.algorithm) > static_cast<std::size_t>(RngAlgorithm::kPhilox))
+    return detail::op_error(op, "rng_algorithm has invalid enum value ",
+                            static_cast<int>(a.algorithm));
+  if (state.dtype() != DType::kU64 || state.rank() != 1)
+    return detail::op_error(op, "initial_state ", state, " must be a 1-dimensional ui64 tensor");
+  const bool philox = a.algorithm == RngAlgorithm::kPhilox;
+  if (state.dim(0) != 2 && !(philox && state.dim(0) == 3))
+    return detail::op_error(op, "initial_state ", state, " has ", state.dim(0),
+                            " elements, but ", rng_algorithm_name(a.algorithm), " takes ",
+                            philox ? "2 or 3" : "2");
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_valid_shape(op, "output", a.output));
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_element_type(op, "output", a.output.dtype(),
+                                                       TypeClass::kInteger | TypeClass::kFloat));
+  return std::vector<Shape>{state.with_default_layout(), a.output};
+}
+
 /// while(operands...) with cond (T0..TN-1) -> pred[] and body (T0..TN-1) -> (T0..TN-1), Ti
 /// the type of operand i; the results have the operands' types.
 inline StatusOr<std::vector<Shape>> infer_while(std::span<const Shape> operands,
@@ -1555,6 +1580,8 @@ inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shap
       return one(infer_reduce_precision(operands[0], std::get<ReducePrecisionAttrs>(attrs)));
     case OpCode::kSort: return infer_sort(operands, bodies[0], std::get<SortAttrs>(attrs));
     case OpCode::kTopK: return infer_top_k(operands[0], std::get<TopKAttrs>(attrs));
+    case OpCode::kRngBitGenerator:
+      return infer_rng_bit_generator(operands[0], std::get<RngBitGeneratorAttrs>(attrs));
     default: return detail::op_error(op, "has no shape rule");
   }
 }

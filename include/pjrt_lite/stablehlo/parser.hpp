@@ -50,6 +50,7 @@
 #include "pjrt_lite/ir/builder.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/op.hpp"
+#include "pjrt_lite/ir/shape_inference.hpp"
 #include "pjrt_lite/stablehlo/detail/dense.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
@@ -80,7 +81,7 @@ inline bool is_known_unsupported_op(std::string_view name) {
       "dynamic_reshape", "einsum", "get_dimension_size", "get_tuple_element",
       "infeed", "map", "optimization_barrier", "outfeed", "partition_id",
       "real_dynamic_slice", "recv", "reduce_scatter",
-      "replica_id", "rng", "rng_bit_generator", "send",
+      "replica_id", "rng", "send",
       "set_dimension_size", "torch_index_select", "trace", "tuple",
       "unary_einsum", "uniform_dequantize", "uniform_quantize"};
   // clang-format on
@@ -617,12 +618,14 @@ class Parser {
   /// program is unsupported rather than malformed.
   static Status check_bitcast(const Context& ctx, const std::vector<Value>& operands,
                               const Shape& result, SourcePos pos) {
+    // i1 to i1 is the identity; between i1 and another type it depends on a bit layout of
+    // i1 that the IR does not define.
     bool pred = result.dtype() == DType::kPred;
     if (operands.size() == 1) {
       PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(operands[0]));
-      pred = pred || s.dtype() == DType::kPred;
+      pred = pred != (s.dtype() == DType::kPred);
     }
-    if (pred) return unsupported_at(pos, "stablehlo.bitcast_convert of i1");
+    if (pred) return unsupported_at(pos, "stablehlo.bitcast_convert between i1 and another type");
     return ok_status();
   }
 
@@ -633,6 +636,29 @@ class Parser {
     if (t.functional && results.size() != 1)
       return error_at(t.pos, str_cat(op, " has one result but its type declares ", results.size()));
     return results.back();
+  }
+
+  /// `, key = WORD` in an op's pretty form, WORD read by `from_name` (an enum's spelling).
+  template <class E>
+  static StatusOr<E> keyword_enum(Reader& r, std::string_view key, std::string_view where,
+                                  std::string_view expected, StatusOr<E> (*from_name)(std::string_view)) {
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(',', where));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect_ident(key, where));
+    const std::string after = str_cat("after ", key);
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('=', after));
+    PJRT_LITE_ASSIGN_OR_RETURN(Token t,
+                               r.expect_kind(TokenKind::kIdent, expected, str_cat(after, " =")));
+    StatusOr<E> value = from_name(t.text);
+    if (!value.ok()) return error_at(t.pos, value.status().message());
+    return value;
+  }
+
+  /// rng_bit_generator's output type: the second of its two declared results.
+  static StatusOr<Shape> rng_output_type(const OpType& t, std::string_view op) {
+    if (!t.functional || t.function.results.size() != 2)
+      return error_at(t.pos, str_cat(op, " has two results, the new state and the output: "
+                                         "expected a type (S) -> (S, R)"));
+    return t.function.results[1];
   }
 
   // ---- Pretty form ----------------------------------------------------------------------
@@ -886,18 +912,29 @@ class Parser {
       }
       case OpCode::kDotGeneral: return parse_dot_general(r, ctx, name, pos);
       case OpCode::kConvolution: return parse_convolution(r, ctx, name, pos);
+      case OpCode::kRngBitGenerator: {
+        // %state, %bits = stablehlo.rng_bit_generator %s, algorithm = THREE_FRY : (S) -> (S, R)
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands,
+                                   parse_operands_exact(r, ctx, 1, name));
+        PJRT_LITE_ASSIGN_OR_RETURN(
+            RngAlgorithm algorithm,
+            keyword_enum(r, "algorithm", "after the operand of stablehlo.rng_bit_generator",
+                         "an rng algorithm (DEFAULT, THREE_FRY, PHILOX)", rng_algorithm_from_name));
+        PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
+        PJRT_LITE_ASSIGN_OR_RETURN(Shape bits, rng_output_type(type, name));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                                   declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
+        out.values = ctx.b.op(op, operands, RngBitGeneratorAttrs{algorithm, std::move(bits)});
+        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        return out;
+      }
       case OpCode::kFft: {
         // stablehlo.fft %x, type = RFFT, length = [17] : (T) -> R
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> operands,
                                    parse_operands_exact(r, ctx, 1, name));
-        PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after the operand of stablehlo.fft"));
-        PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("type", "after the operand of stablehlo.fft"));
-        PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after type"));
         PJRT_LITE_ASSIGN_OR_RETURN(
-            Token t, r.expect_kind(TokenKind::kIdent, "an fft type (FFT, IFFT, RFFT, IRFFT)",
-                                   "after type ="));
-        StatusOr<FftType> fft_type = fft_type_from_name(t.text);
-        if (!fft_type.ok()) return error_at(t.pos, fft_type.status().message());
+            FftType fft_type, keyword_enum(r, "type", "after the operand of stablehlo.fft",
+                                           "an fft type (FFT, IFFT, RFFT, IRFFT)", fft_type_from_name));
         PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after the fft type"));
         PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("length", "after the fft type"));
         PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after length"));
@@ -906,7 +943,7 @@ class Parser {
         PJRT_LITE_ASSIGN_OR_RETURN(OpType type, parse_type_tail(r, name));
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                                    declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
-        out.values = ctx.b.op(op, operands, FftAttrs{*fft_type, std::move(length)});
+        out.values = ctx.b.op(op, operands, FftAttrs{fft_type, std::move(length)});
         PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
         return out;
       }
@@ -1930,11 +1967,12 @@ class Parser {
     return error_at(v->pos, str_cat("expected #stablehlo<", key, " ...> for ", key));
   }
 
-  /// CHLO's ops on complex numbers are valid CHLO the IR has no op for: UNIMPLEMENTED.
+  /// The CHLO ops the IR has only in real form (erf, lgamma, top_k, ...) on complex numbers
+  /// are valid CHLO the IR has no op for: UNIMPLEMENTED.
   static Status check_chlo_operands(const Context& ctx, OpCode op,
                                     const std::vector<Value>& operands, std::string_view name,
                                     SourcePos pos) {
-    if (!is_chlo(op)) return ok_status();
+    if (!is_chlo(op) || is_in(DType::kC64, accepted_types(op))) return ok_status();
     for (Value v : operands) {
       StatusOr<Shape> s = ctx.b.shape(v);
       if (s.ok() && is_complex(s->dtype()))
@@ -2047,6 +2085,15 @@ class Parser {
         if (!parsed.ok()) return error_at(pos, parsed.status().message());
         ts.transpose_a = *parsed;
         a = ts;
+        break;
+      }
+      case OpCode::kRngBitGenerator: {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::optional<std::string> t, enum_attr(attrs, "rng_algorithm"));
+        if (!t) return error_at(pos, "stablehlo.rng_bit_generator needs rng_algorithm");
+        StatusOr<RngAlgorithm> parsed = rng_algorithm_from_name(*t);
+        if (!parsed.ok()) return error_at(pos, parsed.status().message());
+        PJRT_LITE_ASSIGN_OR_RETURN(Shape bits, rng_output_type(type, name));
+        a = RngBitGeneratorAttrs{*parsed, std::move(bits)};
         break;
       }
       case OpCode::kFft: {

@@ -252,6 +252,9 @@ class Printer {
                             ", transpose_a = #stablehlo<transpose ", transpose_name(a.transpose_a),
                             ">, unit_diagonal = ", a.unit_diagonal ? "true" : "false",
                             "}> : ", function_type(g, n));
+          } else if constexpr (std::is_same_v<A, RngBitGeneratorAttrs>) {
+            out_ += str_cat(name, " ", operand_list(g, names, n), ", algorithm = ",
+                            rng_algorithm_name(a.algorithm), " : ", function_type(g, n));
           } else if constexpr (std::is_same_v<A, FftAttrs>) {
             out_ += str_cat(name, " ", operand_list(g, names, n), ", type = ",
                             fft_type_name(a.fft_type), ", length = ", int_list(a.fft_length),

@@ -20,11 +20,13 @@
 #include "pjrt_lite/backends/cpu/kernels.hpp"
 #include "pjrt_lite/backends/cpu/program.hpp"
 #include "pjrt_lite/backends/cpu/reduce_kernel.hpp"
+#include "pjrt_lite/backends/cpu/rng_bit_generator_kernel.hpp"
 #include "pjrt_lite/backends/cpu/scatter_kernel.hpp"
 #include "pjrt_lite/backends/cpu/sort_kernel.hpp"
 #include "pjrt_lite/backends/cpu/window_kernel.hpp"
 #include "pjrt_lite/backends/cpu/tile_program.hpp"
 #include "pjrt_lite/backends/reference/interpreter.hpp"
+#include "pjrt_lite/backends/reference/rng_bit_generator.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/printer.hpp"
 #include "pjrt_lite/ir/verifier.hpp"
@@ -584,6 +586,14 @@ class Compiler {
         auto k = std::move(made).value();
         k->text = text;
         add_kernel(std::move(k), reads, {dst, indices});
+        return ok_status();
+      }
+      case OpCode::kRngBitGenerator: {
+        PJRT_LITE_RETURN_IF_ERROR(reference::rng_bit_generator_supported(n.attr<RngBitGeneratorAttrs>()));
+        const std::int32_t bits = slot_of(Value{static_cast<std::int32_t>(i), 1, 0});
+        auto k = std::make_unique<RngBitGeneratorKernel>(n.results[1], max_workers_, reads[0], dst, bits);
+        k->text = text;
+        add_kernel(std::move(k), reads, {dst, bits});
         return ok_status();
       }
       default:

@@ -240,6 +240,12 @@ void chlo_tile(const TileArgs& a) {
   map1<T, T>(a, [](T x) { return special::in_double<F, T>(x); });
 }
 
+/// A complex CHLO op's tile: F in complex<double>, rounded once to T, as the reference does.
+template <class T, std::complex<double> (*F)(std::complex<double>)>
+void complex_chlo_tile(const TileArgs& a) {
+  map1<T, T>(a, [](T z) { return special::in_complex_double<F, T>(z); });
+}
+
 /// The kernel of a unary op on operand type T, or null if the op does not take T.
 template <class T>
 TileFn unary(OpCode op) {
@@ -333,6 +339,13 @@ TileFn unary(OpCode op) {
       case OpCode::kTan: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::tan(x); }); };
       case OpCode::kReal: return [](const TileArgs& a) { map1<R, T>(a, [](T x) { return x.real(); }); };
       case OpCode::kImag: return [](const TileArgs& a) { map1<R, T>(a, [](T x) { return x.imag(); }); };
+      case OpCode::kAcosh: return &complex_chlo_tile<T, special::acosh>;
+      case OpCode::kAsin: return &complex_chlo_tile<T, special::asin>;
+      case OpCode::kAsinh: return &complex_chlo_tile<T, special::asinh>;
+      case OpCode::kAtan: return &complex_chlo_tile<T, special::atan>;
+      case OpCode::kAtanh: return &complex_chlo_tile<T, special::atanh>;
+      case OpCode::kCosh: return &complex_chlo_tile<T, special::cosh>;
+      case OpCode::kSinh: return &complex_chlo_tile<T, special::sinh>;
       default: return nullptr;
     }
   } else if constexpr (std::is_same_v<T, bool>) {

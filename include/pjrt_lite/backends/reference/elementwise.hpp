@@ -147,22 +147,25 @@ inline StatusOr<Literal> eval_unary(OpCode op, const Literal& x, const Shape& re
       case OpCode::kImag:
         if constexpr (kInexact) return map_unary<T>(x, result, scalar::imag<T>);
         break;
-        // CHLO: computed in double, rounded once (core/special_math.hpp).
+        // CHLO: computed in double (complex<double>), rounded once (core/special_math.hpp).
 #define PJRT_LITE_CHLO_UNARY(code, fn)                                                        \
   case OpCode::code:                                                                          \
     if constexpr (kFloat) return map_unary<T>(x, result, special::in_double<special::fn, T>); \
     break;
-        PJRT_LITE_CHLO_UNARY(kAcosh, acosh)
-        PJRT_LITE_CHLO_UNARY(kAsin, asin)
-        PJRT_LITE_CHLO_UNARY(kAsinh, asinh)
-        PJRT_LITE_CHLO_UNARY(kAtan, atan)
-        PJRT_LITE_CHLO_UNARY(kAtanh, atanh)
-        case OpCode::kCosh:
-          if constexpr (kFloat) return map_unary<T>(x, result, special::cosh<T>);
-          break;
-        case OpCode::kSinh:
-          if constexpr (kFloat) return map_unary<T>(x, result, special::sinh<T>);
-          break;
+#define PJRT_LITE_CHLO_UNARY_C(code, fn, real_fn)                                  \
+  case OpCode::code:                                                               \
+    if constexpr (kFloat) return map_unary<T>(x, result, real_fn);                 \
+    if constexpr (is_complex_v<T>)                                                 \
+      return map_unary<T>(x, result, special::in_complex_double<special::fn, T>);  \
+    break;
+        PJRT_LITE_CHLO_UNARY_C(kAcosh, acosh, (special::in_double<special::acosh, T>))
+        PJRT_LITE_CHLO_UNARY_C(kAsin, asin, (special::in_double<special::asin, T>))
+        PJRT_LITE_CHLO_UNARY_C(kAsinh, asinh, (special::in_double<special::asinh, T>))
+        PJRT_LITE_CHLO_UNARY_C(kAtan, atan, (special::in_double<special::atan, T>))
+        PJRT_LITE_CHLO_UNARY_C(kAtanh, atanh, (special::in_double<special::atanh, T>))
+        PJRT_LITE_CHLO_UNARY_C(kCosh, cosh, special::cosh<T>)
+        PJRT_LITE_CHLO_UNARY_C(kSinh, sinh, special::sinh<T>)
+#undef PJRT_LITE_CHLO_UNARY_C
         PJRT_LITE_CHLO_UNARY(kErf, erf)
         PJRT_LITE_CHLO_UNARY(kErfc, erfc)
         PJRT_LITE_CHLO_UNARY(kErfInv, erf_inv)
