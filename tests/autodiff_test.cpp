@@ -18,6 +18,8 @@
 #include "pjrt_lite/transforms/batching.hpp"
 #include "control_flow.hpp"
 
+namespace autodiff_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -559,3 +561,5 @@ TEST_CASE("batching: while, case and if unroll over the batch and equal per-elem
     CHECK(r[1].data<std::int32_t>()[static_cast<std::size_t>(e)] == one[1].data<std::int32_t>()[0]);
   }
 }
+
+}  // namespace autodiff_test

@@ -18,6 +18,8 @@
 #include "pjrt_lite/ir/serialize.hpp"
 #include "pjrt_lite/stablehlo/stablehlo.hpp"
 
+namespace catalogue_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -223,3 +225,5 @@ TEST_CASE("catalogue: jit") {
   x.delete_buffer();
   expect_error(add.execute(args, outputs), StatusCode::kFailedPrecondition, "has been deleted or donated");
 }
+
+}  // namespace catalogue_test

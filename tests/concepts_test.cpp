@@ -6,6 +6,8 @@
 #include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/cpu.hpp"
 
+namespace concepts_test {
+
 using namespace pjrt_lite;
 
 namespace user {
@@ -183,3 +185,5 @@ TEST_CASE("concepts: a generic algorithm runs on any Client") {
     CHECK(buffers[i].to_literal().await().value() == value);
   }
 }
+
+}  // namespace concepts_test

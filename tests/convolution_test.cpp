@@ -20,6 +20,8 @@
 #include "pjrt_lite/stablehlo/printer.hpp"
 #include "pjrt_lite/transforms/autodiff.hpp"
 
+namespace convolution_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -439,3 +441,5 @@ TEST_CASE("convolution: jvp is conv(dlhs, rhs) + conv(lhs, drhs), and vjp is UNI
   CHECK(vjp.status().code() == StatusCode::kUnimplemented);
   CHECK(vjp.status().message().find("convolution") != std::string::npos);
 }
+
+}  // namespace convolution_test

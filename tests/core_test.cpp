@@ -16,6 +16,8 @@
 #include "pjrt_lite/core/strided_copy.hpp"
 #include "pjrt_lite/core/unique_function.hpp"
 
+namespace core_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -277,3 +279,5 @@ TEST_CASE("unique_function: move-only captures, inline and heap storage") {
   }
   CHECK(counter.use_count() == 1);  // the heap-stored capture was destroyed
 }
+
+}  // namespace core_test

@@ -10,6 +10,8 @@
 
 #include "pjrt_lite/cpu.hpp"
 
+namespace cpu_client_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -515,3 +517,5 @@ TEST_CASE("cpu buffer: concurrent transfers, reads and deletes from many threads
   for (auto& th : threads) th.join();
   CHECK(failures == 0);
 }
+
+}  // namespace cpu_client_test

@@ -14,6 +14,8 @@
 #include "pjrt_lite/ir/builder.hpp"
 #include "control_flow.hpp"
 
+namespace cpu_executable_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -800,3 +802,5 @@ TEST_CASE("cpu executable: concurrent executions of a loop keep their carried va
   for (auto& th : threads) th.join();
   CHECK(wrong == std::vector<int>(4, 0));
 }
+
+}  // namespace cpu_executable_test

@@ -23,6 +23,8 @@
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/builder.hpp"
 
+namespace differential_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -911,3 +913,5 @@ TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   current << in.rdbuf();
   CHECK_MESSAGE(current.str() == table, "docs/ops.md is out of date: run the tests with PJRT_LITE_WRITE_DOCS=1");
 }
+
+}  // namespace differential_test

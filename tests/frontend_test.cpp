@@ -16,6 +16,8 @@
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/frontend.hpp"
 
+namespace frontend_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -357,3 +359,5 @@ TEST_CASE("frontend: bad inputs are clear statuses") {
     CHECK(g(Literal::vector<double>({1, 2, 3})).status().code() == StatusCode::kInvalidArgument);
   }
 }
+
+}  // namespace frontend_test

@@ -13,6 +13,8 @@
 #include <type_traits>
 #include <vector>
 
+namespace future_test {
+
 namespace {
 
 using pjrt_lite::Future;
@@ -596,3 +598,5 @@ TEST_CASE("future: stress many futures joined across threads") {
     }
   }
 }
+
+}  // namespace future_test

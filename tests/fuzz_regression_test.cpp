@@ -12,6 +12,8 @@
 #include "fuzz/seeds.hpp"
 #include "fuzz/targets.hpp"
 
+namespace fuzz_regression_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -71,3 +73,5 @@ TEST_CASE("fuzz seeds: generated graphs parse back, deserialize and run like the
     CHECK(corrupt.code() == StatusCode::kDataLoss);
   }
 }
+
+}  // namespace fuzz_regression_test

@@ -14,6 +14,8 @@
 #include "pjrt_lite/ir/ir.hpp"
 #include "control_flow.hpp"
 
+namespace ir_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -1782,3 +1784,5 @@ TEST_CASE("ir: top_k's shape rules and their errors") {
   CHECK(text.find("top_k(%0) {k=2} : f32[2], s32[2]") != std::string::npos);
   CHECK(text.find("sort(%0) {dimension=0, is_stable=true}") != std::string::npos);
 }
+
+}  // namespace ir_test

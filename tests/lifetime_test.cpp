@@ -12,6 +12,8 @@
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/builder.hpp"
 
+namespace lifetime_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -112,3 +114,5 @@ TEST_CASE("lifetime: many clients created and destroyed leave no thread behind")
   }
   CHECK(thread_count() == threads_before);
 }
+
+}  // namespace lifetime_test

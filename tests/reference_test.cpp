@@ -30,6 +30,8 @@
 #include "pjrt_lite/transforms/autodiff.hpp"
 #include "control_flow.hpp"
 
+namespace reference_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -2382,3 +2384,5 @@ TEST_CASE("triangular_solve: jvp in b is a solve of the tangent, and in a and vj
   CHECK(vjp.status().code() == StatusCode::kUnimplemented);
   CHECK(vjp.status().message().find("triangular_solve") != std::string::npos);
 }
+
+}  // namespace reference_test

@@ -22,6 +22,8 @@
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/ir/serialize.hpp"
 
+namespace serialize_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -700,3 +702,5 @@ TEST_CASE("serialize: control flow round-trips, and a case without branches is r
   check_error(deserialize_graph(serialize(Graph::from_parts(std::move(parts)))).status(),
               StatusCode::kDataLoss, "case with 0 bodies");
 }
+
+}  // namespace serialize_test

@@ -20,6 +20,8 @@
 #include "pjrt_lite/stablehlo/runner.hpp"
 #include "corpus.hpp"
 
+namespace stablehlo_corpus_test {
+
 
 using namespace pjrt_lite;
 
@@ -262,3 +264,5 @@ TEST_CASE("stablehlo corpus: every program passes or names what it lacks, and do
   CHECK_MESSAGE(current.str() == page,
                 "docs/conformance.md is out of date: run the tests with PJRT_LITE_WRITE_DOCS=1");
 }
+
+}  // namespace stablehlo_corpus_test

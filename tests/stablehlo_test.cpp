@@ -27,6 +27,8 @@
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/stablehlo/stablehlo.hpp"
 
+namespace stablehlo_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -1904,3 +1906,5 @@ TEST_CASE("stablehlo: within_rounding scales by the largest magnitude, and the u
   CHECK_FALSE(stablehlo::marked_unchecked_upstream("module\n// RUN-DISABLED(no interpreter support)\n"));
   CHECK(stablehlo::marked_inaccurate("  // a\n// RUN-DISABLED(inaccurate)\n"));
 }
+
+}  // namespace stablehlo_test

@@ -16,6 +16,8 @@
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/builder.hpp"
 
+namespace stress_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -206,3 +208,5 @@ TEST_CASE("stress: 8 threads execute, donate, copy, delete, read back and chain 
   CHECK(operations.load() > 0);
   MESSAGE("operations checked: " << operations.load());
 }
+
+}  // namespace stress_test

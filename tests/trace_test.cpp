@@ -22,6 +22,8 @@
 #include "pjrt_lite/ir/builder.hpp"
 #include "pjrt_lite/trace/traced.hpp"
 
+namespace trace_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -627,3 +629,5 @@ TEST_CASE("trace: DOT of a graph and of an executable's kernels") {
   CHECK(members.begin()->first >= 0);
   CHECK(trace::detail::dot_escape("a\"b\\c\nd") == "a\\\"b\\\\c\\nd");
 }
+
+}  // namespace trace_test

@@ -18,6 +18,8 @@
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/transforms/simplify.hpp"
 
+namespace transforms_test {
+
 using namespace pjrt_lite;
 
 namespace {
@@ -630,3 +632,5 @@ TEST_CASE("transforms: passes reject graphs that do not verify") {
     CHECK(s.message().starts_with(str_cat(name, ": graph 'bad': node %1: negate: result 0")));
   }
 }
+
+}  // namespace transforms_test
