@@ -1,9 +1,13 @@
 // Tests of the promise in ARCHITECTURE.md that a steady-state execute makes no heap
-// allocation: this file replaces the global operator new and delete with versions that count
-// while a scope asks them to, and runs a control loop (execute, read the result back, drop
-// it) that must count zero. The counting is off outside those scopes, so the rest of the
-// suite, which shares this binary, is unaffected.
+// allocation and takes no lock: this file replaces the global operator new and delete, and
+// pthread_mutex_lock (which std::mutex calls), with versions that count while a scope asks
+// them to, and runs a control loop (execute, read the result back, drop it) that must count
+// zero. The counting is off outside those scopes, so the rest of the suite, which shares this
+// binary, is unaffected. Sanitizers intercept pthread_mutex_lock themselves: under them the
+// locks are not counted.
 #include <doctest/doctest.h>
+#include <dlfcn.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
@@ -53,6 +57,8 @@ void* counted_allocate(std::size_t size, std::size_t alignment, bool nothrow) {
   return p;
 }
 
+std::atomic<std::int64_t> g_locks{0};  // mutex locks on every thread, while counting
+
 void counted_free(void* p) noexcept {
   if (p == nullptr) return;
   if (t_counting) ++t_deallocations;
@@ -60,6 +66,28 @@ void counted_free(void* p) noexcept {
 }
 
 }  // namespace
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PJRT_LITE_COUNT_LOCKS 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define PJRT_LITE_COUNT_LOCKS 0
+#endif
+#endif
+#ifndef PJRT_LITE_COUNT_LOCKS
+#define PJRT_LITE_COUNT_LOCKS 1
+#endif
+
+#if PJRT_LITE_COUNT_LOCKS
+// Counts, then forwards to the C library's (found once, by name, after this definition).
+extern "C" int pthread_mutex_lock(pthread_mutex_t* mutex) {
+  using Lock = int (*)(pthread_mutex_t*);
+  static const auto real = reinterpret_cast<Lock>(dlsym(RTLD_NEXT, "pthread_mutex_lock"));
+  if (g_counting.load(std::memory_order_relaxed)) g_locks.fetch_add(1, std::memory_order_relaxed);
+  return real(mutex);
+}
+#endif
 
 // Every replaceable form, so that no allocation slips past the count: plain, array, nothrow
 // and over-aligned (buffer memory is allocated with std::align_val_t).
@@ -105,6 +133,7 @@ struct Counts {
   std::int64_t allocations = 0;    // on the thread that opened the scope
   std::int64_t deallocations = 0;  // on that thread
   std::int64_t any_thread = 0;     // allocations on every thread of the process
+  std::int64_t locks = 0;          // mutex locks on every thread (when PJRT_LITE_COUNT_LOCKS)
 };
 
 /// Counts heap allocations from construction to stop(). Not nestable.
@@ -113,6 +142,7 @@ class CountingScope {
   CountingScope() {
     t_allocations = t_deallocations = 0;
     g_allocations.store(0);
+    g_locks.store(0);
     g_counting.store(true);
     t_counting = true;
   }
@@ -123,9 +153,17 @@ class CountingScope {
   Counts stop() {
     t_counting = false;
     g_counting.store(false);
-    return {t_allocations, t_deallocations, g_allocations.load()};
+    return {t_allocations, t_deallocations, g_allocations.load(), g_locks.load()};
   }
 };
+
+/// An inline client's steady state takes no lock: no mutex anywhere in the process while
+/// it runs. (A thread pool client hands parallel work to its workers through a locked queue.)
+template <class E>
+void check_no_lock(const Counts& counts) {
+  if constexpr (std::is_same_v<E, cpu::InlineExecutor> && PJRT_LITE_COUNT_LOCKS)
+    CHECK_MESSAGE(counts.locks == 0, "mutex locks in 100 executes: ", counts.locks);
+}
 
 Graph build(GraphBuilder& b, std::vector<Value> outputs) {
   auto g = b.build(outputs);
@@ -251,6 +289,7 @@ void check_mlp_layer(cpu::Client<E>& client) {
   CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
   CHECK_MESSAGE(counts.any_thread == 0,
                 "allocations on all threads in 100 executes: ", counts.any_thread);
+  check_no_lock<E>(counts);
 
   CHECK(max_error(host[0], [](std::size_t index) {
           const auto i = static_cast<std::int64_t>(index) / kOut,
@@ -286,6 +325,7 @@ void check_elementwise_chain(cpu::Client<E>& client) {
   CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
   CHECK_MESSAGE(counts.any_thread == 0,
                 "allocations on all threads in 100 executes: ", counts.any_thread);
+  check_no_lock<E>(counts);
 
   // Relative to max(1, |expected|), as the fused kernels compute in f32.
   CHECK(max_error(host[0], [](std::size_t i) {
@@ -337,6 +377,7 @@ void check_control_flow(cpu::Client<E>& client) {
   CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
   CHECK_MESSAGE(counts.any_thread == 0,
                 "allocations on all threads in 100 executes: ", counts.any_thread);
+  check_no_lock<E>(counts);
   const double scale = std::ldexp(1.0, -kHalvings);
   CHECK(max_error(host[0], [&](std::size_t i) {
           return u_at(static_cast<std::int64_t>(i)) * scale + 2 * (1 - scale);
@@ -371,6 +412,7 @@ void check_sort_and_top_k(cpu::Client<E>& client) {
   CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
   CHECK_MESSAGE(counts.any_thread == 0,
                 "allocations on all threads in 100 executes: ", counts.any_thread);
+  check_no_lock<E>(counts);
 
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -466,6 +508,7 @@ TEST_CASE("allocation: a donating state-update loop allocates nothing and update
   CHECK(moved == 0);
   CHECK_MESSAGE(counts.allocations == 0, "allocations in 100 steps: ", counts.allocations);
   CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 steps: ", counts.deallocations);
+  check_no_lock<cpu::InlineExecutor>(counts);
 
   for (int it = 0; it < 103; ++it) {
     std::vector<double> next(state.size());

@@ -6,12 +6,15 @@
 #include <limits>
 #include <memory>
 #include <numeric>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/slot_cache.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/core/strided_copy.hpp"
 #include "pjrt_lite/core/unique_function.hpp"
@@ -278,6 +281,47 @@ TEST_CASE("unique_function: move-only captures, inline and heap storage") {
     CHECK(other(1) == 7 + 1 + 2);
   }
   CHECK(counter.use_count() == 1);  // the heap-stored capture was destroyed
+}
+
+TEST_CASE("slot_cache: keeps up to K objects, hands each out once, also across threads") {
+  pjrt_lite::detail::SlotCache<int, 3> cache;
+  int a = 1, b = 2, c = 3, d = 4;
+  CHECK(cache.take() == nullptr);
+  CHECK(cache.put(&a));
+  CHECK(cache.put(&b));
+  CHECK(cache.put(&c));
+  CHECK_FALSE(cache.put(&d));  // full: d stays the caller's
+  std::set<int*> taken;
+  for (int i = 0; i < 3; ++i) taken.insert(cache.take());
+  CHECK(taken == std::set<int*>{&a, &b, &c});
+  CHECK(cache.take() == nullptr);
+  // Four threads, each holding one of six objects, swap theirs through a cache of four slots
+  // that starts with the other two: no object is ever held by two threads at once (its flag
+  // would show it), and none is lost or duplicated.
+  pjrt_lite::detail::SlotCache<std::atomic<int>, 4> shared;
+  std::atomic<int> objects[6];
+  for (auto& o : objects) o.store(0);
+  CHECK(shared.put(&objects[4]));
+  CHECK(shared.put(&objects[5]));
+  std::atomic<int> overlaps{0};
+  std::atomic<int>* held[4] = {};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      std::atomic<int>* own = &objects[t];
+      for (int i = 0; i < 20000; ++i) {
+        if (own->exchange(1) != 0) overlaps.fetch_add(1);
+        own->store(0);
+        if (!shared.put(own)) continue;
+        while ((own = shared.take()) == nullptr) std::this_thread::yield();
+      }
+      held[t] = own;
+    });
+  for (auto& th : threads) th.join();
+  CHECK(overlaps.load() == 0);
+  std::set<std::atomic<int>*> all(held, held + 4);
+  while (std::atomic<int>* o = shared.take()) all.insert(o);
+  CHECK(all.size() == 6);
 }
 
 }  // namespace core_test

@@ -12,6 +12,7 @@
 #include <new>
 #include <span>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "pjrt_lite/backends/cpu/forward.hpp"
@@ -19,6 +20,7 @@
 #include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/slot_cache.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/core/unique_function.hpp"
 #include "pjrt_lite/future.hpp"
@@ -152,14 +154,22 @@ class MemoryRef {
 /// included; a block released past the budget is freed. Every live pooled block holds the
 /// pool by shared_ptr, so a block released after its client is gone (an ExternalReference, a
 /// late transfer) still finds it; close(), from the client's destructor, frees the free
-/// blocks and makes later releases free theirs directly. Thread-safe: one mutex, held only
+/// blocks and makes later releases free theirs directly. Thread-safe, and without a lock in
+/// the steady state: each size class keeps its first kSlotsPerClass free blocks in a
+/// SlotCache (atomic slots), and only blocks beyond those go on a list under a mutex, held
 /// for a few pointer operations, never across an allocation, a free or user code.
 class MemoryPool {
  public:
+  /// Free blocks per size class held in lock-free slots; more go on the locked list.
+  static constexpr std::size_t kSlotsPerClass = 4;
+
   explicit MemoryPool(std::size_t budget_bytes) : budget_(budget_bytes) {}
   MemoryPool(const MemoryPool&) = delete;
   MemoryPool& operator=(const MemoryPool&) = delete;
-  ~MemoryPool() { free_all(free_); }
+  ~MemoryPool() {
+    drain_slots();
+    free_all(free_);
+  }
 
   /// `size` bytes of uninitialized memory aligned to kHostAlignment: a free block of its size
   /// class if `pool` has one, else a new block that goes back to `pool` when released.
@@ -172,17 +182,20 @@ class MemoryPool {
     // A block the budget could never keep is not worth rounding up.
     if (DeviceMemory::header_bytes() + capacity > pool->budget_)
       return DeviceMemory::allocate(size);
-    DeviceMemory* m = nullptr;
-    {
+    if (pool->closed_.load(std::memory_order_acquire)) return DeviceMemory::allocate(size);
+    DeviceMemory* m = pool->slots_[size_class].take();
+    if (m == nullptr && pool->overflow_.load(std::memory_order_relaxed) > 0) {
       std::lock_guard lock(pool->mu_);
-      if (pool->closed_) return DeviceMemory::allocate(size);
       if ((m = pool->free_[size_class]) != nullptr) {
         pool->free_[size_class] = m->next_free_;
-        --pool->free_blocks_;
-        pool->free_bytes_ -= DeviceMemory::header_bytes() + m->capacity_;
+        pool->overflow_.fetch_sub(1, std::memory_order_relaxed);
       }
     }
-    if (m == nullptr) {
+    if (m != nullptr) {
+      pool->free_blocks_.fetch_sub(1, std::memory_order_relaxed);
+      pool->free_bytes_.fetch_sub(DeviceMemory::header_bytes() + m->capacity_,
+                                  std::memory_order_relaxed);
+    } else {
       m = DeviceMemory::create(capacity);
       m->size_class_ = size_class;
     }
@@ -196,26 +209,25 @@ class MemoryPool {
   /// Frees the free blocks now and every block released from now on. Idempotent;
   /// thread-safe.
   void close() {
+    closed_.store(true, std::memory_order_seq_cst);
+    drain_slots();
     FreeLists lists{};
     {
       std::lock_guard lock(mu_);
-      closed_ = true;
       lists.swap(free_);
-      free_blocks_ = 0;
-      free_bytes_ = 0;
+      overflow_.store(0, std::memory_order_relaxed);
     }
     free_all(lists);
+    free_blocks_.store(0, std::memory_order_relaxed);
+    free_bytes_.store(0, std::memory_order_relaxed);
   }
 
-  /// Bytes held in free blocks, headers included; at most the budget. Thread-safe.
-  [[nodiscard]] std::size_t free_bytes() const {
-    std::lock_guard lock(mu_);
-    return free_bytes_;
-  }
-  /// How many free blocks are held. Thread-safe.
+  /// Bytes held in free blocks, headers included; at most the budget. Thread-safe; exact
+  /// when no other thread allocates or releases at the time.
+  [[nodiscard]] std::size_t free_bytes() const { return free_bytes_.load(std::memory_order_relaxed); }
+  /// How many free blocks are held. Thread-safe, exact in the same way.
   [[nodiscard]] std::size_t free_blocks() const {
-    std::lock_guard lock(mu_);
-    return free_blocks_;
+    return free_blocks_.load(std::memory_order_relaxed);
   }
 
   /// The bytes a block for a request of `size` (> 0) bytes holds.
@@ -244,16 +256,28 @@ class MemoryPool {
     return (std::size_t{1} << k) + ((size_class - 1) % 4 + 1) * (std::size_t{1} << (k - 2));
   }
 
-  // Keeps `m` (whose last reference is gone) if the budget allows; false means free it.
+  // Keeps `m` (whose last reference is gone) if the budget allows; false means free it. The
+  // budget is reserved first, so the count never exceeds it; a block put while close() runs
+  // stays in its slot until the destructor.
   bool put(DeviceMemory* m) noexcept {
+    if (closed_.load(std::memory_order_acquire)) return false;
     const std::size_t bytes = DeviceMemory::header_bytes() + m->capacity_;
+    std::size_t held = free_bytes_.load(std::memory_order_relaxed);
+    do {
+      if (bytes > budget_ - held) return false;
+    } while (!free_bytes_.compare_exchange_weak(held, held + bytes, std::memory_order_relaxed));
+    free_blocks_.fetch_add(1, std::memory_order_relaxed);
+    if (slots_[m->size_class_].put(m)) return true;
     std::lock_guard lock(mu_);
-    if (closed_ || bytes > budget_ - free_bytes_) return false;
     m->next_free_ = free_[m->size_class_];
     free_[m->size_class_] = m;
-    ++free_blocks_;
-    free_bytes_ += bytes;
+    overflow_.fetch_add(1, std::memory_order_relaxed);
     return true;
+  }
+
+  void drain_slots() noexcept {
+    for (pjrt_lite::detail::SlotCache<DeviceMemory, kSlotsPerClass>& slots : slots_)
+      while (DeviceMemory* m = slots.take()) DeviceMemory::destroy(m);
   }
 
   static void free_all(FreeLists& lists) noexcept {
@@ -261,12 +285,14 @@ class MemoryPool {
       while (head != nullptr) DeviceMemory::destroy(std::exchange(head, head->next_free_));
   }
 
-  mutable std::mutex mu_;
+  std::array<pjrt_lite::detail::SlotCache<DeviceMemory, kSlotsPerClass>, kClasses> slots_;
+  std::mutex mu_;     // guards free_, the overflow beyond the slots
   FreeLists free_{};  // singly linked through DeviceMemory::next_free_
-  std::size_t free_blocks_ = 0;
-  std::size_t free_bytes_ = 0;  // never above budget_
+  std::atomic<std::size_t> overflow_{0};  // blocks on free_, so that allocate skips the lock at 0
+  std::atomic<std::size_t> free_blocks_{0};
+  std::atomic<std::size_t> free_bytes_{0};  // never above budget_
   const std::size_t budget_;
-  bool closed_ = false;
+  std::atomic<bool> closed_{false};
 };
 
 inline MemoryRef DeviceMemory::allocate(std::size_t size) {
@@ -292,6 +318,17 @@ inline void DeviceMemory::last_reference_gone(DeviceMemory* m) noexcept {
   if (pool == nullptr || !pool->put(m)) destroy(m);
 }
 
+// BufferState::access: the buffer is deleted or donated; an operation holds it alone; the
+// count of readers in.
+inline constexpr std::uint32_t kBufferGone = 1u << 31;
+inline constexpr std::uint32_t kBufferExclusive = 1u << 30;
+inline constexpr std::uint32_t kBufferReaders = kBufferExclusive - 1;
+
+/// Waits out another thread's few instructions: spins a little, then yields the core.
+inline void back_off(int& spins) {
+  if (++spins > 16) std::this_thread::yield();
+}
+
 /// The memory of a live buffer and the future that says when its contents are defined.
 struct BufferHold {
   MemoryRef memory;
@@ -304,8 +341,11 @@ struct BufferState {
   MemorySpace<E>* memory_space = nullptr;
   Shape shape;
   Future<void> ready;
-  mutable std::mutex mu;
-  MemoryRef memory;  // null once deleted or donated; guarded by mu
+  // Who uses `memory`, without a lock: kGone once deleted or donated; kExclusive while an
+  // operation that changes it (delete, donate, copy_raw_from_host) runs; below those, how
+  // many readers are copying it (taking a hold: a few instructions). See Buffer::read_state.
+  mutable std::atomic<std::uint32_t> access{0};
+  MemoryRef memory;  // null once deleted or donated
   // Where the state goes when its buffer is destroyed; set only while live.
   std::shared_ptr<BufferStatePool<E>> pool;
   BufferState* next_free = nullptr;  // the pool's free-list link
@@ -314,30 +354,38 @@ struct BufferState {
 /// Recycles the states behind one client's buffers, so making a buffer in a steady-state
 /// loop allocates nothing: a recycled state keeps its shape, whose dimension vectors then
 /// take the next shape without allocating. Keeps at most kMaxFree states; like MemoryPool,
-/// live states hold it by shared_ptr and close() frees the free ones. Thread-safe (a mutex
-/// around a list push or pop).
+/// live states hold it by shared_ptr and close() frees the free ones. Thread-safe: the first
+/// kSlots free states sit in a SlotCache (no lock); more go on a list under a mutex.
 template <class E>
 class BufferStatePool {
  public:
-  static constexpr std::size_t kMaxFree = 1024;
+  static constexpr std::size_t kMaxFree = 1024;  // on the list, beyond the slots
+  static constexpr std::size_t kSlots = 16;
 
   BufferStatePool() = default;
   BufferStatePool(const BufferStatePool&) = delete;
   BufferStatePool& operator=(const BufferStatePool&) = delete;
-  ~BufferStatePool() { free_all(free_); }
+  ~BufferStatePool() {
+    drain_slots();
+    free_all(free_);
+  }
 
   /// A free state of `pool`, or a new one (also when `pool` is null). Thread-safe.
   static BufferState<E>* take(const std::shared_ptr<BufferStatePool>& pool) {
     BufferState<E>* s = nullptr;
-    if (pool != nullptr) {
-      std::lock_guard lock(pool->mu_);
-      if (!pool->closed_ && (s = pool->free_) != nullptr) {
-        pool->free_ = s->next_free;
-        --pool->free_count_;
+    if (pool != nullptr && !pool->closed_.load(std::memory_order_acquire)) {
+      s = pool->slots_.take();
+      if (s == nullptr) {
+        std::lock_guard lock(pool->mu_);
+        if ((s = pool->free_) != nullptr) {
+          pool->free_ = s->next_free;
+          --pool->free_count_;
+        }
       }
     }
     if (s == nullptr) s = new BufferState<E>();
     s->next_free = nullptr;
+    s->access.store(0, std::memory_order_relaxed);
     s->pool = pool;
     return s;
   }
@@ -357,10 +405,11 @@ class BufferStatePool {
   /// Frees the free states now and every state given back from now on. Idempotent;
   /// thread-safe.
   void close() {
+    closed_.store(true, std::memory_order_seq_cst);
+    drain_slots();
     BufferState<E>* list = nullptr;
     {
       std::lock_guard lock(mu_);
-      closed_ = true;
       list = std::exchange(free_, nullptr);
       free_count_ = 0;
     }
@@ -368,23 +417,31 @@ class BufferStatePool {
   }
 
  private:
+  // A state put while close() runs stays in its slot until the destructor.
   bool put(BufferState<E>* s) noexcept {
+    if (closed_.load(std::memory_order_acquire)) return false;
+    if (slots_.put(s)) return true;
     std::lock_guard lock(mu_);
-    if (closed_ || free_count_ >= kMaxFree) return false;
+    if (free_count_ >= kMaxFree) return false;
     s->next_free = free_;
     free_ = s;
     ++free_count_;
     return true;
   }
 
+  void drain_slots() noexcept {
+    while (BufferState<E>* s = slots_.take()) delete s;
+  }
+
   static void free_all(BufferState<E>* list) noexcept {
     while (list != nullptr) delete std::exchange(list, list->next_free);
   }
 
-  std::mutex mu_;
+  pjrt_lite::detail::SlotCache<BufferState<E>, kSlots> slots_;
+  std::mutex mu_;                   // guards the list beyond the slots
   BufferState<E>* free_ = nullptr;  // singly linked through BufferState::next_free
   std::size_t free_count_ = 0;
-  bool closed_ = false;
+  std::atomic<bool> closed_{false};
 };
 
 /// Lets a Buffer's unique_ptr give its state back to the pool instead of deleting it.
@@ -442,19 +499,18 @@ class Buffer {
   [[nodiscard]] Future<void> get_ready_future() const { return state_->ready; }
 
   [[nodiscard]] bool is_deleted() const {
-    std::lock_guard lock(state_->mu);
-    return state_->memory == nullptr;
+    return (state_->access.load(std::memory_order_acquire) & detail::kBufferGone) != 0;
   }
 
   /// Drops this buffer's claim on its memory; later uses fail with FAILED_PRECONDITION.
   /// Pending uses keep the memory until they finish. Idempotent.
   void delete_buffer() {
     detail::MemoryRef released;
-    {
-      std::lock_guard lock(state_->mu);
+    change_state([&] {
       released = std::move(state_->memory);
-    }
-    // `released` goes here, outside the lock: it may run a zero-copy on_done.
+      return true;
+    });
+    // `released` goes here, after the state is free again: it may run a zero-copy on_done.
   }
 
   /// The contents, copied to a host Literal once ready. Copies of at least the client's
@@ -519,38 +575,14 @@ class Buffer {
   /// defined its contents failed or is still running; OUT_OF_RANGE if the range leaves the
   /// buffer. Never blocks. Thread-safe.
   Status copy_raw_from_host(const void* src, std::int64_t offset, std::int64_t size) {
-    std::lock_guard lock(state_->mu);
-    // Holding the lock, no new use can take the memory: the count only falls from here on.
-    const detail::MemoryRef& memory = state_->memory;
-    if (memory == nullptr) return gone_error("copy_raw_from_host");
-    const auto total = static_cast<std::int64_t>(memory->size);
-    if (offset < 0 || size < 0 || offset > total || size > total - offset)
-      return out_of_range_error(str_cat("copy_raw_from_host: bytes [", offset, ", ", offset + size,
-                                        ") of buffer ", state_->shape, " are outside its ", total,
-                                        " bytes"));
-    if (src == nullptr && size > 0)
-      return invalid_argument_error("copy_raw_from_host: src is null");
-    if (!memory->writable)
-      return failed_precondition_error(
-          str_cat("copy_raw_from_host: buffer ", state_->shape,
-                  " is a read-only view of host memory (kImmutableZeroCopy)"));
-    if (const long users = memory.use_count() - 1; users > 0)
-      return failed_precondition_error(str_cat(
-          "copy_raw_from_host: the memory of buffer ", state_->shape, " is still shared by ", users,
-          " pending operation(s), buffer(s) or external reference(s)"));
-    // Never waits: a real-time caller must not stall here.
-    if (!state_->ready.is_ready())
-      return failed_precondition_error(
-          str_cat("copy_raw_from_host: buffer ", state_->shape,
-                  " is not ready yet (await get_ready_future() first)"));
-    if (Status defined = state_->ready.await(); !defined.ok())
-      return failed_precondition_error(str_cat("copy_raw_from_host: the contents of buffer ",
-                                               state_->shape,
-                                               " were never defined: ", defined.to_string()));
-    detail::ObservedSpan span(state_->client->observer(), SpanKind::kHostToDevice,
-                              "copy_raw_from_host", size);
-    if (size > 0) std::memcpy(memory->data + offset, src, static_cast<std::size_t>(size));
-    return ok_status();
+    Status status;
+    // Holding the state alone, no new use can take the memory: the count only falls.
+    if (!change_state([&] {
+          status = copy_raw_alone(src, offset, size);
+          return false;
+        }))
+      return gone_error("copy_raw_from_host");
+    return status;
   }
 
   /// A copy of this buffer in `memory_space` (of the same client). Returns at once; the new
@@ -613,42 +645,137 @@ class Buffer {
     state->shape = shape;
     state->memory = std::move(memory);
     state->ready = std::move(ready);
+    // A buffer without memory is born deleted.
+    state->access.store(state->memory == nullptr ? detail::kBufferGone : 0, std::memory_order_relaxed);
     return Buffer(std::move(state));
   }
 
   /// The memory and ready future of a live buffer, or FAILED_PRECONDITION naming `what`.
   /// Allocates nothing unless it fails.
   [[nodiscard]] StatusOr<detail::BufferHold> acquire(std::string_view what) const {
-    std::lock_guard lock(state_->mu);
-    if (state_->memory == nullptr) return gone_error(what);
-    return detail::BufferHold{state_->memory, state_->ready};
+    detail::BufferHold hold;
+    if (!read_state([&] { hold = detail::BufferHold{state_->memory, state_->ready}; }))
+      return gone_error(what);
+    return hold;
   }
   /// As acquire(what) for the operand `index` of an operation, named "what index" in the
   /// error; the name is formatted only on failure.
   [[nodiscard]] StatusOr<detail::BufferHold> acquire(std::string_view what,
                                                      std::size_t index) const {
-    std::lock_guard lock(state_->mu);
-    if (state_->memory == nullptr) return gone_error(what, " ", index);
-    return detail::BufferHold{state_->memory, state_->ready};
+    detail::BufferHold hold;
+    if (!read_state([&] { hold = detail::BufferHold{state_->memory, state_->ready}; }))
+      return gone_error(what, " ", index);
+    return hold;
   }
 
   /// Takes the memory away from a live buffer, which becomes deleted (donation).
   [[nodiscard]] StatusOr<detail::BufferHold> release(std::string_view what) {
-    std::lock_guard lock(state_->mu);
-    if (state_->memory == nullptr) return gone_error(what);
-    return detail::BufferHold{std::move(state_->memory), state_->ready};
+    detail::BufferHold hold;
+    if (!take_memory(hold)) return gone_error(what);
+    return hold;
   }
   /// As release(what) for the operand `index` of an operation, like acquire(what, index).
   [[nodiscard]] StatusOr<detail::BufferHold> release(std::string_view what, std::size_t index) {
-    std::lock_guard lock(state_->mu);
-    if (state_->memory == nullptr) return gone_error(what, " ", index);
-    return detail::BufferHold{std::move(state_->memory), state_->ready};
+    detail::BufferHold hold;
+    if (!take_memory(hold)) return gone_error(what, " ", index);
+    return hold;
   }
 
   /// An address that identifies this buffer while it lives (for logs).
   [[nodiscard]] const void* id() const { return state_.get(); }
 
  private:
+  // The buffer's memory changes hands without a lock (BufferState::access): readers count
+  // themselves in for the few instructions of copying a MemoryRef, and an operation that
+  // changes the memory first marks the state exclusive, then waits for the readers already
+  // in to leave. Neither side waits unless the other is in that short window, so a
+  // steady-state execute takes no lock and never sleeps here.
+
+  /// Runs read() with state_->memory and state_->ready stable: true, or false (read() not
+  /// run) once the buffer is deleted or donated.
+  template <class F>
+  bool read_state(F&& read) const {
+    std::atomic<std::uint32_t>& access = state_->access;
+    for (int spins = 0;; detail::back_off(spins)) {
+      const std::uint32_t was = access.fetch_add(1, std::memory_order_acquire);
+      if ((was & (detail::kBufferGone | detail::kBufferExclusive)) == 0) break;
+      access.fetch_sub(1, std::memory_order_relaxed);
+      if ((was & detail::kBufferGone) != 0) return false;
+    }
+    read();
+    access.fetch_sub(1, std::memory_order_release);
+    return true;
+  }
+
+  /// Runs change() with the state held alone (no reader in, no other change): change()
+  /// returns whether the buffer is now deleted or donated. Returns false (change() not run)
+  /// when it already was.
+  template <class F>
+  bool change_state(F&& change) {
+    std::atomic<std::uint32_t>& access = state_->access;
+    std::uint32_t seen = access.load(std::memory_order_relaxed);
+    for (int spins = 0;;) {
+      if ((seen & detail::kBufferGone) != 0) return false;
+      if ((seen & detail::kBufferExclusive) != 0) {
+        detail::back_off(spins);
+        seen = access.load(std::memory_order_relaxed);
+      } else if (access.compare_exchange_weak(seen, seen | detail::kBufferExclusive,
+                                              std::memory_order_acquire,
+                                              std::memory_order_relaxed)) {
+        break;
+      }
+    }
+    for (int spins = 0; (access.load(std::memory_order_acquire) & detail::kBufferReaders) != 0;)
+      detail::back_off(spins);
+    const bool gone = change();
+    // Readers that counted themselves in meanwhile (and will leave again) keep their counts.
+    access.fetch_xor(gone ? detail::kBufferExclusive | detail::kBufferGone : detail::kBufferExclusive,
+                     std::memory_order_release);
+    return true;
+  }
+
+  /// Moves the memory and ready future into `hold`, deleting the buffer; false if it is gone.
+  bool take_memory(detail::BufferHold& hold) {
+    return change_state([&] {
+      hold = detail::BufferHold{std::move(state_->memory), state_->ready};
+      return true;
+    });
+  }
+
+  // copy_raw_from_host's checks and copy, with the state held alone and not deleted.
+  Status copy_raw_alone(const void* src, std::int64_t offset, std::int64_t size) {
+    const detail::MemoryRef& memory = state_->memory;
+    const auto total = static_cast<std::int64_t>(memory->size);
+    if (offset < 0 || size < 0 || offset > total || size > total - offset)
+      return out_of_range_error(str_cat("copy_raw_from_host: bytes [", offset, ", ", offset + size,
+                                        ") of buffer ", state_->shape, " are outside its ", total,
+                                        " bytes"));
+    if (src == nullptr && size > 0)
+      return invalid_argument_error("copy_raw_from_host: src is null");
+    if (!memory->writable)
+      return failed_precondition_error(
+          str_cat("copy_raw_from_host: buffer ", state_->shape,
+                  " is a read-only view of host memory (kImmutableZeroCopy)"));
+    if (const long users = memory.use_count() - 1; users > 0)
+      return failed_precondition_error(str_cat(
+          "copy_raw_from_host: the memory of buffer ", state_->shape, " is still shared by ", users,
+          " pending operation(s), buffer(s) or external reference(s)"));
+    // Never waits: a real-time caller must not stall here.
+    if (!state_->ready.is_ready())
+      return failed_precondition_error(
+          str_cat("copy_raw_from_host: buffer ", state_->shape,
+                  " is not ready yet (await get_ready_future() first)"));
+    if (Status defined = state_->ready.await(); !defined.ok())
+      return failed_precondition_error(str_cat("copy_raw_from_host: the contents of buffer ",
+                                               state_->shape,
+                                               " were never defined: ", defined.to_string()));
+    detail::ObservedSpan span(state_->client->observer(), SpanKind::kHostToDevice,
+                              "copy_raw_from_host", size);
+    if (size > 0) std::memcpy(memory->data + offset, src, static_cast<std::size_t>(size));
+    return ok_status();
+  }
+
+
   template <class... Name>
   Status gone_error(const Name&... name) const {
     return failed_precondition_error(str_cat(name..., ": buffer ", state_->shape, " on ",

@@ -1,14 +1,12 @@
 #pragma once
 // parallel_for over a CPU executor: splits [0, n) into blocks that the calling thread and the
-// executor's workers claim one at a time, and waits without spinning. The region's shared
-// state lives on the caller's stack and each scheduled task fits UniqueFunction's inline
-// storage.
+// executor's workers claim one at a time, and waits without spinning or taking a lock. The
+// region's shared state lives on the caller's stack and each scheduled task fits
+// UniqueFunction's inline storage.
 
 #include <algorithm>
 #include <atomic>
-#include <condition_variable>
 #include <cstdint>
-#include <mutex>
 #include <type_traits>
 #include <utility>
 
@@ -32,6 +30,12 @@ class RangeFn {
   void (*call_)(void*, std::int64_t, std::int64_t, int);
 };
 
+/// Counts the parallel regions whose helpers have all finished, process-wide: what a caller
+/// waiting for its helpers sleeps on (std::atomic::wait, a futex where there is one). Static
+/// storage, so the last helper of a region can wake its caller after the caller's stack state
+/// may already be gone.
+inline std::atomic<std::uint32_t> regions_done{0};
+
 /// Blocks per worker in a parallel region: a worker that the OS stalls (the machine is
 /// shared, or the worker is still waking up) leaves its later blocks to the others, so one
 /// late thread cannot hold up the whole region by its full share.
@@ -52,15 +56,14 @@ void parallel_for(E* executor, int max_workers, std::int64_t n, std::int64_t gra
     return;
   }
   // The caller's stack holds the shared state, so every helper must be done touching it
-  // before the caller returns: the count of running helpers is guarded by a mutex, which a
-  // helper releases only after notifying, and the caller re-acquires before leaving.
+  // before the caller returns. A helper's last touch is its decrement of `running`; the one
+  // that brings it to zero then wakes the caller through regions_done, which has static
+  // storage, so no helper ever touches a returned caller's stack. No lock on either side.
   struct Shared {
     RangeFn fn;
     std::int64_t n, blocks;
     std::atomic<std::int64_t> next{0};
-    int running;
-    std::mutex mu;
-    std::condition_variable done;
+    std::atomic<int> running;
 
     void drain(int worker) {
       for (;;) {
@@ -69,28 +72,31 @@ void parallel_for(E* executor, int max_workers, std::int64_t n, std::int64_t gra
         fn(n * b / blocks, n * (b + 1) / blocks, worker);
       }
     }
-  } shared{fn, n, std::min<std::int64_t>(most_blocks, workers * kBlocksPerWorker), {}, workers - 1,
-           {}, {}};
+  } shared{fn, n, std::min<std::int64_t>(most_blocks, workers * kBlocksPerWorker), {}, workers - 1};
   for (int w = 1; w < workers; ++w) {
     executor->schedule([&shared, w] {
       shared.drain(w);
-      std::lock_guard lock(shared.mu);
-      if (--shared.running == 0) shared.done.notify_one();
+      if (shared.running.fetch_sub(1) == 1) {
+        regions_done.fetch_add(1);
+        regions_done.notify_all();
+      }
     });
   }
   shared.drain(0);
   // Help while waiting: when the caller is itself a worker (an asynchronous execution), the
   // helpers may sit in the queue behind it, and every worker may be waiting the same way.
   for (;;) {
-    {
-      std::lock_guard lock(shared.mu);
-      if (shared.running == 0) return;
-    }
+    if (shared.running.load() == 0) return;
     if (!executor->try_run_one()) break;
   }
-  // The queue is empty, so every helper is running somewhere and will notify.
-  std::unique_lock lock(shared.mu);
-  shared.done.wait(lock, [&] { return shared.running == 0; });
+  // The queue is empty, so every helper is running somewhere and will finish. Sleep until
+  // some region completes, then look again: reading the count after the epoch means a
+  // completion after that read changes the epoch, and wait() returns at once.
+  for (;;) {
+    const std::uint32_t epoch = regions_done.load();
+    if (shared.running.load() == 0) return;
+    regions_done.wait(epoch);
+  }
 }
 
 }  // namespace pjrt_lite::cpu::detail
