@@ -157,11 +157,10 @@ class CountingScope {
   }
 };
 
-/// An inline client's steady state takes no lock: no mutex anywhere in the process while
-/// it runs. (A thread pool client hands parallel work to its workers through a locked queue.)
-template <class E>
+/// A steady state takes no lock: no mutex anywhere in the process while it runs, on the
+/// calling thread or on the pool's workers running its parallel parts.
 void check_no_lock(const Counts& counts) {
-  if constexpr (std::is_same_v<E, cpu::InlineExecutor> && PJRT_LITE_COUNT_LOCKS)
+  if constexpr (PJRT_LITE_COUNT_LOCKS)
     CHECK_MESSAGE(counts.locks == 0, "mutex locks in 100 executes: ", counts.locks);
 }
 
@@ -289,7 +288,7 @@ void check_mlp_layer(cpu::Client<E>& client) {
   CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
   CHECK_MESSAGE(counts.any_thread == 0,
                 "allocations on all threads in 100 executes: ", counts.any_thread);
-  check_no_lock<E>(counts);
+  check_no_lock(counts);
 
   CHECK(max_error(host[0], [](std::size_t index) {
           const auto i = static_cast<std::int64_t>(index) / kOut,
@@ -325,7 +324,7 @@ void check_elementwise_chain(cpu::Client<E>& client) {
   CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
   CHECK_MESSAGE(counts.any_thread == 0,
                 "allocations on all threads in 100 executes: ", counts.any_thread);
-  check_no_lock<E>(counts);
+  check_no_lock(counts);
 
   // Relative to max(1, |expected|), as the fused kernels compute in f32.
   CHECK(max_error(host[0], [](std::size_t i) {
@@ -377,7 +376,7 @@ void check_control_flow(cpu::Client<E>& client) {
   CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
   CHECK_MESSAGE(counts.any_thread == 0,
                 "allocations on all threads in 100 executes: ", counts.any_thread);
-  check_no_lock<E>(counts);
+  check_no_lock(counts);
   const double scale = std::ldexp(1.0, -kHalvings);
   CHECK(max_error(host[0], [&](std::size_t i) {
           return u_at(static_cast<std::int64_t>(i)) * scale + 2 * (1 - scale);
@@ -412,7 +411,7 @@ void check_sort_and_top_k(cpu::Client<E>& client) {
   CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
   CHECK_MESSAGE(counts.any_thread == 0,
                 "allocations on all threads in 100 executes: ", counts.any_thread);
-  check_no_lock<E>(counts);
+  check_no_lock(counts);
 
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -508,7 +507,7 @@ TEST_CASE("allocation: a donating state-update loop allocates nothing and update
   CHECK(moved == 0);
   CHECK_MESSAGE(counts.allocations == 0, "allocations in 100 steps: ", counts.allocations);
   CHECK_MESSAGE(counts.deallocations == 0, "deallocations in 100 steps: ", counts.deallocations);
-  check_no_lock<cpu::InlineExecutor>(counts);
+  check_no_lock(counts);
 
   for (int it = 0; it < 103; ++it) {
     std::vector<double> next(state.size());
@@ -691,11 +690,13 @@ TEST_CASE("allocation: make_ready_future shares one state") {
 }
 
 TEST_CASE(
-    "allocation: the thread pool queue grows only when it must and then schedules without "
-    "allocating") {
+    "allocation: the thread pool queue overflows in order, then schedules without allocating "
+    "or locking") {
   cpu::ThreadPool pool(1);
+  constexpr int kOverflowing = 3 * static_cast<int>(cpu::ThreadPool::kRingCapacity);
+  constexpr int kAll = kOverflowing + 200;
   std::vector<int> order;
-  order.reserve(400);
+  order.reserve(kAll);
   std::atomic<int> finished{0};
   std::atomic<bool> started{false}, open{false};
   // Holds the only worker, so the tasks queue up behind it.
@@ -716,19 +717,21 @@ TEST_CASE(
     open = true;
     while (finished < first + count) std::this_thread::yield();
   };
-  // The gate was taken from the front, so the queue wraps as it fills and then grows twice.
-  run_round(0, 200);
+  // Three times the lock-free ring: the rest overflows to the locked queue, which grows,
+  // and still runs after the ring's tasks, in order.
+  run_round(0, kOverflowing);
   Counts counts;
   {
     CountingScope scope;
-    run_round(200, 200);
+    run_round(kOverflowing, 200);
     counts = scope.stop();
   }
   CHECK(counts.allocations == 0);
   CHECK(counts.any_thread == 0);
-  REQUIRE(order.size() == 400);
+  check_no_lock(counts);
+  REQUIRE(order.size() == static_cast<std::size_t>(kAll));
   bool fifo = true;
-  for (int i = 0; i < 400; ++i) fifo &= order[static_cast<std::size_t>(i)] == i;
+  for (int i = 0; i < kAll; ++i) fifo &= order[static_cast<std::size_t>(i)] == i;
   CHECK(fifo);
 }
 

@@ -1,11 +1,12 @@
 #pragma once
-// The executors a CPU client runs transfers and (later) kernels on: a fixed pool of worker
-// threads that sleep when idle, and an inline executor that runs everything on the caller.
+// The executors a CPU client runs transfers and kernels on: a fixed pool of worker threads
+// that sleep when idle, and an inline executor that runs everything on the caller.
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
-#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -24,7 +25,7 @@ namespace detail {
 /// A FIFO of tasks in a ring buffer that doubles when full and never shrinks, so once it has
 /// held the most tasks a program queues at a time, pushing and popping allocate nothing
 /// (a std::deque allocates and frees a block every few elements as it moves). Not
-/// thread-safe: the pool guards it with its mutex.
+/// thread-safe: the pool keeps its overflow in one, under a mutex.
 class TaskQueue {
  public:
   explicit TaskQueue(std::size_t initial_capacity = 64)
@@ -65,20 +66,88 @@ class TaskQueue {
   std::size_t size_ = 0;
 };
 
+/// A bounded multi-producer, multi-consumer FIFO of tasks without a lock: a ring of cells
+/// whose sequence numbers say whose turn each cell is (a producer's when it equals the
+/// position being pushed, a consumer's when it is one past the position being popped), and
+/// two counters claimed by compare-and-swap. Capacity a power of two.
+class TaskRing {
+ public:
+  explicit TaskRing(std::size_t capacity)
+      : mask_(std::bit_ceil(std::max<std::size_t>(capacity, 2)) - 1),
+        cells_(std::make_unique<Cell[]>(mask_ + 1)) {
+    for (std::size_t i = 0; i <= mask_; ++i) cells_[i].turn.store(i, std::memory_order_relaxed);
+  }
+
+  /// Moves `task` in and returns true, or returns false (task untouched) when full.
+  bool try_push(Task& task) {
+    std::size_t pos = tail_.load(std::memory_order_relaxed);
+    for (;;) {
+      Cell& cell = cells_[pos & mask_];
+      const std::size_t turn = cell.turn.load(std::memory_order_acquire);
+      if (turn == pos) {
+        if (tail_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          cell.task = std::move(task);
+          cell.turn.store(pos + 1, std::memory_order_release);
+          return true;
+        }
+      } else if (turn < pos) {
+        return false;  // the cell still holds the task pushed one lap ago
+      } else {
+        pos = tail_.load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+  /// Moves the oldest task into `out` and returns true, or returns false when empty (or
+  /// when the oldest is still being pushed).
+  bool try_pop(Task& out) {
+    std::size_t pos = head_.load(std::memory_order_relaxed);
+    for (;;) {
+      Cell& cell = cells_[pos & mask_];
+      const std::size_t turn = cell.turn.load(std::memory_order_acquire);
+      if (turn == pos + 1) {
+        if (head_.compare_exchange_weak(pos, pos + 1, std::memory_order_relaxed)) {
+          out = std::move(cell.task);  // leaves the cell empty: the captures move to `out`
+          cell.turn.store(pos + mask_ + 1, std::memory_order_release);
+          return true;
+        }
+      } else if (turn < pos + 1) {
+        return false;
+      } else {
+        pos = head_.load(std::memory_order_relaxed);
+      }
+    }
+  }
+
+ private:
+  struct Cell {
+    std::atomic<std::size_t> turn{0};
+    Task task;
+  };
+  const std::size_t mask_;
+  std::unique_ptr<Cell[]> cells_;
+  alignas(64) std::atomic<std::size_t> tail_{0};  // the next position to push
+  alignas(64) std::atomic<std::size_t> head_{0};  // the next position to pop
+};
+
 }  // namespace detail
 
-/// A fixed set of worker threads over one FIFO queue. Idle workers block on a condition
-/// variable, so an idle pool burns no CPU. Scheduling allocates nothing once the queue has
-/// grown to the most tasks ever waiting at once (and a task's captures fit Task's inline
-/// storage). The destructor runs every task already scheduled
-/// (including tasks those tasks schedule) and then joins the workers. All methods are
-/// thread-safe.
+/// A fixed set of worker threads over one task queue. Scheduling and taking a task take no
+/// lock while fewer than kRingCapacity tasks wait (a TaskRing); beyond that, tasks overflow
+/// to a queue under a mutex (a TaskQueue, which doubles when full), and run after the ring's.
+/// Idle workers sleep on an atomic counter (std::atomic::wait, a futex where there is one),
+/// so an idle pool burns no CPU. Scheduling allocates nothing (a task's captures fit Task's
+/// inline storage). The destructor runs every task already scheduled (including tasks those
+/// tasks schedule) and then joins the workers. All methods are thread-safe.
 class ThreadPool {
  public:
   using executor_concept = executor_tag;
 
+  /// Tasks that can wait at once without a lock.
+  static constexpr std::size_t kRingCapacity = 1024;
+
   /// `num_threads` <= 0 means one per hardware thread.
-  explicit ThreadPool(int num_threads = 0) {
+  explicit ThreadPool(int num_threads = 0) : ring_(kRingCapacity) {
     if (num_threads <= 0) num_threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     workers_.reserve(static_cast<std::size_t>(num_threads));
     for (int i = 0; i < num_threads; ++i) workers_.emplace_back([this] { work(); });
@@ -86,21 +155,24 @@ class ThreadPool {
   ThreadPool(const ThreadPool&) = delete;
   ThreadPool& operator=(const ThreadPool&) = delete;
   ~ThreadPool() {
-    {
-      std::lock_guard lock(mu_);
-      stopping_ = true;
-    }
-    cv_.notify_all();
+    stopping_.store(true);
+    posted_.fetch_add(1);
+    posted_.notify_all();
     for (std::thread& t : workers_) t.join();
   }
 
   /// Queues `task` to run on some worker. Thread-safe; callable from a worker.
   void schedule(Task task) {
-    {
-      std::lock_guard lock(mu_);
-      queue_.push(std::move(task));
+    // Once tasks overflow, later ones follow them there until the overflow drains.
+    if (overflowed_.load() > 0 || !ring_.try_push(task)) {
+      std::lock_guard lock(overflow_mu_);
+      overflow_.push(std::move(task));
+      overflowed_.fetch_add(1);
     }
-    cv_.notify_one();
+    // A worker that found nothing read `posted_` before looking: this change wakes it, or
+    // makes its wait return at once.
+    posted_.fetch_add(1);
+    if (sleeping_.load() > 0) posted_.notify_one();
   }
 
   [[nodiscard]] int num_threads() const { return static_cast<int>(workers_.size()); }
@@ -109,11 +181,7 @@ class ThreadPool {
   /// for tasks it scheduled help instead of blocking a worker. Thread-safe.
   bool try_run_one() {
     Task task;
-    {
-      std::lock_guard lock(mu_);
-      if (queue_.empty()) return false;
-      task = queue_.pop();
-    }
+    if (!try_take(task)) return false;
     task();
     return true;
   }
@@ -129,24 +197,40 @@ class ThreadPool {
     return pool;
   }
 
+  bool try_take(Task& task) {
+    if (ring_.try_pop(task)) return true;
+    if (overflowed_.load() == 0) return false;
+    std::lock_guard lock(overflow_mu_);
+    if (overflow_.empty()) return false;
+    task = overflow_.pop();
+    overflowed_.fetch_sub(1);
+    return true;
+  }
+
   void work() {
     current_pool() = this;
-    std::unique_lock lock(mu_);
+    Task task;
     for (;;) {
-      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping and drained
-      Task task = queue_.pop();
-      lock.unlock();
-      task();
-      task.reset();  // destroy captures outside the lock too
-      lock.lock();
+      const std::uint32_t seen = posted_.load();
+      if (try_take(task)) {
+        task();
+        task.reset();  // destroy the captures before sleeping
+        continue;
+      }
+      if (stopping_.load()) return;  // stopping and drained
+      sleeping_.fetch_add(1);
+      posted_.wait(seen);
+      sleeping_.fetch_sub(1);
     }
   }
 
-  std::mutex mu_;
-  std::condition_variable cv_;
-  detail::TaskQueue queue_;
-  bool stopping_ = false;
+  detail::TaskRing ring_;
+  std::atomic<std::size_t> overflowed_{0};  // tasks in overflow_
+  std::mutex overflow_mu_;
+  detail::TaskQueue overflow_;
+  std::atomic<std::uint32_t> posted_{0};  // bumped by every schedule and by the destructor
+  std::atomic<int> sleeping_{0};          // workers in posted_.wait
+  std::atomic<bool> stopping_{false};
   std::vector<std::thread> workers_;
 };
 
