@@ -563,7 +563,7 @@ static void sweep_triangular_solve() {
 
 /// rng_bit_generator making every output type from random states (a counter about to wrap
 /// among them): odd and even counts, one big enough for several tiles of work, and the new
-/// state. Rows by algorithm; PHILOX is the documented gap.
+/// state. Rows by algorithm; PHILOX also from a three-word state whose low counter carries.
 static void sweep_rng_bit_generator() {
   Sweep& s = sweep();
   if (!s.done.insert("sweep_rng_bit_generator").second) return;
@@ -573,15 +573,19 @@ static void sweep_rng_bit_generator() {
   for (DType t : kAllDTypes) {
     for (const auto& row : rows) {
       const RngAlgorithm algorithm = row.second;
-      const std::vector<Literal> args = {
+      std::vector<Literal> args = {
           Literal::vector<std::uint64_t>({s.rng(), s.rng()}),
           Literal::vector<std::uint64_t>({s.rng(), ~std::uint64_t{0} - 2})};
+      if (algorithm != RngAlgorithm::kThreeFry)
+        args.push_back(Literal::vector<std::uint64_t>({s.rng(), ~std::uint64_t{0} - 1, s.rng()}));
       s.check(row.first, t, args, [&](GraphBuilder& b, std::vector<Value> p) {
         std::vector<Value> outs;
         for (const std::vector<std::int64_t>& dims : {std::vector<std::int64_t>{7}, {3, 4}, {}, {0, 5}, {40001}}) {
           for (Value v : b.rng_bit_generator(p[0], Shape(t, dims), algorithm)) outs.push_back(v);
         }
         for (Value v : b.rng_bit_generator(p[1], Shape(t, {5}), algorithm)) outs.push_back(v);
+        if (p.size() > 2)
+          for (Value v : b.rng_bit_generator(p[2], Shape(t, {3, 4}), algorithm)) outs.push_back(v);
         return outs;
       });
     }

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "pjrt_lite/backends/reference/interpreter.hpp"
-#include "pjrt_lite/core/threefry.hpp"
+#include "pjrt_lite/core/random_bits.hpp"
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/transforms/autodiff.hpp"
 #include "control_flow.hpp"
@@ -524,60 +524,155 @@ TEST_CASE("reference: complex acosh .. sinh are the principal branches of their 
   }
 }
 
-// Threefry-2x32-20's published known-answer vectors (Random123's kat_vectors).
-static_assert(threefry::block(0u, 0u, 0u, 0u) == std::array<std::uint32_t, 2>{0x6b200159, 0x99ba4efe});
-static_assert(threefry::block(~0u, ~0u, ~0u, ~0u) ==
-              std::array<std::uint32_t, 2>{0x1cb996fc, 0xbb002be7});
-static_assert(threefry::block(0x13198a2eu, 0x03707344u, 0x243f6a88u, 0x85a308d3u) ==
-              std::array<std::uint32_t, 2>{0xc4923a9c, 0x483df7a0});
+// The published known-answer vectors of Threefry-2x32-20 and Philox-4x32-10 (Random123's
+// kat_vectors).
+using random_bits::philox4x32;
+using random_bits::threefry2x32;
+using Words2 = std::array<std::uint32_t, 2>;
+using Words4 = std::array<std::uint32_t, 4>;
+static_assert(threefry2x32(0, 0, 0, 0) == Words2{0x6b200159, 0x99ba4efe});
+static_assert(threefry2x32(~0u, ~0u, ~0u, ~0u) == Words2{0x1cb996fc, 0xbb002be7});
+static_assert(threefry2x32(0x13198a2e, 0x03707344, 0x243f6a88, 0x85a308d3) ==
+              Words2{0xc4923a9c, 0x483df7a0});
+static_assert(philox4x32({0, 0, 0, 0}, 0, 0) == Words4{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
+static_assert(philox4x32({~0u, ~0u, ~0u, ~0u}, ~0u, ~0u) ==
+              Words4{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd});
+static_assert(philox4x32({0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344}, 0xa4093822, 0x299f31d0) ==
+              Words4{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1});
 
-TEST_CASE("reference: rng_bit_generator is Threefry-2x32 of consecutive counters") {
-  auto generate = [](std::vector<std::uint64_t> state, Shape output,
-                     RngAlgorithm algorithm = RngAlgorithm::kThreeFry) {
-    GraphBuilder b("rng");
-    std::vector<Value> r =
-        b.rng_bit_generator(b.parameter(Shape(kU64, {2})), std::move(output), algorithm);
-    const StatusOr<Graph> g = b.build(r);
-    REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-    std::vector<Literal> args;
-    args.push_back(make_from<std::uint64_t>(state, {2}));
-    return reference::evaluate(*g, args);
-  };
-  // 64-bit elements: block i (counter + i) as x0 | x1 << 32; the counter wraps around 2^64.
+namespace {
+
+StatusOr<std::vector<Literal>> generate_bits(std::vector<std::uint64_t> state, Shape output,
+                                             RngAlgorithm algorithm) {
+  GraphBuilder b("rng");
+  const auto words = static_cast<std::int64_t>(state.size());
+  std::vector<Value> r =
+      b.rng_bit_generator(b.parameter(Shape(kU64, {words})), std::move(output), algorithm);
+  const StatusOr<Graph> g = b.build(r);
+  if (!g.ok()) return g.status();
+  std::vector<Literal> args;
+  args.push_back(make_from<std::uint64_t>(state, {words}));
+  return reference::evaluate(*g, args);
+}
+
+/// The output's elements widened to u64 (their bits, zero-extended).
+std::vector<std::uint64_t> bits_of(const Literal& l) {
+  std::vector<std::uint64_t> out(static_cast<std::size_t>(l.element_count()));
+  const std::size_t size = byte_size(l.dtype());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::uint64_t v = 0;
+    std::memcpy(&v, static_cast<const std::byte*>(l.untyped_data()) + i * size, size);
+    out[i] = v;
+  }
+  return out;
+}
+
+/// XLA's 32-bit THREE_FRY layout written out over multi-indices: halve the first even
+/// dimension (else the first largest), number the halved shape's elements row-major from the
+/// counter, and give element (..., j, ...) word j % 2 of block (..., j / 2, ...).
+std::pair<std::vector<std::uint32_t>, std::uint64_t> threefry32_expected(
+    std::uint64_t key, std::uint64_t counter, std::vector<std::int64_t> dims) {
+  if (dims.empty()) dims = {1};
+  std::size_t split = dims.size();
+  for (std::size_t d = 0; d < dims.size(); ++d)
+    if (split == dims.size() && dims[d] % 2 == 0) split = d;
+  if (split == dims.size()) split = static_cast<std::size_t>(std::max_element(dims.begin(), dims.end()) - dims.begin());
+  std::vector<std::int64_t> half = dims;
+  half[split] = (dims[split] + 1) / 2;
+  std::int64_t n = 1, half_n = 1;
+  for (std::size_t d = 0; d < dims.size(); ++d) n *= dims[d], half_n *= half[d];
+  std::vector<std::uint32_t> out;
+  std::vector<std::int64_t> idx(dims.size(), 0);
+  for (std::int64_t e = 0; e < n; ++e) {
+    std::int64_t linear = 0;
+    for (std::size_t d = 0; d < dims.size(); ++d)
+      linear = linear * half[d] + (d == split ? idx[d] / 2 : idx[d]);
+    const std::uint64_t c = counter + static_cast<std::uint64_t>(linear);
+    out.push_back(threefry2x32(static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32),
+                               static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(c >> 32))
+                      [static_cast<std::size_t>(idx[split] % 2)]);
+    for (std::size_t d = dims.size(); d-- > 0;) {
+      if (++idx[d] < dims[d]) break;
+      idx[d] = 0;
+    }
+  }
+  return {out, counter + static_cast<std::uint64_t>(half_n)};
+}
+
+}  // namespace
+
+TEST_CASE("reference: rng_bit_generator lays Threefry and Philox blocks out as XLA does") {
   const std::uint64_t key = 0x0123456789abcdefull, last = ~std::uint64_t{0};
-  StatusOr<std::vector<Literal>> r = generate({key, last}, Shape(kU64, {3}));
+  auto words_of = [](std::uint64_t k, std::uint64_t c) {
+    return threefry2x32(static_cast<std::uint32_t>(k), static_cast<std::uint32_t>(k >> 32),
+                        static_cast<std::uint32_t>(c), static_cast<std::uint32_t>(c >> 32));
+  };
+  // THREE_FRY, 64-bit elements: block counter + i as x0 | x1 << 32; the counter wraps.
+  StatusOr<std::vector<Literal>> r = generate_bits({key, last}, Shape(kU64, {3}), RngAlgorithm::kThreeFry);
   REQUIRE_MESSAGE(r.ok(), r.status().to_string());
   CHECK((*r)[0] == Literal::vector<std::uint64_t>({key, 2}));
-  const std::vector<std::uint64_t> bits = elements<std::uint64_t>((*r)[1]);
+  const std::vector<std::uint64_t> wide = bits_of((*r)[1]);
   for (std::uint64_t i = 0; i < 3; ++i) {
-    const auto [x0, x1] = threefry::block(static_cast<std::uint32_t>(key),
-                                          static_cast<std::uint32_t>(key >> 32),
-                                          static_cast<std::uint32_t>(last + i),
-                                          static_cast<std::uint32_t>((last + i) >> 32));
-    CHECK(bits[i] == (x0 | std::uint64_t{x1} << 32));
+    const auto [x0, x1] = words_of(key, last + i);
+    CHECK(wide[i] == (x0 | std::uint64_t{x1} << 32));
   }
-  // 32-bit elements, row-major: x0 then x1 of each block; an odd count uses a last block
-  // for one element, and the counter moves by the blocks used. Any 32-bit type holds the bits.
-  r = generate({key, 5}, Shape(kF32, {5}));
+  // THREE_FRY, 32-bit elements: the halved layout, for a split along the first, the last, an
+  // odd largest and a scalar's dimension; any 32-bit type holds the same bits.
+  for (const std::vector<std::int64_t>& dims :
+       {std::vector<std::int64_t>{4, 3}, {3, 4}, {5}, {3, 5}, {}, {3, 1, 2, 5}, {0, 4}}) {
+    CAPTURE(dims.size());
+    const auto [want, next] = threefry32_expected(key, 41, dims);
+    for (DType t : {kU32, kF32, kS32}) {
+      r = generate_bits({key, 41}, Shape(t, dims), RngAlgorithm::kThreeFry);
+      REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+      CHECK((*r)[0] == Literal::vector<std::uint64_t>({key, next}));
+      const std::vector<std::uint64_t> got = bits_of((*r)[1]);
+      REQUIRE(got.size() == want.size());
+      for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == want[i]);
+    }
+    // 8- and 16-bit elements: the low bits of the 32-bit ones of the same shape.
+    for (DType t : {kBF16, kU16, kS8}) {
+      r = generate_bits({key, 41}, Shape(t, dims), RngAlgorithm::kThreeFry);
+      REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+      CHECK((*r)[0] == Literal::vector<std::uint64_t>({key, next}));
+      const std::vector<std::uint64_t> got = bits_of((*r)[1]);
+      const std::uint64_t mask = byte_size(t) == 1 ? 0xff : 0xffff;
+      for (std::size_t i = 0; i < got.size(); ++i) CHECK(got[i] == (want[i] & mask));
+    }
+  }
+  // PHILOX: key state[0]; the 128-bit counter is [state[1], state[0]] for u64[2] and
+  // [state[1], state[2]] for u64[3], carrying across the words; 32-bit elements take the four
+  // words of each block in turn, 64-bit ones (w0, w1) then (w2, w3).
+  auto philox_words = [&](std::uint64_t low, std::uint64_t high, std::uint64_t b) {
+    const std::uint64_t l = low + b, h = high + (l < low ? 1 : 0);
+    return philox4x32({static_cast<std::uint32_t>(l), static_cast<std::uint32_t>(l >> 32),
+                       static_cast<std::uint32_t>(h), static_cast<std::uint32_t>(h >> 32)},
+                      static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32));
+  };
+  r = generate_bits({key, 7}, Shape(kU32, {7}), RngAlgorithm::kPhilox);
   REQUIRE_MESSAGE(r.ok(), r.status().to_string());
-  CHECK((*r)[0] == Literal::vector<std::uint64_t>({key, 8}));
-  const std::vector<float> words = elements<float>((*r)[1]);
-  for (std::uint64_t i = 0; i < 5; ++i)
-    CHECK(std::bit_cast<std::uint32_t>(words[i]) == threefry::block(key, 5 + i / 2)[i % 2]);
+  CHECK((*r)[0] == Literal::vector<std::uint64_t>({key, 9}));  // ceil(7 / 4) blocks
+  std::vector<std::uint64_t> got = bits_of((*r)[1]);
+  for (std::uint64_t i = 0; i < 7; ++i) CHECK(got[i] == philox_words(7, key, i / 4)[i % 4]);
+  r = generate_bits({key, last - 1, 5}, Shape(kS64, {3}), RngAlgorithm::kPhilox);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  CHECK((*r)[0] == Literal::vector<std::uint64_t>({key, 0, 6}));  // two blocks, one carry
+  got = bits_of((*r)[1]);
+  for (std::uint64_t i = 0; i < 3; ++i) {
+    const auto w = philox_words(last - 1, 5, i / 2);
+    CHECK(got[i] == (i % 2 == 0 ? w[0] | std::uint64_t{w[1]} << 32 : w[2] | std::uint64_t{w[3]} << 32));
+  }
+  r = generate_bits({key, 7}, Shape(kU16, {7}), RngAlgorithm::kPhilox);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  got = bits_of((*r)[1]);
+  for (std::uint64_t i = 0; i < 7; ++i) CHECK(got[i] == (philox_words(7, key, i / 4)[i % 4] & 0xffff));
+  // DEFAULT is PHILOX, as on XLA's CPU backend.
+  CHECK(generate_bits({key, 9}, Shape(kU32, {6}), RngAlgorithm::kDefault).value()[1] ==
+        generate_bits({key, 9}, Shape(kU32, {6}), RngAlgorithm::kPhilox).value()[1]);
   // The empty output leaves the state as it was.
-  r = generate({key, 5}, Shape(kS64, {0, 4}));
+  r = generate_bits({key, 5}, Shape(kS64, {0, 4}), RngAlgorithm::kThreeFry);
   REQUIRE_MESSAGE(r.ok(), r.status().to_string());
   CHECK((*r)[0] == Literal::vector<std::uint64_t>({key, 5}));
-  // What is not generated: PHILOX, and elements of 8 or 16 bits.
-  r = generate({key, 5}, Shape(kU32, {4}), RngAlgorithm::kPhilox);
-  CHECK(r.status().code() == StatusCode::kUnimplemented);
-  CHECK(r.status().message().find("PHILOX") != std::string::npos);
-  r = generate({key, 5}, Shape(kBF16, {4}));
-  CHECK(r.status().code() == StatusCode::kUnimplemented);
-  CHECK(r.status().message().find("bf16") != std::string::npos);
-  // DEFAULT is THREE_FRY.
-  CHECK(generate({key, 9}, Shape(kU32, {6}), RngAlgorithm::kDefault).value()[1] ==
-        generate({key, 9}, Shape(kU32, {6})).value()[1]);
 }
 
 TEST_CASE("reference: next_after steps one value of the element type") {

@@ -411,8 +411,8 @@ inline Attributes pick_attributes(ByteSource& src, OpCode code, const std::vecto
       return TriangularSolveAttrs{src.coin(), src.coin(), src.coin(),
                                   static_cast<Transpose>(src.range(0, 2))};
     case OpCode::kRngBitGenerator: {
-      // Any algorithm (PHILOX is refused at compile time) and an output of up to 3 small
-      // dimensions of any element type, 8/16-bit and pred ones included.
+      // Any algorithm (and an invalid one) and an output of up to 3 small dimensions of any
+      // element type, pred and complex ones (which shape inference rejects) included.
       std::vector<std::int64_t> out_dims;
       for (std::int64_t d = src.range(0, 3); d > 0; --d) out_dims.push_back(src.range(0, 9));
       const DType type = pick_dtype(src);

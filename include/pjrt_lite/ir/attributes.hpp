@@ -41,8 +41,8 @@ enum class FftType : std::uint8_t { kFft, kIfft, kRfft, kIrfft };
 /// triangular_solve's `transpose_a`: op(a) is a, its transpose, or its conjugate transpose.
 enum class Transpose : std::uint8_t { kNoTranspose, kTranspose, kAdjoint };
 
-/// rng_bit_generator's `rng_algorithm`. kDefault is the implementation's choice (THREE_FRY
-/// here).
+/// rng_bit_generator's `rng_algorithm`. kDefault is the implementation's choice: PHILOX here,
+/// as on XLA's CPU and GPU backends.
 enum class RngAlgorithm : std::uint8_t { kDefault, kThreeFry, kPhilox };
 
 namespace detail {

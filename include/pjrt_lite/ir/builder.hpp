@@ -459,10 +459,9 @@ class GraphBuilder {
   Value triangular_solve(Value a, Value b, TriangularSolveAttrs attrs) {
     return op1(OpCode::kTriangularSolve, {a, b}, attrs);
   }
-  /// rng_bit_generator(state): {the new state, `output` filled with random bits}. THREE_FRY
-  /// (and DEFAULT): state = [key, counter] (u64[2]); each output element of 64 bits, or each
-  /// pair of 32-bit ones, is Threefry-2x32 (20 rounds) of the next counter value, and the new
-  /// state is [key, counter + the number of Threefry blocks used].
+  /// rng_bit_generator(state): {the new state, `output` filled with random bits}, in XLA's
+  /// layout (core/random_bits.hpp): THREE_FRY takes state [key, counter] (u64[2]); PHILOX, and
+  /// DEFAULT which is PHILOX, u64[2] or u64[3].
   std::vector<Value> rng_bit_generator(Value state, Shape output,
                                        RngAlgorithm algorithm = RngAlgorithm::kThreeFry) {
     return op(OpCode::kRngBitGenerator, {state}, RngBitGeneratorAttrs{algorithm, std::move(output)});

@@ -1412,8 +1412,8 @@ inline StatusOr<Shape> infer_triangular_solve(const Shape& a, const Shape& b,
 }
 
 /// rng_bit_generator(initial_state): a u64 state of rank 1 and the size the algorithm takes
-/// (THREE_FRY and DEFAULT, which is THREE_FRY here: 2; PHILOX: 2 or 3), and an output of an
-/// integer or floating-point type. Results: the new state (the state's type) and the output.
+/// (THREE_FRY: 2; PHILOX and DEFAULT, which is PHILOX here as in XLA: 2 or 3), and an output of
+/// an integer or floating-point type. Results: the new state (the state's type) and the output.
 inline StatusOr<std::vector<Shape>> infer_rng_bit_generator(const Shape& state,
                                                            const RngBitGeneratorAttrs& a) {
   constexpr OpCode op = OpCode::kRngBitGenerator;
@@ -1422,7 +1422,7 @@ inline StatusOr<std::vector<Shape>> infer_rng_bit_generator(const Shape& state,
                             static_cast<int>(a.algorithm));
   if (state.dtype() != DType::kU64 || state.rank() != 1)
     return detail::op_error(op, "initial_state ", state, " must be a 1-dimensional ui64 tensor");
-  const bool philox = a.algorithm == RngAlgorithm::kPhilox;
+  const bool philox = a.algorithm != RngAlgorithm::kThreeFry;
   if (state.dim(0) != 2 && !(philox && state.dim(0) == 3))
     return detail::op_error(op, "initial_state ", state, " has ", state.dim(0),
                             " elements, but ", rng_algorithm_name(a.algorithm), " takes ",

@@ -589,9 +589,10 @@ class Compiler {
         return ok_status();
       }
       case OpCode::kRngBitGenerator: {
-        PJRT_LITE_RETURN_IF_ERROR(reference::rng_bit_generator_supported(n.attr<RngBitGeneratorAttrs>()));
         const std::int32_t bits = slot_of(Value{static_cast<std::int32_t>(i), 1, 0});
-        auto k = std::make_unique<RngBitGeneratorKernel>(n.results[1], max_workers_, reads[0], dst, bits);
+        auto k = std::make_unique<RngBitGeneratorKernel>(reference::rng_generator(n.attr<RngBitGeneratorAttrs>().algorithm),
+                                                         g_.shape(n.operands[0]), n.results[1], max_workers_, reads[0],
+                                                         dst, bits);
         k->text = text;
         add_kernel(std::move(k), reads, {dst, bits});
         return ok_status();

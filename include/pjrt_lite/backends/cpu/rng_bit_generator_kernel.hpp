@@ -1,64 +1,63 @@
 #pragma once
-// rng_bit_generator on the CPU: THREE_FRY (and DEFAULT), Threefry-2x32 blocks of consecutive
-// counter values (core/threefry.hpp), split across threads in whole blocks. The key and
-// counter are read before anything is written, so the results may share memory with the
-// state.
+// rng_bit_generator on the CPU: the layout of core/random_bits.hpp, the output split across
+// threads in ranges of elements, each thread with its own block cache. The state is read
+// before anything is written, so the results may share memory with it.
 
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <vector>
 
 #include "pjrt_lite/backends/cpu/kernels.hpp"
+#include "pjrt_lite/core/random_bits.hpp"
 #include "pjrt_lite/core/shape.hpp"
-#include "pjrt_lite/core/threefry.hpp"
 
 namespace pjrt_lite::cpu::detail {
 
 class RngBitGeneratorKernel final : public Kernel {
  public:
-  /// Plans rng_bit_generator(state) -> {new state, output} for an output of 32- or 64-bit
-  /// elements (the caller checks both).
-  RngBitGeneratorKernel(const Shape& output, int max_workers, std::int32_t state_slot,
-                        std::int32_t new_state_slot, std::int32_t output_slot)
-      : n_(output.element_count()),
-        bits_(static_cast<int>(byte_size(output.dtype()) * 8)),
-        blocks_(static_cast<std::int64_t>(threefry::blocks_for(n_, bits_))),
+  /// Plans rng_bit_generator(state) -> {new state, output} (checked by shape inference).
+  RngBitGeneratorKernel(random_bits::Generator generator, const Shape& state, const Shape& output,
+                        int max_workers, std::int32_t state_slot, std::int32_t new_state_slot,
+                        std::int32_t output_slot)
+      : generator_(generator),
+        state_words_(static_cast<std::size_t>(state.element_count())),
+        dims_(output.dims().begin(), output.dims().end()),
+        bytes_(byte_size(output.dtype())),
+        count_(output.element_count()),
         workers_(std::max(max_workers, 1)),
         state_slot_(state_slot),
         new_state_slot_(new_state_slot),
         output_slot_(output_slot) {
-    flops = 20.0 * 4 * static_cast<double>(blocks_);  // an add, a rotate and a xor per round
-    bytes_accessed = 32 + output.byte_size();
+    flops = 80.0 * static_cast<double>(count_);  // 20 rounds of add, rotate, xor per block
+    bytes_accessed = 2 * state.byte_size() + output.byte_size();
   }
 
   void run(const RunContext& ctx) const override {
-    std::uint64_t state[2];
-    std::memcpy(state, ctx.slots[state_slot_], sizeof state);
-    const std::uint64_t key = state[0], counter = state[1];
+    std::uint64_t state[3] = {};
+    std::memcpy(state, ctx.slots[state_slot_], state_words_ * sizeof(std::uint64_t));
+    const random_bits::Plan plan(generator_, std::span<const std::uint64_t>(state, state_words_), dims_,
+                                 static_cast<int>(8 * bytes_));
     std::byte* out = ctx.slots[output_slot_];
     auto body = [&](std::int64_t begin, std::int64_t end, int) {
-      for (std::int64_t b = begin; b < end; ++b) {
-        const auto [x0, x1] = threefry::block(key, counter + static_cast<std::uint64_t>(b));
-        if (bits_ == 64) {
-          const std::uint64_t v = x0 | std::uint64_t{x1} << 32;
-          std::memcpy(out + 8 * b, &v, 8);
-        } else {
-          std::memcpy(out + 8 * b, &x0, 4);
-          // An odd count's last block gives one element.
-          if (2 * b + 1 < n_) std::memcpy(out + 8 * b + 4, &x1, 4);
-        }
+      random_bits::Plan::Cache cache;
+      for (std::int64_t i = begin; i < end; ++i) {
+        random_bits::store_element(out + static_cast<std::int64_t>(bytes_) * i, plan.element(i, cache), bytes_);
       }
     };
-    if (workers_ > 1 && blocks_ >= (1 << 14)) ctx.parallel(blocks_, 1 << 12, body);
-    else body(0, blocks_, 0);
-    const std::uint64_t next[2] = {key, counter + static_cast<std::uint64_t>(blocks_)};
-    std::memcpy(ctx.slots[new_state_slot_], next, sizeof next);
+    if (workers_ > 1 && count_ >= (1 << 15)) ctx.parallel(count_, 1 << 13, body);
+    else body(0, count_, 0);
+    std::uint64_t next[3] = {};
+    plan.next_state(std::span<std::uint64_t>(next, state_words_));
+    std::memcpy(ctx.slots[new_state_slot_], next, state_words_ * sizeof(std::uint64_t));
   }
 
  private:
-  std::int64_t n_;
-  int bits_;
-  std::int64_t blocks_;
+  random_bits::Generator generator_;
+  std::size_t state_words_;
+  std::vector<std::int64_t> dims_;
+  std::size_t bytes_;
+  std::int64_t count_;
   int workers_;
   std::int32_t state_slot_, new_state_slot_, output_slot_;
 };
