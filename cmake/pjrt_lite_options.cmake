@@ -10,6 +10,7 @@ option(PJRT_LITE_WERROR "Treat warnings in pjrt_lite's own code as errors" OFF)
 if(PJRT_LITE_WARNINGS_AS_ERRORS)
   set(PJRT_LITE_WERROR ON)
 endif()
+option(PJRT_LITE_HEADER_CHECKS "Compile every public header on its own, one translation unit each, with the tests" OFF)
 option(PJRT_LITE_UNITY_TESTS "Compile the test files in unity batches (fewer, larger translation units)" ON)
 option(PJRT_LITE_NO_EXCEPTIONS
        "Build tests, examples and benchmarks with -fno-exceptions -fno-rtti, as game engines do" OFF)
