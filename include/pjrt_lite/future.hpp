@@ -5,22 +5,22 @@
 //
 // Design notes:
 //  - One heap allocation per promise/future pair holds the shared state (none for
-//    make_ready_future(), whose OK state is shared by all callers). Readiness is an
-//    atomic flag so polling never takes a lock; waiting uses a mutex and a condition
-//    variable so blocked threads sleep instead of spinning.
-//  - User callbacks never run under a lock. The fulfilling thread swaps the waiter list out
-//    while holding the lock and runs it afterwards; a callback registered after that swap
-//    runs at once on the registering thread. Either way each callback runs exactly once.
+//    make_ready_future(), whose OK state is shared by all callers), and one per callback
+//    registered before the result. Nothing takes a lock: readiness is an atomic word that
+//    polling reads and blocked threads sleep on (std::atomic::wait), and callbacks wait on
+//    a lock-free list.
+//  - Each callback runs exactly once: the fulfilling thread closes the list and runs what it
+//    held, in registration order; a callback registered after that runs at once on the
+//    registering thread.
 //  - A promise that dies unfulfilled fulfils its future with ABORTED, so an abandoned
 //    producer can never leave a consumer blocked forever.
 
 #include <atomic>
 #include <concepts>
-#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <type_traits>
@@ -95,9 +95,12 @@ class UniqueCallback {
   std::unique_ptr<Base> impl_;
 };
 
-// The state shared by a Promise and its Futures. The result is written once, under mu_,
-// before ready_ is released; after that it is immutable, so readers that observed ready_
-// (or took mu_) may read it without a lock.
+// The state shared by a Promise and its Futures, without a lock. The first fulfil() claims
+// the state, writes the result, then publishes it through ready_ (release), so a reader that
+// saw ready_ may read the result. Callbacks wait on a LIFO list pushed by compare-and-swap;
+// fulfil() swaps in a sentinel that closes it and runs what it took, oldest first; a
+// callback that finds the list closed runs on its own thread. Waiters sleep on ready_
+// (std::atomic::wait, a futex where there is one).
 template <class T>
 class FutureState {
  public:
@@ -105,53 +108,79 @@ class FutureState {
   using Callback = UniqueCallback<Result>;
 
   FutureState() = default;
-  explicit FutureState(Result ready) : result_(std::move(ready)), ready_(true) {}
+  explicit FutureState(Result ready)
+      : result_(std::move(ready)), callbacks_(closed()), claimed_(true), ready_(1) {}
   FutureState(const FutureState&) = delete;
   FutureState& operator=(const FutureState&) = delete;
+  ~FutureState() {
+    Node* n = callbacks_.load(std::memory_order_acquire);
+    if (n == closed()) return;
+    while (n != nullptr) delete std::exchange(n, n->next);  // never fulfilled: never run
+  }
 
-  bool is_ready() const noexcept { return ready_.load(std::memory_order_acquire); }
+  bool is_ready() const noexcept { return ready_.load(std::memory_order_acquire) != 0; }
 
   // Only after is_ready() returned true (or wait() returned).
   const Result& result() const noexcept { return *result_; }
 
   const Result& wait() {
-    if (!is_ready()) {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [this] { return result_.has_value(); });
-    }
+    while (!is_ready()) ready_.wait(0, std::memory_order_acquire);
     return *result_;
   }
 
   // Returns false, and drops `result`, if someone else got there first.
   bool fulfil(Result result) {
-    std::vector<Callback> callbacks;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (result_.has_value()) return false;
-      result_.emplace(std::move(result));
-      ready_.store(true, std::memory_order_release);
-      callbacks.swap(callbacks_);
+    if (claimed_.exchange(true, std::memory_order_acq_rel)) return false;
+    result_.emplace(std::move(result));
+    ready_.store(1, std::memory_order_release);
+    ready_.notify_all();
+    // Oldest first: the list holds the newest at its head.
+    Node* newest_first = callbacks_.exchange(closed(), std::memory_order_acq_rel);
+    Node* oldest_first = nullptr;
+    while (newest_first != nullptr) {
+      Node* n = std::exchange(newest_first, newest_first->next);
+      n->next = oldest_first;
+      oldest_first = n;
     }
-    cv_.notify_all();
-    for (Callback& cb : callbacks) cb(*result_);
+    while (oldest_first != nullptr) {
+      Node* n = std::exchange(oldest_first, oldest_first->next);
+      n->callback(*result_);
+      delete n;
+    }
     return true;
   }
 
-  // Leaves `cb` untouched and returns false when the result is already there, so the caller
-  // runs it itself, outside the lock.
+  // Leaves `cb` untouched and returns false when the list is closed (the result is there),
+  // so the caller runs it itself.
   bool try_add_callback(Callback& cb) {
-    std::lock_guard<std::mutex> lock(mu_);
-    if (result_.has_value()) return false;
-    callbacks_.push_back(std::move(cb));
+    Node* head = callbacks_.load(std::memory_order_acquire);
+    if (head == closed()) return false;
+    auto* node = new Node{std::move(cb), head};
+    while (!callbacks_.compare_exchange_weak(node->next, node, std::memory_order_release,
+                                             std::memory_order_acquire)) {
+      if (node->next == closed()) {
+        cb = std::move(node->callback);
+        delete node;
+        return false;
+      }
+    }
     return true;
   }
 
  private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::vector<Callback> callbacks_;
+  struct Node {
+    Callback callback;
+    Node* next;
+  };
+  // The closed list's sentinel: an address no Node has.
+  Node* closed() const noexcept {
+    return reinterpret_cast<Node*>(const_cast<std::atomic<std::uint32_t>*>(&ready_));
+  }
+
   std::optional<Result> result_;
-  std::atomic<bool> ready_{false};
+  std::atomic<Node*> callbacks_{nullptr};
+  std::atomic<bool> claimed_{false};
+  std::atomic<std::uint32_t> ready_{0};
 };
 
 // A reference into static storage lets await() on an invalid future return the same
