@@ -344,7 +344,7 @@ struct BufferState {
   // Who uses `memory`, without a lock: kGone once deleted or donated; kExclusive while an
   // operation that changes it (delete, donate, copy_raw_from_host) runs; below those, how
   // many readers are copying it (taking a hold: a few instructions). See Buffer::read_state.
-  mutable std::atomic<std::uint32_t> access{0};
+  std::atomic<std::uint32_t> access{0};
   MemoryRef memory;  // null once deleted or donated
   // Where the state goes when its buffer is destroyed; set only while live.
   std::shared_ptr<BufferStatePool<E>> pool;
@@ -385,7 +385,6 @@ class BufferStatePool {
     }
     if (s == nullptr) s = new BufferState<E>();
     s->next_free = nullptr;
-    s->access.store(0, std::memory_order_relaxed);
     s->pool = pool;
     return s;
   }

@@ -29,7 +29,7 @@ class RngBitGeneratorKernel final : public Kernel {
         state_slot_(state_slot),
         new_state_slot_(new_state_slot),
         output_slot_(output_slot) {
-    flops = 80.0 * static_cast<double>(count_);  // 20 rounds of add, rotate, xor per block
+    flops = 80.0 * static_cast<double>(count_);  // ~80 integer ops a block, at most a block an element
     bytes_accessed = 2 * state.byte_size() + output.byte_size();
   }
 
