@@ -173,7 +173,7 @@ TEST_CASE("cpu executable: products feeding sums become multiply-adds that match
 
 TEST_CASE("cpu executable: a broadcast along leading dimensions fuses and matches the reference") {
   // Element i of a bias broadcast is element i % size of the bias. 37 x 3 x 100 elements:
-  // tiles of 1024 start in the middle of the 300- and 100-element patterns, and the loop is
+  // tiles of 256 start in the middle of the 300- and 100-element patterns, and the loop is
   // long enough to be split across the pool's workers.
   auto client = make_client();
   for (DType t : {DType::kF32, DType::kF16}) {
@@ -219,6 +219,35 @@ TEST_CASE("cpu executable: a broadcast along leading dimensions fuses and matche
       ++broadcasts;
     CHECK(broadcasts == 2);
     CHECK(contains(group, "tanh"));
+  }
+}
+
+TEST_CASE("cpu executable: copies of a megabyte and more, split across threads, equal the reference") {
+  // Past a megabyte a copy is split into element ranges that start and end inside rows: a
+  // plain copy is one row, a slice or a reverse a few long ones, a transpose many short ones.
+  auto client = make_client(1);
+  GraphBuilder b("moves");
+  Value x = b.parameter(Shape(DType::kS32, {3, 100003}));
+  Value y = b.parameter(Shape(DType::kS32, {641, 513}));
+  Value z = b.parameter(Shape(DType::kF64, {300007}));
+  const std::vector<Value> outputs = {
+      x,                                                       // the output's own copy of a parameter
+      b.slice(x, {0, 1}, {3, 100002}, {1, 1}),                 // three rows, each cut at both ends
+      b.slice(x, {1, 0}, {3, 100003}, {1, 3}),                 // a strided inner dimension
+      b.reverse(x, {1}),                                       // negative strides
+      b.transpose(y, {1, 0}),                                  // 513 rows of 641 scattered elements
+      b.concatenate({z, z}, 0),                                // two one-row pieces
+      b.pad(z, b.constant(-1.0), {3}, {-5}, {0}),              // a fill, then a shifted copy
+  };
+  const Graph g = build(b, outputs);
+  std::vector<Literal> args = {iota_literal<std::int32_t>({3, 100003}), iota_literal<std::int32_t>({641, 513}, 7),
+                               iota_literal<double>({300007}, 0.5)};
+  const std::vector<Literal> got = run(*client, g, args);
+  const std::vector<Literal> want = reference::evaluate(g, args).value();
+  REQUIRE(got.size() == want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    CAPTURE(i);
+    CHECK(got[i] == want[i]);
   }
 }
 

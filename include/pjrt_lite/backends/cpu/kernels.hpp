@@ -51,6 +51,12 @@ class Kernel {
   std::int64_t bytes_accessed = 0;
 };
 
+/// A fused group runs on several workers from kParallelMinElements elements on, in blocks
+/// of at least kParallelGrain: waking a worker costs microseconds, and a few thousand
+/// elements of arithmetic cost about one.
+inline constexpr std::int64_t kParallelMinElements = 4096;
+inline constexpr std::int64_t kParallelGrain = 16384;
+
 /// A fused element-wise group: one TileProgram over n elements, split across workers.
 class FusedKernel final : public Kernel {
  public:
@@ -70,7 +76,7 @@ class FusedKernel final : public Kernel {
     auto body = [&](std::int64_t begin, std::int64_t end, int worker) {
       program.run(table, begin, end, worker_scratch + worker * per_worker);
     };
-    if (n >= 4 * kTileElements && workers > 1) ctx.parallel(n, 16 * kTileElements, body);
+    if (n >= kParallelMinElements && workers > 1) ctx.parallel(n, kParallelGrain, body);
     else body(0, n, 0);
   }
 
@@ -86,6 +92,9 @@ class FusedKernel final : public Kernel {
   }
   static std::int64_t round_up(std::int64_t n) { return (n + 63) / 64 * 64; }
 };
+
+/// Copies of at least this many bytes are split across workers, in blocks of a quarter of it.
+inline constexpr std::int64_t kParallelCopyBytes = std::int64_t{1} << 20;
 
 /// Data movement: optionally fill the result with a scalar (pad), then strided copies of
 /// operands into it. Transpose, broadcast_in_dim, slice, reverse, concatenate, pad and copies
@@ -117,11 +126,9 @@ class MoveKernel final : public Kernel {
       if (p.copy.count() == 0) continue;
       const std::byte* src = ctx.slots[p.src_slot] + p.src_offset;
       std::byte* d = dst + p.dst_offset;
-      const std::int64_t rows = p.copy.rows();
-      const std::int64_t row_bytes = p.copy.count() / std::max<std::int64_t>(rows, 1) * element_size;
-      if (p.copy.count() * element_size >= (1 << 20) && rows > 1) {
-        auto body = [&](std::int64_t b, std::int64_t e, int) { p.copy.run(d, src, b, e); };
-        ctx.parallel(rows, std::max<std::int64_t>(1, (256 << 10) / std::max<std::int64_t>(row_bytes, 1)), body);
+      if (p.copy.count() * element_size >= kParallelCopyBytes) {
+        auto body = [&](std::int64_t b, std::int64_t e, int) { p.copy.run_elements(d, src, b, e); };
+        ctx.parallel(p.copy.count(), kParallelCopyBytes / 4 / element_size, body);
       } else {
         p.copy.run(d, src);
       }

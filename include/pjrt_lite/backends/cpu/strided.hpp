@@ -5,6 +5,7 @@
 // `dst + sum(index * dst_stride)`. Strides are in bytes and may be zero (broadcast) or
 // negative (reverse). Element types do not matter, only their size.
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -59,6 +60,28 @@ struct StridedCopy {
     }
   }
   void run(std::byte* dst, const std::byte* src) const { run(dst, src, 0, rows()); }
+
+  /// Runs the copy for elements [first, last) in row-major order: a partial row, whole rows,
+  /// a partial row. What splits a copy of few long rows (one, for a plain copy) across threads.
+  void run_elements(std::byte* dst, const std::byte* src, std::int64_t first, std::int64_t last) const {
+    if (dims.empty()) {
+      if (first < last) std::memcpy(dst, src, static_cast<std::size_t>(element_size));
+      return;
+    }
+    const std::int64_t inner = dims.back();
+    if (inner == 0 || first >= last) return;
+    std::int64_t row = first / inner;
+    if (const std::int64_t col = first % inner; col != 0) {
+      const std::int64_t take = std::min(inner - col, last - first);
+      copy_row_part(dst, src, row, col, take);
+      first += take;
+      ++row;
+    }
+    const std::int64_t whole = (last - first) / inner;
+    run(dst, src, row, row + whole);
+    first += whole * inner;
+    if (first < last) copy_row_part(dst, src, row + whole, 0, last - first);
+  }
   /// The number of rows (products of all dimensions but the last).
   [[nodiscard]] std::int64_t rows() const {
     if (dims.empty()) return 1;
@@ -68,6 +91,25 @@ struct StridedCopy {
   }
 
  private:
+  /// Copies elements [col, col + count) of row `row`.
+  void copy_row_part(std::byte* dst, const std::byte* src, std::int64_t row, std::int64_t col, std::int64_t count) const {
+    const std::size_t rank = dims.size();
+    std::int64_t doff = 0, soff = 0;
+    for (std::int64_t rest = row, k = static_cast<std::int64_t>(rank) - 2; k >= 0; --k) {
+      doff += rest % dims[k] * dst_strides[k];
+      soff += rest % dims[k] * src_strides[k];
+      rest /= dims[k];
+    }
+    const std::int64_t ds = dst_strides[rank - 1], ss = src_strides[rank - 1];
+    std::byte* d = dst + doff + col * ds;
+    const std::byte* s = src + soff + col * ss;
+    if (ds == element_size && ss == element_size) {
+      std::memcpy(d, s, static_cast<std::size_t>(count * element_size));
+      return;
+    }
+    for (std::int64_t i = 0; i < count; ++i, d += ds, s += ss) std::memcpy(d, s, static_cast<std::size_t>(element_size));
+  }
+
   template <std::size_t kSize>
   void run_sized(std::byte* dst, const std::byte* src, std::int64_t row_begin, std::int64_t row_end) const {
     const std::size_t rank = dims.size();
