@@ -3,6 +3,8 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
+#include <ctime>
 #include <cstring>
 #include <numeric>
 #include <thread>
@@ -88,6 +90,27 @@ TEST_CASE("cpu client: devices, memory spaces and their descriptions") {
   Status bad_id = client->lookup_device(3).status();
   CHECK(bad_id.code() == StatusCode::kInvalidArgument);
   CHECK(contains(bad_id.message(), "no device with id 3 (the client has 3 devices, ids 0..2)"));
+}
+
+TEST_CASE("cpu client: an idle thread pool sleeps instead of spinning") {
+  // Workers poll for kSpinBeforeSleep after their last task, then sleep: once idle, the
+  // process's CPU clock stands still while the wall clock runs. A worker that kept polling
+  // would add the whole interval per worker.
+  cpu::ThreadPool pool(3);
+  std::atomic<int> ran{0};
+  for (int i = 0; i < 100; ++i) pool.schedule([&ran] { ran.fetch_add(1); });
+  while (ran.load() < 100) std::this_thread::yield();
+  auto cpu_ns = [] {
+    timespec t{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+    return std::int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+  };
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));  // 400x kSpinBeforeSleep
+  const std::int64_t before = cpu_ns();
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  const std::int64_t used = cpu_ns() - before;
+  CAPTURE(used);
+  CHECK(used < 30'000'000);  // a spinning worker alone would use 300 ms
 }
 
 TEST_CASE("cpu client: bad options") {

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/transforms/simplify.hpp"
 
@@ -540,6 +541,35 @@ TEST_CASE("transforms: algebraic_simplify structural rules") {
   CHECK(kept_s.num_nodes() == kept.num_nodes());
   // The select's branches are equal computations but two nodes: only CSE can tell.
   check_unchanged(kept, kept_s);
+}
+
+TEST_CASE("transforms: a transpose that swaps a dot's free blocks becomes the dot of swapped operands") {
+  GraphBuilder b("dots");
+  Value a = b.parameter(Shape(kF32, {5, 2, 3, 4}));  // batch 5, free [2, 3], contracting 4
+  Value c = b.parameter(Shape(kF32, {4, 5, 6}));     // contracting 4, batch 5, free 6
+  const DotDimensionNumbers dims{{0}, {1}, {3}, {0}};
+  Value shared = b.dot_general(a, c, dims);  // [5, 2, 3, 6], also an output of its own
+  const Graph g = build_ok(b, {b.transpose(b.dot_general(a, c, dims), {0, 3, 1, 2}),  // swaps: one dot
+                               b.transpose(b.dot_general(a, c, dims), {0, 2, 1, 3}),  // within a block: kept
+                               b.transpose(shared, {0, 3, 1, 2}), shared});            // dot used twice: kept
+  const Graph s = ok(dead_code_elimination(ok(algebraic_simplify(g))));
+  const Node& swapped = s.node(s.outputs()[0]);
+  REQUIRE(swapped.op == OpCode::kDotGeneral);
+  CHECK(swapped.operands == std::vector<Value>{s.parameters()[1], s.parameters()[0]});
+  CHECK(swapped.attr<DotDimensionNumbers>() == DotDimensionNumbers{{1}, {0}, {0}, {3}});
+  CHECK(swapped.results[0] == Shape(kF32, {5, 6, 2, 3}));
+  CHECK(s.node(s.outputs()[1]).op == OpCode::kTranspose);
+  CHECK(s.node(s.outputs()[2]).op == OpCode::kTranspose);
+  // The same products summed over the same index: the reference gives the same bits.
+  std::vector<Literal> args = {Literal(Shape(kF32, {5, 2, 3, 4})), Literal(Shape(kF32, {4, 5, 6}))};
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    auto data = args[k].data<float>();
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = std::sin(0.7f * static_cast<float>(i) + static_cast<float>(k));
+  }
+  const std::vector<Literal> before = reference::evaluate(g, args).value();
+  const std::vector<Literal> after = reference::evaluate(s, args).value();
+  CHECK(before == after);
+  check_idempotent(algebraic_simplify, g);
 }
 
 TEST_CASE("transforms: slices that keep everything, reverses of size-1 dimensions") {

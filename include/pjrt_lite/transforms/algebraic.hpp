@@ -122,10 +122,34 @@ inline bool is_identity_permutation(std::span<const std::int64_t> p) {
   return true;
 }
 
+/// dot_general(b, a) for transpose(dot_general(a, b), perm) when perm swaps the result's
+/// block of a's free dimensions with b's, batch dimensions left in place: the same products
+/// summed over the same contracting dimensions, with no transpose to copy. (A backward pass
+/// makes these: the gradient of a weight is a product of two activations' transposes.)
+/// nullopt when perm is any other permutation.
+inline std::optional<Value> swap_dot_operands(GraphRewriter& rw, const Node& dot, const std::vector<std::int64_t>& perm,
+                                              const Shape& result) {
+  const auto& d = dot.attr<DotDimensionNumbers>();
+  const auto batch = static_cast<std::int64_t>(d.lhs_batching_dimensions.size());
+  const std::int64_t lhs_free = rw.shape(dot.operands[0]).rank() - batch - static_cast<std::int64_t>(d.lhs_contracting_dimensions.size());
+  const auto rank = static_cast<std::int64_t>(perm.size());
+  const std::int64_t rhs_free = rank - batch - lhs_free;
+  if (lhs_free == 0 || rhs_free == 0) return std::nullopt;
+  for (std::int64_t i = 0; i < rank; ++i) {
+    const std::int64_t want = i < batch ? i : i < batch + rhs_free ? batch + lhs_free + (i - batch) : batch + (i - batch - rhs_free);
+    if (perm[static_cast<std::size_t>(i)] != want) return std::nullopt;
+  }
+  DotDimensionNumbers swapped{d.rhs_batching_dimensions, d.lhs_batching_dimensions, d.rhs_contracting_dimensions,
+                              d.lhs_contracting_dimensions};
+  return rw.append(Node{OpCode::kDotGeneral, {dot.operands[1], dot.operands[0]}, std::move(swapped), {result}, {}}).front();
+}
+
 /// The value that a single-result node (with operands already mapped to the new graph) is
 /// equal to, appending new nodes if the rule needs them; nullopt when no rule applies.
+/// `uses` counts, per node of the source graph, the operands and outputs that refer to it.
 inline StatusOr<std::optional<Value>> simplify_node(GraphRewriter& rw, const Node& node,
-                                                    const std::vector<Value>& x) {
+                                                    const std::vector<Value>& x,
+                                                    const std::vector<std::int32_t>& uses) {
   switch (node.op) {
     case OpCode::kAdd: {
       auto id = [](auto c) { return is_add_identity(c); };
@@ -155,6 +179,8 @@ inline StatusOr<std::optional<Value>> simplify_node(GraphRewriter& rw, const Nod
       const auto& perm = node.attr<TransposeAttrs>().permutation;
       if (is_identity_permutation(perm)) return x[0];
       const Node& inner = rw.node(x[0]);
+      if (inner.op == OpCode::kDotGeneral && uses[static_cast<std::size_t>(node.operands[0].node)] == 1)
+        if (std::optional<Value> swapped = swap_dot_operands(rw, inner, perm, node.results[0])) return swapped;
       if (inner.op != OpCode::kTranspose) break;
       // transpose(transpose(y, p), q)[d] is y's dimension p[q[d]].
       const auto& p = inner.attr<TransposeAttrs>().permutation;
@@ -233,12 +259,16 @@ inline StatusOr<std::optional<Value>> simplify_node(GraphRewriter& rw, const Nod
 /// algebraic_simplify on a graph known to be verified.
 inline StatusOr<Graph> simplify_algebra(const Graph& g) {
   GraphRewriter rw(g);
+  std::vector<std::int32_t> uses(static_cast<std::size_t>(g.num_nodes()), 0);
+  for (std::int64_t i = 0; i < g.num_nodes(); ++i)
+    for (Value v : g.node(i).operands) ++uses[static_cast<std::size_t>(v.node)];
+  for (Value v : g.outputs()) ++uses[static_cast<std::size_t>(v.node)];
   for (std::int64_t i = 0; i < g.num_nodes(); ++i) {
     const Node& node = g.node(i);
     PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Graph> bodies, rewrite_bodies(node, simplify_algebra));
     std::vector<Value> operands = rw.map_operands(node);
     if (node.results.size() == 1) {
-      PJRT_LITE_ASSIGN_OR_RETURN(std::optional<Value> same, simplify_node(rw, node, operands));
+      PJRT_LITE_ASSIGN_OR_RETURN(std::optional<Value> same, simplify_node(rw, node, operands, uses));
       if (same) {
         if (!rw.shape(*same).same_type_and_dims(node.results[0]))
           return internal_error(
@@ -263,6 +293,9 @@ inline StatusOr<Graph> simplify_algebra(const Graph& g) {
 ///   x * c -> c          c all 0 (integers), false (pred); never floating point or complex
 ///   negate(negate(x)) -> x
 ///   transpose(x, identity) -> x;  transpose(transpose(x, p), q) -> transpose(x, p.q) or x
+///   transpose(dot_general(a, b), p) -> dot_general(b, a)   p swaps a's and b's free blocks,
+///                       the dot has no other use (summation order over the contracting
+///                       dimensions is the backend's either way)
 ///   reshape(x, dims of x) -> x;   reshape(reshape(x, _), d) -> reshape(x, d) or x
 ///   broadcast_in_dim(x, dims of x, identity) -> x
 ///   convert(x, dtype of x) -> x

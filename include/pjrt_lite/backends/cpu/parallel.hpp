@@ -10,6 +10,8 @@
 #include <type_traits>
 #include <utility>
 
+#include "pjrt_lite/core/spin.hpp"
+
 namespace pjrt_lite::cpu::detail {
 
 /// A non-owning reference to a callable `void(std::int64_t begin, std::int64_t end, int worker)`.
@@ -89,7 +91,10 @@ void parallel_for(E* executor, int max_workers, std::int64_t n, std::int64_t gra
     if (shared.running.load() == 0) return;
     if (!executor->try_run_one()) break;
   }
-  // The queue is empty, so every helper is running somewhere and will finish. Sleep until
+  // The queue is empty, so every helper is running somewhere and will finish, most often
+  // within microseconds: poll a while before sleeping.
+  if (pjrt_lite::detail::spin_until([&] { return shared.running.load() == 0; })) return;
+  // Sleep until
   // some region completes, then look again: reading the count after the epoch means a
   // completion after that read changes the epoch, and wait() returns at once.
   for (;;) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "pjrt_lite/concepts.hpp"
+#include "pjrt_lite/core/spin.hpp"
 #include "pjrt_lite/core/unique_function.hpp"
 
 namespace pjrt_lite::cpu {
@@ -218,6 +219,8 @@ class ThreadPool {
         continue;
       }
       if (stopping_.load()) return;  // stopping and drained
+      // A program's next parallel kernel usually follows within microseconds.
+      if (pjrt_lite::detail::spin_until([&] { return posted_.load() != seen; })) continue;
       sleeping_.fetch_add(1);
       posted_.wait(seen);
       sleeping_.fetch_sub(1);
