@@ -152,8 +152,9 @@ class TileProgram {
   [[nodiscard]] std::int32_t multiply_adds() const { return multiply_adds_; }
   [[nodiscard]] const std::vector<Reg>& regs() const { return regs_; }
 
-  /// Runs elements [begin, end). `externals[e]` is the address of element 0 of external e;
-  /// `scratch` is scratch_bytes() bytes, 16-byte aligned, owned by this worker.
+  /// Runs elements [begin, end) of a finalize()d program. `externals[e]` is the address of
+  /// element 0 of external e; `scratch` is scratch_bytes() bytes, 16-byte aligned, owned by
+  /// this worker.
   void run(std::byte* const* externals, std::int64_t begin, std::int64_t end, std::byte* scratch) const {
     auto** ptr = reinterpret_cast<std::byte**>(scratch + pointer_table_offset_);
     for (std::size_t i = 0; i < regs_.size(); ++i) {
