@@ -199,6 +199,43 @@ template <class T> inline bool exp_range(T x) {
   else return both(x > T(-708), x < T(709));
 }
 
+/// exp in one pass over the tile: each packet's exp is stored while its inputs are checked
+/// against exp_range in the same loop, where vector_with_edges would scan the tile a second
+/// time (a third of exp's cost); a tile with any input outside is then fixed up with the C
+/// library's exp. The same Eigen packet exp as vector_with_edges, so the same results.
+template <class T>
+inline void exp_tile(const TileArgs& a) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t kLanes = ei::unpacket_traits<P>::size;
+  const T* x = static_cast<const T*>(a.in[0]);
+  T* o = static_cast<T*>(a.out);
+  const bool apart = o + a.n <= x || x + a.n <= o;
+  if constexpr (kLanes > 1 && ei::packet_traits<T>::HasExp) {
+    if (apart) {
+      const T bound = sizeof(T) == 4 ? T(87) : T(708);
+      const P lo = ei::pset1<P>(-bound), hi = ei::pset1<P>(bound + 1);
+      P ok = ei::ptrue(lo);
+      std::int64_t i = 0;
+      for (; i + kLanes <= a.n; i += kLanes) {
+        const P v = ei::ploadu<P>(x + i);
+        ei::pstoreu(o + i, ei::pexp(v));
+        ok = ei::pand(ok, ei::pand(ei::pcmp_lt(lo, v), ei::pcmp_lt(v, hi)));
+      }
+      bool fix = ei::predux_any(ei::pandnot(ei::ptrue(lo), ok));
+      for (; i < a.n; ++i) {  // the last partial packet in scalar code, as Eigen's loops do
+        o[i] = std::exp(x[i]);
+        fix = fix || !exp_range(x[i]);
+      }
+      if (fix)
+        for (i = 0; i < a.n; ++i)
+          if (!exp_range(x[i])) o[i] = std::exp(x[i]);
+      return;
+    }
+  }
+  vector_with_edges<T>(a, [](auto v) { return v.exp(); }, [](T v) { return exp_range(v); }, [](T v) { return std::exp(v); });
+}
+
 template <class T, class F>
 inline void compare_with(const TileArgs& a, F key) {
   const T* x = static_cast<const T*>(a.in[0]);
@@ -255,9 +292,7 @@ TileFn unary(OpCode op) {
       case OpCode::kAbs: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).abs(); };
       case OpCode::kNegate: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = -ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n); };
       case OpCode::kSign: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return float_sign(x); }); };
-      case OpCode::kExponential: return [](const TileArgs& a) {
-        vector_with_edges<T>(a, [](auto x) { return x.exp(); }, [](T x) { return exp_range(x); }, [](T x) { return std::exp(x); });
-      };
+      case OpCode::kExponential: return &exp_tile<T>;
       case OpCode::kExponentialMinusOne: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).expm1(); };
       case OpCode::kLog: return [](const TileArgs& a) {
         vector_with_edges<T>(a, [](auto x) { return x.log(); }, [](T x) { return normal_positive(x); }, [](T x) { return std::log(x); });
