@@ -100,7 +100,7 @@ TEST_CASE("cpu executable: a fused element-wise chain equals its closed form") {
   // One loop for the whole chain: a single kernel, no temporaries.
   CHECK(contains(exe.optimized_program_text(), "1 kernels"));
   CHECK(contains(exe.optimized_program_text(),
-                 "fusion[broadcast_in_dim, negate, exponential, multiply, add, tanh, multiply, add]($3, $1, $2) : [10000] (2 multiply-adds)"));
+                 "fusion[broadcast_in_dim, negate, exponential, multiply, add, tanh, multiply, add]($3, $1, $2) : [10000] (2 multiply-adds, 1 exp of a negation)"));
   CHECK(exe.cost_analysis().transcendentals == 2.0 * n);
 }
 
@@ -248,6 +248,44 @@ TEST_CASE("cpu executable: copies of a megabyte and more, split across threads, 
   for (std::size_t i = 0; i < got.size(); ++i) {
     CAPTURE(i);
     CHECK(got[i] == want[i]);
+  }
+}
+
+TEST_CASE("cpu executable: exp of a negation is one instruction, bit for bit the two ops") {
+  // Edge values where exp's packet code hands over to the C library (overflow, underflow to
+  // denormals and zero, infinities, NaN, -0), between ordinary ones, in a length that ends in
+  // a partial packet. Unfused, negate and exp are kernels of their own.
+  auto client = make_client();
+  for (DType t : {DType::kF32, DType::kF64}) {
+    CAPTURE(dtype_name(t));
+    const std::int64_t n = 1000;
+    GraphBuilder b("exp_neg");
+    Value x = b.parameter(Shape(t, {n}));
+    Value e = b.exponential(b.negate(x));
+    Graph g = build(b, {e, b.multiply(e, x)});
+    GraphBuilder kept("exp_neg_kept");  // the negation is an output too: it stays an op
+    Value y = kept.parameter(Shape(t, {n}));
+    Value minus = kept.negate(y);
+    Graph h = build(kept, {kept.exponential(minus), minus});
+    std::vector<double> v(static_cast<std::size_t>(n));
+    const double inf = std::numeric_limits<double>::infinity();
+    const double edges[] = {0.0, -0.0, 1.0, -1.0, 86.9, 87.5, -88.5, 700.0, -708.5, -709.5, 745.5, -800.0, inf, -inf,
+                            std::numeric_limits<double>::quiet_NaN(), 1e-40, -1e-310};
+    for (std::int64_t i = 0; i < n; ++i)
+      v[static_cast<std::size_t>(i)] = i % 7 == 3 ? edges[(i / 7) % std::size(edges)] : std::sin(0.37 * static_cast<double>(i)) * 30;
+    Literal arg = Literal::from_span<double>(v, {n}).value();
+    if (t == DType::kF32) {
+      std::vector<float> f(v.begin(), v.end());
+      arg = Literal::from_span<float>(f, {n}).value();
+    }
+    for (const Graph* graph : {&g, &h}) {
+      const auto fused = run(*client, *graph, {arg});
+      const auto unfused = run(*client, *graph, {arg}, {.optimize = true, .fuse = false});
+      for (std::size_t k = 0; k < 2; ++k)
+        CHECK(std::memcmp(fused[k].untyped_data(), unfused[k].untyped_data(), fused[k].size_bytes()) == 0);
+    }
+    CHECK(contains(client->compile(g).value().optimized_program_text(), "(1 exp of a negation)"));
+    CHECK(!contains(client->compile(h).value().optimized_program_text(), "negation"));
   }
 }
 

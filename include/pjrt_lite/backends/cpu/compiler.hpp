@@ -308,8 +308,12 @@ class Compiler {
     for (std::int32_t s : writes) outs += str_cat(outs.empty() ? "" : ", ", "$", s);
     for (std::int32_t s : reads) ins_text += str_cat(ins_text.empty() ? "" : ", ", "$", s);
     k->text = str_cat(outs, " = fusion[", ops, "](", ins_text, ") : ", Shape::dims_string(group.dims));
+    std::string combined;  // the superinstructions of the loop
     if (const std::int32_t fused = k->program.multiply_adds(); fused > 0)
-      k->text += str_cat(" (", fused, fused == 1 ? " multiply-add)" : " multiply-adds)");
+      combined = str_cat(fused, fused == 1 ? " multiply-add" : " multiply-adds");
+    if (const std::int32_t fused = k->program.negated_exps(); fused > 0)
+      combined += str_cat(combined.empty() ? "" : ", ", fused, fused == 1 ? " exp of a negation" : " exps of negations");
+    if (!combined.empty()) k->text += str_cat(" (", combined, ")");
     add_kernel(std::move(k), std::move(reads), std::move(writes));
     return ok_status();
   }

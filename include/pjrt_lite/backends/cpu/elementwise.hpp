@@ -203,13 +203,16 @@ template <class T> inline bool exp_range(T x) {
 /// against exp_range in the same loop, where vector_with_edges would scan the tile a second
 /// time (a third of exp's cost); a tile with any input outside is then fixed up with the C
 /// library's exp. The same Eigen packet exp as vector_with_edges, so the same results.
-template <class T>
+/// kNegated computes exp(-x): the superinstruction TileProgram makes of a negate feeding
+/// only an exp, bit for bit the two ops' result with one pass over the tile less.
+template <class T, bool kNegated = false>
 inline void exp_tile(const TileArgs& a) {
   namespace ei = Eigen::internal;
   using P = typename ei::packet_traits<T>::type;
   constexpr std::int64_t kLanes = ei::unpacket_traits<P>::size;
   const T* x = static_cast<const T*>(a.in[0]);
   T* o = static_cast<T*>(a.out);
+  auto arg = [](T v) { return kNegated ? -v : v; };
   const bool apart = o + a.n <= x || x + a.n <= o;
   if constexpr (kLanes > 1 && ei::packet_traits<T>::HasExp) {
     if (apart) {
@@ -218,22 +221,26 @@ inline void exp_tile(const TileArgs& a) {
       P ok = ei::ptrue(lo);
       std::int64_t i = 0;
       for (; i + kLanes <= a.n; i += kLanes) {
-        const P v = ei::ploadu<P>(x + i);
+        P v = ei::ploadu<P>(x + i);
+        if constexpr (kNegated) v = ei::pnegate(v);
         ei::pstoreu(o + i, ei::pexp(v));
         ok = ei::pand(ok, ei::pand(ei::pcmp_lt(lo, v), ei::pcmp_lt(v, hi)));
       }
       bool fix = ei::predux_any(ei::pandnot(ei::ptrue(lo), ok));
       for (; i < a.n; ++i) {  // the last partial packet in scalar code, as Eigen's loops do
-        o[i] = std::exp(x[i]);
-        fix = fix || !exp_range(x[i]);
+        o[i] = std::exp(arg(x[i]));
+        fix = fix || !exp_range(arg(x[i]));
       }
       if (fix)
         for (i = 0; i < a.n; ++i)
-          if (!exp_range(x[i])) o[i] = std::exp(x[i]);
+          if (!exp_range(arg(x[i]))) o[i] = std::exp(arg(x[i]));
       return;
     }
   }
-  vector_with_edges<T>(a, [](auto v) { return v.exp(); }, [](T v) { return exp_range(v); }, [](T v) { return std::exp(v); });
+  if constexpr (kNegated)
+    vector_with_edges<T>(a, [](auto v) { return (-v).exp(); }, [](T v) { return exp_range(-v); }, [](T v) { return std::exp(-v); });
+  else
+    vector_with_edges<T>(a, [](auto v) { return v.exp(); }, [](T v) { return exp_range(v); }, [](T v) { return std::exp(v); });
 }
 
 template <class T, class F>
@@ -548,6 +555,13 @@ inline TileFn find_multiply_add_kernel(ew::MulAddForm form, DType t) {
   };
   if (t == DType::kF32) return pick.template operator()<float>();
   if (t == DType::kF64) return pick.template operator()<double>();
+  return nullptr;
+}
+
+/// The exp(-x) superinstruction for f32 and f64, or null for other types.
+inline TileFn find_negated_exp_kernel(DType t) {
+  if (t == DType::kF32) return &ew::exp_tile<float, true>;
+  if (t == DType::kF64) return &ew::exp_tile<double, true>;
   return nullptr;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/elementwise.hpp"
@@ -97,6 +98,7 @@ class TileProgram {
   /// dead) after the last emit.
   void finalize() {
     fuse_multiply_add();
+    fuse_negated_exp();
     std::vector<std::int64_t> last_use(regs_.size(), -1);
     for (std::size_t i = 0; i < code_.size(); ++i) {
       for (std::int32_t r : code_[i].in)
@@ -150,6 +152,8 @@ class TileProgram {
   [[nodiscard]] const std::vector<Instr>& code() const { return code_; }
   /// How many product-and-sum pairs finalize() combined into one instruction.
   [[nodiscard]] std::int32_t multiply_adds() const { return multiply_adds_; }
+  /// How many exp(-x) finalize() made one instruction.
+  [[nodiscard]] std::int32_t negated_exps() const { return negated_exps_; }
   [[nodiscard]] const std::vector<Reg>& regs() const { return regs_; }
 
   /// Runs elements [begin, end) of a finalize()d program. `externals[e]` is the address of
@@ -201,17 +205,32 @@ class TileProgram {
     }
   }
 
-  /// Replaces a floating-point product that feeds only a sum or a difference by one
-  /// multiply-add instruction at the sum: a pass over the tile less, and a scratch tile less.
-  /// Moving the product's reads down to the sum is safe because every register is written
-  /// once, before anything reads it.
-  void fuse_multiply_add() {
+  /// Per register, how many instruction operands read it, and the instruction that writes it
+  /// (-1 for none).
+  [[nodiscard]] std::pair<std::vector<std::int32_t>, std::vector<std::int32_t>> dataflow() const {
     std::vector<std::int32_t> uses(regs_.size(), 0), producer(regs_.size(), -1);
     for (std::size_t i = 0; i < code_.size(); ++i) {
       for (std::int32_t r : code_[i].in)
         if (r >= 0) ++uses[static_cast<std::size_t>(r)];
       producer[static_cast<std::size_t>(code_[i].out)] = static_cast<std::int32_t>(i);
     }
+    return {std::move(uses), std::move(producer)};
+  }
+
+  /// Removes the instructions marked in `dropped`, keeping the others' order.
+  void erase(const std::vector<bool>& dropped) {
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < code_.size(); ++i)
+      if (!dropped[i]) code_[kept++] = code_[i];
+    code_.resize(kept);
+  }
+
+  /// Replaces a floating-point product that feeds only a sum or a difference by one
+  /// multiply-add instruction at the sum: a pass over the tile less, and a scratch tile less.
+  /// Moving the product's reads down to the sum is safe because every register is written
+  /// once, before anything reads it.
+  void fuse_multiply_add() {
+    const auto [uses, producer] = dataflow();
     std::vector<bool> dropped(code_.size(), false);
     for (Instr& sum : code_) {
       if (sum.op != OpCode::kAdd && sum.op != OpCode::kSubtract) continue;
@@ -233,10 +252,29 @@ class TileProgram {
         break;
       }
     }
-    std::size_t kept = 0;
-    for (std::size_t i = 0; i < code_.size(); ++i)
-      if (!dropped[i]) code_[kept++] = code_[i];
-    code_.resize(kept);
+    erase(dropped);
+  }
+
+  /// Replaces exp(-x), a negation whose result only an exp reads, by one instruction that
+  /// negates inside the exp's packet loop: a pass over the tile less, and the first pass to
+  /// read x from memory is then one with arithmetic to overlap the loads with.
+  void fuse_negated_exp() {
+    const auto [uses, producer] = dataflow();
+    std::vector<bool> dropped(code_.size(), false);
+    for (Instr& exp : code_) {
+      if (exp.op != OpCode::kExponential) continue;
+      const auto negated = static_cast<std::size_t>(exp.in[0]);
+      if (regs_[negated].kind != RegKind::kScratch || uses[negated] != 1 || producer[negated] < 0) continue;
+      const auto p = static_cast<std::size_t>(producer[negated]);
+      const Instr& neg = code_[p];
+      if (neg.op != OpCode::kNegate || dtype(neg.in[0]) != dtype(exp.out)) continue;
+      TileFn fn = find_negated_exp_kernel(dtype(exp.out));
+      if (fn == nullptr) continue;
+      exp = Instr{fn, OpCode::kExponential, exp.out, {neg.in[0], -1, -1}};
+      dropped[p] = true;
+      ++negated_exps_;
+    }
+    erase(dropped);
   }
 
   std::int32_t add_reg(Reg r) {
@@ -281,6 +319,7 @@ class TileProgram {
   std::vector<Instr> code_;
   std::vector<Moving> moving_;  // set by finalize()
   std::int32_t multiply_adds_ = 0;
+  std::int32_t negated_exps_ = 0;
   std::int64_t tile_elements_ = kTileElements;  // set by finalize()
   std::int64_t pointer_table_offset_ = 0;
   std::int64_t scratch_bytes_ = 0;
