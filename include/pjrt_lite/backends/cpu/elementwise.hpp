@@ -209,7 +209,7 @@ template <class T, bool kNegated = false>
 inline void exp_tile(const TileArgs& a) {
   namespace ei = Eigen::internal;
   using P = typename ei::packet_traits<T>::type;
-  constexpr std::int64_t kLanes = ei::unpacket_traits<P>::size;
+  constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
   const T* x = static_cast<const T*>(a.in[0]);
   T* o = static_cast<T*>(a.out);
   auto arg = [](T v) { return kNegated ? -v : v; };
