@@ -179,7 +179,11 @@ inline StatusOr<std::optional<Value>> simplify_node(GraphRewriter& rw, const Nod
       const auto& perm = node.attr<TransposeAttrs>().permutation;
       if (is_identity_permutation(perm)) return x[0];
       const Node& inner = rw.node(x[0]);
-      if (inner.op == OpCode::kDotGeneral && uses[static_cast<std::size_t>(node.operands[0].node)] == 1)
+      // The dot must be the transpose's own operand in the source (not a value another rule
+      // led to), read by nothing else: otherwise the product would be computed twice.
+      const Node& source_operand = rw.source().node(node.operands[0]);
+      if (inner.op == OpCode::kDotGeneral && source_operand.op == OpCode::kDotGeneral &&
+          uses[static_cast<std::size_t>(node.operands[0].node)] == 1)
         if (std::optional<Value> swapped = swap_dot_operands(rw, inner, perm, node.results[0])) return swapped;
       if (inner.op != OpCode::kTranspose) break;
       // transpose(transpose(y, p), q)[d] is y's dimension p[q[d]].

@@ -94,9 +94,8 @@ void parallel_for(E* executor, int max_workers, std::int64_t n, std::int64_t gra
   // The queue is empty, so every helper is running somewhere and will finish, most often
   // within microseconds: poll a while before sleeping.
   if (pjrt_lite::detail::spin_until([&] { return shared.running.load() == 0; })) return;
-  // Sleep until
-  // some region completes, then look again: reading the count after the epoch means a
-  // completion after that read changes the epoch, and wait() returns at once.
+  // Then sleep until some region completes, and look again: reading the count after the
+  // epoch means a completion after that read changes the epoch, and wait() returns at once.
   for (;;) {
     const std::uint32_t epoch = regions_done.load();
     if (shared.running.load() == 0) return;
