@@ -32,9 +32,8 @@ class PjrtLiteConan(ConanFile):
         basic_layout(self, src_folder=".")
 
     def requirements(self):
-        # The public headers include Eigen's and xtl's, so consumers need their headers too.
+        # The public headers include Eigen's, so consumers need its headers too.
         self.requires("eigen/3.4.0", transitive_headers=True)
-        self.requires("xtl/0.7.5", transitive_headers=True)
 
     def build_requirements(self):
         # Only the project's own test suite uses doctest; consumers never see it.
@@ -56,6 +55,6 @@ class PjrtLiteConan(ConanFile):
         self.cpp_info.set_property("cmake_file_name", "pjrt_lite")
         self.cpp_info.set_property("cmake_target_name", "pjrt_lite::pjrt_lite")
         self.cpp_info.set_property("pkg_config_name", "pjrt_lite")
-        self.cpp_info.requires = ["eigen::eigen", "xtl::xtl"]
+        self.cpp_info.requires = ["eigen::eigen"]
         if self.settings.os in ("Linux", "FreeBSD"):
             self.cpp_info.system_libs = ["pthread"]

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export DEBIAN_FRONTEND=noninteractive
 if [ "$(id -u)" = 0 ]; then
-  apt-get install -y --no-install-recommends g++ cmake make git pkg-config clang-14 libeigen3-dev xtl-dev >/dev/null
+  apt-get install -y --no-install-recommends g++ cmake make git pkg-config clang-14 libeigen3-dev >/dev/null
 fi
 root=$PWD
 work=$(mktemp -d)
@@ -59,7 +59,7 @@ done
     { echo "header $1 does not compile on its own" >&2; exit 255; }' sh {} "$work"
 step "each installed header on its own, clang++-14 -fsyntax-only"
 
-# 5. Every public header in one TU, with both compilers, warnings as errors (Eigen and xtl
+# 5. Every public header in one TU, with both compilers, warnings as errors (Eigen's headers
 # are system headers, as the CMake and pkg-config packages make them).
 find include -name '*.hpp' | sort | sed 's|^include/\(.*\)|#include <\1>|' >"$work/all_headers.cpp"
 for cxx in g++ clang++-14; do

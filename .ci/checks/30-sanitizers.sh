@@ -9,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export DEBIAN_FRONTEND=noninteractive
 if [ "$(id -u)" = 0 ]; then
-  apt-get install -y --no-install-recommends clang-14 libclang-rt-14-dev cmake make libeigen3-dev xtl-dev \
+  apt-get install -y --no-install-recommends clang-14 libclang-rt-14-dev cmake make libeigen3-dev \
     doctest-dev >/dev/null
 fi
 common=(-DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" -DPJRT_LITE_BUILD_EXAMPLES=OFF

@@ -12,7 +12,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 export DEBIAN_FRONTEND=noninteractive
 if [ "$(id -u)" = 0 ]; then
-  apt-get install -y --no-install-recommends clang-14 libclang-rt-14-dev libeigen3-dev xtl-dev >/dev/null
+  apt-get install -y --no-install-recommends clang-14 libclang-rt-14-dev libeigen3-dev >/dev/null
 fi
 # The StableHLO test corpus is left out even where it is checked out beside this one: a fresh
 # machine has none, and so that every machine runs the same inputs.
