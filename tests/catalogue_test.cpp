@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <utility>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -98,6 +99,8 @@ TEST_CASE("catalogue: compile and the client") {
   expect_error(cpu::Client<>::create({.device_count = 0}), kInvalid, "ClientOptions.device_count must be in [1, 1024]");
   expect_error(cpu::Client<>::create({.thread_count = -1}), kInvalid, "ClientOptions.thread_count must be in [0, 4096]");
   expect_error(cpu::Client<>::create({.memory_pool_bytes = -1}), kInvalid, "ClientOptions.memory_pool_bytes must be >= 0");
+  expect_error(cpu::Client<>::create({.compile_cache_capacity = -1}), kInvalid,
+               "ClientOptions.compile_cache_capacity must be >= 0, got -1");
   auto client = make_client();
   expect_error(client->compile(add_graph(), {.device_ids = {}}), kInvalid, "CompileOptions.device_ids is empty");
   expect_error(client->compile(add_graph(), {.device_ids = {7}}), kInvalid, "no device with id 7");
@@ -161,7 +164,7 @@ TEST_CASE("catalogue: buffers and transfers") {
 
 TEST_CASE("catalogue: futures") {
   Future<int> invalid;
-  expect_error(invalid.await(), StatusCode::kFailedPrecondition, "");
+  expect_error(invalid.await(), StatusCode::kFailedPrecondition, "await or on_ready on an invalid Future");
   Future<int> abandoned;
   {
     auto pf = make_promise<int>();
@@ -221,9 +224,95 @@ TEST_CASE("catalogue: jit") {
   cpu::Buffer<>* args[] = {&x, &x};
   expect_error(add.execute(args, outputs), StatusCode::kFailedPrecondition,
                "no executable for these buffers' shapes yet");
-  REQUIRE(add(x, x).ok());
+  // The success path, against the closed form 1 + 1, 2 + 2.
+  StatusOr<Literal> sum = add(x, x);
+  REQUIRE(sum.ok());
+  CHECK(*sum == Literal::vector<float>({2, 4}));
   x.delete_buffer();
   expect_error(add.execute(args, outputs), StatusCode::kFailedPrecondition, "has been deleted or donated");
+}
+
+// Sizes beyond any memory: 2^42 f32 elements are 16 TiB (17592186044416 bytes), 2^40 are
+// 4 TiB (4398046511104 bytes). Each must come back as RESOURCE_EXHAUSTED naming the size,
+// never end the process.
+TEST_CASE("catalogue: programs and buffers larger than memory") {
+  const Shape huge(DType::kF32, {std::int64_t{1} << 42});
+  expect_error(Literal::create(huge), StatusCode::kResourceExhausted, "cannot allocate 17592186044416 bytes");
+  expect_error(Literal::create(Shape(DType::kF32, {-1})), kInvalid, "dimension 0 is negative");
+  auto client = make_client();
+  expect_error(client->create_uninitialized_buffer(huge, nullptr), StatusCode::kResourceExhausted,
+               "create_uninitialized_buffer: a buffer of f32[4398046511104]: cannot allocate 17592186044416 bytes");
+
+  // A temporary of 4 TiB: an iota summed up. The CPU compile plans it into the arena; the
+  // reference evaluates the iota into a literal.
+  const std::string iota_sum =
+      "func.func @main() -> tensor<f32> {\n"
+      "  %0 = stablehlo.iota dim = 0 : tensor<1099511627776xf32>\n"
+      "  %1 = stablehlo.constant dense<0.0> : tensor<f32>\n"
+      "  %2 = stablehlo.reduce(%0 init: %1) applies stablehlo.add across dimensions = [0] :"
+      " (tensor<1099511627776xf32>, tensor<f32>) -> tensor<f32>\n"
+      "  return %2 : tensor<f32>\n}\n";
+  StatusOr<Graph> iota_graph = parse_stablehlo(iota_sum);
+  REQUIRE(iota_graph.ok());
+  expect_error(reference::evaluate(*iota_graph, {}), StatusCode::kResourceExhausted,
+               "iota: its result f32[1099511627776]: cannot allocate 4398046511104 bytes");
+  expect_error(client->compile(iota_sum), StatusCode::kResourceExhausted, "cannot allocate 4398046511104 bytes");
+
+  // A 16 TiB parameter: the program compiles (it needs no temporary), but no argument for it
+  // can be made, on the host or on the device.
+  const std::string big_parameter =
+      "func.func @main(%x: tensor<4398046511104xf32>) -> tensor<f32> {\n"
+      "  %1 = stablehlo.constant dense<0.0> : tensor<f32>\n"
+      "  %2 = stablehlo.reduce(%x init: %1) applies stablehlo.add across dimensions = [0] :"
+      " (tensor<4398046511104xf32>, tensor<f32>) -> tensor<f32>\n"
+      "  return %2 : tensor<f32>\n}\n";
+  auto exe = client->compile(big_parameter);
+  if (!exe.ok()) expect_error(exe, StatusCode::kResourceExhausted, "bytes");
+  StatusOr<Graph> parameter_graph = parse_stablehlo(big_parameter);
+  REQUIRE(parameter_graph.ok());
+  const Shape parameter = parameter_graph->shape(parameter_graph->parameters()[0]);
+  expect_error(Literal::create(parameter), StatusCode::kResourceExhausted, "cannot allocate 17592186044416 bytes");
+  expect_error(client->create_uninitialized_buffer(parameter, nullptr), StatusCode::kResourceExhausted,
+               "cannot allocate 17592186044416 bytes");
+
+  // A dense constant past the parser's limit.
+  expect_error(parse_stablehlo("func.func @main() -> tensor<4398046511104xf32> {\n"
+                               "  %0 = stablehlo.constant dense<1.0> : tensor<4398046511104xf32>\n"
+                               "  return %0 : tensor<4398046511104xf32>\n}\n"),
+               StatusCode::kResourceExhausted, "tensor<4398046511104xf32> exceeds the limit of 1073741824 bytes");
+}
+
+// A moved-from buffer is not a crash: every operation says what happened.
+TEST_CASE("catalogue: a moved-from buffer") {
+  auto client = make_client();
+  auto b = client->buffer_from_literal(Literal::vector<float>({1, 2})).value();
+  cpu::Buffer<> taken = std::move(b);
+  constexpr auto kGone = StatusCode::kFailedPrecondition;
+  expect_error(b.to_literal().await(), kGone, "to_literal: the buffer was moved from");
+  expect_error(b.get_ready_future().await(), kGone, "get_ready_future: the buffer was moved from");
+  expect_error(b.on_device_size_in_bytes(), kGone, "on_device_size_in_bytes: the buffer was moved from");
+  float host[2] = {};
+  expect_error(b.copy_raw_to_host(host, 0, 8).await(), kGone, "copy_raw_to_host: the buffer was moved from");
+  expect_error(b.copy_raw_from_host(host, 0, 8), kGone, "copy_raw_from_host: the buffer was moved from");
+  expect_error(b.copy_to_device(client->devices()[1]), kGone, "copy_to_device: the buffer was moved from");
+  expect_error(b.copy_to_memory_space(client->memory_spaces()[0]), kGone,
+               "copy_to_memory_space: the buffer was moved from");
+  expect_error(b.acquire_external_reference(), kGone, "acquire_external_reference: the buffer was moved from");
+  b.delete_buffer();  // nothing to delete
+  CHECK(b.is_deleted());
+  CHECK(b.dtype() == DType::kInvalid);
+  CHECK(b.on_device_shape() == Shape());
+  CHECK(b.dims().empty());
+  CHECK(b.memory_space() == nullptr);
+  CHECK(b.device() == nullptr);
+  CHECK(b.client() == nullptr);
+  CHECK(b.to_string() == "Buffer(moved from)");
+  // As an argument of an execution it is refused, not read.
+  auto exe = client->compile(add_graph()).value();
+  cpu::Buffer<>* args[] = {&taken, &b};
+  CHECK_FALSE(exe.execute_sharded(args, client->devices()[0]).ok());
+  // The buffer it moved into is whole.
+  CHECK(taken.to_literal().await().value() == Literal::vector<float>({1, 2}));
 }
 
 }  // namespace catalogue_test

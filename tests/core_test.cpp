@@ -7,7 +7,9 @@
 #include <memory>
 #include <numeric>
 #include <set>
+#include <span>
 #include <string>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -18,6 +20,13 @@
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/core/strided_copy.hpp"
 #include "pjrt_lite/core/unique_function.hpp"
+
+#if defined(__unix__)
+#include <csignal>
+#include <cstdio>
+#include <sys/wait.h>
+#include <unistd.h>
+#endif
 
 namespace core_test {
 
@@ -102,7 +111,18 @@ TEST_CASE("dtype: element conversion follows StableHLO convert") {
   CHECK(convert_element<std::int16_t>(std::uint32_t{0xFFFFFFFF}) == -1);
   CHECK(convert_element<bool>(0.5f));
   CHECK_FALSE(convert_element<bool>(-0.0));
-  CHECK(convert_element<bool>(c64(0, 1)));
+  // Complex to bool keeps the real part only, as the StableHLO interpreter converts complex
+  // to every non-complex type: (0, 1) is false, (2, 0) and (NaN, 0) are true.
+  CHECK_FALSE(convert_element<bool>(c64(0, 1)));
+  CHECK_FALSE(convert_element<bool>(c128(-0.0, std::numeric_limits<double>::infinity())));
+  CHECK(convert_element<bool>(c64(2, 0)));
+  CHECK(convert_element<bool>(c128(std::numeric_limits<double>::quiet_NaN(), 0)));
+  CHECK(convert_element<bool>(c128(1e-300, 0)));  // non-zero, though it is 0 as a float
+  // Non-zero is true, NaN included; an f64 too small for f32 is still non-zero.
+  CHECK(convert_element<bool>(1e-300));
+  CHECK(convert_element<bool>(std::numeric_limits<double>::denorm_min()));
+  CHECK(convert_element<bool>(std::numeric_limits<float>::quiet_NaN()));
+  CHECK_FALSE(convert_element<bool>(f16(-0.0f)));
   CHECK(convert_element<float>(true) == 1.0f);
   CHECK(convert_element<float>(c128(2.5, -1)) == 2.5f);
   CHECK(convert_element<c64>(std::int32_t{-3}) == c64(-3, 0));
@@ -203,6 +223,71 @@ TEST_CASE("literal: conversion and layouts") {
   CHECK(row == Literal::from_span<std::int32_t>(std::vector<std::int32_t>{0, 1, 2, 10, 11, 12}, {2, 3}).value());
   CHECK(col.to_string() == "s32[2,3]{1,0} {{0, 1, 2}, {10, 11, 12}}");
 }
+
+TEST_CASE("literal: create checks the shape and the memory instead of ending the process") {
+  StatusOr<Literal> ok = Literal::create(Shape(DType::kS16, {2, 3}));
+  REQUIRE(ok.ok());
+  CHECK(*ok == Literal::from_span<std::int16_t>(std::vector<std::int16_t>(6, 0), {2, 3}).value());
+  std::array<std::int64_t, 2> dims = {2, 3}, column_major = {1, 0};
+  const Shape laid_out = Shape::make(DType::kF32, dims, column_major).value();
+  CHECK(Literal::create(laid_out)->shape() == laid_out);
+  CHECK(Literal::create(Shape(DType::kC64, {0}))->size_bytes() == 0);
+  // 2^59 f64 elements are 2^62 bytes: a valid shape, but no machine has the memory.
+  StatusOr<Literal> huge = Literal::create(Shape(DType::kF64, {std::int64_t{1} << 59}));
+  REQUIRE_FALSE(huge.ok());
+  CHECK(huge.status().code() == StatusCode::kResourceExhausted);
+  CHECK(huge.status().message() ==
+        "Literal::create: a literal of f64[576460752303423488]: cannot allocate 4611686018427387904 bytes");
+  // Shapes that Shape::make refuses are refused here too.
+  StatusOr<Literal> bad = Literal::create(Shape(DType::kInvalid, {1}));
+  CHECK(bad.status().code() == StatusCode::kInvalidArgument);
+  CHECK(bad.status().message().find("invalid dtype") != std::string_view::npos);
+  // from_span, from_bytes and convert go through the same check.
+  const std::vector<std::byte> four(4);
+  CHECK(Literal::from_bytes(Shape(DType::kF32, {1}), four).ok());
+  CHECK(Literal::vector<std::int32_t>({1, -2}).convert(DType::kF64).value() == Literal::vector<double>({1, -2}));
+}
+
+#if defined(__unix__)
+/// Runs `f` in a child process with stderr captured; returns (died of SIGABRT, stderr text).
+template <class F>
+std::pair<bool, std::string> run_and_capture_abort(F f) {
+  int pipe_fds[2];
+  REQUIRE(::pipe(pipe_fds) == 0);
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    std::signal(SIGABRT, SIG_DFL);  // the test framework's crash handler stays in the parent
+    ::dup2(pipe_fds[1], 2);
+    ::close(pipe_fds[0]);
+    f();
+    ::_exit(0);
+  }
+  ::close(pipe_fds[1]);
+  std::string text;
+  char chunk[256];
+  for (ssize_t n; (n = ::read(pipe_fds[0], chunk, sizeof chunk)) > 0;) text.append(chunk, static_cast<std::size_t>(n));
+  ::close(pipe_fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return {WIFSIGNALED(status) && WTERMSIG(status) == SIGABRT, text};
+}
+
+TEST_CASE("literal: data<T>() with the wrong T stops with a message naming both types, in release builds too") {
+  const Literal ints = Literal::vector<std::int32_t>({1, 2});
+  auto [aborted, message] = run_and_capture_abort([&] {
+    std::span<const float> wrong = ints.data<float>();
+    std::fprintf(stdout, "%zu\n", wrong.size());  // never reached
+  });
+  CHECK(aborted);
+  CHECK(message.find("Literal::data<T>() with T = f32 on a literal of dtype s32") != std::string::npos);
+  Literal mutable_bytes = Literal::vector<std::uint8_t>({1});
+  auto [aborted_again, message_again] = run_and_capture_abort([&] { (void)mutable_bytes.data<std::int8_t>(); });
+  CHECK(aborted_again);
+  CHECK(message_again.find("T = s8 on a literal of dtype u8") != std::string::npos);
+  CHECK(ints.data<std::int32_t>()[1] == 2);  // the right T is unaffected
+}
+#endif
 
 TEST_CASE("strided copy: checks and transposing gathers") {
   Shape s(DType::kS32, {2, 3});

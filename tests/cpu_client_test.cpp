@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "pjrt_lite/cpu.hpp"
+#include "pjrt_lite/ir/builder.hpp"
 
 namespace cpu_client_test {
 
@@ -331,6 +332,114 @@ TEST_CASE("cpu buffer: every use of a deleted buffer fails with FAILED_PRECONDIT
   expect_deleted(buffer.on_device_size_in_bytes().status(), "on_device_size_in_bytes");
   expect_deleted(buffer.acquire_external_reference().status(), "acquire_external_reference");
   CHECK(buffer.on_device_shape() == Shape(DType::kS64, {3}));  // metadata stays readable
+}
+
+TEST_CASE("cpu buffer: get_ready_future of a deleted or donated buffer is an error, as in PJRT") {
+  // PJRT's GetReadyFuture() on a deleted or donated buffer returns an error future instead of
+  // the definition event; here it is FAILED_PRECONDITION, like every use of such a buffer.
+  auto client = make_client();
+  auto buffer = client->buffer_from_literal(Literal::vector<std::int64_t>({1, 2, 3})).value();
+  Future<void> before = buffer.get_ready_future();
+  CHECK(before.await().ok());
+  buffer.delete_buffer();
+  Future<void> after = buffer.get_ready_future();
+  REQUIRE(after.is_ready());
+  CHECK(after.await().code() == StatusCode::kFailedPrecondition);
+  CHECK(after.await().message() ==
+        "get_ready_future: buffer s64[3] on cpu:0/device has been deleted or donated");
+  CHECK(before.await().ok());  // a future taken earlier still says the contents were defined
+
+  // Donated to an execution: the argument's future fails, the output's is ready.
+  GraphBuilder b("double");
+  Value x = b.parameter(Shape(DType::kF32, {2}));
+  auto exe = client->compile(b.build({b.add(x, x)}).value()).value();
+  auto arg = client->buffer_from_literal(Literal::vector<float>({1.5f, -2})).value();
+  cpu::Buffer<>* args[] = {&arg};
+  auto out = exe.execute_sharded(args, client->devices()[0], {.donated_arguments = {0}}).value();
+  CHECK(out[0].get_ready_future().await().ok());
+  CHECK(read(out[0]) == Literal::vector<float>({3, -4}));
+  CHECK(arg.get_ready_future().await().code() == StatusCode::kFailedPrecondition);
+  CHECK(contains(arg.get_ready_future().await().message(), "has been deleted or donated"));
+}
+
+TEST_CASE("cpu client: the compile cache keeps the most recently used programs") {
+  cpu::ClientOptions options;
+  options.compile_cache_capacity = 2;
+  auto client = cpu::Client<>::create(options).value();
+  // Programs y = x * k that differ only in the constant k, so each is its own cache entry.
+  auto scale = [](float k) {
+    GraphBuilder b(str_cat("scale", k));
+    Value x = b.parameter(Shape(DType::kF32, {2}));
+    return b.build({b.multiply(x, b.broadcast_in_dim(b.constant(k), {2}, {}))}).value();
+  };
+  auto run = [&](cpu::LoadedExecutable<cpu::ThreadPool>& exe) {
+    auto in = client->buffer_from_literal(Literal::vector<float>({1, -2})).value();
+    cpu::Buffer<>* args[] = {&in};
+    return read(exe.execute_sharded(args, client->devices()[0]).value()[0]);
+  };
+  auto stats = [&] { return client->compile_cache_statistics(); };
+  auto one = client->compile(scale(1)).value();
+  auto two = client->compile(scale(2)).value();
+  auto three = client->compile(scale(3)).value();  // the cache holds 2 and 3; 1 was dropped
+  CHECK(stats() == CacheStats{.hits = 0, .misses = 3, .evictions = 1, .size = 2, .capacity = 2});
+  CHECK(client->compile(scale(3)).ok());  // a hit, and 3 is now the most recently used
+  CHECK(client->compile(scale(1)).ok());  // compiled again; 2, the least recently used, goes
+  CHECK(stats() == CacheStats{.hits = 1, .misses = 4, .evictions = 2, .size = 2, .capacity = 2});
+  CHECK(client->compile(scale(3)).ok());
+  CHECK(stats().hits == 2);
+  CHECK(client->compile_cache_stats() == std::pair<std::int64_t, std::int64_t>{2, 4});
+  // Executables outlive their cache entries: y = k * x by the closed form.
+  CHECK(run(one) == Literal::vector<float>({1, -2}));
+  CHECK(run(two) == Literal::vector<float>({2, -4}));
+  CHECK(run(three) == Literal::vector<float>({3, -6}));
+  client->clear_compile_cache();
+  CHECK(stats() == CacheStats{.hits = 2, .misses = 4, .evictions = 2, .size = 0, .capacity = 2});
+  CHECK(run(two) == Literal::vector<float>({2, -4}));
+  CHECK(client->compile(scale(3)).ok());
+  CHECK(stats().misses == 5);
+
+  // Capacity 0: nothing is kept, every compile compiles.
+  options.compile_cache_capacity = 0;
+  auto uncached = cpu::Client<>::create(options).value();
+  CHECK(uncached->compile(scale(1)).ok());
+  CHECK(uncached->compile(scale(1)).ok());
+  CHECK(uncached->compile_cache_statistics() ==
+        CacheStats{.hits = 0, .misses = 2, .evictions = 0, .size = 0, .capacity = 0});
+  // The default keeps 256.
+  CHECK(make_client()->compile_cache_statistics().capacity == 256);
+}
+
+TEST_CASE("cpu client: many distinct programs from many threads stay within the cache's bound") {
+  cpu::ClientOptions options;
+  options.compile_cache_capacity = 3;
+  options.thread_count = 2;
+  auto client = cpu::Client<>::create(options).value();
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 12; ++i) {
+        const float k = static_cast<float>((t * 5 + i) % 7);  // 7 programs, some repeated
+        GraphBuilder b("scale");
+        Value x = b.parameter(Shape(DType::kF32, {1}));
+        auto exe = client->compile(b.build({b.multiply(x, b.broadcast_in_dim(b.constant(k), {1}, {}))}).value());
+        if (!exe.ok()) { ++failures; continue; }
+        auto in = client->buffer_from_literal(Literal::vector<float>({2})).value();
+        cpu::Buffer<>* args[] = {&in};
+        auto out = exe->execute_sharded(args, client->devices()[0]);
+        if (!out.ok() || read((*out)[0]) != Literal::vector<float>({2 * k})) ++failures;
+        if (client->compile_cache_statistics().size > 3) ++failures;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(failures == 0);
+  const CacheStats s = client->compile_cache_statistics();
+  CHECK(s.hits + s.misses == 48);
+  CHECK(s.size == 3);
+  // Every compile past the third pushed one out, except when two threads compiled one program
+  // at once (the second finds it cached and adds nothing).
+  CHECK(s.evictions >= 1);
+  CHECK(s.evictions <= s.misses - 3);
 }
 
 TEST_CASE("cpu buffer: copy_raw_to_host copies a byte range and rejects ranges outside") {

@@ -891,6 +891,73 @@ TEST_CASE("differential: fft on every dtype") { check_part(sweep_fft); }
 TEST_CASE("differential: triangular_solve on every dtype") { check_part(sweep_triangular_solve); }
 TEST_CASE("differential: rng_bit_generator on every dtype") { check_part(sweep_rng_bit_generator); }
 
+/// Runs `g` on the CPU (fused or not) and on the reference; both results, as literals.
+std::pair<Literal, Literal> cpu_and_reference(const Graph& g, const std::vector<Literal>& args, bool fuse) {
+  auto client = cpu::Client<cpu::InlineExecutor>::create({}).value();
+  auto exe = client->compile(g, {.fuse = fuse}).value();
+  std::vector<cpu::Buffer<cpu::InlineExecutor>> buffers;
+  std::vector<cpu::Buffer<cpu::InlineExecutor>*> pointers;
+  for (const Literal& a : args) buffers.push_back(client->buffer_from_literal(a).value());
+  for (auto& buffer : buffers) pointers.push_back(&buffer);
+  Literal cpu_out = exe.execute_sharded(pointers, client->devices()[0]).value()[0].to_literal().await().value();
+  return {std::move(cpu_out), reference::evaluate(g, args).value()[0]};
+}
+
+TEST_CASE("differential: convert from complex to pred keeps the real part, on both backends") {
+  // The oracle is the spec's rule per element: true when the real part is non-zero (NaN is).
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<c64> values = {c64(0, 1), c64(1, 0), c64(0, 0), c64(-0.0f, -inf), c64(nan, 0), c64(0, nan), c64(-3, 2)};
+  const auto n = static_cast<std::int64_t>(values.size());
+  std::vector<bool> want;
+  for (c64 v : values) want.push_back(v.real() != 0.0f || std::isnan(v.real()));
+  for (DType t : {DType::kC64, DType::kC128}) {
+    Literal x = Literal::from_span<c64>(values, {n}).value().convert(t).value();
+    GraphBuilder b("complex_to_pred");
+    Value p = b.parameter(x.shape());
+    // Alone, and fused with a negation before it (the real part of -(0, 1) is still zero).
+    const Graph g = b.build({b.convert(b.negate(p), DType::kPred)}).value();
+    for (bool fuse : {true, false}) {
+      INFO(dtype_name(t), fuse ? " fused" : " unfused");
+      auto [cpu_out, ref_out] = cpu_and_reference(g, {x}, fuse);
+      CHECK(cpu_out == ref_out);
+      std::span<const bool> got = cpu_out.data<bool>();
+      CHECK(std::vector<bool>(got.begin(), got.end()) == want);
+    }
+  }
+}
+
+TEST_CASE("differential: reduce_precision to no mantissa bits makes NaN +infinity, on both backends") {
+  // XLA's rule: with mantissa bits NaN stays itself; without, it becomes +infinity.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (DType t : {DType::kF16, DType::kBF16, DType::kF32, DType::kF64}) {
+    Literal x = Literal::vector<float>({nan, -nan, 3.0f, 0.75f, -inf}).convert(t).value();
+    for (std::int64_t mantissa : {0, 1}) {
+      GraphBuilder b("reduce_precision_nan");
+      Value p = b.parameter(x.shape());
+      const Graph g = b.build({b.reduce_precision(p, 5, mantissa), b.reduce_precision(b.negate(p), 5, mantissa)}).value();
+      for (bool fuse : {true, false}) {
+        INFO(dtype_name(t), " mantissa ", mantissa, fuse ? " fused" : " unfused");
+        auto [cpu_out, ref_out] = cpu_and_reference(g, {x}, fuse);
+        CHECK(cpu_out == ref_out);
+        const Literal as_f32 = cpu_out.convert(DType::kF32).value();
+        std::span<const float> got = as_f32.data<float>();
+        if (mantissa == 0) {
+          CHECK(got[0] == inf);
+          CHECK(got[1] == inf);
+          CHECK(got[2] == 2.0f);  // 3 is a tie between 2 and 4: the even exponent
+          CHECK(got[3] == 0.5f);  // 0.75 is a tie between 0.5 and 1: the even exponent
+        } else {
+          CHECK(std::isnan(got[0]));
+          CHECK(std::isnan(got[1]));
+          CHECK(got[2] == 3.0f);
+          CHECK(got[3] == 0.75f);
+        }
+        CHECK(got[4] == -inf);
+      }
+    }
+  }
+}
+
 TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   // ctest runs each case in its own process: run whatever part has not run here yet.
   sweep_elementwise();

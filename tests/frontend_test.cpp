@@ -5,10 +5,12 @@
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -100,6 +102,36 @@ TEST_CASE("frontend: numpy broadcasting, promotion and weak scalars") {
     CHECK(promote_types(DType::kBF16, DType::kF16) == DType::kF32);
     CHECK(promote_types(DType::kC64, DType::kF64) == DType::kC128);
     CHECK(promote_types(DType::kPred, DType::kU32) == DType::kU32);
+    // JAX's lattice (docs/type_promotion.rst): u8 -> f* and i8 -> f*, so u64 meets a signed
+    // integer of any width at the weak float, which resolves to the default float, f32.
+    for (DType s : {DType::kS8, DType::kS16, DType::kS32, DType::kS64}) {
+      CHECK(promote_types(DType::kU64, s) == DType::kF32);
+      CHECK(promote_types(s, DType::kU64) == DType::kF32);
+    }
+    CHECK(promote_types(DType::kU32, DType::kS64) == DType::kS64);
+    CHECK(promote_types(DType::kU32, DType::kS8) == DType::kS64);
+    CHECK(promote_types(DType::kU64, DType::kU8) == DType::kU64);
+    // Joined all at once, integers sit below every float: u64, s8 and f16 give f16 (f* < f2),
+    // u64, s8 and bf16 give bf16, and with c64 it is c64.
+    const std::vector<DType> ints_and_half = {DType::kU64, DType::kS8, DType::kF16};
+    CHECK(promote_types(ints_and_half) == DType::kF16);
+    const std::vector<DType> ints_and_bf16 = {DType::kS8, DType::kBF16, DType::kU64};
+    CHECK(promote_types(ints_and_bf16) == DType::kBF16);
+    const std::vector<DType> ints_and_c64 = {DType::kU64, DType::kS64, DType::kC64};
+    CHECK(promote_types(ints_and_c64) == DType::kC64);
+    const std::vector<DType> only_ints = {DType::kU8, DType::kS8, DType::kU64};
+    CHECK(promote_types(only_ints) == DType::kF32);
+    // Traced: u64 + s32 is an f32 sum of the converted values.
+    auto mixed = jit(client, [](Tensor a, Tensor b) { return a + b; });
+    Literal sum = mixed(Literal::vector<std::uint64_t>({1, std::uint64_t{1} << 40}),
+                        Literal::vector<std::int32_t>({-3, 5}))
+                      .value();
+    CHECK(sum == Literal::vector<float>({-2.0f, 1099511627776.0f + 5.0f}));
+    auto three = jit(client, [](Tensor a, Tensor b, Tensor c) { return where(a > 0, b, c) + a; });
+    CHECK(three(Literal::vector<std::uint64_t>({1}), Literal::vector<std::int8_t>({2}),
+                Literal::vector<f16>({f16(0.5f)}))
+              .value()
+              .dtype() == DType::kF16);
     auto f = jit(client, [](Tensor a, Tensor b) { return a * b; });
     Literal r =
         f(Literal::vector<std::int32_t>({2, 3}), Literal::vector<double>({0.5, 0.25})).value();
@@ -163,6 +195,74 @@ TEST_CASE("frontend: jit caches per signature and retraces for a new one") {
   CHECK(f(Literal::vector<float>({1, 2})).value() == Literal::vector<float>({1, 4}));
   CHECK(calls == 5);
   CHECK(f.trace_count() == 5);
+}
+
+TEST_CASE("frontend: jit keeps at most cache_capacity signatures, least recently used out first") {
+  auto client = make_client();
+  int calls = 0;
+  auto f = jit(
+      client,
+      [&](Tensor x) {
+        ++calls;
+        return x + 1.0f;
+      },
+      JitOptions{.name = "bounded", .cache_capacity = 2});
+  auto call = [&](std::int64_t n) {  // f on n ones; the closed form is n twos
+    return f(Literal::from_span<float>(std::vector<float>(static_cast<std::size_t>(n), 1.0f), {n}).value()).value() ==
+           Literal::from_span<float>(std::vector<float>(static_cast<std::size_t>(n), 2.0f), {n}).value();
+  };
+  CHECK(call(1));
+  CHECK(call(2));
+  CHECK(call(1));  // a hit: 1 is now more recent than 2
+  CHECK(call(3));  // a third signature: 2 goes
+  CHECK(f.cache_stats() == CacheStats{.hits = 1, .misses = 3, .evictions = 1, .size = 2, .capacity = 2});
+  CHECK(call(1));  // still cached
+  CHECK(calls == 3);
+  CHECK(call(2));  // traced again
+  CHECK(calls == 4);
+  CHECK(f.cache_stats() == CacheStats{.hits = 2, .misses = 4, .evictions = 2, .size = 2, .capacity = 2});
+  CHECK(f.cache_size() == 2);
+  f.clear();
+  CHECK(f.cache_size() == 0);
+  CHECK(f.cache_stats() == CacheStats{.hits = 2, .misses = 4, .evictions = 2, .size = 0, .capacity = 2});
+  CHECK(call(2));
+  CHECK(calls == 5);
+  // The default capacity, and 0 taken as 1.
+  auto g = jit(client, [](Tensor x) { return x; });
+  CHECK(g.cache_stats().capacity == 64);
+  auto h = jit(client, [](Tensor x) { return x * 2.0f; }, JitOptions{.cache_capacity = 0});
+  CHECK(h(1.0f).value() == Literal::scalar(2.0f));
+  CHECK(h(2.0).value() == Literal::scalar(4.0));
+  CHECK(h.cache_stats() == CacheStats{.hits = 0, .misses = 2, .evictions = 1, .size = 1, .capacity = 1});
+}
+
+TEST_CASE("frontend: jit's bounded cache under calls from many threads") {
+  // Eight signatures through a cache of three, from four threads: entries are evicted while
+  // other threads run them, and every result must still match its closed form.
+  auto client = make_client();
+  auto f = jit(client, [](Tensor x) { return x * 3.0f; }, JitOptions{.cache_capacity = 3});
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 40; ++i) {
+        const auto n = static_cast<std::int64_t>((t + i) % 8 + 1);
+        std::vector<float> in(static_cast<std::size_t>(n)), want(static_cast<std::size_t>(n));
+        for (std::int64_t k = 0; k < n; ++k) {
+          in[static_cast<std::size_t>(k)] = static_cast<float>(k + t);
+          want[static_cast<std::size_t>(k)] = 3.0f * static_cast<float>(k + t);
+        }
+        StatusOr<Literal> got = f(Literal::from_span<float>(in, {n}).value());
+        if (!got.ok() || *got != Literal::from_span<float>(want, {n}).value()) ++failures;
+        if (f.cache_size() > 3) ++failures;
+      }
+    });
+  for (auto& th : threads) th.join();
+  CHECK(failures == 0);
+  const CacheStats s = f.cache_stats();
+  CHECK(s.hits + s.misses == 160);
+  CHECK(s.size == 3);
+  CHECK(s.evictions == s.misses - 3);
 }
 
 TEST_CASE("frontend: jit takes and returns trees, and buffers without a transfer") {

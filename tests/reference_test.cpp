@@ -733,6 +733,63 @@ TEST_CASE("reference: reduce_precision (spec example) rounds to even, overflows 
                 {0.0f, kInf<float>, 0.0f});
 }
 
+TEST_CASE("reference: reduce_precision to zero mantissa bits makes NaN +infinity") {
+  // A format without mantissa bits has no NaN: XLA's emitter and the StableHLO interpreter
+  // both give +infinity for a NaN of either sign there, and keep the NaN (payload and all)
+  // whenever mantissa bits remain.
+  const float nan = std::bit_cast<float>(std::uint32_t{0x7FC00123});
+  const float negative_nan = std::bit_cast<float>(std::uint32_t{0xFFC00001});
+  std::vector<float> got = elements<float>(
+      reduce_precision(Literal::vector<float>({nan, negative_nan, 3.0f, -kInf<float>}), 8, 0));
+  CHECK(bits_of(got[0]) == bits_of(kInf<float>));
+  CHECK(bits_of(got[1]) == bits_of(kInf<float>));
+  CHECK(got[2] == 2.0f);
+  CHECK(got[3] == -kInf<float>);
+  std::vector<float> kept = elements<float>(reduce_precision(Literal::vector<float>({nan, negative_nan}), 8, 1));
+  CHECK(bits_of(kept[0]) == bits_of(nan));
+  CHECK(bits_of(kept[1]) == bits_of(negative_nan));
+  std::vector<double> wide = elements<double>(reduce_precision(Literal::vector<double>({kNaN<double>, -kNaN<double>}), 11, 0));
+  CHECK(wide[0] == kInf<double>);
+  CHECK(wide[1] == kInf<double>);
+  const Literal h = make_from<f16>({f16(kNaN<float>), f16(1.5f)}, {2});
+  std::vector<f16> narrow = elements<f16>(reduce_precision(h, 5, 0));
+  CHECK(static_cast<float>(narrow[0]) == kInf<float>);
+  CHECK(static_cast<float>(narrow[1]) == 2.0f);  // 1.5 is a tie between 1 and 2: to the even exponent
+  const Literal bh = make_from<bf16>({bf16(kNaN<float>)}, {1});
+  CHECK(static_cast<float>(elements<bf16>(reduce_precision(bh, 8, 0))[0]) == kInf<float>);
+}
+
+TEST_CASE("reference: convert from complex to pred keeps the real part only") {
+  // The StableHLO interpreter converts complex to any non-complex type through the real part:
+  // (0, 1) is false. The oracle is that rule, spelled out per element.
+  const std::vector<c64> values = {c64(0, 1), c64(1, 0), c64(0, 0), c64(-0.0f, -kInf<float>),
+                                   c64(kNaN<float>, 0), c64(0, kNaN<float>), c64(-2.5f, 3), c64(1e-30f, 0)};
+  GraphBuilder b("convert");
+  Value x = b.parameter(Shape(DType::kC64, {static_cast<std::int64_t>(values.size())}));
+  Literal out = run1(b, b.convert(x, DType::kPred), {make_from<c64>(values, {static_cast<std::int64_t>(values.size())})});
+  std::vector<bool> got = elements<bool>(out);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    INFO("element ", i);
+    CHECK(got[i] == (values[i].real() != 0.0f || std::isnan(values[i].real())));
+  }
+  GraphBuilder b2("convert128");
+  Value y = b2.parameter(Shape(DType::kC128, {2}));
+  CHECK(elements<bool>(run1(b2, b2.convert(y, DType::kPred), {make_from<c128>({c128(0, 7), c128(1e-300, 0)}, {2})})) ==
+        std::vector<bool>{false, true});
+}
+
+TEST_CASE("reference: a result larger than memory is RESOURCE_EXHAUSTED naming its size") {
+  GraphBuilder b("huge");
+  Value big = b.iota(Shape(DType::kS32, {std::int64_t{1} << 41}), 0);  // 2^43 bytes: 8 TiB
+  Value sum = b.reduce(big, b.constant(std::int32_t{0}), OpCode::kAdd, {0});
+  const Graph g = b.build({sum}).value();
+  StatusOr<std::vector<Literal>> out = reference::evaluate(g, {});
+  REQUIRE_FALSE(out.ok());
+  CHECK(out.status().code() == StatusCode::kResourceExhausted);
+  CHECK(out.status().message().find("iota: its result s32[2199023255552]: cannot allocate 8796093022208 bytes") !=
+        std::string_view::npos);
+}
+
 TEST_CASE("reference: reduce_precision to e5m10 and e8m7 is converting to f16 and bf16 and back") {
   // Every 4099th f32 bit pattern: the oracle is Eigen's round-to-nearest-even conversion where
   // |x| is in f16's normal range. Below it reduce_precision rounds at 10 bits first, then

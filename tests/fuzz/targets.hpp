@@ -19,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -80,12 +81,21 @@ inline bool integral_only(const Graph& g) {
   return true;
 }
 
+/// Memory running out is a Status the library must return (RESOURCE_EXHAUSTED), not a bug:
+/// a fuzzed graph may ask for more than the machine has.
+inline bool out_of_memory(const Status& s) { return s.code() == StatusCode::kResourceExhausted; }
+
 /// One argument per parameter of `g`, its bytes drawn from `src`, with floats kept finite so
-/// that results are comparable.
-inline std::vector<Literal> make_arguments(const Graph& g, ByteSource& src) {
+/// that results are comparable; nullopt when the memory for them cannot be had.
+inline std::optional<std::vector<Literal>> make_arguments(const Graph& g, ByteSource& src) {
   std::vector<Literal> args;
   for (Value p : g.parameters()) {
-    Literal l(g.shape(p));
+    StatusOr<Literal> created = Literal::create(g.shape(p));
+    if (!created.ok()) {
+      if (!out_of_memory(created.status())) fail("Literal::create of a verified shape", created.status());
+      return std::nullopt;
+    }
+    Literal l = std::move(created).value();
     visit_dtype(l.dtype(), [&]<class T>(std::type_identity<T>) {
       for (T& x : l.data<T>()) {
         if constexpr (std::is_same_v<T, bool>) {
@@ -115,7 +125,9 @@ inline bool has_loop(const Graph& g) {
 /// reference interpreter's: same shapes always, same values when the graph is integral.
 /// Statuses (an unsupported op or dtype) are fine; a disagreement or a crash is not.
 template <class C>
-void check_against_reference(C& client, const Graph& g, const std::vector<Literal>& args) {
+void check_against_reference(C& client, const Graph& g, const std::optional<std::vector<Literal>>& maybe_args) {
+  if (!maybe_args) return;
+  const std::vector<Literal>& args = *maybe_args;
   StatusOr<std::vector<Literal>> expected = reference::evaluate(g, args);
   if (!expected.ok()) {
     if (expected.status().message().empty()) fail("reference: an error without a message");
@@ -130,16 +142,19 @@ void check_against_reference(C& client, const Graph& g, const std::vector<Litera
   std::vector<typename C::buffer_type*> pointers;
   for (const Literal& a : args) {
     auto buffer = client.buffer_from_literal(a);
+    if (!buffer.ok() && out_of_memory(buffer.status())) return;
     if (!buffer.ok()) fail("buffer_from_literal of a valid literal", buffer.status());
     buffers.push_back(std::move(buffer).value());
   }
   for (auto& b : buffers) pointers.push_back(&b);
   auto out = exe->execute_sharded(pointers, client.devices()[0]);
+  if (!out.ok() && out_of_memory(out.status())) return;
   if (!out.ok()) fail("execute of a compiled graph on matching arguments", out.status());
   if (out->size() != expected->size()) fail("execute: wrong number of outputs");
   const bool exact = integral_only(g);
   for (std::size_t k = 0; k < out->size(); ++k) {
     StatusOr<Literal> got = (*out)[k].to_literal().await();
+    if (!got.ok() && out_of_memory(got.status())) return;
     if (!got.ok()) fail("to_literal of an output", got.status());
     if (!got->shape().same_type_and_dims((*expected)[k].shape()))
       fail(str_cat("output ", k, " has shape ", got->shape(), ", the reference ",
@@ -550,10 +565,9 @@ inline Status build_one(std::span<const std::byte> data) {
   if (!g.ok()) return g.status();
   check_graph(*g, true);
   if (total_elements(*g) > kMaxRunElements) return Status();
+  // One client for every run: its compile cache keeps only the most recently used programs
+  // (ClientOptions::compile_cache_capacity).
   static auto client = cpu::Client<cpu::InlineExecutor>::create({}).value();
-  // A fresh client now and then: the compile cache keeps every graph it sees.
-  static int runs = 0;
-  if (++runs % 256 == 0) client = cpu::Client<cpu::InlineExecutor>::create({}).value();
   check_against_reference(*client, *g, make_arguments(*g, src));
   return Status();
 }

@@ -186,14 +186,16 @@ inline float round_to_odd_float(double d) {
 }  // namespace detail
 
 /// Converts one element with StableHLO `convert` semantics: bool is 0 / 1 and anything
-/// non-zero is true; float to integer truncates toward zero and saturates, NaN becoming 0;
-/// integer to integer wraps (two's complement); complex to real keeps the real part.
+/// non-zero is true (NaN included); float to integer truncates toward zero and saturates, NaN
+/// becoming 0; integer to integer wraps (two's complement); complex to any non-complex type,
+/// bool included, keeps the real part only (as the StableHLO interpreter: (0, 1) is false).
 template <class To, class From>
 To convert_element(From x) {
   if constexpr (std::is_same_v<To, From>) {
     return x;
   } else if constexpr (std::is_same_v<To, bool>) {
-    if constexpr (is_complex_v<From>) return x.real() != 0 || x.imag() != 0;
+    if constexpr (is_complex_v<From>) return convert_element<bool>(x.real());
+    else if constexpr (std::is_same_v<From, double>) return x != 0.0;  // 1e-300 is true
     else if constexpr (is_float_v<From>) return static_cast<float>(x) != 0.0f;
     else return x != 0;
   } else if constexpr (is_complex_v<From>) {

@@ -2,6 +2,8 @@
 // Literal: an owning, dense host array with typed element access, equality and printing.
 
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -11,6 +13,7 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pjrt_lite/core/assert.hpp"
@@ -30,9 +33,41 @@ struct AlignedDelete {
   }
 };
 using AlignedBytes = std::unique_ptr<std::byte[], AlignedDelete>;
+/// `n` bytes aligned to kHostAlignment, or null when n is 0 or the memory cannot be had
+/// (never throws, never aborts): callers that size memory from their input check for null.
 inline AlignedBytes allocate_aligned(std::size_t n) {
   if (n == 0) return nullptr;
-  return AlignedBytes(static_cast<std::byte*>(::operator new[](n, std::align_val_t{kHostAlignment})));
+  return AlignedBytes(
+      static_cast<std::byte*>(::operator new[](n, std::align_val_t{kHostAlignment}, std::nothrow)));
+}
+
+/// Whether `n` bytes could be allocated right now: allocates them and frees them at once
+/// (without touching them, so this costs no more than the allocator's bookkeeping). For
+/// checking a size that comes from input before committing to work that needs it.
+inline bool can_allocate(std::size_t n) { return n == 0 || allocate_aligned(n) != nullptr; }
+
+/// RESOURCE_EXHAUSTED for `bytes` that could not be allocated for `what`.
+inline Status allocation_error(std::string_view what, std::size_t bytes) {
+  return resource_exhausted_error(str_cat(what, ": cannot allocate ", bytes, " bytes"));
+}
+
+/// Reports a failed Literal::data<T>() check and aborts (release builds included).
+[[noreturn]] inline void wrong_element_type(DType asked, DType held) {
+  std::fprintf(stderr,
+               "pjrt_lite: Literal::data<T>() with T = %.*s on a literal of dtype %.*s: the "
+               "element type must be the literal's (convert() it first)\n",
+               static_cast<int>(dtype_name(asked).size()), dtype_name(asked).data(),
+               static_cast<int>(dtype_name(held).size()), dtype_name(held).data());
+  std::abort();
+}
+
+/// Reports memory that the unchecked Literal constructor could not allocate and aborts.
+[[noreturn]] inline void literal_out_of_memory(const Shape& shape) {
+  std::fprintf(stderr,
+               "pjrt_lite: out of memory creating a literal of %s (%lld bytes); use "
+               "Literal::create for a RESOURCE_EXHAUSTED status instead\n",
+               shape.to_string().c_str(), static_cast<long long>(shape.byte_size()));
+  std::abort();
 }
 
 /// Appends one element as text: shortest round-trip decimal for floats, true/false for pred,
@@ -68,11 +103,27 @@ class Literal {
  public:
   /// An empty literal with an invalid shape.
   Literal() = default;
-  /// Zero-filled storage for `shape`, which must be valid (see Shape::make).
+  /// Zero-filled storage for `shape`, which must be valid (see Shape::make), for sizes the
+  /// program trusts: if the memory cannot be had it aborts with a message naming the shape.
+  /// Sizes that come from input (a parsed program, a file, a user) go through create().
   explicit Literal(Shape shape)
       : shape_(std::move(shape)),
         bytes_(detail::allocate_aligned(static_cast<std::size_t>(shape_.byte_size()))) {
+    if (!bytes_ && size_bytes() > 0) detail::literal_out_of_memory(shape_);
     if (bytes_) std::memset(bytes_.get(), 0, size_bytes());
+  }
+  /// A zero-filled literal of `shape` (validated as Shape::make does): INVALID_ARGUMENT for a
+  /// bad shape, RESOURCE_EXHAUSTED naming the shape and its byte size when the memory cannot
+  /// be had. Never aborts.
+  static StatusOr<Literal> create(const Shape& shape) {
+    StatusOr<Shape> checked = Shape::make(shape.dtype(), shape.dims(), shape.major_to_minor());
+    if (!checked.ok()) return checked.status().with_context("Literal::create");
+    const auto bytes = static_cast<std::size_t>(checked->byte_size());
+    detail::AlignedBytes storage = detail::allocate_aligned(bytes);
+    if (!storage && bytes > 0)
+      return detail::allocation_error(str_cat("Literal::create: a literal of ", *checked), bytes);
+    if (storage) std::memset(storage.get(), 0, bytes);
+    return Literal(std::move(checked).value(), std::move(storage));
   }
   Literal(const Literal& other) : Literal(other.shape_) {
     if (size_bytes()) std::memcpy(bytes_.get(), other.bytes_.get(), size_bytes());
@@ -105,7 +156,7 @@ class Literal {
     if (shape.element_count() != static_cast<std::int64_t>(values.size()))
       return invalid_argument_error(str_cat(values.size(), " values given for shape ", shape,
                                             " of ", shape.element_count(), " elements"));
-    Literal lit(std::move(shape));
+    PJRT_LITE_ASSIGN_OR_RETURN(Literal lit, create(shape));
     if (!values.empty()) std::memcpy(lit.untyped_data(), values.data(), lit.size_bytes());
     return lit;
   }
@@ -120,7 +171,7 @@ class Literal {
     if (static_cast<std::int64_t>(bytes.size()) != checked.byte_size())
       return invalid_argument_error(str_cat(bytes.size(), " bytes given for shape ", checked,
                                             " of ", checked.byte_size(), " bytes"));
-    Literal lit(std::move(checked));
+    PJRT_LITE_ASSIGN_OR_RETURN(Literal lit, create(checked));
     if (!bytes.empty()) std::memcpy(lit.untyped_data(), bytes.data(), bytes.size());
     return lit;
   }
@@ -135,15 +186,18 @@ class Literal {
   [[nodiscard]] std::span<std::byte> bytes() { return {bytes_.get(), size_bytes()}; }
   [[nodiscard]] std::span<const std::byte> bytes() const { return {bytes_.get(), size_bytes()}; }
 
-  /// The elements in memory order. T must be the literal's element type.
+  /// The elements in memory order. T must be the literal's element type: another T is a
+  /// programming error that aborts with a message naming both types, in release builds too
+  /// (as XLA's Literal::data CHECKs), since reading the bytes as the wrong type would give
+  /// wrong values or read past the end. Test `dtype() == dtype_of<T>` first when unsure.
   template <Element T>
   [[nodiscard]] std::span<T> data() {
-    PJRT_LITE_ASSERT(dtype_of<T> == dtype(), "Literal::data<T>() with T not the literal's dtype");
+    if (dtype_of<T> != dtype()) [[unlikely]] detail::wrong_element_type(dtype_of<T>, dtype());
     return {reinterpret_cast<T*>(bytes_.get()), static_cast<std::size_t>(element_count())};
   }
   template <Element T>
   [[nodiscard]] std::span<const T> data() const {
-    PJRT_LITE_ASSERT(dtype_of<T> == dtype(), "Literal::data<T>() with T not the literal's dtype");
+    if (dtype_of<T> != dtype()) [[unlikely]] detail::wrong_element_type(dtype_of<T>, dtype());
     return {reinterpret_cast<const T*>(bytes_.get()), static_cast<std::size_t>(element_count())};
   }
 
@@ -184,7 +238,7 @@ class Literal {
                                             static_cast<int>(to)));
     PJRT_LITE_ASSIGN_OR_RETURN(Shape shape,
                                Shape::make(to, shape_.dims(), shape_.major_to_minor()));
-    Literal out(std::move(shape));
+    PJRT_LITE_ASSIGN_OR_RETURN(Literal out, create(shape));
     if (element_count() > 0)
       convert_elements(untyped_data(), dtype(), out.untyped_data(), to, element_count());
     return out;
@@ -241,6 +295,8 @@ class Literal {
     }
     out += '}';
   }
+
+  Literal(Shape shape, detail::AlignedBytes bytes) : shape_(std::move(shape)), bytes_(std::move(bytes)) {}
 
   Shape shape_;
   detail::AlignedBytes bytes_;

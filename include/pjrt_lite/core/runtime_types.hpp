@@ -1,6 +1,6 @@
 #pragma once
 // Small value types shared by every runtime backend's API: how a host buffer may be used,
-// device attributes, and execution options.
+// device attributes, execution options and cache statistics.
 
 #include <cstdint>
 #include <map>
@@ -58,6 +58,20 @@ struct ExecuteOptions {
   /// Indices of arguments the caller donates: each such buffer is deleted by the call and
   /// its memory may back an output.
   std::vector<int> donated_arguments;
+};
+
+/// The counters of a bounded cache (a client's compile cache, a jitted function's signature
+/// cache). `hits` and `misses` count lookups; `evictions` counts entries dropped to stay
+/// within `capacity` (least recently used first); `size` is how many entries it holds now.
+/// hits, misses and evictions only grow; clear() empties the cache but keeps them.
+struct CacheStats {
+  std::int64_t hits = 0;
+  std::int64_t misses = 0;
+  std::int64_t evictions = 0;
+  std::int64_t size = 0;
+  std::int64_t capacity = 0;
+
+  friend bool operator==(const CacheStats&, const CacheStats&) = default;
 };
 
 }  // namespace pjrt_lite

@@ -182,9 +182,11 @@ T next_after(T x, T y) {
 
 /// reduce_precision of x: x rounded to the float format with `exponent_bits` and
 /// `mantissa_bits` (round to nearest, ties to even), overflowing to infinity and underflowing
-/// (below that format's smallest normal) to zero with x's sign, in T. NaN stays x. Works on
-/// the bits of T itself: widening f16 to float first would let f16's subnormals survive an
-/// exponent reduction that flushes them in f16. Widths at or above T's own leave x alone.
+/// (below that format's smallest normal) to zero with x's sign, in T. NaN stays x, except that
+/// a format without mantissa bits has no NaN: there NaN becomes +infinity, as in XLA's
+/// emitter and the StableHLO interpreter. Works on the bits of T itself: widening f16 to float
+/// first would let f16's subnormals survive an exponent reduction that flushes them in f16.
+/// Widths at or above T's own leave x alone.
 template <class T>
 T reduce_precision(T x, std::int64_t exponent_bits, std::int64_t mantissa_bits) {
   using Bits = std::conditional_t<sizeof(T) == 2, std::uint16_t,
@@ -194,7 +196,8 @@ T reduce_precision(T x, std::int64_t exponent_bits, std::int64_t mantissa_bits) 
   constexpr Bits kSign = Bits{1} << (sizeof(T) * 8 - 1);
   constexpr Bits kExponentMask = static_cast<Bits>(((Bits{1} << kExponent) - 1) << kMantissa);
   const Bits in = std::bit_cast<Bits>(x);
-  if ((in & kExponentMask) == kExponentMask && (in & ~(kSign | kExponentMask)) != 0) return x;
+  if ((in & kExponentMask) == kExponentMask && (in & ~(kSign | kExponentMask)) != 0)
+    return mantissa_bits > 0 ? x : std::bit_cast<T>(kExponentMask);
   Bits bits = in;
   if (mantissa_bits < kMantissa) {
     // Add half an ulp of the new format less one, plus the last kept bit (ties to even), then

@@ -10,21 +10,25 @@
 // own type: a double is f64) or the client's Buffers; the function receives the same trees of
 // Tensors and returns a tree of Tensors, which comes back as the same tree of Literals. A
 // call whose leaf shapes and dtypes match an earlier one reuses its executable; any other
-// signature traces and compiles a new entry. `execute(buffers, outputs)` is the path for
-// loops that must not allocate: buffers in, buffers out, no transfer.
+// signature traces and compiles a new entry. The entries are bounded (JitOptions::
+// cache_capacity, least recently used dropped first). `execute(buffers, outputs)` is the path
+// for loops that must not allocate: buffers in, buffers out, no transfer.
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <span>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 #include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/core/runtime_types.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/frontend/tensor.hpp"
 #include "pjrt_lite/frontend/transforms.hpp"
@@ -48,10 +52,14 @@ concept BufferLeaf = Buffer<std::remove_cvref_t<B>>;
 struct JitOptions {
   /// The name of the traced graph (its `name()`, shown in dumps and traces).
   std::string name = "jit";
+  /// How many signatures stay compiled; a new one past that replaces the least recently used
+  /// (which is traced and compiled again if it comes back). 0 is taken as 1. Each call scans
+  /// the entries, so thousands would slow every call down.
+  std::size_t cache_capacity = 64;
 };
 
 /// A jitted function. Thread-safe: calls may come from several threads; a signature seen
-/// before is found without a lock.
+/// before is found without a lock and without allocating.
 template <CompilingClient C, class F>
 class Jit {
  public:
@@ -60,24 +68,21 @@ class Jit {
   using BufferType = typename C::buffer_type;
 
   Jit(C& client, F f, JitOptions options = {})
-      : client_(&client), f_(std::move(f)), options_(std::move(options)) {}
+      : client_(&client),
+        f_(std::move(f)),
+        options_(std::move(options)),
+        cache_(std::make_unique<Cache>(options_.cache_capacity == 0 ? 1 : options_.cache_capacity)) {}
+  /// Not thread-safe: nothing may call either function meanwhile.
   Jit(Jit&& other) noexcept
       : client_(other.client_),
         f_(std::move(other.f_)),
         options_(std::move(other.options_)),
-        head_(other.head_.load()),
-        traces_(other.traces_.load()) {
-    other.head_ = nullptr;
-  }
+        cache_(std::move(other.cache_)),
+        traces_(other.traces_.load()) {}
   Jit(const Jit&) = delete;
   Jit& operator=(const Jit&) = delete;
-  ~Jit() {
-    for (Entry* e = head_.load(); e != nullptr;) {
-      Entry* next = e->next;
-      delete e;
-      e = next;
-    }
-  }
+  /// No call may be running.
+  ~Jit() = default;
 
   /// Runs f on the arguments, compiling on the first call with their signature; the result
   /// is f's tree with Literals for Tensors.
@@ -95,10 +100,12 @@ class Jit {
     return std::move(traced.graph);
   }
 
-  /// The executable for these arguments' signature, compiled if needed.
+  /// The executable for these arguments' signature, compiled if needed. The pointer stays
+  /// valid while the signature stays cached: until cache_capacity other signatures have been
+  /// used since, clear(), or the end of the Jit.
   template <class... Args>
   StatusOr<const Executable*> executable(const Args&... args) {
-    PJRT_LITE_ASSIGN_OR_RETURN(Entry * e, lookup_or_compile(args...));
+    PJRT_LITE_ASSIGN_OR_RETURN(Pinned e, lookup_or_compile(args...));
     return &e->exe;
   }
 
@@ -107,19 +114,44 @@ class Jit {
   /// keeps a steady-state loop free of heap allocation.
   Status execute(std::span<BufferType* const> args, std::vector<BufferType>& outputs,
                  const ExecuteOptions& execute_options = {}) {
-    Entry* e = find_buffers(args);
-    if (e == nullptr)
+    Pinned e = find_buffers(args);
+    if (!e)
       return failed_precondition_error(
           "jit execute: no executable for these buffers' shapes yet; call the function once "
           "with arguments of this signature (or executable()) first");
-    return run(e, args, outputs, execute_options);
+    return run(e.get(), args, outputs, execute_options);
   }
 
-  /// How many signatures have been traced and compiled.
+  /// How many signatures are compiled and cached now (at most the capacity).
   [[nodiscard]] std::size_t cache_size() const {
     std::size_t n = 0;
-    for (Entry* e = head_.load(std::memory_order_acquire); e != nullptr; e = e->next) ++n;
+    const std::size_t used = cache_->used.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < used; ++i) n += cache_->slots[i].load(std::memory_order_acquire) != nullptr;
     return n;
+  }
+  /// Hits and misses of the signature lookup (a miss traces and compiles), evictions, size
+  /// and capacity. Thread-safe.
+  [[nodiscard]] CacheStats cache_stats() const {
+    CacheStats stats;
+    stats.hits = static_cast<std::int64_t>(cache_->clock.load(std::memory_order_relaxed));
+    stats.misses = cache_->misses.load(std::memory_order_relaxed);
+    stats.evictions = cache_->evictions.load(std::memory_order_relaxed);
+    stats.size = static_cast<std::int64_t>(cache_size());
+    stats.capacity = static_cast<std::int64_t>(cache_->slots.size());
+    return stats;
+  }
+  /// Drops every compiled signature (the statistics' counters stay); calls in flight finish
+  /// with theirs. Pointers from executable() become invalid. Thread-safe.
+  void clear() {
+    std::lock_guard lock(compile_mutex_);
+    Cache& c = *cache_;
+    const std::size_t used = c.used.load(std::memory_order_relaxed);
+    std::vector<Entry*> dropped;
+    for (std::size_t i = 0; i < used; ++i)
+      if (Entry* e = c.slots[i].exchange(nullptr, std::memory_order_acq_rel)) dropped.push_back(e);
+    c.used.store(0, std::memory_order_release);
+    c.wait_for_readers();
+    for (Entry* e : dropped) unref(e);
   }
   /// How many times f has been traced.
   [[nodiscard]] std::size_t trace_count() const { return traces_.load(); }
@@ -129,8 +161,118 @@ class Jit {
     std::vector<Shape> signature;
     Executable exe;
     std::shared_ptr<void> skeleton;  // the result tree, with dead Tensors, type-erased
-    Entry* next = nullptr;
+    std::atomic<std::uint64_t> last_used{0};  // the cache's clock at the last hit
+    std::atomic<std::int32_t> refs{1};        // the cache's slot, plus each call using it
   };
+
+  static void unref(Entry* e) noexcept {
+    if (e->refs.fetch_sub(1, std::memory_order_acq_rel) == 1) delete e;
+  }
+
+  /// A counted use of an entry: the entry outlives its eviction until the use ends.
+  class Pinned {
+   public:
+    Pinned() = default;
+    explicit Pinned(Entry* e) : e_(e) {}
+    Pinned(Pinned&& other) noexcept : e_(std::exchange(other.e_, nullptr)) {}
+    Pinned& operator=(Pinned&& other) noexcept {
+      std::swap(e_, other.e_);
+      return *this;
+    }
+    ~Pinned() {
+      if (e_) unref(e_);
+    }
+    explicit operator bool() const { return e_ != nullptr; }
+    Entry* get() const { return e_; }
+    Entry* operator->() const { return e_; }
+
+   private:
+    Entry* e_ = nullptr;
+  };
+
+  // The signature cache: a fixed array of entry slots that readers scan without a lock.
+  // Slots [0, used) are filled in order; once full, a new entry replaces the least recently
+  // used one. An entry taken out of its slot is freed only after every reader that may have
+  // seen it has left (two reader counters and an epoch that switches between them, as in
+  // userspace RCU), and after every call that pinned it is done (the entry's count). Readers
+  // never wait; the writer (under compile_mutex_) waits for the readers in the scan.
+  struct Cache {
+    explicit Cache(std::size_t capacity) : slots(capacity) {}
+    ~Cache() {
+      for (auto& slot : slots)
+        if (Entry* e = slot.load(std::memory_order_acquire)) unref(e);
+    }
+
+    /// Enters a scan; returns the counter to leave by.
+    std::size_t enter() noexcept {
+      for (;;) {
+        const std::size_t p = epoch.load(std::memory_order_seq_cst) & 1;
+        readers[p].fetch_add(1, std::memory_order_seq_cst);
+        if ((epoch.load(std::memory_order_seq_cst) & 1) == p) return p;
+        readers[p].fetch_sub(1, std::memory_order_release);
+      }
+    }
+    void leave(std::size_t p) noexcept { readers[p].fetch_sub(1, std::memory_order_release); }
+    /// Returns once every scan that began before the call has ended.
+    void wait_for_readers() noexcept {
+      for (int phase = 0; phase < 2; ++phase) {
+        const std::size_t p = epoch.fetch_add(1, std::memory_order_seq_cst) & 1;
+        for (int spins = 0; readers[p].load(std::memory_order_acquire) != 0;)
+          if (++spins > 64) std::this_thread::yield();
+      }
+    }
+
+    std::vector<std::atomic<Entry*>> slots;
+    std::atomic<std::size_t> used{0};
+    std::atomic<std::uint64_t> clock{0};  // counts hits; stamps Entry::last_used
+    std::atomic<std::int64_t> misses{0};
+    std::atomic<std::int64_t> evictions{0};
+    std::atomic<std::size_t> epoch{0};
+    std::atomic<std::uint32_t> readers[2] = {0, 0};
+  };
+
+  /// The cached entry that `match` accepts, pinned and marked used, or empty. Lock-free and
+  /// allocation-free.
+  template <class Match>
+  Pinned find_if(Match&& match) const {
+    Cache& c = *cache_;
+    const std::size_t p = c.enter();
+    Entry* found = nullptr;
+    const std::size_t used = c.used.load(std::memory_order_acquire);
+    for (std::size_t i = 0; i < used && found == nullptr; ++i) {
+      Entry* e = c.slots[i].load(std::memory_order_acquire);
+      if (e != nullptr && match(*e)) {
+        e->refs.fetch_add(1, std::memory_order_relaxed);
+        e->last_used.store(c.clock.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        found = e;
+      }
+    }
+    c.leave(p);
+    return Pinned(found);
+  }
+
+  /// Publishes `e` (with a count of 2: the slot's and the caller's), replacing the least
+  /// recently used entry when the cache is full. Under compile_mutex_.
+  Pinned insert(Entry* e) {
+    Cache& c = *cache_;
+    e->last_used.store(c.clock.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    const std::size_t used = c.used.load(std::memory_order_relaxed);
+    if (used < c.slots.size()) {
+      c.slots[used].store(e, std::memory_order_release);
+      c.used.store(used + 1, std::memory_order_release);
+      return Pinned(e);
+    }
+    std::size_t victim = 0;
+    for (std::size_t i = 1; i < used; ++i)
+      if (c.slots[i].load(std::memory_order_relaxed)->last_used.load(std::memory_order_relaxed) <
+          c.slots[victim].load(std::memory_order_relaxed)->last_used.load(std::memory_order_relaxed))
+        victim = i;
+    Entry* old = c.slots[victim].exchange(e, std::memory_order_acq_rel);
+    c.evictions.fetch_add(1, std::memory_order_relaxed);
+    c.wait_for_readers();
+    unref(old);
+    return Pinned(e);
+  }
 
   template <class Leaf>
   static Shape leaf_shape(const Leaf& leaf) {
@@ -161,28 +303,25 @@ class Jit {
   }
 
   template <class... Args>
-  Entry* find(const Args&... args) const {
-    for (Entry* e = head_.load(std::memory_order_acquire); e != nullptr; e = e->next) {
+  Pinned find(const Args&... args) const {
+    return find_if([&](const Entry& e) {
       std::size_t k = 0;
       bool match = true;
       auto check = [&](const auto& leaf) {
-        match = match && k < e->signature.size() && leaf_matches(leaf, e->signature[k]);
+        match = match && k < e.signature.size() && leaf_matches(leaf, e.signature[k]);
         ++k;
       };
       (tree::for_each_leaf(args, check), ...);
-      if (match && k == e->signature.size()) return e;
-    }
-    return nullptr;
+      return match && k == e.signature.size();
+    });
   }
-  Entry* find_buffers(std::span<BufferType* const> args) const {
-    for (Entry* e = head_.load(std::memory_order_acquire); e != nullptr; e = e->next) {
-      if (args.size() != e->signature.size()) continue;
-      bool match = true;
-      for (std::size_t k = 0; k < args.size() && match; ++k)
-        match = args[k] != nullptr && leaf_matches(*args[k], e->signature[k]);
-      if (match) return e;
-    }
-    return nullptr;
+  Pinned find_buffers(std::span<BufferType* const> args) const {
+    return find_if([&](const Entry& e) {
+      if (args.size() != e.signature.size()) return false;
+      for (std::size_t k = 0; k < args.size(); ++k)
+        if (args[k] == nullptr || !leaf_matches(*args[k], e.signature[k])) return false;
+      return true;
+    });
   }
 
   template <class... Args>
@@ -207,18 +346,20 @@ class Jit {
   }
 
   template <class... Args>
-  StatusOr<Entry*> lookup_or_compile(const Args&... args) {
-    if (Entry* e = find(args...)) return e;
+  StatusOr<Pinned> lookup_or_compile(const Args&... args) {
+    if (Pinned e = find(args...)) return e;
     std::lock_guard lock(compile_mutex_);
-    if (Entry* e = find(args...)) return e;
+    // Another thread may have compiled it meanwhile: then this call is a hit after all.
+    if (Pinned e = find(args...)) return e;
+    cache_->misses.fetch_add(1, std::memory_order_relaxed);
     PJRT_LITE_ASSIGN_OR_RETURN(auto traced, trace(args...));
     auto exe = client_->compile(traced.graph);
     if (!exe.ok()) return exe.status().with_context(options_.name);
     using Out = decltype(traced.skeleton);
     auto* e = new Entry{traced.graph.parameter_shapes(), std::move(*exe),
-                        std::make_shared<Out>(std::move(traced.skeleton)), head_.load()};
-    head_.store(e, std::memory_order_release);
-    return e;
+                        std::make_shared<Out>(std::move(traced.skeleton))};
+    e->refs.store(2, std::memory_order_relaxed);
+    return insert(e);
   }
 
   Status run(Entry* e, std::span<BufferType* const> args, std::vector<BufferType>& outputs,
@@ -237,7 +378,8 @@ class Jit {
 
   template <class Result, class... Args>
   StatusOr<Result> call(const Args&... args) {
-    PJRT_LITE_ASSIGN_OR_RETURN(Entry * e, lookup_or_compile(args...));
+    PJRT_LITE_ASSIGN_OR_RETURN(Pinned pinned, lookup_or_compile(args...));
+    Entry* e = pinned.get();
     // Host leaves become buffers on the executable's device; buffer leaves go as they are.
     auto devices = e->exe.addressable_devices();
     auto memory_or = devices[0]->default_memory_space();
@@ -296,9 +438,9 @@ class Jit {
   C* client_;
   F f_;
   JitOptions options_;
-  std::atomic<Entry*> head_{nullptr};  // newest first; entries are immutable once published
+  std::unique_ptr<Cache> cache_;
   std::atomic<std::size_t> traces_{0};
-  std::mutex compile_mutex_;
+  std::mutex compile_mutex_;  // one trace and compile at a time; the cache's only writer
 };
 
 /// f compiled for `client` on first use per signature.

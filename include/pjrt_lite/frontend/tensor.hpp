@@ -17,6 +17,7 @@
 #include <complex>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -193,8 +194,11 @@ inline constexpr bool tree::kIsLeaf<np::Tensor> = true;
 template <>
 inline constexpr bool tree::kIsLeaf<Literal> = true;
 
-/// JAX's type promotion between two array types, on the lattice pred < unsigned and signed
-/// integers < floating point < complex.
+/// JAX's type promotion between two array types (jax.numpy.promote_types), on its lattice:
+/// pred < integers < the weak float f* < floating point < complex. Signed and unsigned
+/// integers meet at the next wider signed type; u64 and a signed integer have none, and meet
+/// at f*, which as a result is the default float type: f32 here, as in JAX without x64 (and
+/// as jnp.sin of an integer array is f32 here).
 constexpr DType promote_types(DType a, DType b) {
   if (a == b) return a;
   if (is_pred(a)) return b;
@@ -218,8 +222,23 @@ constexpr DType promote_types(DType a, DType b) {
   switch (bits(u)) {
     case 8: return DType::kS16;
     case 16: return DType::kS32;
-    default: return DType::kS64;
+    case 32: return DType::kS64;
+    default: return DType::kF32;  // u64 and any signed integer: f*
   }
+}
+
+/// promote_types over several dtypes, as JAX joins them all at once: integers sit below every
+/// floating type, so next to any float or complex dtype they do not count. (Folding pairwise
+/// would take u64, s8 and f16 to f32 where JAX gives f16.) kInvalid for an empty list.
+constexpr DType promote_types(std::span<const DType> dtypes) {
+  bool inexact = false;
+  for (DType t : dtypes) inexact = inexact || is_inexact(t);
+  DType out = DType::kInvalid;
+  for (DType t : dtypes) {
+    if (inexact && !is_inexact(t)) continue;
+    out = out == DType::kInvalid ? t : promote_types(out, t);
+  }
+  return out;
 }
 
 /// C++ scalar types that mix with tensors as weakly typed constants.
@@ -514,8 +533,9 @@ inline Tensor concatenate(std::vector<Tensor> xs, std::int64_t axis = 0) {
   for (auto& x : xs) x = t->lift(x);
   auto a = detail::axis_index(t, "concatenate", axis, xs[0].rank());
   if (!a) return Tensor();
-  DType dtype = xs[0].dtype();
-  for (const auto& x : xs) dtype = promote_types(dtype, x.dtype());
+  std::vector<DType> dtypes;
+  for (const auto& x : xs) dtypes.push_back(x.dtype());
+  const DType dtype = promote_types(dtypes);
   std::vector<Value> values;
   for (const auto& x : xs) values.push_back(astype(x, dtype).value());
   return t->wrap(t->builder().concatenate(values, *a));
@@ -582,8 +602,9 @@ inline Trace* coerce(const char* op, std::vector<Tensor*> xs, bool promote = tru
       }
     }
   }
-  DType dtype = xs[0]->dtype();
-  for (Tensor* x : xs) dtype = promote_types(dtype, x->dtype());
+  std::vector<DType> dtypes;
+  for (Tensor* x : xs) dtypes.push_back(x->dtype());
+  const DType dtype = promote_types(dtypes);
   for (Tensor* x : xs) {
     if (promote) *x = astype(*x, dtype);
     *x = broadcast_to(*x, dims);

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -54,8 +55,8 @@ class DeviceMemory {
   DeviceMemory(const DeviceMemory&) = delete;
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 
-  /// `size` bytes of uninitialized memory, aligned to kHostAlignment, that no pool recycles.
-  /// Thread-safe.
+  /// `size` bytes of uninitialized memory, aligned to kHostAlignment, that no pool recycles;
+  /// null when the memory cannot be had. Thread-safe.
   static MemoryRef allocate(std::size_t size);
   /// The caller's `data` (zero-copy): not owned, and `on_release` (may be empty) runs on the
   /// thread that drops the last reference. Thread-safe.
@@ -75,9 +76,12 @@ class DeviceMemory {
   static constexpr std::size_t header_bytes() {
     return (sizeof(DeviceMemory) + kHostAlignment - 1) / kHostAlignment * kHostAlignment;
   }
-  // A header followed by `capacity` owned bytes, in one kHostAlignment-aligned allocation.
+  // A header followed by `capacity` owned bytes, in one kHostAlignment-aligned allocation;
+  // null when the memory cannot be had (never throws).
   static DeviceMemory* create(std::size_t capacity) {
-    void* raw = ::operator new(header_bytes() + capacity, std::align_val_t{kHostAlignment});
+    if (capacity > std::numeric_limits<std::size_t>::max() - header_bytes()) return nullptr;
+    void* raw = ::operator new(header_bytes() + capacity, std::align_val_t{kHostAlignment}, std::nothrow);
+    if (raw == nullptr) return nullptr;
     auto* m = ::new (raw) DeviceMemory();
     m->capacity_ = capacity;
     if (capacity > 0) m->data = static_cast<std::byte*>(raw) + header_bytes();
@@ -173,8 +177,8 @@ class MemoryPool {
 
   /// `size` bytes of uninitialized memory aligned to kHostAlignment: a free block of its size
   /// class if `pool` has one, else a new block that goes back to `pool` when released.
-  /// Unpooled when `pool` is null or closed, or the size is 0 or too big for the budget.
-  /// Thread-safe.
+  /// Unpooled when `pool` is null or closed, or the size is 0 or too big for the budget. Null
+  /// when the memory cannot be had. Thread-safe.
   static MemoryRef allocate(const std::shared_ptr<MemoryPool>& pool, std::size_t size) {
     if (pool == nullptr || size == 0 || size > pool->budget_) return DeviceMemory::allocate(size);
     const std::size_t size_class = class_of(size);
@@ -197,6 +201,7 @@ class MemoryPool {
                                   std::memory_order_relaxed);
     } else {
       m = DeviceMemory::create(capacity);
+      if (m == nullptr) return nullptr;
       m->size_class_ = size_class;
     }
     m->next_free_ = nullptr;
@@ -297,6 +302,7 @@ class MemoryPool {
 
 inline MemoryRef DeviceMemory::allocate(std::size_t size) {
   DeviceMemory* m = create(size);
+  if (m == nullptr) return nullptr;
   m->size = size;
   return MemoryRef(m);
 }
@@ -304,6 +310,10 @@ inline MemoryRef DeviceMemory::allocate(std::size_t size) {
 inline MemoryRef DeviceMemory::wrap(std::byte* data, std::size_t size, bool writable,
                                     UniqueFunction<void()> on_release) {
   DeviceMemory* m = create(0);
+  if (m == nullptr) {
+    if (on_release) on_release();  // the caller's data is not needed after all
+    return nullptr;
+  }
   m->data = data;
   m->size = size;
   m->writable = writable;
@@ -469,7 +479,12 @@ class ExternalReference {
 /// An array on one device's memory space. Move-only, like PJRT's unique_ptr<PjRtBuffer>:
 /// destroying it deletes it. Memory is released only after every pending use (transfers,
 /// executions, external references) is done. All const methods and delete_buffer() are
-/// thread-safe; a moved-from Buffer may only be destroyed or assigned to.
+/// thread-safe.
+///
+/// A moved-from Buffer is safe to use, and says so: every operation that returns a Status or
+/// a Future fails with FAILED_PRECONDITION "... the buffer was moved from"; is_deleted() is
+/// true, dtype() is kInvalid, on_device_shape() is the invalid Shape, dims() is empty,
+/// memory_space(), device() and client() are null, and delete_buffer() does nothing.
 template <class E>
 class Buffer {
  public:
@@ -480,12 +495,17 @@ class Buffer {
   Buffer& operator=(Buffer&&) noexcept = default;
   ~Buffer() = default;
 
-  [[nodiscard]] const Shape& on_device_shape() const { return state_->shape; }
-  [[nodiscard]] DType dtype() const { return state_->shape.dtype(); }
-  [[nodiscard]] std::span<const std::int64_t> dims() const { return state_->shape.dims(); }
-  [[nodiscard]] MemorySpace<E>* memory_space() const { return state_->memory_space; }
-  [[nodiscard]] Device<E>* device() const { return state_->memory_space->devices()[0]; }
-  [[nodiscard]] Client<E>* client() const { return state_->client; }
+  [[nodiscard]] const Shape& on_device_shape() const {
+    static const Shape kNoShape;  // a moved-from buffer's
+    return state_ ? state_->shape : kNoShape;
+  }
+  [[nodiscard]] DType dtype() const { return on_device_shape().dtype(); }
+  [[nodiscard]] std::span<const std::int64_t> dims() const { return on_device_shape().dims(); }
+  [[nodiscard]] MemorySpace<E>* memory_space() const { return state_ ? state_->memory_space : nullptr; }
+  [[nodiscard]] Device<E>* device() const {
+    return state_ && state_->memory_space ? state_->memory_space->devices()[0] : nullptr;
+  }
+  [[nodiscard]] Client<E>* client() const { return state_ ? state_->client : nullptr; }
 
   /// The bytes the buffer occupies, or FAILED_PRECONDITION once deleted.
   [[nodiscard]] StatusOr<std::int64_t> on_device_size_in_bytes() const {
@@ -494,16 +514,27 @@ class Buffer {
   }
 
   /// Ready when the contents are defined (the transfer or execution that writes them is done),
-  /// or holds the error that prevented it.
-  [[nodiscard]] Future<void> get_ready_future() const { return state_->ready; }
+  /// or holds the error that prevented it. For a deleted or donated buffer, as in PJRT, a
+  /// future holding FAILED_PRECONDITION "get_ready_future: buffer ... has been deleted or
+  /// donated" (PJRT's own clients say INVALID_ARGUMENT there; this library reports every use
+  /// of a deleted buffer as FAILED_PRECONDITION).
+  [[nodiscard]] Future<void> get_ready_future() const {
+    if (!state_) return make_error_future<void>(moved_from_error("get_ready_future"));
+    Future<void> ready;
+    if (!read_state([&] { ready = state_->ready; }))
+      return make_error_future<void>(gone_error("get_ready_future"));
+    return ready;
+  }
 
+  /// True once deleted or donated (and for a moved-from buffer).
   [[nodiscard]] bool is_deleted() const {
-    return (state_->access.load(std::memory_order_acquire) & detail::kBufferGone) != 0;
+    return !state_ || (state_->access.load(std::memory_order_acquire) & detail::kBufferGone) != 0;
   }
 
   /// Drops this buffer's claim on its memory; later uses fail with FAILED_PRECONDITION.
   /// Pending uses keep the memory until they finish. Idempotent.
   void delete_buffer() {
+    if (!state_) return;
     detail::MemoryRef released;
     change_state([&] {
       released = std::move(state_->memory);
@@ -527,9 +558,13 @@ class Buffer {
                        promise.set_error(status);
                        return;
                      }
-                     Literal literal(std::move(shape));
-                     if (memory.size) std::memcpy(literal.untyped_data(), memory.data, memory.size);
-                     promise.set_value(std::move(literal));
+                     StatusOr<Literal> literal = Literal::create(shape);
+                     if (!literal.ok()) {
+                       promise.set_error(literal.status().with_context("to_literal"));
+                       return;
+                     }
+                     if (memory.size) std::memcpy(literal->untyped_data(), memory.data, memory.size);
+                     promise.set_value(std::move(literal).value());
                    });
     return future;
   }
@@ -574,6 +609,7 @@ class Buffer {
   /// defined its contents failed or is still running; OUT_OF_RANGE if the range leaves the
   /// buffer. Never blocks. Thread-safe.
   Status copy_raw_from_host(const void* src, std::int64_t offset, std::int64_t size) {
+    if (!state_) return moved_from_error("copy_raw_from_host");
     Status status;
     // Holding the state alone, no new use can take the memory: the count only falls.
     if (!change_state([&] {
@@ -587,6 +623,7 @@ class Buffer {
   /// A copy of this buffer in `memory_space` (of the same client). Returns at once; the new
   /// buffer's ready future says when the copy is done, or carries this buffer's error.
   [[nodiscard]] StatusOr<Buffer> copy_to_memory_space(MemorySpace<E>* memory_space) const {
+    if (!state_) return moved_from_error("copy_to_memory_space");
     if (memory_space == nullptr)
       return invalid_argument_error("copy_to_memory_space: memory space is null");
     if (memory_space->client() != state_->client)
@@ -595,6 +632,9 @@ class Buffer {
                                             " belongs to another client"));
     PJRT_LITE_ASSIGN_OR_RETURN(detail::BufferHold hold, acquire("copy_to_memory_space"));
     detail::MemoryRef destination = state_->client->allocate_memory(hold.memory->size);
+    if (destination == nullptr)
+      return pjrt_lite::detail::allocation_error(
+          str_cat("copy_to_memory_space: a copy of buffer ", state_->shape), hold.memory->size);
     auto [promise, future] = make_promise<void>();
     const auto bytes = static_cast<std::int64_t>(hold.memory->size);
     run_when_ready(SpanKind::kDeviceToDevice, "copy_to_memory_space", std::move(hold), bytes,
@@ -609,6 +649,7 @@ class Buffer {
 
   /// A copy of this buffer in `device`'s default memory space.
   [[nodiscard]] StatusOr<Buffer> copy_to_device(Device<E>* device) const {
+    if (!state_) return moved_from_error("copy_to_device");
     if (device == nullptr) return invalid_argument_error("copy_to_device: device is null");
     if (device->client() != state_->client)
       return invalid_argument_error(str_cat("copy_to_device: device ", device->debug_string(),
@@ -626,6 +667,7 @@ class Buffer {
 
   /// "Buffer(f32[2,3] on cpu:0/device)".
   [[nodiscard]] std::string to_string() const {
+    if (!state_) return "Buffer(moved from)";
     return str_cat("Buffer(", state_->shape, " on ", state_->memory_space->debug_string(),
                    is_deleted() ? ", deleted)" : ")");
   }
@@ -652,6 +694,7 @@ class Buffer {
   /// The memory and ready future of a live buffer, or FAILED_PRECONDITION naming `what`.
   /// Allocates nothing unless it fails.
   [[nodiscard]] StatusOr<detail::BufferHold> acquire(std::string_view what) const {
+    if (!state_) return moved_from_error(what);
     detail::BufferHold hold;
     if (!read_state([&] { hold = detail::BufferHold{state_->memory, state_->ready}; }))
       return gone_error(what);
@@ -661,6 +704,7 @@ class Buffer {
   /// error; the name is formatted only on failure.
   [[nodiscard]] StatusOr<detail::BufferHold> acquire(std::string_view what,
                                                      std::size_t index) const {
+    if (!state_) return moved_from_error(what, " ", index);
     detail::BufferHold hold;
     if (!read_state([&] { hold = detail::BufferHold{state_->memory, state_->ready}; }))
       return gone_error(what, " ", index);
@@ -669,12 +713,14 @@ class Buffer {
 
   /// Takes the memory away from a live buffer, which becomes deleted (donation).
   [[nodiscard]] StatusOr<detail::BufferHold> release(std::string_view what) {
+    if (!state_) return moved_from_error(what);
     detail::BufferHold hold;
     if (!take_memory(hold)) return gone_error(what);
     return hold;
   }
   /// As release(what) for the operand `index` of an operation, like acquire(what, index).
   [[nodiscard]] StatusOr<detail::BufferHold> release(std::string_view what, std::size_t index) {
+    if (!state_) return moved_from_error(what, " ", index);
     detail::BufferHold hold;
     if (!take_memory(hold)) return gone_error(what, " ", index);
     return hold;
@@ -774,6 +820,11 @@ class Buffer {
     return ok_status();
   }
 
+
+  template <class... Name>
+  static Status moved_from_error(const Name&... name) {
+    return failed_precondition_error(str_cat(name..., ": the buffer was moved from"));
+  }
 
   template <class... Name>
   Status gone_error(const Name&... name) const {

@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -47,6 +49,9 @@ struct ClientOptions {
   /// of executions allocates nothing (an upper bound, nothing is reserved). 0 turns the
   /// memory pool off.
   std::int64_t memory_pool_bytes = std::int64_t{256} << 20;
+  /// How many compiled programs the compile cache keeps; past that the least recently used
+  /// one is dropped (executables already made from it keep working). 0 turns the cache off.
+  std::int64_t compile_cache_capacity = 256;
 };
 
 /// A CPU runtime. Create with Client<E>::create(options); it owns its devices, memory spaces
@@ -78,6 +83,9 @@ class Client {
       return invalid_argument_error("ClientOptions.async_transfer_threshold_bytes must be >= 0");
     if (options.memory_pool_bytes < 0)
       return invalid_argument_error("ClientOptions.memory_pool_bytes must be >= 0");
+    if (options.compile_cache_capacity < 0)
+      return invalid_argument_error(str_cat("ClientOptions.compile_cache_capacity must be >= 0, got ",
+                                            options.compile_cache_capacity));
     return std::unique_ptr<Client>(new Client(options));
   }
 
@@ -168,10 +176,16 @@ class Client {
       detail::MemoryRef memory = detail::DeviceMemory::wrap(
           const_cast<std::byte*>(data.data()), static_cast<std::size_t>(shape.byte_size()),
           semantics == HostBufferSemantics::kMutableZeroCopy, std::move(guard.fn));
+      if (memory == nullptr)
+        return resource_exhausted_error(
+            str_cat("buffer_from_host_buffer: out of memory for the header of a buffer of ", shape));
       return Buffer<E>::make(this, target, shape, std::move(memory), make_ready_future());
     }
 
     detail::MemoryRef memory = allocate_memory(static_cast<std::size_t>(shape.byte_size()));
+    if (memory == nullptr)
+      return pjrt_lite::detail::allocation_error(str_cat("buffer_from_host_buffer: a buffer of ", shape),
+                                                 static_cast<std::size_t>(shape.byte_size()));
     std::vector<std::int64_t> strides =
         byte_strides ? std::vector<std::int64_t>(byte_strides->begin(), byte_strides->end())
                      : dense_byte_strides(shape.dims(), static_cast<std::int64_t>(byte_size(dtype)));
@@ -232,8 +246,14 @@ class Client {
                                                         MemorySpace<E>* memory_space = nullptr) {
     if (!is_valid(literal.dtype()))
       return invalid_argument_error("buffer_from_literal: the literal has no valid shape");
-    Literal dense = literal.with_default_layout();
-    return buffer_from_host_buffer(dense.bytes(), dense.dtype(), dense.dims(), std::nullopt,
+    if (!literal.shape().has_default_layout()) {
+      // Row-major strides of the literal's own layout: the copy transposes as it goes.
+      const std::vector<std::int64_t> strides = literal.shape().byte_strides();
+      return buffer_from_host_buffer(literal.bytes(), literal.dtype(), literal.dims(), strides,
+                                     HostBufferSemantics::kImmutableOnlyDuringCall, nullptr,
+                                     memory_space);
+    }
+    return buffer_from_host_buffer(literal.bytes(), literal.dtype(), literal.dims(), std::nullopt,
                                    HostBufferSemantics::kImmutableOnlyDuringCall, nullptr,
                                    memory_space);
   }
@@ -248,12 +268,17 @@ class Client {
       return unimplemented_error(str_cat("create_uninitialized_buffer: layout of ", *checked,
                                          " is not the default; CPU buffers are row-major"));
     detail::MemoryRef memory = allocate_memory(static_cast<std::size_t>(checked->byte_size()));
+    if (memory == nullptr)
+      return pjrt_lite::detail::allocation_error(str_cat("create_uninitialized_buffer: a buffer of ", *checked),
+                                                 static_cast<std::size_t>(checked->byte_size()));
     return Buffer<E>::make(this, target, *checked, std::move(memory), make_ready_future());
   }
 
   /// Compiles `graph` into an executable loaded on options.device_ids. Results are cached by
   /// the graph's fingerprint and the options, so compiling the same program again is a
-  /// lookup. Defined in backends/cpu/executable.hpp (included by pjrt_lite/cpu.hpp), which
+  /// lookup; the cache keeps the ClientOptions::compile_cache_capacity most recently used
+  /// programs. RESOURCE_EXHAUSTED, naming the size, when the program's temporaries cannot be
+  /// allocated. Defined in backends/cpu/executable.hpp (included by pjrt_lite/cpu.hpp), which
   /// holds the kernels: only translation units that compile programs pay for them.
   [[nodiscard]] StatusOr<LoadedExecutable<E>> compile(const Graph& graph, const CompileOptions& options = {});
 
@@ -268,10 +293,29 @@ class Client {
   /// INVALID_ARGUMENT for a corrupt, truncated or foreign blob.
   [[nodiscard]] StatusOr<LoadedExecutable<E>> deserialize_executable(std::span<const std::byte> bytes);
 
-  /// How many compiles the cache answered, and how many it did not.
+  /// How many compiles the cache answered, and how many it did not (compile_cache_statistics()
+  /// has these and more).
   [[nodiscard]] std::pair<std::int64_t, std::int64_t> compile_cache_stats() const {
+    const CacheStats stats = compile_cache_statistics();
+    return {stats.hits, stats.misses};
+  }
+  /// The compile cache's hits, misses, evictions, size and capacity. Thread-safe.
+  [[nodiscard]] CacheStats compile_cache_statistics() const {
     std::lock_guard lock(cache_mu_);
-    return {cache_hits_, cache_misses_};
+    CacheStats stats = cache_stats_;
+    stats.size = static_cast<std::int64_t>(cache_.size());
+    stats.capacity = options_.compile_cache_capacity;
+    return stats;
+  }
+  /// Empties the compile cache (the statistics' counters stay). Executables already compiled
+  /// keep working. Thread-safe.
+  void clear_compile_cache() {
+    std::list<CacheEntry> dropped;  // freed after the lock is released
+    {
+      std::lock_guard lock(cache_mu_);
+      dropped.swap(cache_);
+      cache_index_.clear();
+    }
   }
 
  private:
@@ -329,16 +373,78 @@ class Client {
   std::vector<Device<E>*> device_ptrs_;
   std::vector<std::unique_ptr<MemorySpace<E>>> memory_spaces_;
   std::vector<MemorySpace<E>*> memory_space_ptrs_;
-  // The compile cache: the source graph is kept to rule out fingerprint collisions.
+  // The compile cache, least recently used last; the source graph is kept to rule out
+  // fingerprint collisions. Used by compile (executable.hpp).
   struct CacheEntry {
+    std::uint64_t key;  // the source's fingerprint
     Graph source;
     CompileOptions options;
     std::shared_ptr<const detail::Program> program;
   };
+  using CacheList = std::list<CacheEntry>;
+
+  /// The cached program compiled from `graph` with `options` (fingerprint `key`), now the
+  /// most recently used, or null; counts a hit or a miss.
+  std::shared_ptr<const detail::Program> cache_lookup(std::uint64_t key, const Graph& graph,
+                                                      const CompileOptions& options) {
+    std::lock_guard lock(cache_mu_);
+    auto [first, last] = cache_index_.equal_range(key);
+    for (auto it = first; it != last; ++it) {
+      const typename CacheList::iterator entry = it->second;
+      if (entry->options == options && entry->source == graph) {
+        cache_.splice(cache_.begin(), cache_, entry);
+        ++cache_stats_.hits;
+        return entry->program;
+      }
+    }
+    ++cache_stats_.misses;
+    return nullptr;
+  }
+
+  /// Keeps `program` as the most recently used entry for (`graph`, `options`), dropping the
+  /// least recently used entries beyond the capacity. Another thread may have cached the
+  /// same program meanwhile: then that entry stays and this one is not added.
+  void cache_insert(std::uint64_t key, const Graph& graph, const CompileOptions& options,
+                    std::shared_ptr<const detail::Program> program) {
+    const auto capacity = static_cast<std::size_t>(options_.compile_cache_capacity);
+    if (capacity == 0) return;
+    CacheList evicted;  // freed after the lock is released
+    std::lock_guard lock(cache_mu_);
+    auto [first, last] = cache_index_.equal_range(key);
+    for (auto it = first; it != last; ++it)
+      if (it->second->options == options && it->second->source == graph) return;
+    cache_.push_front(CacheEntry{key, graph, options, std::move(program)});
+    cache_index_.emplace(key, cache_.begin());
+    while (cache_.size() > capacity) {
+      const typename CacheList::iterator oldest = std::prev(cache_.end());
+      auto [from, to] = cache_index_.equal_range(oldest->key);
+      for (auto it = from; it != to; ++it)
+        if (it->second == oldest) {
+          cache_index_.erase(it);
+          break;
+        }
+      evicted.splice(evicted.begin(), cache_, oldest);
+      ++cache_stats_.evictions;
+    }
+  }
+
+  /// Makes `program`'s first run state now, its arena included, so that a program whose
+  /// temporaries do not fit in memory fails to compile (RESOURCE_EXHAUSTED naming the size)
+  /// rather than to run; the program keeps the state for its first execution. Used by compile.
+  template <class Program>
+  static Status prepare_first_run(const Program& program) {
+    auto state = program.acquire_state();
+    if (program.arena_bytes > 0 && state->arena == nullptr)
+      return pjrt_lite::detail::allocation_error("the arena of the program's temporaries and kernel scratch",
+                                                 static_cast<std::size_t>(program.arena_bytes));
+    program.release_state(std::move(state));
+    return ok_status();
+  }
+
   mutable std::mutex cache_mu_;
-  std::unordered_multimap<std::uint64_t, CacheEntry> cache_;  // by source fingerprint
-  std::int64_t cache_hits_ = 0;
-  std::int64_t cache_misses_ = 0;
+  CacheList cache_;  // most recently used first
+  std::unordered_multimap<std::uint64_t, typename CacheList::iterator> cache_index_;  // by key
+  CacheStats cache_stats_;  // hits, misses and evictions
   std::atomic<Observer*> observer_{nullptr};
   E executor_;
 };

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -51,7 +52,7 @@ class Compiler {
     form_groups();
     assign_slots();
     PJRT_LITE_RETURN_IF_ERROR(emit_kernels());
-    plan_arena();
+    PJRT_LITE_RETURN_IF_ERROR(plan_arena());
     plan_donation();
     summarize();
     return std::move(program_);
@@ -654,7 +655,8 @@ class Compiler {
   }
 
   // ---- The arena: temporaries by lifetime (freed after their last reader), then scratch.
-  void plan_arena() {
+  // RESOURCE_EXHAUSTED if its size overflows int64.
+  Status plan_arena() {
     const auto& slots = program_->slots;
     std::vector<std::int64_t> last_read(slots.size(), -1);
     for (std::size_t k = 0; k < reads_.size(); ++k)
@@ -666,7 +668,15 @@ class Compiler {
     std::vector<std::vector<std::int32_t>> dies_after(reads_.size());
     for (std::size_t s = 0; s < slots.size(); ++s)
       if (slots[s].kind == SlotKind::kTemp && last_read[s] >= 0) dies_after[static_cast<std::size_t>(last_read[s])].push_back(static_cast<std::int32_t>(s));
-    auto round = [](std::int64_t n) { return std::max<std::int64_t>(64, (n + 63) / 64 * 64); };
+    // Every size is a valid shape's (below 2^63), so rounding up to 64 cannot overflow...
+    auto round = [](std::int64_t n) {
+      return std::max<std::int64_t>(64, static_cast<std::int64_t>((static_cast<std::uint64_t>(n) + 63) / 64 * 64));
+    };
+    // ...but their sum can.
+    auto too_large = [&](std::int64_t bytes) {
+      return resource_exhausted_error(str_cat("the arena of the program's temporaries and kernel scratch would exceed ",
+                                              std::numeric_limits<std::int64_t>::max(), " bytes (adding ", bytes, ")"));
+    };
     for (std::size_t k = 0; k < writes_.size(); ++k) {
       for (std::int32_t s : writes_[k]) {
         auto& slot = program_->slots[static_cast<std::size_t>(s)];
@@ -681,6 +691,7 @@ class Compiler {
           else free_blocks.erase(best);
         } else {
           slot.offset = end;
+          if (size > std::numeric_limits<std::int64_t>::max() - end) return too_large(size);
           end += size;
         }
         placed[static_cast<std::size_t>(s)] = true;
@@ -699,7 +710,9 @@ class Compiler {
     std::int64_t scratch = 0;
     for (const auto& k : program_->kernels) scratch = std::max(scratch, k->scratch_bytes);
     program_->scratch_offset = end;
+    if (round(scratch) > std::numeric_limits<std::int64_t>::max() - end) return too_large(round(scratch));
     program_->arena_bytes = end + (scratch + 63) / 64 * 64;
+    return ok_status();
   }
 
   // ---- Donation: an argument's memory may become output j's when the argument is last read

@@ -286,25 +286,14 @@ StatusOr<LoadedExecutable<E>> Client<E>::compile(const Graph& graph, const Compi
   }
   detail::ObservedSpan span(observer(), SpanKind::kCompile, graph.name());
   const std::uint64_t key = fingerprint(graph);
-  {
-    std::lock_guard lock(cache_mu_);
-    auto [first, last] = cache_.equal_range(key);
-    for (auto it = first; it != last; ++it) {
-      if (it->second.options == options && it->second.source == graph) {
-        ++cache_hits_;
-        return LoadedExecutable<E>(this, it->second.program, std::move(devices), options, graph);
-      }
-    }
-  }
+  if (std::shared_ptr<const detail::Program> cached = cache_lookup(key, graph, options))
+    return LoadedExecutable<E>(this, std::move(cached), std::move(devices), options, graph);
   StatusOr<std::shared_ptr<detail::Program>> program =
       detail::compile_program(graph, options, executor_.num_threads() + 1);
   if (!program.ok()) return program.status().with_context(str_cat("compile '", graph.name(), "'"));
   std::shared_ptr<const detail::Program> shared = std::move(program).value();
-  {
-    std::lock_guard lock(cache_mu_);
-    ++cache_misses_;
-    cache_.emplace(key, CacheEntry{graph, options, shared});
-  }
+  PJRT_LITE_RETURN_IF_ERROR(prepare_first_run(*shared).with_context(str_cat("compile '", graph.name(), "'")));
+  cache_insert(key, graph, options, shared);
   return LoadedExecutable<E>(this, std::move(shared), std::move(devices), options, graph);
 }
 

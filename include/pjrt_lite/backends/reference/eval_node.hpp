@@ -492,6 +492,9 @@ inline StatusOr<Literal> eval_convolution(const Literal& lhs, const Literal& rhs
   });
 }
 
+/// Results of at least this many bytes are allocated once as a test before evaluating.
+inline constexpr std::int64_t kProbedResultBytes = std::int64_t{1} << 20;
+
 PJRT_LITE_REFERENCE_KERNELS_INLINE StatusOr<std::vector<Literal>> eval_node(
     const Node& node, std::span<const Literal* const> operands) {
   auto one = [](StatusOr<Literal> literal) -> StatusOr<std::vector<Literal>> {
@@ -501,6 +504,13 @@ PJRT_LITE_REFERENCE_KERNELS_INLINE StatusOr<std::vector<Literal>> eval_node(
     return out;
   };
   const OpCode op = node.op;
+  // A program may ask for more memory than there is (an iota of 2^40 elements): that must
+  // come back as a Status, so large results are tried before any work starts.
+  for (const Shape& r : node.results)
+    if (r.byte_size() >= kProbedResultBytes &&
+        !pjrt_lite::detail::can_allocate(static_cast<std::size_t>(r.byte_size())))
+      return pjrt_lite::detail::allocation_error(str_cat(op_name(op), ": its result ", r),
+                                                 static_cast<std::size_t>(r.byte_size()));
   const Shape& result = node.results[0];
   auto operand = [&](std::size_t k) -> const Literal& { return *operands[k]; };
   if (is_unary(op)) return one(eval_unary(op, operand(0), result));

@@ -334,7 +334,10 @@ inline StatusOr<Literal> dense_to_literal(const DenseSyntax& d, const Shape& sha
   if (shape.byte_size() > kMaxConstantBytes)
     return resource_exhausted_error(str_cat(to_string(d.pos), ": constant of type ", type,
                                             " exceeds the limit of ", kMaxConstantBytes, " bytes"));
-  Literal lit(shape);
+  StatusOr<Literal> created = Literal::create(shape);
+  if (!created.ok())
+    return created.status().with_context(str_cat(to_string(d.pos), ": constant of type ", type));
+  Literal lit = std::move(created).value();
   const std::int64_t count = shape.element_count();
   const std::size_t width = byte_size(shape.dtype());
   if (d.is_blob) {
