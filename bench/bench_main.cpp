@@ -109,8 +109,9 @@ class Program {
 };
 
 /// The twins' threads: the calling thread and kThreads - 1 threads of Eigen's ThreadPool,
-/// created once for the whole run. Eigen's idle workers poll for new work a while before
-/// they sleep, as pjrt_lite's pool threads do (50 us, core/spin.hpp). A parallel region
+/// created once for the whole run. Eigen's idle workers poll for new work before they sleep
+/// (5000 / threads attempts to steal a task, Eigen's own count), as pjrt_lite's pool threads
+/// do (for 50 us, core/spin.hpp). A parallel region
 /// follows pjrt_lite's parallel_for: [0, n) is cut into `blocks` equal ranges that the
 /// threads claim one at a time from a shared counter; scheduling a helper allocates nothing
 /// (the task captures one pointer, which std::function keeps inline); and the caller, out of

@@ -1,7 +1,8 @@
 #!/bin/sh
 # Runs pjrt_lite_bench with JSON output and regenerates the results section of
-# bench/RESULTS.md from it. The machine is shared, so each benchmark runs REPETITIONS times
-# (5 by default) and the table shows medians.
+# bench/RESULTS.md from it: pjrt_lite, its Eigen twin and, when the binary was built with
+# Torch, LibTorch for every workload. The machine is shared, so each benchmark runs
+# REPETITIONS times (5 by default) and the table shows medians.
 #
 #   bench/run.sh                      # build/ under the repository root
 #   BUILD_DIR=out REPETITIONS=9 bench/run.sh --benchmark_filter=gemm
@@ -14,6 +15,9 @@ json=$build/bench/results.json
 if [ ! -x "$binary" ]; then
   echo "run.sh: $binary not found; build it with: cmake --build $build -j2 --target pjrt_lite_bench" >&2
   exit 1
+fi
+if ! "$binary" --benchmark_list_tests | grep -q '/libtorch'; then
+  echo "run.sh: $binary was built without Torch: the table will have no libtorch column" >&2
 fi
 load=$(uptime | sed 's/.*load average: //')
 "$binary" --benchmark_repetitions="$repetitions" --benchmark_report_aggregates_only=true \
