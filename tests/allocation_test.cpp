@@ -1,16 +1,24 @@
 // Tests of the promise in ARCHITECTURE.md that a steady-state execute makes no heap
-// allocation and takes no lock: this file replaces the global operator new and delete, and
-// pthread_mutex_lock (which std::mutex calls), with versions that count while a scope asks
-// them to, and runs a control loop (execute, read the result back, drop it) that must count
-// zero. The counting is off outside those scopes, so the rest of the suite, which shares this
-// binary, is unaffected. Sanitizers intercept pthread_mutex_lock themselves: under them the
-// locks are not counted.
+// allocation and takes no lock. This file interposes the C library's allocator (malloc,
+// calloc, realloc, aligned_alloc, posix_memalign, memalign, valloc, pvalloc, free) and
+// replaces the global operator new and delete (which forward to it), so every allocation of
+// the process is seen: the library's own, the standard library's and Eigen's (whose GEMM
+// packing buffers come from malloc). It also replaces pthread_mutex_lock (which std::mutex
+// calls). Each counts while a scope asks it to, and the control loops below (execute, read the
+// result back, drop it) must count zero. Inside a scope Eigen's own check is armed too
+// (EIGEN_RUNTIME_NO_MALLOC, set for every translation unit of the test binaries, and
+// set_is_malloc_allowed(false)), which asserts where Eigen would allocate in builds with
+// assertions. The counting is off outside those scopes, so the rest of the suite, which
+// shares this binary, is unaffected. Sanitizers intercept the allocator and pthread_mutex_lock
+// themselves: under them only operator new and delete are counted.
 #include <doctest/doctest.h>
 #include <dlfcn.h>
+#include <malloc.h>
 #include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -22,27 +30,124 @@
 #include <thread>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/frontend.hpp"
 #include "pjrt_lite/ir/builder.hpp"
+#include "pjrt_lite/stablehlo/parser.hpp"
+
+#if !defined(EIGEN_RUNTIME_NO_MALLOC)
+#error "the test binaries are built with EIGEN_RUNTIME_NO_MALLOC (tests/CMakeLists.txt)"
+#endif
 
 using namespace pjrt_lite;
 
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PJRT_LITE_INTERPOSE 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
+#define PJRT_LITE_INTERPOSE 0
+#endif
+#endif
+#ifndef PJRT_LITE_INTERPOSE
+#define PJRT_LITE_INTERPOSE 1
+#endif
+
 namespace {
 
-// Plain constant-initialised thread_locals: reading them from operator new needs no dynamic
-// TLS initialisation, which could itself allocate.
+// Plain constant-initialised thread_locals: reading them from malloc needs no dynamic TLS
+// initialisation, which could itself allocate.
 thread_local bool t_counting = false;
 thread_local std::int64_t t_allocations = 0;
 thread_local std::int64_t t_deallocations = 0;
 // The same for every thread of the process (the pool's workers run parallel chunks).
 std::atomic<bool> g_counting{false};
 std::atomic<std::int64_t> g_allocations{0};
+std::atomic<std::int64_t> g_locks{0};  // mutex locks on every thread, while counting
 
-void* counted_allocate(std::size_t size, std::size_t alignment, bool nothrow) {
-  if (t_counting) ++t_allocations;
-  if (g_counting.load(std::memory_order_relaxed))
+/// Called for every allocation made while counting: a debugger's breakpoint here
+/// (`break pjrt_lite_counted_allocation`) shows who allocated.
+[[gnu::noinline]] void pjrt_lite_counted_allocation(std::size_t size) { asm volatile("" : : "r"(size)); }
+
+void note_allocation(std::size_t size) {
+  const bool here = t_counting;
+  if (here) ++t_allocations;
+  if (g_counting.load(std::memory_order_relaxed)) {
     g_allocations.fetch_add(1, std::memory_order_relaxed);
+    pjrt_lite_counted_allocation(size);
+  } else if (here) {
+    pjrt_lite_counted_allocation(size);
+  }
+}
+
+void note_free(void* p) {
+  if (p != nullptr && t_counting) ++t_deallocations;
+}
+
+}  // namespace
+
+#if PJRT_LITE_INTERPOSE
+// glibc's allocator under its internal names: the definitions below replace the public ones
+// for the whole process (the executable's symbols come first), count, and forward.
+extern "C" {
+void* __libc_malloc(std::size_t);
+void* __libc_calloc(std::size_t, std::size_t);
+void* __libc_realloc(void*, std::size_t);
+void* __libc_memalign(std::size_t, std::size_t);
+void __libc_free(void*);
+
+void* malloc(std::size_t n) noexcept {
+  note_allocation(n);
+  return __libc_malloc(n);
+}
+void* calloc(std::size_t count, std::size_t n) noexcept {
+  note_allocation(count * n);
+  return __libc_calloc(count, n);
+}
+void* realloc(void* p, std::size_t n) noexcept {
+  note_allocation(n);
+  return __libc_realloc(p, n);
+}
+void free(void* p) noexcept {
+  note_free(p);
+  __libc_free(p);
+}
+void* memalign(std::size_t alignment, std::size_t n) noexcept {
+  note_allocation(n);
+  return __libc_memalign(alignment, n);
+}
+void* aligned_alloc(std::size_t alignment, std::size_t n) noexcept {
+  note_allocation(n);
+  return __libc_memalign(alignment, n);
+}
+int posix_memalign(void** out, std::size_t alignment, std::size_t n) noexcept {
+  if (alignment < sizeof(void*) || (alignment & (alignment - 1)) != 0) return EINVAL;
+  note_allocation(n);
+  void* p = __libc_memalign(alignment, n);
+  if (p == nullptr) return ENOMEM;
+  *out = p;
+  return 0;
+}
+void* valloc(std::size_t n) noexcept {
+  note_allocation(n);
+  return __libc_memalign(static_cast<std::size_t>(sysconf(_SC_PAGESIZE)), n);
+}
+void* pvalloc(std::size_t n) noexcept {
+  note_allocation(n);
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  return __libc_memalign(page, (n + page - 1) / page * page);
+}
+}  // extern "C"
+#endif
+
+namespace {
+
+// operator new forwards to the C allocator: with the allocator interposed, it is counted
+// there; under a sanitizer, here.
+void* counted_allocate(std::size_t size, std::size_t alignment, bool nothrow) {
+  if constexpr (!PJRT_LITE_INTERPOSE) note_allocation(size);
   if (size == 0) size = 1;
   void* p = alignment <= alignof(std::max_align_t)
                 ? std::malloc(size)
@@ -57,29 +162,14 @@ void* counted_allocate(std::size_t size, std::size_t alignment, bool nothrow) {
   return p;
 }
 
-std::atomic<std::int64_t> g_locks{0};  // mutex locks on every thread, while counting
-
 void counted_free(void* p) noexcept {
-  if (p == nullptr) return;
-  if (t_counting) ++t_deallocations;
+  if constexpr (!PJRT_LITE_INTERPOSE) note_free(p);
   std::free(p);
 }
 
 }  // namespace
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define PJRT_LITE_COUNT_LOCKS 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define PJRT_LITE_COUNT_LOCKS 0
-#endif
-#endif
-#ifndef PJRT_LITE_COUNT_LOCKS
-#define PJRT_LITE_COUNT_LOCKS 1
-#endif
-
-#if PJRT_LITE_COUNT_LOCKS
+#if PJRT_LITE_INTERPOSE
 // Counts, then forwards to the C library's (found once, by name, after this definition).
 extern "C" int pthread_mutex_lock(pthread_mutex_t* mutex) {
   using Lock = int (*)(pthread_mutex_t*);
@@ -133,7 +223,7 @@ struct Counts {
   std::int64_t allocations = 0;    // on the thread that opened the scope
   std::int64_t deallocations = 0;  // on that thread
   std::int64_t any_thread = 0;     // allocations on every thread of the process
-  std::int64_t locks = 0;          // mutex locks on every thread (when PJRT_LITE_COUNT_LOCKS)
+  std::int64_t locks = 0;          // mutex locks on every thread (when PJRT_LITE_INTERPOSE)
 };
 
 /// Counts heap allocations from construction to stop(). Not nestable.
@@ -145,12 +235,14 @@ class CountingScope {
     g_locks.store(0);
     g_counting.store(true);
     t_counting = true;
+    Eigen::internal::set_is_malloc_allowed(false);
   }
   CountingScope(const CountingScope&) = delete;
   CountingScope& operator=(const CountingScope&) = delete;
   ~CountingScope() { stop(); }
 
   Counts stop() {
+    Eigen::internal::set_is_malloc_allowed(true);
     t_counting = false;
     g_counting.store(false);
     return {t_allocations, t_deallocations, g_allocations.load(), g_locks.load()};
@@ -160,7 +252,7 @@ class CountingScope {
 /// A steady state takes no lock: no mutex anywhere in the process while it runs, on the
 /// calling thread or on the pool's workers running its parallel parts.
 void check_no_lock(const Counts& counts) {
-  if constexpr (PJRT_LITE_COUNT_LOCKS)
+  if constexpr (PJRT_LITE_INTERPOSE)
     CHECK_MESSAGE(counts.locks == 0, "mutex locks in 100 executes: ", counts.locks);
 }
 
@@ -229,6 +321,9 @@ Status control_loop(cpu::LoadedExecutable<E>& exe, std::span<cpu::Buffer<E>* con
           feed->data(), 0, static_cast<std::int64_t>(feed->size() * sizeof(float))));
     PJRT_LITE_RETURN_IF_ERROR(exe.execute_sharded(args, device, options, results));
     for (std::size_t j = 0; j < results.size(); ++j) {
+      // Waiting for the output first makes the read a copy of ready data (a read of a pending
+      // buffer registers a callback and makes a promise for its own future).
+      PJRT_LITE_RETURN_IF_ERROR(results[j].get_ready_future().await());
       const auto bytes = static_cast<std::int64_t>(host[j].size() * sizeof(float));
       PJRT_LITE_RETURN_IF_ERROR(results[j].copy_raw_to_host(host[j].data(), 0, bytes).await());
     }
@@ -426,33 +521,389 @@ void check_sort_and_top_k(cpu::Client<E>& client) {
 }
 
 // Reads of at least async_transfer_threshold_bytes hop to a worker, which costs a promise:
-// a control loop that reads its results synchronously raises the threshold above them.
+// a control loop that reads its results synchronously raises the threshold above them (the
+// largest output here is 12.25 MiB, the batch-8 convolution's).
 cpu::ClientOptions loop_options(int threads) {
-  return {.thread_count = threads, .async_transfer_threshold_bytes = 1 << 20};
+  return {.thread_count = threads, .async_transfer_threshold_bytes = std::int64_t{64} << 20};
+}
+
+// ---------------------------------------------------------------------------------------
+// Programs the size of model layers. Eigen's GEMM packs its operands into buffers on the
+// stack up to 128 KiB and on the heap beyond, so small shapes could not show what these do.
+
+/// Under a sanitizer (and at -O0, as CI builds them) a model-sized execute is a hundred times
+/// slower: the loops count fewer executes there, and the batched convolution takes batch 2.
+constexpr bool kSanitized = !PJRT_LITE_INTERPOSE;
+int executes(int n) { return kSanitized ? 2 : n; }
+
+/// A value in [-1, 1) for element i of input `seed`, reproducible and without structure.
+float input_at(int seed, std::int64_t i) {
+  return std::sin(0.37f * static_cast<float>(seed + 1) + 0.0117f * static_cast<float>(i));
+}
+
+Literal f32_input(int seed, std::vector<std::int64_t> dims) {
+  Literal lit(Shape(DType::kF32, std::move(dims)));
+  auto d = lit.data<float>();
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = input_at(seed, static_cast<std::int64_t>(i));
+  return lit;
+}
+
+Graph parse(std::string_view text) {
+  auto g = parse_stablehlo(text);
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  return std::move(g).value();
+}
+
+/// What a steady loop of a program saw: its counts and the last outputs it read back.
+struct SteadyRun {
+  Counts counts;
+  std::vector<Literal> outputs;
+};
+
+/// Compiles `graph`, uploads `inputs`, warms up, then counts `iterations` executes through
+/// the allocation-free execute_sharded overload, each reading every output back into
+/// preallocated host literals and dropping the outputs.
+template <class E>
+SteadyRun steady_run(cpu::Client<E>& client, const Graph& graph, const std::vector<Literal>& inputs,
+                     int iterations, const ExecuteOptions& options = sync_options()) {
+  auto exe = client.compile(graph);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  std::vector<cpu::Buffer<E>> buffers;
+  for (const Literal& input : inputs) {
+    auto b = client.buffer_from_literal(input);
+    REQUIRE_MESSAGE(b.ok(), b.status().to_string());
+    buffers.push_back(std::move(b).value());
+  }
+  std::vector<cpu::Buffer<E>*> args;
+  for (auto& b : buffers) args.push_back(&b);
+  SteadyRun run;
+  for (const Shape& shape : exe->output_shapes()) run.outputs.emplace_back(shape);
+  std::vector<cpu::Buffer<E>> results;
+  cpu::Device<E>* device = exe->addressable_devices()[0];
+  auto loop = [&](int n) -> Status {
+    for (int it = 0; it < n; ++it) {
+      PJRT_LITE_RETURN_IF_ERROR(exe->execute_sharded(args, device, options, results));
+      for (std::size_t j = 0; j < results.size(); ++j) {
+        Literal& host = run.outputs[j];
+        PJRT_LITE_RETURN_IF_ERROR(
+            results[j].copy_raw_to_host(host.untyped_data(), 0, static_cast<std::int64_t>(host.size_bytes())).await());
+      }
+      results.clear();
+    }
+    return ok_status();
+  };
+  Status warm = loop(2);
+  REQUIRE_MESSAGE(warm.ok(), warm.to_string());
+  Status status;
+  {
+    CountingScope scope;
+    status = loop(iterations);
+    run.counts = scope.stop();
+  }
+  REQUIRE_MESSAGE(status.ok(), status.to_string());
+  return run;
+}
+
+void check_allocation_free(const Counts& counts, int iterations) {
+  CHECK_MESSAGE(counts.allocations == 0, "allocations in ", iterations, " executes: ", counts.allocations);
+  CHECK_MESSAGE(counts.deallocations == 0, "deallocations in ", iterations, " executes: ", counts.deallocations);
+  CHECK_MESSAGE(counts.any_thread == 0, "allocations on all threads in ", iterations, " executes: ", counts.any_thread);
+  check_no_lock(counts);
+}
+
+/// The largest error of `got` against expected(i) over every `step`-th element, relative to
+/// max(1, |expected|).
+template <class F>
+double sampled_error(const Literal& got, std::int64_t step, F expected) {
+  const auto values = got.data<float>();
+  double worst = 0;
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(values.size()); i += step) {
+    const double e = expected(i);
+    worst = std::max(worst, std::abs(double(values[static_cast<std::size_t>(i)]) - e) / std::max(1.0, std::abs(e)));
+  }
+  return worst;
+}
+
+template <class E>
+void check_gemm_512(cpu::Client<E>& client) {
+  constexpr std::int64_t n = 512;
+  const Graph graph = parse(R"(
+func.func @main(%a: tensor<512x512xf32>, %b: tensor<512x512xf32>) -> tensor<512x512xf32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<512x512xf32>, tensor<512x512xf32>) -> tensor<512x512xf32>
+  return %0 : tensor<512x512xf32>
+})");
+  const std::vector<Literal> in{f32_input(0, {n, n}), f32_input(1, {n, n})};
+  SteadyRun run = steady_run(client, graph, in, executes(10));
+  check_allocation_free(run.counts, executes(10));
+  const auto a = in[0].data<float>(), b = in[1].data<float>();
+  CHECK(sampled_error(run.outputs[0], 97, [&](std::int64_t index) {
+          const std::int64_t i = index / n, j = index % n;
+          double acc = 0;
+          for (std::int64_t k = 0; k < n; ++k)
+            acc += double(a[static_cast<std::size_t>(i * n + k)]) * b[static_cast<std::size_t>(k * n + j)];
+          return acc;
+        }) <= 1e-4);
+}
+
+/// A 3x3 convolution, 64 -> 64 channels on 56x56 (NHWC, padded to keep the size), plus a bias
+/// and a relu: a ResNet block's layer.
+template <class E>
+void check_convolution_layer(cpu::Client<E>& client, std::int64_t batch) {
+  constexpr std::int64_t h = 56, w = 56, c = 64;
+  const std::string t = str_cat("tensor<", batch, "x56x56x64xf32>");
+  const Graph graph = parse(str_cat(R"(
+func.func @main(%x: )", t, R"(, %k: tensor<3x3x64x64xf32>, %bias: tensor<64xf32>) -> )", t, R"( {
+  %0 = stablehlo.convolution(%x, %k) dim_numbers = [b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f], window = {pad = [[1, 1], [1, 1]]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : ()", t, R"(, tensor<3x3x64x64xf32>) -> )", t, R"(
+  %1 = stablehlo.broadcast_in_dim %bias, dims = [3] : (tensor<64xf32>) -> )", t, R"(
+  %2 = stablehlo.add %0, %1 : )", t, R"(
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %3 = stablehlo.broadcast_in_dim %zero, dims = [] : (tensor<f32>) -> )", t, R"(
+  %4 = stablehlo.maximum %2, %3 : )", t, R"(
+  return %4 : )", t, R"(
+})"));
+  const std::vector<Literal> in{f32_input(2, {batch, h, w, c}), f32_input(3, {3, 3, c, c}), f32_input(4, {c})};
+  const int iterations = executes(batch == 1 ? 10 : 3);
+  SteadyRun run = steady_run(client, graph, in, iterations);
+  check_allocation_free(run.counts, iterations);
+  const auto x = in[0].data<float>(), k = in[1].data<float>(), bias = in[2].data<float>();
+  CHECK(sampled_error(run.outputs[0], 101, [&](std::int64_t index) {
+          const std::int64_t o = index % c, col = index / c % w, row = index / (c * w) % h, n = index / (c * w * h);
+          double acc = bias[static_cast<std::size_t>(o)];
+          for (std::int64_t dy = 0; dy < 3; ++dy)
+            for (std::int64_t dx = 0; dx < 3; ++dx) {
+              const std::int64_t y = row + dy - 1, xx = col + dx - 1;
+              if (y < 0 || y >= h || xx < 0 || xx >= w) continue;
+              for (std::int64_t i = 0; i < c; ++i)
+                acc += double(x[static_cast<std::size_t>(((n * h + y) * w + xx) * c + i)]) *
+                       k[static_cast<std::size_t>(((dy * 3 + dx) * c + i) * c + o)];
+            }
+          return std::max(acc, 0.0);
+        }) <= 1e-4);
+}
+
+/// Self-attention over 128 tokens of width 256 with 4 heads: the q, k, v and output
+/// projections, scores scaled by 1/sqrt(64), a softmax over the keys.
+template <class E>
+void check_attention(cpu::Client<E>& client) {
+  constexpr std::int64_t tokens = 128, width = 256, heads = 4, head = width / heads;
+  const Graph graph = parse(R"(
+func.func @main(%x: tensor<128x256xf32>, %wq: tensor<256x256xf32>, %wk: tensor<256x256xf32>, %wv: tensor<256x256xf32>, %wo: tensor<256x256xf32>) -> tensor<128x256xf32> {
+  %q0 = stablehlo.dot_general %x, %wq, contracting_dims = [1] x [0] : (tensor<128x256xf32>, tensor<256x256xf32>) -> tensor<128x256xf32>
+  %k0 = stablehlo.dot_general %x, %wk, contracting_dims = [1] x [0] : (tensor<128x256xf32>, tensor<256x256xf32>) -> tensor<128x256xf32>
+  %v0 = stablehlo.dot_general %x, %wv, contracting_dims = [1] x [0] : (tensor<128x256xf32>, tensor<256x256xf32>) -> tensor<128x256xf32>
+  %q = stablehlo.reshape %q0 : (tensor<128x256xf32>) -> tensor<128x4x64xf32>
+  %k = stablehlo.reshape %k0 : (tensor<128x256xf32>) -> tensor<128x4x64xf32>
+  %v = stablehlo.reshape %v0 : (tensor<128x256xf32>) -> tensor<128x4x64xf32>
+  %s0 = stablehlo.dot_general %q, %k, batching_dims = [1] x [1], contracting_dims = [2] x [2] : (tensor<128x4x64xf32>, tensor<128x4x64xf32>) -> tensor<4x128x128xf32>
+  %scale = stablehlo.constant dense<0.125> : tensor<4x128x128xf32>
+  %s = stablehlo.multiply %s0, %scale : tensor<4x128x128xf32>
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %m = stablehlo.reduce(%s init: %ninf) applies stablehlo.maximum across dimensions = [2] : (tensor<4x128x128xf32>, tensor<f32>) -> tensor<4x128xf32>
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0, 1] : (tensor<4x128xf32>) -> tensor<4x128x128xf32>
+  %d = stablehlo.subtract %s, %mb : tensor<4x128x128xf32>
+  %e = stablehlo.exponential %d : tensor<4x128x128xf32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %sum = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [2] : (tensor<4x128x128xf32>, tensor<f32>) -> tensor<4x128xf32>
+  %sb = stablehlo.broadcast_in_dim %sum, dims = [0, 1] : (tensor<4x128xf32>) -> tensor<4x128x128xf32>
+  %p = stablehlo.divide %e, %sb : tensor<4x128x128xf32>
+  %o = stablehlo.dot_general %p, %v, batching_dims = [0] x [1], contracting_dims = [2] x [0] : (tensor<4x128x128xf32>, tensor<128x4x64xf32>) -> tensor<4x128x64xf32>
+  %ot = stablehlo.transpose %o, dims = [1, 0, 2] : (tensor<4x128x64xf32>) -> tensor<128x4x64xf32>
+  %or = stablehlo.reshape %ot : (tensor<128x4x64xf32>) -> tensor<128x256xf32>
+  %y = stablehlo.dot_general %or, %wo, contracting_dims = [1] x [0] : (tensor<128x256xf32>, tensor<256x256xf32>) -> tensor<128x256xf32>
+  return %y : tensor<128x256xf32>
+})");
+  std::vector<Literal> in{f32_input(5, {tokens, width})};
+  for (int i = 0; i < 4; ++i) {
+    Literal wt = f32_input(6 + i, {width, width});
+    for (float& v : wt.data<float>()) v *= 0.1f;  // keeps the scores in a range where softmax is not one-hot
+    in.push_back(std::move(wt));
+  }
+  SteadyRun run = steady_run(client, graph, in, executes(20));
+  check_allocation_free(run.counts, executes(20));
+
+  // The same computation in double, written out.
+  auto project = [&](const Literal& w) {
+    const std::span<const float> x = in[0].data<float>(), wd = w.data<float>();
+    std::vector<double> out(tokens * width, 0.0);
+    for (std::int64_t t = 0; t < tokens; ++t)
+      for (std::int64_t i = 0; i < width; ++i)
+        for (std::int64_t j = 0; j < width; ++j)
+          out[static_cast<std::size_t>(t * width + j)] +=
+              double(x[static_cast<std::size_t>(t * width + i)]) * wd[static_cast<std::size_t>(i * width + j)];
+    return out;
+  };
+  const std::vector<double> q = project(in[1]), k = project(in[2]), v = project(in[3]);
+  std::vector<double> mixed(tokens * width, 0.0), p(tokens);
+  for (std::int64_t hd = 0; hd < heads; ++hd)
+    for (std::int64_t i = 0; i < tokens; ++i) {
+      double most = -INFINITY, total = 0;
+      for (std::int64_t j = 0; j < tokens; ++j) {
+        double dot = 0;
+        for (std::int64_t e = 0; e < head; ++e)
+          dot += q[static_cast<std::size_t>(i * width + hd * head + e)] * k[static_cast<std::size_t>(j * width + hd * head + e)];
+        p[static_cast<std::size_t>(j)] = dot / std::sqrt(double(head));
+        most = std::max(most, p[static_cast<std::size_t>(j)]);
+      }
+      for (double& x : p) total += x = std::exp(x - most);
+      for (std::int64_t j = 0; j < tokens; ++j)
+        for (std::int64_t e = 0; e < head; ++e)
+          mixed[static_cast<std::size_t>(i * width + hd * head + e)] +=
+              p[static_cast<std::size_t>(j)] / total * v[static_cast<std::size_t>(j * width + hd * head + e)];
+    }
+  const auto wo = in[4].data<float>();
+  CHECK(sampled_error(run.outputs[0], 7, [&](std::int64_t index) {
+          const std::int64_t t = index / width, j = index % width;
+          double acc = 0;
+          for (std::int64_t i = 0; i < width; ++i)
+            acc += mixed[static_cast<std::size_t>(t * width + i)] * wo[static_cast<std::size_t>(i * width + j)];
+          return acc;
+        }) <= 1e-4);
+}
+
+/// Element-wise and reduction programs of 256K and 1M elements: a product of two
+/// f32[256,1024], row sums of one, and the sum of f32[1024,1024].
+template <class E>
+void check_mid_size(cpu::Client<E>& client) {
+  const Graph multiply = parse(R"(
+func.func @main(%a: tensor<256x1024xf32>, %b: tensor<256x1024xf32>) -> tensor<256x1024xf32> {
+  %0 = stablehlo.multiply %a, %b : tensor<256x1024xf32>
+  return %0 : tensor<256x1024xf32>
+})");
+  const Graph row_sum = parse(R"(
+func.func @main(%a: tensor<256x1024xf32>) -> tensor<256xf32> {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.reduce(%a init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<256x1024xf32>, tensor<f32>) -> tensor<256xf32>
+  return %0 : tensor<256xf32>
+})");
+  const Graph total = parse(R"(
+func.func @main(%a: tensor<1024x1024xf32>) -> tensor<f32> {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %0 = stablehlo.reduce(%a init: %zero) applies stablehlo.add across dimensions = [0, 1] : (tensor<1024x1024xf32>, tensor<f32>) -> tensor<f32>
+  return %0 : tensor<f32>
+})");
+  const Literal a = f32_input(10, {256, 1024}), b = f32_input(11, {256, 1024}), big = f32_input(12, {1024, 1024});
+  const auto av = a.data<float>(), bv = b.data<float>(), bigv = big.data<float>();
+
+  SteadyRun product = steady_run(client, multiply, {a, b}, executes(50));
+  check_allocation_free(product.counts, executes(50));
+  CHECK(sampled_error(product.outputs[0], 1, [&](std::int64_t i) {
+          return double(av[static_cast<std::size_t>(i)]) * bv[static_cast<std::size_t>(i)];
+        }) <= 1e-7);
+
+  SteadyRun rows = steady_run(client, row_sum, {a}, executes(50));
+  check_allocation_free(rows.counts, executes(50));
+  CHECK(sampled_error(rows.outputs[0], 1, [&](std::int64_t r) {
+          double acc = 0;
+          for (std::int64_t j = 0; j < 1024; ++j) acc += av[static_cast<std::size_t>(r * 1024 + j)];
+          return acc;
+        }) <= 1e-4);
+
+  SteadyRun sum = steady_run(client, total, {big}, executes(20));
+  check_allocation_free(sum.counts, executes(20));
+  double expected = 0;
+  for (float x : bigv) expected += x;
+  CHECK(std::abs(double(sum.outputs[0].data<float>()[0]) - expected) <= 1e-3 * std::max(1.0, std::abs(expected)));
+}
+
+/// An embedding lookup (gather of 256 rows of a 1000 x 64 table) and its transpose, a
+/// scatter-add of 256 rows into the table's shape; indices repeat.
+template <class E>
+void check_gather_scatter(cpu::Client<E>& client) {
+  constexpr std::int64_t rows = 1000, width = 64, lookups = 256;
+  const Graph graph = parse(R"(
+func.func @main(%table: tensor<1000x64xf32>, %ids: tensor<256x1xi32>, %grads: tensor<256x64xf32>) -> (tensor<256x64xf32>, tensor<1000x64xf32>) {
+  %0 = "stablehlo.gather"(%table, %ids) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1>, slice_sizes = array<i64: 1, 64>}> : (tensor<1000x64xf32>, tensor<256x1xi32>) -> tensor<256x64xf32>
+  %zero = stablehlo.constant dense<0.0> : tensor<1000x64xf32>
+  %1 = "stablehlo.scatter"(%zero, %ids, %grads) <{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = [1], inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>}> ({
+  ^bb0(%lhs: tensor<f32>, %rhs: tensor<f32>):
+    %2 = stablehlo.add %lhs, %rhs : tensor<f32>
+    stablehlo.return %2 : tensor<f32>
+  }) : (tensor<1000x64xf32>, tensor<256x1xi32>, tensor<256x64xf32>) -> tensor<1000x64xf32>
+  return %0, %1 : tensor<256x64xf32>, tensor<1000x64xf32>
+})");
+  Literal ids(Shape(DType::kS32, {lookups, 1}));
+  for (std::int64_t i = 0; i < lookups; ++i) ids.data<std::int32_t>()[static_cast<std::size_t>(i)] = static_cast<std::int32_t>((i * 37) % 300);
+  const std::vector<Literal> in{f32_input(13, {rows, width}), ids, f32_input(14, {lookups, width})};
+  SteadyRun run = steady_run(client, graph, in, executes(50));
+  check_allocation_free(run.counts, executes(50));
+  const auto table = in[0].data<float>(), grads = in[2].data<float>();
+  const auto id = ids.data<std::int32_t>();
+  CHECK(sampled_error(run.outputs[0], 1, [&](std::int64_t index) {
+          return table[static_cast<std::size_t>(id[static_cast<std::size_t>(index / width)] * width + index % width)];
+        }) == 0);
+  std::vector<double> added(rows * width, 0.0);
+  for (std::int64_t i = 0; i < lookups; ++i)
+    for (std::int64_t j = 0; j < width; ++j)
+      added[static_cast<std::size_t>(id[static_cast<std::size_t>(i)] * width + j)] += grads[static_cast<std::size_t>(i * width + j)];
+  CHECK(sampled_error(run.outputs[1], 1, [&](std::int64_t index) { return added[static_cast<std::size_t>(index)]; }) <= 1e-6);
+}
+
+/// A stable sort of 64K keys carrying their positions.
+template <class E>
+void check_large_sort(cpu::Client<E>& client) {
+  constexpr std::int64_t n = 1 << 16;
+  GraphBuilder b("large_sort");
+  Value keys = b.parameter(Shape(DType::kF32, {n}));
+  Value positions = b.parameter(Shape(DType::kF32, {n}));
+  Graph by_key = make_sort_comparator(ComparisonDirection::kLt, DType::kF32, {DType::kF32}).value();
+  Graph graph = build(b, b.sort({keys, positions}, std::move(by_key), 0, true));
+  Literal key_values = f32_input(15, {n}), position_values(Shape(DType::kF32, {n}));
+  for (std::int64_t i = 0; i < n; ++i) {
+    auto& k = key_values.data<float>()[static_cast<std::size_t>(i)];
+    k = std::round(k * 64) / 64;  // ties, so stability shows
+    position_values.data<float>()[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  }
+  SteadyRun run = steady_run(client, graph, {key_values, position_values}, executes(20));
+  check_allocation_free(run.counts, executes(20));
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  const auto kv = key_values.data<float>();
+  // The comparator compares floats in total order, where -0 sorts before +0.
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t x, std::size_t y) {
+    return kv[x] < kv[y] || (kv[x] == kv[y] && std::signbit(kv[x]) && !std::signbit(kv[y]));
+  });
+  bool same = true;
+  for (std::size_t i = 0; i < order.size(); ++i)
+    same &= run.outputs[0].data<float>()[i] == kv[order[i]] &&
+            run.outputs[1].data<float>()[i] == static_cast<float>(order[i]);
+  CHECK(same);
+}
+
+/// Every steady-state program above, each a subcase of the calling test.
+template <class E>
+void check_every_program(cpu::Client<E>& client) {
+  SUBCASE("mlp layer") { check_mlp_layer(client); }
+  SUBCASE("element-wise chain") { check_elementwise_chain(client); }
+  SUBCASE("while loop and if") { check_control_flow(client); }
+  SUBCASE("sort, top_k and reduce_precision") { check_sort_and_top_k(client); }
+  SUBCASE("gemm 512") { check_gemm_512(client); }
+  SUBCASE("convolution layer at batch 1") { check_convolution_layer(client, 1); }
+  SUBCASE("convolution layer at batch 8 (2 under sanitizers)") { check_convolution_layer(client, kSanitized ? 2 : 8); }
+  SUBCASE("self-attention") { check_attention(client); }
+  SUBCASE("mid-size element-wise and reductions") { check_mid_size(client); }
+  SUBCASE("gather and scatter") { check_gather_scatter(client); }
+  SUBCASE("sort of 64K keys") { check_large_sort(client); }
 }
 
 }  // namespace
 
 TEST_CASE("allocation: a steady-state synchronous execute allocates nothing on an inline client") {
   auto client = cpu::Client<cpu::InlineExecutor>::create(loop_options(0)).value();
-  SUBCASE("mlp layer") { check_mlp_layer(*client); }
-  SUBCASE("element-wise chain") { check_elementwise_chain(*client); }
-  SUBCASE("while loop and if") { check_control_flow(*client); }
-  SUBCASE("sort, top_k and reduce_precision") { check_sort_and_top_k(*client); }
+  check_every_program(*client);
 }
 
 TEST_CASE(
     "allocation: a steady-state synchronous execute allocates nothing on a thread pool client") {
   auto client = cpu::Client<cpu::ThreadPool>::create(loop_options(2)).value();
-  SUBCASE("mlp layer") { check_mlp_layer(*client); }
-  SUBCASE("element-wise chain") { check_elementwise_chain(*client); }
-  SUBCASE("while loop and if") { check_control_flow(*client); }
-  SUBCASE("sort, top_k and reduce_precision") { check_sort_and_top_k(*client); }
+  check_every_program(*client);
 }
 
-TEST_CASE("allocation: a steady-state asynchronous execute on a thread pool takes no lock") {
+TEST_CASE(
+    "allocation: a steady-state asynchronous execute on a thread pool allocates only its promise and "
+    "takes no lock") {
   // Each execute hands the program to a worker and fulfils its outputs' shared promise there;
-  // the loop then waits on the outputs' futures. The promise is an allocation, but neither
+  // the loop then waits on the outputs' futures. The promise's shared state is the one
+  // allocation; the task handed to the worker fits the pool's inline storage, and neither
   // side takes a mutex.
   auto client = cpu::Client<cpu::ThreadPool>::create(loop_options(2)).value();
   GraphBuilder b("async_chain");
@@ -470,6 +921,8 @@ TEST_CASE("allocation: a steady-state asynchronous execute on a thread pool take
   ExecuteOptions async;
   async.mode = ExecutionMode::kAsynchronous;
   const Counts counts = count_steady_state<cpu::ThreadPool>(*client, graph, {&ub, &vb}, host, nullptr, async);
+  CHECK_MESSAGE(counts.allocations == 100, "allocations on the caller in 100 executes: ", counts.allocations);
+  CHECK_MESSAGE(counts.any_thread == 100, "allocations on all threads in 100 executes: ", counts.any_thread);
   check_no_lock(counts);
   CHECK(max_error(host[0], [&](std::size_t i) {
           return double(us[i]) * double(vs[i]) + std::tanh(double(us[i]));

@@ -3,12 +3,14 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <complex>
 #include <cstring>
 #include <numeric>
 #include <limits>
 #include <thread>
 #include <vector>
 
+#include "pjrt_lite/backends/cpu/gemm.hpp"
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/builder.hpp"
@@ -505,6 +507,66 @@ TEST_CASE("cpu executable: dot_general against naive loops") {
   }
 }
 
+TEST_CASE("cpu executable: GEMM packing buffers planned at compile time fit every product up to their rows") {
+  using namespace cpu::detail;
+  // Eigen's blocking is not monotone in the row count; the plan must hold every product a
+  // worker can be handed (1..max_rows rows), or the kernel falls back to an allocating path.
+  auto misses = [](auto tag) {
+    using C = typename decltype(tag)::type;
+    std::int64_t missed = 0, products = 0;
+    for (std::int64_t cols : {2, 17, 64, 256, 1024, 4096})
+      for (std::int64_t depth : {1, 48, 64, 576, 1024, 5000})
+        for (std::int64_t max_rows : {20, 1820, 4096}) {
+          std::int64_t bytes = 0;
+          const GemmScratch plan = GemmScratch::plan<C>(max_rows, cols, depth, 1, bytes);
+          for (std::int64_t rows = 1; rows <= max_rows; rows += rows < 200 ? 1 : 7) {
+            if (!gemm_packs(rows, cols, depth)) continue;
+            ++products;
+            const GemmBlocking need = gemm_blocking<C>(rows, cols, depth);
+            missed += need.kc * std::min(need.mc, cols) > plan.a_elements ||
+                      need.kc * std::min(need.nc, rows) > plan.b_elements;
+          }
+        }
+    CHECK(products > 10000);
+    return missed;
+  };
+  CHECK(misses(std::type_identity<float>()) == 0);
+  CHECK(misses(std::type_identity<double>()) == 0);
+  CHECK(misses(std::type_identity<std::complex<float>>()) == 0);
+
+  // And the product in planned buffers equals the naive sums, split across two workers'
+  // slices, with row-major and column-major (transposed) operands.
+  const std::int64_t m = 300, n = 200, k = 500;
+  std::int64_t bytes = 0;
+  const GemmScratch plan = GemmScratch::plan<double>(m, n, k, 2, bytes);
+  REQUIRE(plan.slice_bytes > 0);
+  pjrt_lite::detail::AlignedBytes scratch = pjrt_lite::detail::allocate_aligned(static_cast<std::size_t>(bytes));
+  std::vector<double> a(m * k), b(k * n), at(k * m), bt(n * k), c(m * n);
+  for (std::int64_t i = 0; i < m; ++i)
+    for (std::int64_t j = 0; j < k; ++j) at[static_cast<std::size_t>(j * m + i)] = a[static_cast<std::size_t>(i * k + j)] = std::sin(0.1 * double(i * k + j));
+  for (std::int64_t i = 0; i < k; ++i)
+    for (std::int64_t j = 0; j < n; ++j) bt[static_cast<std::size_t>(j * k + i)] = b[static_cast<std::size_t>(i * n + j)] = std::cos(0.07 * double(i * n + j));
+  auto worst = [&] {
+    double w = 0;
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t j = 0; j < n; ++j) {
+        double acc = 0;
+        for (std::int64_t t = 0; t < k; ++t) acc += a[static_cast<std::size_t>(i * k + t)] * b[static_cast<std::size_t>(t * n + j)];
+        w = std::max(w, std::abs(acc - c[static_cast<std::size_t>(i * n + j)]));
+      }
+    return w;
+  };
+  const std::int64_t split = 113;
+  gemm_into<double>(split, n, k, a.data(), k, b.data(), n, c.data(), n, plan, plan.slice(scratch.get(), 0));
+  gemm_into<double>(m - split, n, k, a.data() + split * k, k, b.data(), n, c.data() + split * n, n, plan,
+                    plan.slice(scratch.get(), 1));
+  CHECK(worst() <= 1e-11);
+  std::fill(c.begin(), c.end(), 99.0);  // the product overwrites, it does not accumulate
+  gemm_into<double, true, true>(m, n, k, at.data(), m, bt.data(), k, c.data(), n, plan, plan.slice(scratch.get(), 1));
+  CHECK(worst() <= 1e-11);
+  CHECK(plan.slice(scratch.get(), 2) == nullptr);  // no third worker was planned
+}
+
 TEST_CASE("cpu executable: reductions") {
   auto client = make_client();
   Literal a = iota_literal<float>({3, 4, 5});
@@ -701,6 +763,74 @@ TEST_CASE("cpu executable: a donated argument is deleted and its memory backs th
   for (int i = 0; i < 1000; ++i) CHECK(r.data<float>()[i] == float(i) * float(i + 1) + float(i));
   Status again = exe.execute_sharded(args, client->devices()[0]).status();
   CHECK(contains(again.message(), "argument 0: buffer f32[1000] on cpu:0/device has been deleted or donated"));
+}
+
+TEST_CASE("cpu executable: donation is a transaction: a rejected execute leaves every argument as it was") {
+  auto client = make_client();
+  GraphBuilder b("sum3");
+  Value x = b.parameter(Shape(DType::kF32, {64}));
+  Value y = b.parameter(Shape(DType::kF32, {64}));
+  Value z = b.parameter(Shape(DType::kF32, {64}));
+  auto exe = client->compile(build(b, {b.add(b.add(x, y), z)})).value();
+  cpu::Device<>* d0 = client->devices()[0];
+  const Literal xs = iota_literal<float>({64}), ys = iota_literal<float>({64}, 100.0f), zs = iota_literal<float>({64}, 7.0f);
+  auto xb = client->buffer_from_literal(xs).value();
+  auto yb = client->buffer_from_literal(ys).value();
+  auto zb = client->buffer_from_literal(zs).value();
+
+  // The last donated argument is already deleted: every earlier donated argument survives with
+  // its contents, whatever order the buffers sit in memory.
+  for (const std::vector<int>& donated : {std::vector<int>{0, 1, 2}, std::vector<int>{2, 1, 0}, std::vector<int>{1, 2}}) {
+    CAPTURE(donated.size());
+    auto gone = client->buffer_from_literal(zs).value();
+    gone.delete_buffer();
+    cpu::Buffer<>* args[] = {&xb, &yb, &gone};
+    ExecuteOptions options = sync_options();
+    options.donated_arguments = donated;
+    const Status s = exe.execute_sharded(args, d0, options).status();
+    CHECK(s.code() == StatusCode::kFailedPrecondition);
+    CHECK_MESSAGE(contains(s.message(), "donated argument 2: buffer f32[64] on cpu:0/device has been deleted or donated"),
+                  s.to_string());
+    CHECK_FALSE(xb.is_deleted());
+    CHECK_FALSE(yb.is_deleted());
+    CHECK(xb.to_literal().await().value() == xs);
+    CHECK(yb.to_literal().await().value() == ys);
+  }
+  // A donated argument that is fine, next to a deleted argument that is not donated.
+  {
+    auto gone = client->buffer_from_literal(zs).value();
+    gone.delete_buffer();
+    cpu::Buffer<>* args[] = {&xb, &yb, &gone};
+    ExecuteOptions options = sync_options();
+    options.donated_arguments = {0};
+    CHECK(exe.execute_sharded(args, d0, options).status().code() == StatusCode::kFailedPrecondition);
+    CHECK_FALSE(xb.is_deleted());
+  }
+  // The same arguments then run, and donation commits: the donated buffers are deleted.
+  cpu::Buffer<>* args[] = {&xb, &yb, &zb};
+  ExecuteOptions options = sync_options();
+  options.donated_arguments = {2, 0};
+  auto out = exe.execute_sharded(args, d0, options);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK(xb.is_deleted());
+  CHECK_FALSE(yb.is_deleted());
+  CHECK(zb.is_deleted());
+  const Literal r = (*out)[0].to_literal().await().value();
+  for (int i = 0; i < 64; ++i) CHECK(r.data<float>()[i] == float(i) + float(100 + i) + float(7 + i));
+
+  // execute() over several devices checks every device's arguments before any device runs.
+  GraphBuilder nb("negate");
+  Value v = nb.parameter(Shape(DType::kF32, {4}));
+  auto both = client->compile(build(nb, {nb.negate(v)}), {.device_ids = {0, 1}}).value();
+  auto on0 = client->buffer_from_literal(Literal::vector<float>({1, 2, 3, 4})).value();
+  auto on1 = client->buffer_from_literal(Literal::vector<float>({1, 2, 3, 4}), client->devices()[1]->memory_spaces()[0]).value();
+  on1.delete_buffer();
+  const std::vector<std::vector<cpu::Buffer<>*>> lists{{&on0}, {&on1}};
+  ExecuteOptions donate = sync_options();
+  donate.donated_arguments = {0};
+  const auto failed = both.execute(lists, donate);
+  CHECK(failed.status().code() == StatusCode::kFailedPrecondition);
+  CHECK_FALSE(on0.is_deleted());
 }
 
 TEST_CASE("cpu executable: asynchronous execution waits for arguments and forwards their errors") {

@@ -209,4 +209,54 @@ TEST_CASE("stress: 8 threads execute, donate, copy, delete, read back and chain 
   MESSAGE("operations checked: " << operations.load());
 }
 
+TEST_CASE("stress: executes donating the same buffers in opposite orders never deadlock, and one wins each round") {
+  // Each round, two threads execute x * w + x donating both arguments, one listing them as
+  // {0, 1} and the other as {1, 0} with the arguments swapped: both want the same two buffers.
+  // Exactly one wins (its result is exact, both buffers end deleted); the other is refused
+  // and changes nothing. A donation that held one buffer while waiting for the other would
+  // deadlock here.
+  auto client = cpu::Client<>::create({.thread_count = 2}).value();
+  auto exe = client->compile(affine_graph()).value();
+  cpu::Device<>* device = client->devices()[0];
+  Failures failures;
+  const std::vector<std::int32_t> xs = pattern(3), ws = pattern(4);
+  std::vector<std::int32_t> expected(kN);
+  for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = xs[i] * ws[i] + xs[i];
+  std::vector<std::int32_t> swapped(kN);  // the loser's arguments are (w, x): w * x + w
+  for (std::size_t i = 0; i < swapped.size(); ++i) swapped[i] = ws[i] * xs[i] + ws[i];
+  int rounds_won = 0;
+  for (int round = 0; round < 300; ++round) {
+    auto x = client->buffer_from_host_buffer(std::span<const std::int32_t>(xs), kDims).value();
+    auto w = client->buffer_from_host_buffer(std::span<const std::int32_t>(ws), kDims).value();
+    std::atomic<bool> go{false};
+    StatusOr<std::vector<cpu::Buffer<>>> results[2] = {std::vector<cpu::Buffer<>>{}, std::vector<cpu::Buffer<>>{}};
+    auto run = [&](int side) {
+      while (!go.load()) std::this_thread::yield();
+      std::vector<cpu::Buffer<>*> args = side == 0 ? std::vector<cpu::Buffer<>*>{&x, &w} : std::vector<cpu::Buffer<>*>{&w, &x};
+      ExecuteOptions options;
+      options.mode = ExecutionMode::kSynchronous;
+      options.donated_arguments = side == 0 ? std::vector<int>{0, 1} : std::vector<int>{1, 0};
+      results[side] = exe.execute_sharded(args, device, options);
+    };
+    std::thread a(run, 0), b(run, 1);
+    go = true;
+    a.join();
+    b.join();
+    const int winners = int(results[0].ok()) + int(results[1].ok());
+    if (winners != 1) {
+      failures.add(str_cat("round ", round, ": ", winners, " executes succeeded"));
+      continue;
+    }
+    const int winner = results[0].ok() ? 0 : 1;
+    if (results[1 - winner].status().code() != StatusCode::kFailedPrecondition)
+      failures.add(str_cat("round ", round, ": the loser got ", results[1 - winner].status().to_string()));
+    if (!x.is_deleted() || !w.is_deleted()) failures.add(str_cat("round ", round, ": a donated buffer survived"));
+    if (!equal_to((*results[winner])[0].to_literal().await(), winner == 0 ? expected : swapped))
+      failures.add(str_cat("round ", round, ": wrong result"));
+    ++rounds_won;
+  }
+  failures.report();
+  CHECK(rounds_won == 300);
+}
+
 }  // namespace stress_test

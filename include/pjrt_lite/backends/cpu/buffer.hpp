@@ -726,6 +726,26 @@ class Buffer {
     return hold;
   }
 
+  /// Donation as a transaction, for an execute that donates several buffers and must leave
+  /// every one as it was when it fails: reserve_donation() holds a live buffer alone (other
+  /// uses wait) or fails naming operand `index` of `what` when it is deleted or donated; then
+  /// commit_donation() takes the memory and deletes the buffer, or cancel_donation() lets it
+  /// go unchanged. A caller reserving several buffers reserves them in the order of their
+  /// id(), so that two such callers never wait on each other.
+  [[nodiscard]] Status reserve_donation(std::string_view what, std::size_t index) {
+    if (!state_) return moved_from_error(what, " ", index);
+    if (!hold_alone()) return gone_error(what, " ", index);
+    return ok_status();
+  }
+  /// The memory of a reserved buffer.
+  [[nodiscard]] const detail::MemoryRef& reserved_memory() const { return state_->memory; }
+  [[nodiscard]] detail::BufferHold commit_donation() {
+    detail::BufferHold hold{std::move(state_->memory), state_->ready};
+    let_go(true);
+    return hold;
+  }
+  void cancel_donation() { let_go(false); }
+
   /// An address that identifies this buffer while it lives (for logs).
   [[nodiscard]] const void* id() const { return state_.get(); }
 
@@ -757,6 +777,14 @@ class Buffer {
   /// when it already was.
   template <class F>
   bool change_state(F&& change) {
+    if (!hold_alone()) return false;
+    let_go(change());
+    return true;
+  }
+
+  /// Marks the state exclusive and waits for the readers in to leave: false (nothing held)
+  /// when the buffer is deleted or donated.
+  bool hold_alone() {
     std::atomic<std::uint32_t>& access = state_->access;
     std::uint32_t seen = access.load(std::memory_order_relaxed);
     for (int spins = 0;;) {
@@ -772,11 +800,14 @@ class Buffer {
     }
     for (int spins = 0; (access.load(std::memory_order_acquire) & detail::kBufferReaders) != 0;)
       detail::back_off(spins);
-    const bool gone = change();
-    // Readers that counted themselves in meanwhile (and will leave again) keep their counts.
-    access.fetch_xor(gone ? detail::kBufferExclusive | detail::kBufferGone : detail::kBufferExclusive,
-                     std::memory_order_release);
     return true;
+  }
+
+  /// Ends hold_alone(), marking the buffer deleted if `gone`. Readers that counted
+  /// themselves in meanwhile (and will leave again) keep their counts.
+  void let_go(bool gone) {
+    state_->access.fetch_xor(gone ? detail::kBufferExclusive | detail::kBufferGone : detail::kBufferExclusive,
+                             std::memory_order_release);
   }
 
   /// Moves the memory and ready future into `hold`, deleting the buffer; false if it is gone.

@@ -480,7 +480,7 @@ class Compiler {
       }
       case OpCode::kDotGeneral: {
         auto k = std::make_unique<DotKernel>(g_.shape(n.operands[0]), g_.shape(n.operands[1]), n.attr<DotDimensionNumbers>(),
-                                             reads[0], reads[1], dst);
+                                             max_workers_, reads[0], reads[1], dst);
         k->text = text;
         add_kernel(std::move(k), reads, {dst});
         return ok_status();
@@ -490,8 +490,8 @@ class Compiler {
         if (a.input_spatial_dimensions.size() > ConvKernel::kMaxConvSpatial)
           return unimplemented_error(str_cat("cpu: convolution with ", a.input_spatial_dimensions.size(),
                                              " spatial dimensions (at most ", ConvKernel::kMaxConvSpatial, ")"));
-        auto k = std::make_unique<ConvKernel>(g_.shape(n.operands[0]), g_.shape(n.operands[1]), out, a, reads[0],
-                                              reads[1], dst);
+        auto k = std::make_unique<ConvKernel>(g_.shape(n.operands[0]), g_.shape(n.operands[1]), out, a, max_workers_,
+                                              reads[0], reads[1], dst);
         k->text = text;
         add_kernel(std::move(k), reads, {dst});
         return ok_status();

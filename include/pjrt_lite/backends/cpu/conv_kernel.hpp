@@ -3,8 +3,9 @@
 // positions gathers its windows of the lhs into the rows of a [positions, kernel taps x group
 // input features] matrix (zeros where a tap reads padding or a dilation hole), which one Eigen
 // GEMM multiplies by the group's kernel packed as [kernel taps x group input features, group
-// output features]. The blocks of positions split across the client's threads. Every buffer
-// is kernel scratch, so a run allocates nothing.
+// output features]. The blocks of positions split across the client's threads. Every buffer,
+// the GEMM's packing buffers included (gemm.hpp), is kernel scratch, so a run allocates
+// nothing.
 //
 // Each element type computes in one type that Eigen multiplies: f16 and bf16 in f32 (rounded
 // once at the end, as dot_general does), integers in unsigned arithmetic of at least 32 bits
@@ -19,6 +20,7 @@
 
 #include <Eigen/Core>
 
+#include "pjrt_lite/backends/cpu/gemm.hpp"
 #include "pjrt_lite/backends/cpu/kernels.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/shape.hpp"
@@ -26,35 +28,11 @@
 
 namespace pjrt_lite::cpu::detail {
 
-/// The type a convolution of T elements computes in (see the header comment).
-template <class T>
-struct ConvComputeType {
-  using type = T;
-};
-template <>
-struct ConvComputeType<f16> {
-  using type = float;
-};
-template <>
-struct ConvComputeType<bf16> {
-  using type = float;
-};
-template <>
-struct ConvComputeType<bool> {
-  using type = unsigned;
-};
-template <class T>
-requires is_int_v<T>
-struct ConvComputeType<T> {
-  using type =
-      std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
-};
-
 class ConvKernel final : public Kernel {
  public:
   /// Plans convolution(lhs, rhs) -> result with `a` (already checked by shape inference); all
   /// three arrays are dense row-major.
-  ConvKernel(const Shape& lhs, const Shape& rhs, const Shape& result, const ConvolutionAttrs& a,
+  ConvKernel(const Shape& lhs, const Shape& rhs, const Shape& result, const ConvolutionAttrs& a, int workers,
              std::int32_t lhs_slot, std::int32_t rhs_slot, std::int32_t dst_slot)
       : dtype_(lhs.dtype()), lhs_slot_(lhs_slot), rhs_slot_(rhs_slot), dst_slot_(dst_slot) {
     const auto lhs_strides = element_strides(lhs);
@@ -121,6 +99,10 @@ class ConvKernel final : public Kernel {
     cols_scratch_ = reserve(block_rows_ * depth_ * compute_size());
     packed_scratch_ = reserve(groups_ * depth_ * group_outputs_ * compute_size());
     out_scratch_ = reserve(block_rows_ * group_outputs_ * compute_size());
+    visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
+      gemm_ = GemmScratch::plan<typename GemmComputeType<T>::type>(block_rows_, group_outputs_, depth_, workers,
+                                                                     scratch_bytes);
+    });
     flops = 2.0 * static_cast<double>(batch_ * groups_) * static_cast<double>(positions_) *
             static_cast<double>(depth_) * static_cast<double>(group_outputs_);
     lhs_empty_ = lhs.element_count() == 0;
@@ -146,7 +128,7 @@ class ConvKernel final : public Kernel {
   [[nodiscard]] std::int64_t compute_size() const {
     std::int64_t size = 0;
     visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
-      size = static_cast<std::int64_t>(sizeof(typename ConvComputeType<T>::type));
+      size = static_cast<std::int64_t>(sizeof(typename GemmComputeType<T>::type));
     });
     return size;
   }
@@ -178,8 +160,7 @@ class ConvKernel final : public Kernel {
 
   template <class T>
   void run_typed(const RunContext& ctx) const {
-    using C = typename ConvComputeType<T>::type;
-    using Matrix = Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    using C = typename GemmComputeType<T>::type;
     const T* lhs = reinterpret_cast<const T*>(ctx.slots[lhs_slot_]);
     const T* rhs = reinterpret_cast<const T*>(ctx.slots[rhs_slot_]);
     T* out = reinterpret_cast<T*>(ctx.slots[dst_slot_]);
@@ -200,14 +181,13 @@ class ConvKernel final : public Kernel {
     for (std::int64_t b = 0; b < batch_; ++b)
       for (std::int64_t g = 0; g < groups_; ++g) {
         const T* lhs_group = lhs + b * lhs_batch_stride_ + g * lhs_group_offset_;
-        Eigen::Map<const Matrix> kernel(packed + g * depth_ * group_outputs_, depth_,
-                                        group_outputs_);
+        const C* kernel = packed + g * depth_ * group_outputs_;  // [depth, group outputs]
         for (std::int64_t p0 = 0; p0 < positions_; p0 += block_rows_) {
           const std::int64_t rows = std::min(block_rows_, positions_ - p0);
-          auto block = [&](std::int64_t r0, std::int64_t r1, int) {
+          auto block = [&](std::int64_t r0, std::int64_t r1, int worker) {
             im2col<T, C>(lhs_group, p0 + r0, p0 + r1, cols + r0 * depth_);
-            Eigen::Map<Matrix>(result + r0 * group_outputs_, r1 - r0, group_outputs_).noalias() =
-                Eigen::Map<const Matrix>(cols + r0 * depth_, r1 - r0, depth_) * kernel;
+            gemm_into<C>(r1 - r0, group_outputs_, depth_, cols + r0 * depth_, depth_, kernel, group_outputs_,
+                         result + r0 * group_outputs_, group_outputs_, gemm_, gemm_.slice(ctx.scratch, worker));
             write_rows<T, C>(
                 result + r0 * group_outputs_, p0 + r0, p0 + r1,
                 out + b * out_batch_stride_ + g * group_outputs_ * out_feature_stride_);
@@ -334,6 +314,7 @@ class ConvKernel final : public Kernel {
   std::vector<std::int64_t> out_sizes_, kernel_sizes_, out_spatial_strides_, rhs_spatial_strides_;
   std::vector<std::vector<std::int64_t>> tap_offsets_;
   std::int64_t cols_scratch_ = 0, packed_scratch_ = 0, out_scratch_ = 0;
+  GemmScratch gemm_;  // Eigen's packing buffers, one pair per worker
 };
 
 }  // namespace pjrt_lite::cpu::detail

@@ -13,6 +13,7 @@
 
 #include <Eigen/Core>
 
+#include "pjrt_lite/backends/cpu/gemm.hpp"
 #include "pjrt_lite/backends/cpu/kernels.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
@@ -21,9 +22,9 @@ namespace pjrt_lite::cpu::detail {
 
 class DotKernel final : public Kernel {
  public:
-  /// Plans the product of `lhs` and `rhs` with `dims`; the result is batch + lhs free + rhs
-  /// free, row-major.
-  DotKernel(const Shape& lhs, const Shape& rhs, const DotDimensionNumbers& dims, std::int32_t lhs_slot,
+  /// Plans the product of `lhs` and `rhs` with `dims` on up to `workers` threads; the result
+  /// is batch + lhs free + rhs free, row-major.
+  DotKernel(const Shape& lhs, const Shape& rhs, const DotDimensionNumbers& dims, int workers, std::int32_t lhs_slot,
             std::int32_t rhs_slot, std::int32_t dst_slot)
       : dtype_(lhs.dtype()), lhs_slot_(lhs_slot), rhs_slot_(rhs_slot), dst_slot_(dst_slot) {
     std::vector<std::int64_t> lhs_order = dims.lhs_batching_dimensions;
@@ -68,6 +69,10 @@ class DotKernel final : public Kernel {
       rhs_wide_ = reserve(batch_ * k_ * n_ * wide);
       out_wide_ = reserve(batch_ * m_ * n_ * wide);
     }
+    if (dtype_ != DType::kPred)
+      visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
+        gemm_ = GemmScratch::plan<typename GemmComputeType<T>::type>(m_, n_, k_, workers, scratch_bytes);
+      });
     flops = 2.0 * static_cast<double>(batch_ * m_ * n_ * k_);
     bytes_accessed = (batch_ * (m_ * k_ + k_ * n_ + m_ * n_)) * esize;
   }
@@ -180,29 +185,27 @@ class DotKernel final : public Kernel {
 
   template <class T>
   void gemm(const RunContext& ctx, const T* a, const T* b, T* c) const {
-    using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
     const double work = static_cast<double>(m_) * static_cast<double>(n_) * static_cast<double>(k_);
     for (std::int64_t batch = 0; batch < batch_; ++batch) {
       const T* ab = a + batch * m_ * k_;
       const T* bb = b + batch * k_ * n_;
       T* cb = c + batch * m_ * n_;
-      auto rows = [&](std::int64_t r0, std::int64_t r1, int) {
-        Eigen::Map<Matrix> cm(cb + r0 * n_, r1 - r0, n_);
-        if (k_ == 0) {
-          cm.setZero();
-          return;
-        }
-        // Rows [r0, r1) of the left operand, and the right operand, as stored.
-        auto product = [&](const auto& lhs) {
+      // Rows [r0, r1) of the product. f32/f64 operands stored transposed are read in place
+      // as column-major views ([batch, K, M] on the left, [batch, N, K] on the right).
+      auto rows = [&](std::int64_t r0, std::int64_t r1, int worker) {
+        std::byte* scratch = gemm_.slice(ctx.scratch, worker);
+        auto with_rhs = [&]<bool kLhsColumns>(const T* lhs, std::int64_t lda) {
           if constexpr (std::is_floating_point_v<T>) {
-            if (rhs_transposed_) return void(cm.noalias() = lhs * Eigen::Map<const Matrix>(bb, n_, k_).transpose());
+            if (rhs_transposed_)
+              return gemm_into<T, kLhsColumns, true>(r1 - r0, n_, k_, lhs, lda, bb, k_, cb + r0 * n_, n_, gemm_,
+                                                     scratch);
           }
-          cm.noalias() = lhs * Eigen::Map<const Matrix>(bb, k_, n_);
+          gemm_into<T, kLhsColumns, false>(r1 - r0, n_, k_, lhs, lda, bb, n_, cb + r0 * n_, n_, gemm_, scratch);
         };
         if constexpr (std::is_floating_point_v<T>) {
-          if (lhs_transposed_) return product(Eigen::Map<const Matrix>(ab, k_, m_).middleCols(r0, r1 - r0).transpose());
+          if (lhs_transposed_) return with_rhs.template operator()<true>(ab + r0, m_);
         }
-        product(Eigen::Map<const Matrix>(ab + r0 * k_, r1 - r0, k_));
+        with_rhs.template operator()<false>(ab + r0 * k_, k_);
       };
       // One block of rows per worker: each block packs all of B again, and the pool's
       // threads poll before they sleep, so they start within microseconds of each other
@@ -229,6 +232,7 @@ class DotKernel final : public Kernel {
   std::optional<StridedCopy> lhs_copy_, rhs_copy_;
   bool lhs_transposed_ = false, rhs_transposed_ = false;  // f32/f64 only: read in place, transposed
   std::int64_t lhs_scratch_ = 0, rhs_scratch_ = 0, lhs_wide_ = 0, rhs_wide_ = 0, out_wide_ = 0;
+  GemmScratch gemm_;  // Eigen's packing buffers, one pair per worker
 };
 
 }  // namespace pjrt_lite::cpu::detail

@@ -3,6 +3,8 @@
 // and Client::compile, which makes one from a graph or from StableHLO text.
 
 #include <algorithm>
+#include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -40,8 +42,19 @@ class LoadedExecutable {
                    CompileOptions options, Graph source)
       : client_(client), program_(std::move(program)), devices_(std::move(devices)), options_(std::move(options)),
         source_(std::move(source)) {}
-  LoadedExecutable(LoadedExecutable&&) noexcept = default;
-  LoadedExecutable& operator=(LoadedExecutable&&) noexcept = default;
+  // Moves are not thread-safe (nothing may use either executable meanwhile).
+  LoadedExecutable(LoadedExecutable&& other) noexcept
+      : client_(other.client_), program_(std::move(other.program_)), devices_(std::move(other.devices_)),
+        options_(std::move(other.options_)), source_(std::move(other.source_)), deleted_(other.is_deleted()) {}
+  LoadedExecutable& operator=(LoadedExecutable&& other) noexcept {
+    client_ = other.client_;
+    program_ = std::move(other.program_);
+    devices_ = std::move(other.devices_);
+    options_ = std::move(other.options_);
+    source_ = std::move(other.source_);
+    deleted_.store(other.is_deleted(), std::memory_order_relaxed);
+    return *this;
+  }
 
   [[nodiscard]] std::string_view name() const { return source_.name(); }
   [[nodiscard]] std::span<Device<E>* const> addressable_devices() const { return devices_; }
@@ -77,9 +90,10 @@ class LoadedExecutable {
   /// Client::deserialize_executable turns back into an executable (by compiling again).
   [[nodiscard]] std::vector<std::byte> serialize() const { return detail::write_executable(source_, options_); }
 
-  /// Marks the executable unusable; executions in flight finish.
-  void delete_executable() { deleted_ = true; }
-  [[nodiscard]] bool is_deleted() const { return deleted_; }
+  /// Marks the executable unusable; executions in flight finish. Thread-safe, also while
+  /// other threads execute it.
+  void delete_executable() { deleted_.store(true, std::memory_order_release); }
+  [[nodiscard]] bool is_deleted() const { return deleted_.load(std::memory_order_acquire); }
 
   /// Runs on every addressable device, `per_device_args[d]` on addressable_devices()[d].
   [[nodiscard]] StatusOr<std::vector<std::vector<Buffer<E>>>> execute(
@@ -87,6 +101,17 @@ class LoadedExecutable {
     if (per_device_args.size() != devices_.size())
       return invalid_argument_error(str_cat("execute: ", per_device_args.size(), " argument lists given for ",
                                             devices_.size(), " addressable devices"));
+    // Every device's arguments are checked, also for deleted buffers, before any device
+    // starts, so a bad list on one device leaves every argument (donated ones included) as it
+    // was. (A buffer deleted by another thread after this check fails its own device's launch,
+    // after the devices before it have run.)
+    for (std::size_t d = 0; d < devices_.size(); ++d) {
+      Status s = validate(per_device_args[d], devices_[d], options);
+      for (std::size_t i = 0; s.ok() && i < per_device_args[d].size(); ++i)
+        if (per_device_args[d][i]->is_deleted())
+          s = per_device_args[d][i]->acquire("execute: argument", i).status();
+      if (!s.ok()) return s.with_context(str_cat("device ", devices_[d]->debug_string()));
+    }
     std::vector<std::vector<Buffer<E>>> results(devices_.size());
     for (std::size_t d = 0; d < devices_.size(); ++d) {
       Status s = launch(per_device_args[d], devices_[d], options, results[d]);
@@ -127,13 +152,14 @@ class LoadedExecutable {
 
  private:
   Status validate(std::span<Buffer<E>* const> args, Device<E>* device, const ExecuteOptions& options) const {
-    if (deleted_) return failed_precondition_error("execute: the executable has been deleted");
+    if (is_deleted()) return failed_precondition_error("execute: the executable has been deleted");
     const auto& params = program_->parameter_shapes;
     if (args.size() != params.size())
       return invalid_argument_error(str_cat("execute: ", args.size(), " arguments given, the program takes ", params.size()));
     for (std::size_t i = 0; i < args.size(); ++i) {
       const Buffer<E>* a = args[i];
       if (a == nullptr) return invalid_argument_error(str_cat("execute: argument ", i, " is null"));
+      if (a->client() == nullptr) return invalid_argument_error(str_cat("execute: argument ", i, " was moved from"));
       if (a->client() != client_) return invalid_argument_error(str_cat("execute: argument ", i, " belongs to another client"));
       if (a->device() != device)
         return invalid_argument_error(str_cat("execute: argument ", i, " is on ", a->device()->debug_string(),
@@ -167,6 +193,10 @@ class LoadedExecutable {
     PJRT_LITE_RETURN_IF_ERROR(validate(args, device, options));
     const detail::Program& program = *program_;
     std::unique_ptr<detail::RunState> state = program.acquire_state();
+    // A new run state (another execution holds the cached one) allocates its arena here.
+    if (program.arena_bytes > 0 && state->arena == nullptr)  // dropped, not cached
+      return resource_exhausted_error(
+          str_cat("execute: the arena of ", program.arena_bytes, " bytes for a concurrent execution could not be allocated"));
     for (std::size_t i = 0; i < args.size(); ++i) {
       if (donated(options, i)) continue;
       StatusOr<detail::BufferHold> hold = args[i]->acquire("execute: argument", i);
@@ -176,33 +206,59 @@ class LoadedExecutable {
       }
       state->holds[i] = std::move(hold).value();
     }
-    // Donations last: once taken, a buffer is deleted, so nothing may fail after this.
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      if (!donated(options, i)) continue;
-      StatusOr<detail::BufferHold> hold = args[i]->release("execute: donated argument", i);
-      if (!hold.ok()) {
-        program.release_state(std::move(state));
-        return hold.status();
+    // Donation is a transaction: every donated argument is reserved (in the order of the
+    // buffers' ids, so concurrent executes donating the same buffers cannot wait on each
+    // other) before any is taken, and an error on any of them, or in allocating the outputs,
+    // leaves them all as they were.
+    const std::size_t donations = options.donated_arguments.size();
+    std::span<int> order(state->donation_order.data(), donations);
+    std::copy(options.donated_arguments.begin(), options.donated_arguments.end(), order.begin());
+    std::sort(order.begin(), order.end(), [&](int x, int y) {
+      return std::less<const void*>()(args[static_cast<std::size_t>(x)]->id(), args[static_cast<std::size_t>(y)]->id());
+    });
+    auto fail = [&](std::size_t reserved, Status error) {
+      for (std::size_t k = 0; k < reserved; ++k) args[static_cast<std::size_t>(order[k])]->cancel_donation();
+      program.release_state(std::move(state));
+      return error;
+    };
+    for (std::size_t k = 0; k < donations; ++k)
+      if (Status s = args[static_cast<std::size_t>(order[k])]->reserve_donation("execute: donated argument",
+                                                                                static_cast<std::size_t>(order[k]));
+          !s.ok())
+        return fail(k, std::move(s));
+
+    // An output may take over a donated argument's memory when nobody else can see it: no
+    // pending reads, no external references, not the caller's read-only zero-copy data.
+    for (std::size_t j = 0; j < program.output_shapes.size(); ++j) state->outputs[j] = nullptr;
+    for (std::size_t k = 0; k < donations; ++k) {
+      const auto i = static_cast<std::size_t>(order[k]);
+      const std::int32_t target = program.donation_target[i];
+      const detail::MemoryRef& memory = args[i]->reserved_memory();
+      state->takes_over[i] = target >= 0 && memory->writable && memory.use_count() == 1 &&
+                             !state->outputs[static_cast<std::size_t>(target)];
+      if (state->takes_over[i]) state->outputs[static_cast<std::size_t>(target)] = memory;
+    }
+    for (std::size_t j = 0; j < program.output_shapes.size(); ++j) {
+      if (state->outputs[j]) continue;
+      const auto bytes = static_cast<std::size_t>(program.output_shapes[j].byte_size());
+      detail::MemoryRef memory = client_->allocate_memory(bytes);
+      if (!memory || (bytes > 0 && memory->data == nullptr)) {
+        for (auto& out : state->outputs) out = nullptr;  // drops the references to donated memory
+        return fail(donations, resource_exhausted_error(str_cat("execute: output ", j, " (", program.output_shapes[j],
+                                                                ", ", bytes, " bytes) could not be allocated")));
       }
-      state->holds[i] = std::move(hold).value();
+      state->outputs[j] = std::move(memory);
+    }
+    // Nothing fails from here: commit.
+    for (std::size_t k = 0; k < donations; ++k) {
+      const auto i = static_cast<std::size_t>(order[k]);
+      if (state->takes_over[i]) state->outputs[static_cast<std::size_t>(program.donation_target[i])] = nullptr;
+      state->holds[i] = args[i]->commit_donation();
+      if (state->takes_over[i]) state->outputs[static_cast<std::size_t>(program.donation_target[i])] = state->holds[i].memory;
     }
     // The arguments are held now, so the previous results can go (even if some of them are
     // arguments): their memory returns to the pool in time to back this execution's outputs.
     results.clear();
-
-    for (std::size_t j = 0; j < program.output_shapes.size(); ++j) state->outputs[j] = nullptr;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      const std::int32_t target = program.donation_target[i];
-      auto& memory = state->holds[i].memory;
-      // Only memory nobody else can see may be overwritten: no pending reads, no external
-      // references, not the caller's read-only zero-copy data.
-      if (target >= 0 && donated(options, i) && memory->writable && memory.use_count() == 1 &&
-          !state->outputs[static_cast<std::size_t>(target)])
-        state->outputs[static_cast<std::size_t>(target)] = memory;
-    }
-    for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
-      if (!state->outputs[j])
-        state->outputs[j] = client_->allocate_memory(static_cast<std::size_t>(program.output_shapes[j].byte_size()));
 
     bool all_ready = true;
     for (const auto& h : state->holds) all_ready &= h.ready.is_ready();
@@ -238,16 +294,20 @@ class LoadedExecutable {
     std::vector<Future<void>> pending;
     for (const auto& h : state->holds)
       if (!h.ready.is_ready() || !h.ready.await().ok()) pending.push_back(h.ready);
-    E* executor = &client_->executor();
+    // The task holds the program, the run state, the promise and the client (whose executor
+    // outlives every task it runs): it fits UniqueFunction's inline storage, so handing it to
+    // a worker allocates nothing.
     join(pending).on_ready([program = program_, state = std::move(state), promise = std::move(promise),
-                            executor, observer](const Status& status) mutable {
+                            client = client_](const Status& status) mutable {
       if (!status.ok()) {
         program->release_state(std::move(state));
         promise.set_error(status);
         return;
       }
-      executor->schedule([program = std::move(program), state = std::move(state), promise = std::move(promise),
-                          executor, observer]() mutable {
+      auto task = [program = std::move(program), state = std::move(state), promise = std::move(promise),
+                   client]() mutable {
+        E* executor = &client->executor();
+        Observer* const observer = client->observer();
         {
           // The program's graph outlives the span: the program is held here.
           detail::ObservedSpan span(observer, SpanKind::kExecute, program->graph.name(), program->cost.bytes_accessed);
@@ -255,7 +315,10 @@ class LoadedExecutable {
         }
         program->release_state(std::move(state));
         promise.set_value();
-      });
+      };
+      static_assert(sizeof(task) <= UniqueFunction<void()>::kInlineBytes,
+                    "an asynchronous execute's task must fit a UniqueFunction without allocating");
+      client->executor().schedule(std::move(task));
     });
     return ok_status();
   }
@@ -270,7 +333,7 @@ class LoadedExecutable {
   std::vector<Device<E>*> devices_;
   CompileOptions options_;
   Graph source_;
-  bool deleted_ = false;
+  std::atomic<bool> deleted_{false};
 };
 
 template <class E>

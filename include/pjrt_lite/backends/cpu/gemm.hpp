@@ -1,0 +1,157 @@
+#pragma once
+// Eigen's GEMM with its packing buffers in kernel scratch. An Eigen product expression packs
+// its operands into buffers that it puts on the stack up to 128 KiB and takes from the heap
+// beyond (every product of a model layer's size); dot_general and convolution instead run
+// the same blocked product (Eigen's general_matrix_matrix_product, with the blocking sizes
+// Eigen's expression would choose) on buffers planned at compile time, one pair per worker,
+// so a steady-state execute allocates nothing. Shapes where Eigen's expression does not pack
+// (a coefficient-wise product for tiny sizes, a matrix-vector product for one row or column)
+// keep the expression.
+
+#include <algorithm>
+#include <cstdint>
+#include <type_traits>
+
+#include <Eigen/Core>
+
+#include "pjrt_lite/core/dtype.hpp"
+
+namespace pjrt_lite::cpu::detail {
+
+/// The type a product of T elements computes in: f16 and bf16 in f32 (rounded once at the
+/// end), integers in unsigned arithmetic of at least 32 bits (whose low bits are the wrapped
+/// result), pred as a count of true products.
+template <class T>
+struct GemmComputeType {
+  using type = T;
+};
+template <>
+struct GemmComputeType<f16> {
+  using type = float;
+};
+template <>
+struct GemmComputeType<bf16> {
+  using type = float;
+};
+template <>
+struct GemmComputeType<bool> {
+  using type = unsigned;
+};
+template <class T>
+  requires is_int_v<T>
+struct GemmComputeType<T> {
+  using type = std::conditional_t<(sizeof(T) < sizeof(unsigned)), unsigned, std::make_unsigned_t<T>>;
+};
+
+/// Eigen's cache blocking of one product.
+struct GemmBlocking {
+  std::int64_t kc = 0, mc = 0, nc = 0;
+};
+
+/// The blocking Eigen's product expression chooses for a row-major [rows x cols] result of
+/// depth `depth`. Eigen computes a row-major result as its column-major transpose, so its m
+/// is `cols` and its n is `rows`.
+template <class C>
+GemmBlocking gemm_blocking(std::int64_t rows, std::int64_t cols, std::int64_t depth) {
+  Eigen::Index kc = depth, mc = cols, nc = rows;
+  Eigen::internal::computeProductBlockingSizes<C, C, 1>(kc, mc, nc, Eigen::Index{1});
+  return {kc, mc, nc};
+}
+
+/// Whether Eigen's expression would run the blocked, packing product for this shape (the
+/// others do not allocate).
+inline bool gemm_packs(std::int64_t rows, std::int64_t cols, std::int64_t depth) {
+  return rows > 1 && cols > 1 && depth > 0 && rows + cols + depth >= EIGEN_GEMM_TO_COEFFBASED_THRESHOLD;
+}
+
+/// A level3_blocking of sizes `b` whose buffers are the caller's.
+template <class C>
+class ScratchBlocking final : public Eigen::internal::level3_blocking<C, C> {
+ public:
+  ScratchBlocking(const GemmBlocking& b, C* block_a, C* block_b) {
+    this->m_kc = b.kc;
+    this->m_mc = b.mc;
+    this->m_nc = b.nc;
+    this->m_blockA = block_a;
+    this->m_blockB = block_b;
+  }
+};
+
+/// The packing scratch of every worker: `workers` slices, each the packed left block then the
+/// packed right block, both starting on 64-byte boundaries (the packed-panel loads of Eigen's
+/// kernels are aligned loads). The blocks are sized for every product of up to `max_rows`
+/// rows: Eigen's blocking is not monotone in the row count (a shorter product may take a
+/// wider block), but its depth block kc depends on the depth alone, it packs kc x min(mc, cols)
+/// elements on the left and kc x min(nc, rows) on the right, and nc never exceeds what it
+/// chooses for an unbounded row count.
+struct GemmScratch {
+  std::int64_t a_elements = 0, b_elements = 0;  // the capacity of each block
+  std::int64_t offset = 0;                      // bytes into the kernel's scratch
+  std::int64_t a_bytes = 0;                     // the left block's share of a slice
+  std::int64_t slice_bytes = 0;                 // per worker; 0 when the product never packs
+  int workers = 0;
+
+  template <class C>
+  static GemmScratch plan(std::int64_t max_rows, std::int64_t cols, std::int64_t depth, int workers,
+                          std::int64_t& scratch_bytes) {
+    GemmScratch s;
+    if (!gemm_packs(max_rows, cols, depth)) return s;
+    const GemmBlocking at_most = gemm_blocking<C>(max_rows, cols, depth);
+    const GemmBlocking unbounded = gemm_blocking<C>(std::int64_t{1} << 40, cols, depth);
+    s.a_elements = at_most.kc * cols;
+    s.b_elements = at_most.kc * std::max(at_most.nc, std::min(max_rows, unbounded.nc));
+    const auto size = static_cast<std::int64_t>(sizeof(C));
+    s.a_bytes = (s.a_elements * size + 63) / 64 * 64;
+    s.slice_bytes = s.a_bytes + (s.b_elements * size + 63) / 64 * 64;
+    s.offset = scratch_bytes;
+    s.workers = std::max(workers, 1);
+    scratch_bytes += s.slice_bytes * s.workers;
+    return s;
+  }
+  /// Worker `w`'s slice of the kernel scratch at `scratch`, or null when nothing was planned
+  /// for it.
+  [[nodiscard]] std::byte* slice(std::byte* scratch, int w) const {
+    return slice_bytes > 0 && w >= 0 && w < workers ? scratch + offset + slice_bytes * w : nullptr;
+  }
+};
+
+/// c = op(a) * op(b), all row-major views: c is [rows x cols] with row stride ldc; op(a) is
+/// [rows x depth], stored row-major with stride lda, or (kLhsColumns) column-major with
+/// stride lda; op(b) is [depth x cols] likewise. With `plan` made for at least these rows and
+/// `worker_scratch` the calling worker's slice of it, the product packs there; otherwise, or
+/// when the shape's blocking would not fit, Eigen's expression runs it.
+template <class C, bool kLhsColumns = false, bool kRhsColumns = false>
+void gemm_into(std::int64_t rows, std::int64_t cols, std::int64_t depth, const C* a, std::int64_t lda, const C* b,
+               std::int64_t ldb, C* c, std::int64_t ldc, const GemmScratch& plan, std::byte* worker_scratch) {
+  using Stride = Eigen::OuterStride<>;
+  using RowMajor = Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  using ColMajor = Eigen::Matrix<C, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
+  using LhsMatrix = std::conditional_t<kLhsColumns, ColMajor, RowMajor>;
+  using RhsMatrix = std::conditional_t<kRhsColumns, ColMajor, RowMajor>;
+  Eigen::Map<RowMajor, Eigen::Unaligned, Stride> out(c, rows, cols, Stride(ldc));
+  if (rows == 0 || cols == 0) return;
+  if (depth == 0) {
+    out.setZero();
+    return;
+  }
+  if (worker_scratch != nullptr && gemm_packs(rows, cols, depth)) {
+    // The blocking Eigen would choose for this shape, in the buffers planned for the largest
+    // (Eigen packs kc x min(mc, cols) and kc x min(nc, rows) elements).
+    const GemmBlocking need = gemm_blocking<C>(rows, cols, depth);
+    if (need.kc * std::min(need.mc, cols) <= plan.a_elements && need.kc * std::min(need.nc, rows) <= plan.b_elements) {
+      ScratchBlocking<C> blocking(need, reinterpret_cast<C*>(worker_scratch),
+                                  reinterpret_cast<C*>(worker_scratch + plan.a_bytes));
+      out.setZero();
+      Eigen::internal::general_matrix_matrix_product<
+          Eigen::Index, C, kLhsColumns ? Eigen::ColMajor : Eigen::RowMajor, false, C,
+          kRhsColumns ? Eigen::ColMajor : Eigen::RowMajor, false, Eigen::RowMajor, 1>::run(rows, cols, depth, a, lda, b,
+                                                                                             ldb, c, 1, ldc, C(1),
+                                                                                             blocking, nullptr);
+      return;
+    }
+  }
+  out.noalias() = Eigen::Map<const LhsMatrix, Eigen::Unaligned, Stride>(a, rows, depth, Stride(lda)) *
+                  Eigen::Map<const RhsMatrix, Eigen::Unaligned, Stride>(b, depth, cols, Stride(ldb));
+}
+
+}  // namespace pjrt_lite::cpu::detail
