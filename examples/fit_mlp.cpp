@@ -66,14 +66,18 @@ int main() {
     return std::make_pair(l, next);
   });
 
+  float first = 0, last = 0;
   for (int epoch = 0; epoch <= 3000; ++epoch) {
     StatusOr<std::pair<Literal, Mlp<Literal>>> r = step(params, x, y);
     if (!r.ok()) {
       std::fprintf(stderr, "step failed: %s\n", r.status().to_string().c_str());
       return 1;
     }
-    if (epoch % 500 == 0) std::printf("epoch %4d  loss %.6f\n", epoch, r->first.data<float>()[0]);
+    last = r->first.data<float>()[0];
+    if (epoch == 0) first = last;
+    if (epoch % 500 == 0) std::printf("epoch %4d  loss %.6f\n", epoch, last);
     params = std::move(r->second);
   }
-  return 0;
+  // Exit 1 unless the fit worked: the loss fell below a hundredth of where it started.
+  return last < first / 100 ? 0 : 1;
 }

@@ -212,10 +212,7 @@ TEST_CASE("stablehlo compile: bad text is a Status with line:column, unknown ops
 }
 
 TEST_CASE("stablehlo corpus: every program passes or names what it lacks, and docs/conformance.md is current") {
-  if (!testing::have_corpus_dir()) {
-    MESSAGE("skipped: no StableHLO corpus at ", testing::corpus_dir().string());
-    return;
-  }
+  if (testing::skip_without_corpus()) return;
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(testing::corpus_dir()))
     if (entry.path().extension() == ".mlir") files.push_back(entry.path());

@@ -122,11 +122,6 @@ std::optional<std::string> read_corpus(std::string_view name) {
   return ss.str();
 }
 
-bool have_corpus() {
-  if (testing::have_corpus_dir()) return true;
-  MESSAGE("skipped: no StableHLO corpus at ", testing::corpus_dir().string());
-  return false;
-}
 
 template <class T>
 std::vector<T> values_of(const Literal& lit) {
@@ -1093,7 +1088,7 @@ TEST_CASE("stablehlo: constants round-trip exactly") {
 // ---- The corpus ------------------------------------------------------------------------------
 
 TEST_CASE("stablehlo: a sample of the corpus, checked structurally") {
-  if (!have_corpus()) return;
+  if (testing::skip_without_corpus()) return;
   struct Expect {
     std::string_view file;
     OpCode op;              // the op under test
@@ -1188,7 +1183,7 @@ TEST_CASE("stablehlo: a sample of the corpus, checked structurally") {
 }
 
 TEST_CASE("stablehlo: every corpus file parses or is UNIMPLEMENTED") {
-  if (!have_corpus()) return;
+  if (testing::skip_without_corpus()) return;
   std::vector<std::filesystem::path> files;
   for (const auto& entry : std::filesystem::directory_iterator(testing::corpus_dir()))
     if (entry.path().extension() == ".mlir") files.push_back(entry.path());
@@ -1227,7 +1222,7 @@ TEST_CASE("stablehlo: every corpus file parses or is UNIMPLEMENTED") {
 }
 
 TEST_CASE("stablehlo: truncated and mutated corpus files never crash") {
-  if (!have_corpus()) return;
+  if (testing::skip_without_corpus()) return;
   const std::optional<std::string> text = read_corpus("argmax_bfloat16_15.mlir");
   REQUIRE(text.has_value());
   // Every prefix, then a deterministic stream of small mutations.
