@@ -10,6 +10,7 @@
 #include <functional>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "pjrt_lite/backends/reference/interpreter.hpp"
@@ -385,6 +386,56 @@ TEST_CASE("autodiff: bad inputs are statuses") {
   CHECK(sd.status().code() == StatusCode::kUnimplemented);
   CHECK_MESSAGE(sd.status().message().find("select_and_scatter") != std::string_view::npos,
                 sd.status().message());
+}
+
+TEST_CASE("autodiff: fft, triangular_solve, gather and scatter are refused by name where they have no rule") {
+  // Reverse mode of fft and triangular_solve: UNIMPLEMENTED naming the op (forward mode works).
+  GraphBuilder fb("fft");
+  Value z = fb.parameter(Shape(DType::kC128, {8}));
+  const Graph fg = fb.build({fb.fft(z, FftType::kFft, {8})}).value();
+  CHECK(jvp_graph(fg, {true}).ok());
+  StatusOr<Graph> fr = vjp_graph(fg, {true});
+  CHECK(fr.status().code() == StatusCode::kUnimplemented);
+  CHECK_MESSAGE(fr.status().message().find("fft") != std::string_view::npos, fr.status().message());
+
+  GraphBuilder tb("solve");
+  Value a = tb.parameter(Shape(kF64, {3, 3}));
+  Value rhs = tb.parameter(Shape(kF64, {3, 2}));
+  const Graph tg = tb.build({tb.triangular_solve(a, rhs, TriangularSolveAttrs{})}).value();
+  CHECK(jvp_graph(tg, {false, true}).ok());
+  StatusOr<Graph> tr = vjp_graph(tg, {false, true});
+  CHECK(tr.status().code() == StatusCode::kUnimplemented);
+  CHECK_MESSAGE(tr.status().message().find("triangular_solve") != std::string_view::npos, tr.status().message());
+
+  // gather and scatter have no rule in either mode.
+  GraphBuilder gb("lookup");
+  Value table = gb.parameter(Shape(kF64, {5, 2}));
+  Value ids = gb.parameter(Shape(DType::kS32, {3, 1}));
+  GatherAttrs gather;
+  gather.offset_dims = {1};
+  gather.collapsed_slice_dims = {0};
+  gather.start_index_map = {0};
+  gather.index_vector_dim = 1;
+  gather.slice_sizes = {1, 2};
+  const Graph gg = gb.build({gb.gather(table, ids, gather)}).value();
+  GraphBuilder sb("accumulate");
+  Value into = sb.parameter(Shape(kF64, {5, 2}));
+  Value where = sb.parameter(Shape(DType::kS32, {3, 1}));
+  Value updates = sb.parameter(Shape(kF64, {3, 2}));
+  ScatterAttrs scatter;
+  scatter.update_window_dims = {1};
+  scatter.inserted_window_dims = {0};
+  scatter.scatter_dims_to_operand_dims = {0};
+  scatter.index_vector_dim = 1;
+  const Graph sg = sb.build({sb.scatter(into, where, updates, OpCode::kAdd, scatter)}).value();
+  for (const auto& [graph, name, wrt] :
+       {std::tuple<const Graph*, std::string_view, std::vector<bool>>{&gg, "gather", {true, false}},
+        std::tuple<const Graph*, std::string_view, std::vector<bool>>{&sg, "scatter", {true, false, true}}}) {
+    for (const StatusOr<Graph>& d : {vjp_graph(*graph, wrt), jvp_graph(*graph, wrt)}) {
+      CHECK(d.status().code() == StatusCode::kUnimplemented);
+      CHECK_MESSAGE(d.status().message().find(name) != std::string_view::npos, d.status().message());
+    }
+  }
 }
 
 TEST_CASE("autodiff: CHLO ops without a derivative rule are UNIMPLEMENTED, not zero") {

@@ -52,7 +52,7 @@ enum class ExecutionMode {
 
 /// Per-call options of LoadedExecutable::execute and its variants.
 struct ExecuteOptions {
-  /// Identifies one launch across devices (collectives and traces match on it).
+  /// The caller's number for this launch, as in PJRT; the CPU client does not read it.
   int launch_id = 0;
   ExecutionMode mode = ExecutionMode::kDefault;
   /// Indices of arguments the caller donates: each such buffer is deleted by the call and

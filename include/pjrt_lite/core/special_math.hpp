@@ -22,8 +22,17 @@ inline double atan(double x) { return std::atan(x); }
 inline double atanh(double x) { return std::atanh(x); }
 inline double erf(double x) { return std::erf(x); }
 inline double erfc(double x) { return std::erfc(x); }
-/// log |Gamma(x)|.
-inline double lgamma(double x) { return std::lgamma(x); }
+/// log |Gamma(x)|. glibc's std::lgamma writes the sign of Gamma(x) to the global `signgam`, a
+/// data race when kernels run on several threads; its reentrant form returns the sign through
+/// a local instead.
+inline double lgamma(double x) {
+#if defined(__GLIBC__)
+  int sign = 0;
+  return ::lgamma_r(x, &sign);
+#else
+  return std::lgamma(x);
+#endif
+}
 
 // The complex forms of acosh .. sinh: the C library's principal branches on complex<double>.
 inline std::complex<double> acosh(std::complex<double> z) { return std::acosh(z); }
