@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <functional>
 #include <complex>
 #include <cstring>
 #include <numeric>
@@ -778,23 +779,32 @@ TEST_CASE("cpu executable: donation is a transaction: a rejected execute leaves 
   auto yb = client->buffer_from_literal(ys).value();
   auto zb = client->buffer_from_literal(zs).value();
 
-  // The last donated argument is already deleted: every earlier donated argument survives with
-  // its contents, whatever order the buffers sit in memory.
-  for (const std::vector<int>& donated : {std::vector<int>{0, 1, 2}, std::vector<int>{2, 1, 0}, std::vector<int>{1, 2}}) {
-    CAPTURE(donated.size());
-    auto gone = client->buffer_from_literal(zs).value();
-    gone.delete_buffer();
-    cpu::Buffer<>* args[] = {&xb, &yb, &gone};
+  // Donations are reserved in the order of the buffers' ids: the deleted argument is the one
+  // with the largest id, so both others are reserved first and must be let go unchanged.
+  for (const std::vector<int>& donated : {std::vector<int>{0, 1, 2}, std::vector<int>{2, 1, 0}}) {
+    CAPTURE(donated.front());
+    std::vector<cpu::Buffer<>> three;
+    for (const Literal* l : {&xs, &ys, &zs}) three.push_back(client->buffer_from_literal(*l).value());
+    std::size_t last = 0;
+    for (std::size_t i = 1; i < 3; ++i)
+      if (std::less<const void*>()(three[last].id(), three[i].id())) last = i;
+    three[last].delete_buffer();
+    cpu::Buffer<>* args[] = {&three[0], &three[1], &three[2]};
     ExecuteOptions options = sync_options();
     options.donated_arguments = donated;
     const Status s = exe.execute_sharded(args, d0, options).status();
     CHECK(s.code() == StatusCode::kFailedPrecondition);
-    CHECK_MESSAGE(contains(s.message(), "donated argument 2: buffer f32[64] on cpu:0/device has been deleted or donated"),
+    CHECK_MESSAGE(contains(s.message(), str_cat("donated argument ", last, ": buffer f32[64] on cpu:0/device has been "
+                                                                        "deleted or donated")),
                   s.to_string());
-    CHECK_FALSE(xb.is_deleted());
-    CHECK_FALSE(yb.is_deleted());
-    CHECK(xb.to_literal().await().value() == xs);
-    CHECK(yb.to_literal().await().value() == ys);
+    const Literal* values[] = {&xs, &ys, &zs};
+    for (std::size_t i = 0; i < 3; ++i) {
+      if (i == last) continue;
+      CHECK_FALSE(three[i].is_deleted());
+      CHECK(three[i].to_literal().await().value() == *values[i]);
+      // Let go, not held: the buffer can be written in place and deleted again.
+      CHECK(three[i].copy_raw_from_host(values[i]->untyped_data(), 0, 256).ok());
+    }
   }
   // A donated argument that is fine, next to a deleted argument that is not donated.
   {
@@ -830,6 +840,14 @@ TEST_CASE("cpu executable: donation is a transaction: a rejected execute leaves 
   donate.donated_arguments = {0};
   const auto failed = both.execute(lists, donate);
   CHECK(failed.status().code() == StatusCode::kFailedPrecondition);
+  CHECK_FALSE(on0.is_deleted());
+  CHECK(on0.to_literal().await().value() == Literal::vector<float>({1, 2, 3, 4}));
+  // A buffer donated on one device and passed to another is refused before anything runs.
+  const std::vector<std::vector<cpu::Buffer<>*>> shared{{&on0}, {&on0}};
+  const auto twice = both.execute(shared, donate);
+  CHECK(twice.status().code() == StatusCode::kInvalidArgument);
+  CHECK_MESSAGE(contains(twice.status().message(), "argument 0 is donated but is also passed to device cpu:1"),
+                twice.status().to_string());
   CHECK_FALSE(on0.is_deleted());
 }
 

@@ -234,6 +234,31 @@ TEST_CASE("frontend: jit keeps at most cache_capacity signatures, least recently
   CHECK(h(1.0f).value() == Literal::scalar(2.0f));
   CHECK(h(2.0).value() == Literal::scalar(4.0));
   CHECK(h.cache_stats() == CacheStats{.hits = 0, .misses = 2, .evictions = 1, .size = 1, .capacity = 1});
+
+  // Signatures inserted one after another with no hit between them: the oldest goes, not the
+  // newest (A B C D C: C is still cached at the end).
+  calls = 0;
+  f.clear();
+  CHECK(call(11));
+  CHECK(call(12));
+  CHECK(call(13));  // 11 goes
+  CHECK(call(14));  // 12 goes
+  CHECK(call(13));  // a hit
+  CHECK(calls == 4);
+  CHECK(call(12));  // 14 is older than 13 now: it goes
+  CHECK(call(13));
+  CHECK(calls == 5);
+
+  // A huge capacity is bounded; a moved-from jit refuses calls instead of crashing.
+  auto big = jit(client, [](Tensor x) { return x; }, JitOptions{.cache_capacity = std::size_t{1} << 40});
+  CHECK(big.cache_stats().capacity == static_cast<std::int64_t>(JitOptions::kMaxCacheCapacity));
+  auto moved = std::move(big);
+  CHECK(moved(1.0f).value() == Literal::scalar(1.0f));
+  const auto refused = big(1.0f);  // NOLINT(bugprone-use-after-move): the point of the check
+  CHECK(refused.status().code() == StatusCode::kFailedPrecondition);
+  CHECK(refused.status().message().find("moved from") != std::string_view::npos);
+  CHECK(big.cache_size() == 0);
+  CHECK(big.cache_stats().capacity == 0);
 }
 
 TEST_CASE("frontend: jit's bounded cache under calls from many threads") {

@@ -19,6 +19,11 @@ class UniqueFunction<R(Args...)> {
  public:
   /// Callables up to this size (and alignment of at most a max_align_t) are stored inline.
   static constexpr std::size_t kInlineBytes = 48;
+  /// Whether a callable of type Fn is stored without touching the heap.
+  template <class Fn>
+  static constexpr bool stores_inline() {
+    return fits_inline<std::remove_cvref_t<Fn>>();
+  }
 
   UniqueFunction() noexcept = default;
   UniqueFunction(std::nullptr_t) noexcept {}  // NOLINT: implicit like std::function

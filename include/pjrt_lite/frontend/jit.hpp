@@ -14,6 +14,7 @@
 // cache_capacity, least recently used dropped first). `execute(buffers, outputs)` is the path
 // for loops that must not allocate: buffers in, buffers out, no transfer.
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -53,9 +54,11 @@ struct JitOptions {
   /// The name of the traced graph (its `name()`, shown in dumps and traces).
   std::string name = "jit";
   /// How many signatures stay compiled; a new one past that replaces the least recently used
-  /// (which is traced and compiled again if it comes back). 0 is taken as 1. Each call scans
-  /// the entries, so thousands would slow every call down.
+  /// (which is traced and compiled again if it comes back). 0 is taken as 1, and more than
+  /// kMaxCacheCapacity as that. Each call scans the entries, so thousands would slow every
+  /// call down.
   std::size_t cache_capacity = 64;
+  static constexpr std::size_t kMaxCacheCapacity = std::size_t{1} << 16;
 };
 
 /// A jitted function. Thread-safe: calls may come from several threads; a signature seen
@@ -71,8 +74,9 @@ class Jit {
       : client_(&client),
         f_(std::move(f)),
         options_(std::move(options)),
-        cache_(std::make_unique<Cache>(options_.cache_capacity == 0 ? 1 : options_.cache_capacity)) {}
-  /// Not thread-safe: nothing may call either function meanwhile.
+        cache_(std::make_unique<Cache>(std::clamp<std::size_t>(options_.cache_capacity, 1, JitOptions::kMaxCacheCapacity))) {}
+  /// Not thread-safe: nothing may call either function meanwhile. A moved-from Jit has no
+  /// cache: its calls return FAILED_PRECONDITION.
   Jit(Jit&& other) noexcept
       : client_(other.client_),
         f_(std::move(other.f_)),
@@ -101,8 +105,8 @@ class Jit {
   }
 
   /// The executable for these arguments' signature, compiled if needed. The pointer stays
-  /// valid while the signature stays cached: until cache_capacity other signatures have been
-  /// used since, clear(), or the end of the Jit.
+  /// valid while the signature stays cached: until a call with a new signature evicts it
+  /// (from this thread or any other), clear(), or the end of the Jit.
   template <class... Args>
   StatusOr<const Executable*> executable(const Args&... args) {
     PJRT_LITE_ASSIGN_OR_RETURN(Pinned e, lookup_or_compile(args...));
@@ -124,6 +128,7 @@ class Jit {
 
   /// How many signatures are compiled and cached now (at most the capacity).
   [[nodiscard]] std::size_t cache_size() const {
+    if (!cache_) return 0;
     std::size_t n = 0;
     const std::size_t used = cache_->used.load(std::memory_order_acquire);
     for (std::size_t i = 0; i < used; ++i) n += cache_->slots[i].load(std::memory_order_acquire) != nullptr;
@@ -133,7 +138,8 @@ class Jit {
   /// and capacity. Thread-safe.
   [[nodiscard]] CacheStats cache_stats() const {
     CacheStats stats;
-    stats.hits = static_cast<std::int64_t>(cache_->clock.load(std::memory_order_relaxed));
+    if (!cache_) return stats;
+    stats.hits = cache_->hits.load(std::memory_order_relaxed);
     stats.misses = cache_->misses.load(std::memory_order_relaxed);
     stats.evictions = cache_->evictions.load(std::memory_order_relaxed);
     stats.size = static_cast<std::int64_t>(cache_size());
@@ -144,6 +150,7 @@ class Jit {
   /// with theirs. Pointers from executable() become invalid. Thread-safe.
   void clear() {
     std::lock_guard lock(compile_mutex_);
+    if (!cache_) return;
     Cache& c = *cache_;
     const std::size_t used = c.used.load(std::memory_order_relaxed);
     std::vector<Entry*> dropped;
@@ -217,14 +224,17 @@ class Jit {
     void wait_for_readers() noexcept {
       for (int phase = 0; phase < 2; ++phase) {
         const std::size_t p = epoch.fetch_add(1, std::memory_order_seq_cst) & 1;
-        for (int spins = 0; readers[p].load(std::memory_order_acquire) != 0;)
+        // seq_cst: with the readers' seq_cst increment-then-read of the epoch, either this load
+        // sees a reader that read the old epoch, or that reader sees the new one.
+        for (int spins = 0; readers[p].load(std::memory_order_seq_cst) != 0;)
           if (++spins > 64) std::this_thread::yield();
       }
     }
 
     std::vector<std::atomic<Entry*>> slots;
     std::atomic<std::size_t> used{0};
-    std::atomic<std::uint64_t> clock{0};  // counts hits; stamps Entry::last_used
+    std::atomic<std::uint64_t> clock{0};  // ticks at every hit and insert; stamps Entry::last_used
+    std::atomic<std::int64_t> hits{0};
     std::atomic<std::int64_t> misses{0};
     std::atomic<std::int64_t> evictions{0};
     std::atomic<std::size_t> epoch{0};
@@ -235,6 +245,7 @@ class Jit {
   /// allocation-free.
   template <class Match>
   Pinned find_if(Match&& match) const {
+    if (!cache_) return Pinned();
     Cache& c = *cache_;
     const std::size_t p = c.enter();
     Entry* found = nullptr;
@@ -244,6 +255,7 @@ class Jit {
       if (e != nullptr && match(*e)) {
         e->refs.fetch_add(1, std::memory_order_relaxed);
         e->last_used.store(c.clock.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
+        c.hits.fetch_add(1, std::memory_order_relaxed);
         found = e;
       }
     }
@@ -255,7 +267,9 @@ class Jit {
   /// recently used entry when the cache is full. Under compile_mutex_.
   Pinned insert(Entry* e) {
     Cache& c = *cache_;
-    e->last_used.store(c.clock.load(std::memory_order_relaxed), std::memory_order_relaxed);
+    // A new entry is the most recently used: entries inserted one after another never tie,
+    // so the oldest of them goes first.
+    e->last_used.store(c.clock.fetch_add(1, std::memory_order_relaxed) + 1, std::memory_order_relaxed);
     const std::size_t used = c.used.load(std::memory_order_relaxed);
     if (used < c.slots.size()) {
       c.slots[used].store(e, std::memory_order_release);
@@ -347,6 +361,7 @@ class Jit {
 
   template <class... Args>
   StatusOr<Pinned> lookup_or_compile(const Args&... args) {
+    if (!cache_) return failed_precondition_error("jit: the jitted function was moved from");
     if (Pinned e = find(args...)) return e;
     std::lock_guard lock(compile_mutex_);
     // Another thread may have compiled it meanwhile: then this call is a hit after all.

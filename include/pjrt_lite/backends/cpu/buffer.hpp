@@ -726,12 +726,20 @@ class Buffer {
     return hold;
   }
 
+
+  /// An address that identifies this buffer while it lives (for logs).
+  [[nodiscard]] const void* id() const { return state_.get(); }
+
+ private:
   /// Donation as a transaction, for an execute that donates several buffers and must leave
   /// every one as it was when it fails: reserve_donation() holds a live buffer alone (other
   /// uses wait) or fails naming operand `index` of `what` when it is deleted or donated; then
   /// commit_donation() takes the memory and deletes the buffer, or cancel_donation() lets it
-  /// go unchanged. A caller reserving several buffers reserves them in the order of their
-  /// id(), so that two such callers never wait on each other.
+  /// go unchanged, each exactly once after a successful reserve. A caller reserving several
+  /// buffers reserves them in the order of their id(), so that two such callers never wait
+  /// on each other. Only an execute does this (a reservation left open would stall every
+  /// other use of the buffer).
+  friend class LoadedExecutable<E>;
   [[nodiscard]] Status reserve_donation(std::string_view what, std::size_t index) {
     if (!state_) return moved_from_error(what, " ", index);
     if (!hold_alone()) return gone_error(what, " ", index);
@@ -746,10 +754,6 @@ class Buffer {
   }
   void cancel_donation() { let_go(false); }
 
-  /// An address that identifies this buffer while it lives (for logs).
-  [[nodiscard]] const void* id() const { return state_.get(); }
-
- private:
   // The buffer's memory changes hands without a lock (BufferState::access): readers count
   // themselves in for the few instructions of copying a MemoryRef, and an operation that
   // changes the memory first marks the state exclusive, then waits for the readers already

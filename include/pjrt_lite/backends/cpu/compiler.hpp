@@ -668,11 +668,10 @@ class Compiler {
     std::vector<std::vector<std::int32_t>> dies_after(reads_.size());
     for (std::size_t s = 0; s < slots.size(); ++s)
       if (slots[s].kind == SlotKind::kTemp && last_read[s] >= 0) dies_after[static_cast<std::size_t>(last_read[s])].push_back(static_cast<std::int32_t>(s));
-    // Every size is a valid shape's (below 2^63), so rounding up to 64 cannot overflow...
-    auto round = [](std::int64_t n) {
-      return std::max<std::int64_t>(64, static_cast<std::int64_t>((static_cast<std::uint64_t>(n) + 63) / 64 * 64));
-    };
-    // ...but their sum can.
+    // Sizes rounded up to 64 bytes; a size within 63 of 2^63 (or the sum of the sizes) does
+    // not fit an int64 and is RESOURCE_EXHAUSTED.
+    constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
+    auto round = [](std::int64_t n) { return std::max<std::int64_t>(64, (n + 63) / 64 * 64); };
     auto too_large = [&](std::int64_t bytes) {
       return resource_exhausted_error(str_cat("the arena of the program's temporaries and kernel scratch would exceed ",
                                               std::numeric_limits<std::int64_t>::max(), " bytes (adding ", bytes, ")"));
@@ -681,6 +680,7 @@ class Compiler {
       for (std::int32_t s : writes_[k]) {
         auto& slot = program_->slots[static_cast<std::size_t>(s)];
         if (slot.kind != SlotKind::kTemp || placed[static_cast<std::size_t>(s)]) continue;
+        if (slot.bytes > kMax - 63) return too_large(slot.bytes);
         const std::int64_t size = round(slot.bytes);
         auto best = free_blocks.end();
         for (auto it = free_blocks.begin(); it != free_blocks.end(); ++it)
@@ -691,7 +691,7 @@ class Compiler {
           else free_blocks.erase(best);
         } else {
           slot.offset = end;
-          if (size > std::numeric_limits<std::int64_t>::max() - end) return too_large(size);
+          if (size > kMax - end) return too_large(size);
           end += size;
         }
         placed[static_cast<std::size_t>(s)] = true;
@@ -710,7 +710,7 @@ class Compiler {
     std::int64_t scratch = 0;
     for (const auto& k : program_->kernels) scratch = std::max(scratch, k->scratch_bytes);
     program_->scratch_offset = end;
-    if (round(scratch) > std::numeric_limits<std::int64_t>::max() - end) return too_large(round(scratch));
+    if (scratch > kMax - 63 || round(scratch) > kMax - end) return too_large(scratch);
     program_->arena_bytes = end + (scratch + 63) / 64 * 64;
     return ok_status();
   }

@@ -99,9 +99,11 @@ class ConvKernel final : public Kernel {
     cols_scratch_ = reserve(block_rows_ * depth_ * compute_size());
     packed_scratch_ = reserve(groups_ * depth_ * group_outputs_ * compute_size());
     out_scratch_ = reserve(block_rows_ * group_outputs_ * compute_size());
+    // Packing buffers for every worker that can run a block of positions (one when no block
+    // is large enough to split).
     visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
-      gemm_ = GemmScratch::plan<typename GemmComputeType<T>::type>(block_rows_, group_outputs_, depth_, workers,
-                                                                     scratch_bytes);
+      gemm_ = GemmScratch::plan<typename GemmComputeType<T>::type>(block_rows_, group_outputs_, depth_,
+                                                                     splits(block_rows_) ? workers : 1, scratch_bytes);
     });
     flops = 2.0 * static_cast<double>(batch_ * groups_) * static_cast<double>(positions_) *
             static_cast<double>(depth_) * static_cast<double>(group_outputs_);
@@ -123,6 +125,12 @@ class ConvKernel final : public Kernel {
       stride *= s.dim(d);
     }
     return strides;
+  }
+
+  /// Whether a block of `rows` output positions splits across the workers.
+  [[nodiscard]] bool splits(std::int64_t rows) const {
+    return static_cast<double>(rows) * static_cast<double>(depth_) * static_cast<double>(group_outputs_) >= 1 << 18 &&
+           rows >= 32;
   }
 
   [[nodiscard]] std::int64_t compute_size() const {
@@ -192,9 +200,7 @@ class ConvKernel final : public Kernel {
                 result + r0 * group_outputs_, p0 + r0, p0 + r1,
                 out + b * out_batch_stride_ + g * group_outputs_ * out_feature_stride_);
           };
-          const double work = static_cast<double>(rows) * static_cast<double>(depth_) *
-                              static_cast<double>(group_outputs_);
-          if (work >= 1 << 18 && rows >= 32)
+          if (splits(rows))
             ctx.parallel(rows, std::max<std::int64_t>(16, rows / (4 * ctx.max_workers)), block);
           else
             block(0, rows, 0);

@@ -69,9 +69,12 @@ class DotKernel final : public Kernel {
       rhs_wide_ = reserve(batch_ * k_ * n_ * wide);
       out_wide_ = reserve(batch_ * m_ * n_ * wide);
     }
+    // Packing buffers for every worker that can run a block of rows (one when the product
+    // is too small to split).
     if (dtype_ != DType::kPred)
       visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
-        gemm_ = GemmScratch::plan<typename GemmComputeType<T>::type>(m_, n_, k_, workers, scratch_bytes);
+        gemm_ = GemmScratch::plan<typename GemmComputeType<T>::type>(m_, n_, k_, splits() ? workers : 1,
+                                                                      scratch_bytes);
       });
     flops = 2.0 * static_cast<double>(batch_ * m_ * n_ * k_);
     bytes_accessed = (batch_ * (m_ * k_ + k_ * n_ + m_ * n_)) * esize;
@@ -185,7 +188,6 @@ class DotKernel final : public Kernel {
 
   template <class T>
   void gemm(const RunContext& ctx, const T* a, const T* b, T* c) const {
-    const double work = static_cast<double>(m_) * static_cast<double>(n_) * static_cast<double>(k_);
     for (std::int64_t batch = 0; batch < batch_; ++batch) {
       const T* ab = a + batch * m_ * k_;
       const T* bb = b + batch * k_ * n_;
@@ -210,9 +212,14 @@ class DotKernel final : public Kernel {
       // One block of rows per worker: each block packs all of B again, and the pool's
       // threads poll before they sleep, so they start within microseconds of each other
       // (four blocks per worker took 8% longer for 256 x 256 x 256, gemm_1024 2% longer).
-      if (work >= 1 << 18 && m_ >= 16) ctx.parallel(m_, std::max<std::int64_t>(8, (m_ + ctx.max_workers - 1) / ctx.max_workers), rows);
+      if (splits()) ctx.parallel(m_, std::max<std::int64_t>(8, (m_ + ctx.max_workers - 1) / ctx.max_workers), rows);
       else rows(0, m_, 0);
     }
+  }
+
+  /// Whether each product's rows split across the workers.
+  [[nodiscard]] bool splits() const {
+    return static_cast<double>(m_) * static_cast<double>(n_) * static_cast<double>(k_) >= 1 << 18 && m_ >= 16;
   }
 
   void bool_product(const bool* a, const bool* b, bool* c) const {

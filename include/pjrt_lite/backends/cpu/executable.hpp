@@ -101,22 +101,35 @@ class LoadedExecutable {
     if (per_device_args.size() != devices_.size())
       return invalid_argument_error(str_cat("execute: ", per_device_args.size(), " argument lists given for ",
                                             devices_.size(), " addressable devices"));
-    // Every device's arguments are checked, also for deleted buffers, before any device
-    // starts, so a bad list on one device leaves every argument (donated ones included) as it
-    // was. (A buffer deleted by another thread after this check fails its own device's launch,
-    // after the devices before it have run.)
+    // All devices or none: every device's execution is prepared (arguments held, donations
+    // reserved, outputs allocated) before any starts, and an error on any device lets every
+    // argument go as it was. A donated buffer may appear in no other device's list (its
+    // reservation would wait on itself).
     for (std::size_t d = 0; d < devices_.size(); ++d) {
       Status s = validate(per_device_args[d], devices_[d], options);
-      for (std::size_t i = 0; s.ok() && i < per_device_args[d].size(); ++i)
-        if (per_device_args[d][i]->is_deleted())
-          s = per_device_args[d][i]->acquire("execute: argument", i).status();
+      for (std::size_t k = 0; s.ok() && k < options.donated_arguments.size(); ++k) {
+        const Buffer<E>* given = per_device_args[d][static_cast<std::size_t>(options.donated_arguments[k])];
+        for (std::size_t other = 0; other < devices_.size(); ++other)
+          if (other != d && std::find(per_device_args[other].begin(), per_device_args[other].end(), given) !=
+                                per_device_args[other].end())
+            s = invalid_argument_error(str_cat("execute: argument ", options.donated_arguments[k],
+                                               " is donated but is also passed to device ",
+                                               devices_[other]->debug_string()));
+      }
       if (!s.ok()) return s.with_context(str_cat("device ", devices_[d]->debug_string()));
+    }
+    std::vector<std::unique_ptr<detail::RunState>> prepared(devices_.size());
+    for (std::size_t d = 0; d < devices_.size(); ++d) {
+      StatusOr<std::unique_ptr<detail::RunState>> state = prepare(per_device_args[d], options);
+      if (!state.ok()) {
+        for (std::size_t e = 0; e < d; ++e) cancel(std::move(prepared[e]), per_device_args[e], options);
+        return state.status().with_context(str_cat("device ", devices_[d]->debug_string()));
+      }
+      prepared[d] = std::move(state).value();
     }
     std::vector<std::vector<Buffer<E>>> results(devices_.size());
-    for (std::size_t d = 0; d < devices_.size(); ++d) {
-      Status s = launch(per_device_args[d], devices_[d], options, results[d]);
-      if (!s.ok()) return s.with_context(str_cat("device ", devices_[d]->debug_string()));
-    }
+    for (std::size_t d = 0; d < devices_.size(); ++d)
+      start(std::move(prepared[d]), per_device_args[d], devices_[d], options, results[d]);
     return results;
   }
 
@@ -191,6 +204,15 @@ class LoadedExecutable {
   Status launch(std::span<Buffer<E>* const> args, Device<E>* device, const ExecuteOptions& options,
                 std::vector<Buffer<E>>& results) {
     PJRT_LITE_RETURN_IF_ERROR(validate(args, device, options));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::unique_ptr<detail::RunState> state, prepare(args, options));
+    start(std::move(state), args, device, options, results);
+    return ok_status();
+  }
+
+  /// An execution made ready to start, of validated arguments: every argument held, every
+  /// donated argument reserved, every output allocated. start() commits and runs it;
+  /// cancel() lets every argument go as it was.
+  StatusOr<std::unique_ptr<detail::RunState>> prepare(std::span<Buffer<E>* const> args, const ExecuteOptions& options) {
     const detail::Program& program = *program_;
     std::unique_ptr<detail::RunState> state = program.acquire_state();
     // A new run state (another execution holds the cached one) allocates its arena here.
@@ -249,7 +271,22 @@ class LoadedExecutable {
       }
       state->outputs[j] = std::move(memory);
     }
-    // Nothing fails from here: commit.
+    return state;
+  }
+
+  void cancel(std::unique_ptr<detail::RunState> state, std::span<Buffer<E>* const> args, const ExecuteOptions& options) {
+    for (std::size_t k = 0; k < options.donated_arguments.size(); ++k)
+      args[static_cast<std::size_t>(state->donation_order[k])]->cancel_donation();
+    program_->release_state(std::move(state));
+  }
+
+  /// Commits a prepared execution's donations and runs it (on the caller, or handed to a
+  /// worker); nothing fails from here on, errors reach the outputs' ready futures.
+  void start(std::unique_ptr<detail::RunState> state, std::span<Buffer<E>* const> args, Device<E>* device,
+             const ExecuteOptions& options, std::vector<Buffer<E>>& results) {
+    const detail::Program& program = *program_;
+    const std::size_t donations = options.donated_arguments.size();
+    std::span<const int> order(state->donation_order.data(), donations);
     for (std::size_t k = 0; k < donations; ++k) {
       const auto i = static_cast<std::size_t>(order[k]);
       if (state->takes_over[i]) state->outputs[static_cast<std::size_t>(program.donation_target[i])] = nullptr;
@@ -285,7 +322,7 @@ class LoadedExecutable {
         results.push_back(
             Buffer<E>::make(client_, memory_space, program.output_shapes[j], std::move(state->outputs[j]), ready));
       program.release_state(std::move(state));
-      return ok_status();
+      return;
     }
 
     auto [promise, ready] = make_promise<void>();
@@ -316,11 +353,10 @@ class LoadedExecutable {
         program->release_state(std::move(state));
         promise.set_value();
       };
-      static_assert(sizeof(task) <= UniqueFunction<void()>::kInlineBytes,
+      static_assert(UniqueFunction<void()>::template stores_inline<decltype(task)>(),
                     "an asynchronous execute's task must fit a UniqueFunction without allocating");
       client->executor().schedule(std::move(task));
     });
-    return ok_status();
   }
 
   /// Programs below both limits run on the caller when their arguments are ready: handing

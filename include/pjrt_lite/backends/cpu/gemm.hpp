@@ -16,6 +16,15 @@
 
 #include "pjrt_lite/core/dtype.hpp"
 
+// The planned path reaches into Eigen's internals (level3_blocking's members, the blocking
+// heuristic, general_matrix_matrix_product::run) as Eigen 3.4 has them; with another Eigen
+// every product takes the expression path, correct but allocating.
+#if EIGEN_VERSION_AT_LEAST(3, 4, 0) && !EIGEN_VERSION_AT_LEAST(3, 4, 90)
+#define PJRT_LITE_PLANNED_GEMM 1
+#else
+#define PJRT_LITE_PLANNED_GEMM 0
+#endif
+
 namespace pjrt_lite::cpu::detail {
 
 /// The type a product of T elements computes in: f16 and bf16 in f32 (rounded once at the
@@ -54,16 +63,20 @@ struct GemmBlocking {
 template <class C>
 GemmBlocking gemm_blocking(std::int64_t rows, std::int64_t cols, std::int64_t depth) {
   Eigen::Index kc = depth, mc = cols, nc = rows;
+#if PJRT_LITE_PLANNED_GEMM
   Eigen::internal::computeProductBlockingSizes<C, C, 1>(kc, mc, nc, Eigen::Index{1});
+#endif
   return {kc, mc, nc};
 }
 
 /// Whether Eigen's expression would run the blocked, packing product for this shape (the
-/// others do not allocate).
+/// others do not allocate), and this Eigen lets it run on planned buffers.
 inline bool gemm_packs(std::int64_t rows, std::int64_t cols, std::int64_t depth) {
-  return rows > 1 && cols > 1 && depth > 0 && rows + cols + depth >= EIGEN_GEMM_TO_COEFFBASED_THRESHOLD;
+  return PJRT_LITE_PLANNED_GEMM && rows > 1 && cols > 1 && depth > 0 &&
+         rows + cols + depth >= EIGEN_GEMM_TO_COEFFBASED_THRESHOLD;
 }
 
+#if PJRT_LITE_PLANNED_GEMM
 /// A level3_blocking of sizes `b` whose buffers are the caller's.
 template <class C>
 class ScratchBlocking final : public Eigen::internal::level3_blocking<C, C> {
@@ -76,6 +89,7 @@ class ScratchBlocking final : public Eigen::internal::level3_blocking<C, C> {
     this->m_blockB = block_b;
   }
 };
+#endif
 
 /// The packing scratch of every worker: `workers` slices, each the packed left block then the
 /// packed right block, both starting on 64-byte boundaries (the packed-panel loads of Eigen's
@@ -134,6 +148,7 @@ void gemm_into(std::int64_t rows, std::int64_t cols, std::int64_t depth, const C
     out.setZero();
     return;
   }
+#if PJRT_LITE_PLANNED_GEMM
   if (worker_scratch != nullptr && gemm_packs(rows, cols, depth)) {
     // The blocking Eigen would choose for this shape, in the buffers planned for the largest
     // (Eigen packs kc x min(mc, cols) and kc x min(nc, rows) elements).
@@ -150,6 +165,7 @@ void gemm_into(std::int64_t rows, std::int64_t cols, std::int64_t depth, const C
       return;
     }
   }
+#endif
   out.noalias() = Eigen::Map<const LhsMatrix, Eigen::Unaligned, Stride>(a, rows, depth, Stride(lda)) *
                   Eigen::Map<const RhsMatrix, Eigen::Unaligned, Stride>(b, depth, cols, Stride(ldb));
 }
