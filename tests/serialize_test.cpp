@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "control_flow.hpp"
+#include "sanitizers.hpp"
 #include "pjrt_lite/ir/byte_io.hpp"
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/ir/serialize.hpp"
@@ -415,7 +416,7 @@ TEST_CASE("serialize: every truncation of a real blob is rejected") {
 TEST_CASE("serialize: every flip of a byte or of a bit of a real blob is rejected") {
   const std::vector<std::byte> blob = serialize(every_op_graph());
   std::vector<std::byte> flipped = blob;
-  for (std::size_t pos = 0; pos < blob.size(); ++pos) {
+  for (std::size_t pos = 0; pos < blob.size(); pos += testing::kSanitizerStride) {
     for (int mask : {0xff, 0x01, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80}) {
       flipped[pos] = blob[pos] ^ static_cast<std::byte>(mask);
       StatusOr<Graph> g = deserialize_graph(flipped);
@@ -437,7 +438,7 @@ TEST_CASE("serialize: resealed truncations and random corruptions never crash") 
       kGraphHeaderSize, blob.size() - kGraphHeaderSize - kGraphChecksumSize);
   // A prefix of the graph encoding under a header that vouches for it: the parser itself
   // must find the end.
-  for (std::size_t n = 0; n < graph_bytes.size(); ++n) {
+  for (std::size_t n = 0; n < graph_bytes.size(); n += testing::kSanitizerStride) {
     StatusOr<Graph> g = deserialize_graph(seal(graph_bytes.first(n)));
     REQUIRE_MESSAGE(!g.ok(), "a resealed prefix of ", n, " bytes was accepted");
     CHECK_MESSAGE(g.status().code() == StatusCode::kDataLoss, n, ": ", g.status().to_string());
@@ -452,7 +453,8 @@ TEST_CASE("serialize: resealed truncations and random corruptions never crash") 
     return z ^ (z >> 31);
   };
   int accepted = 0;
-  for (int iteration = 0; iteration < 3000; ++iteration) {
+  const int iterations = 3000 / testing::kSanitizerStride;
+  for (int iteration = 0; iteration < iterations; ++iteration) {
     std::vector<std::byte> damaged(graph_bytes.begin(), graph_bytes.end());
     const int edits = 1 + static_cast<int>(next() % 4);
     for (int e = 0; e < edits; ++e) {
@@ -471,7 +473,7 @@ TEST_CASE("serialize: resealed truncations and random corruptions never crash") 
       CHECK_MESSAGE(g.status().code() == StatusCode::kDataLoss, g.status().to_string());
     }
   }
-  MESSAGE(accepted, " of 3000 randomly damaged blobs still decoded to a valid graph");
+  MESSAGE(accepted, " of ", iterations, " randomly damaged blobs still decoded to a valid graph");
 }
 
 TEST_CASE("serialize: forged blobs with valid checksums are rejected by validation") {
