@@ -806,6 +806,23 @@ TEST_CASE("cpu executable: donation is a transaction: a rejected execute leaves 
       CHECK(three[i].copy_raw_from_host(values[i]->untyped_data(), 0, 256).ok());
     }
   }
+  // Every donation reserved, then an output that cannot be allocated (2^40 floats): the
+  // execute is RESOURCE_EXHAUSTED naming that output and the donated argument survives.
+  {
+    GraphBuilder hb("huge_output");
+    Value v = hb.parameter(Shape(DType::kF32, {64}));
+    auto huge = client->compile(build(hb, {hb.negate(v), hb.broadcast_in_dim(v, {std::int64_t{1} << 34, 64}, {1})}));
+    REQUIRE_MESSAGE(huge.ok(), huge.status().to_string());
+    auto donor = client->buffer_from_literal(xs).value();
+    cpu::Buffer<>* args[] = {&donor};
+    ExecuteOptions options = sync_options();
+    options.donated_arguments = {0};
+    const Status s = huge->execute_sharded(args, d0, options).status();
+    CHECK(s.code() == StatusCode::kResourceExhausted);
+    CHECK_MESSAGE(contains(s.message(), "output 1"), s.to_string());
+    CHECK_FALSE(donor.is_deleted());
+    CHECK(donor.to_literal().await().value() == xs);
+  }
   // A donated argument that is fine, next to a deleted argument that is not donated.
   {
     auto gone = client->buffer_from_literal(zs).value();
