@@ -36,6 +36,7 @@
 #include "pjrt_lite/frontend.hpp"
 #include "pjrt_lite/ir/builder.hpp"
 #include "pjrt_lite/stablehlo/parser.hpp"
+#include "sanitizers.hpp"
 
 #if !defined(EIGEN_RUNTIME_NO_MALLOC)
 #error "the test binaries are built with EIGEN_RUNTIME_NO_MALLOC (tests/CMakeLists.txt)"
@@ -43,30 +44,12 @@
 
 using namespace pjrt_lite;
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define PJRT_LITE_INTERPOSE 0
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
-    __has_feature(memory_sanitizer)
-#define PJRT_LITE_INTERPOSE 0
-#endif
-#endif
-#ifndef PJRT_LITE_INTERPOSE
-#define PJRT_LITE_INTERPOSE 1
-#endif
+// Sanitizers interpose the allocator and pthread_mutex_lock themselves.
+#define PJRT_LITE_INTERPOSE (!PJRT_LITE_TEST_ASAN && !PJRT_LITE_TEST_TSAN)
 // ThreadSanitizer's runtime defines operator new and delete itself (strongly: a second
 // definition does not link), so under it nothing is counted and the count checks are left
 // out; the programs still run, and their results are still checked.
-#if defined(__SANITIZE_THREAD__)
-#define PJRT_LITE_REPLACE_NEW 0
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define PJRT_LITE_REPLACE_NEW 0
-#endif
-#endif
-#ifndef PJRT_LITE_REPLACE_NEW
-#define PJRT_LITE_REPLACE_NEW 1
-#endif
+#define PJRT_LITE_REPLACE_NEW (!PJRT_LITE_TEST_TSAN)
 /// A check of a count, made where allocations are counted.
 #define CHECK_COUNT(cond, ...)                                              \
   do {                                                                      \

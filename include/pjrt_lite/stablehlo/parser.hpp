@@ -22,8 +22,8 @@
 //
 // Errors: malformed text and type errors are INVALID_ARGUMENT "line:column: what was
 // expected, found what"; a declared type that differs from what the IR infers is one too.
-// Valid StableHLO that the IR cannot represent (custom calls other than the check dialect's,
-// dynamic shapes, f8 and quantized types, ...) is UNIMPLEMENTED naming the op or type, such as
+// Valid StableHLO that the IR cannot represent (for example custom calls other than the check
+// dialect's, dynamic shapes, f8 and quantized types) is UNIMPLEMENTED naming the op or type, such as
 // "stablehlo.custom_call @lapack_sgetrf_ffi is not supported", so a runner can skip the file. The parser never throws, crashes or loops on any input: nesting
 // and sizes are bounded and every index is checked.
 //

@@ -711,20 +711,6 @@ class Buffer {
     return hold;
   }
 
-  /// Takes the memory away from a live buffer, which becomes deleted (donation).
-  [[nodiscard]] StatusOr<detail::BufferHold> release(std::string_view what) {
-    if (!state_) return moved_from_error(what);
-    detail::BufferHold hold;
-    if (!take_memory(hold)) return gone_error(what);
-    return hold;
-  }
-  /// As release(what) for the operand `index` of an operation, like acquire(what, index).
-  [[nodiscard]] StatusOr<detail::BufferHold> release(std::string_view what, std::size_t index) {
-    if (!state_) return moved_from_error(what, " ", index);
-    detail::BufferHold hold;
-    if (!take_memory(hold)) return gone_error(what, " ", index);
-    return hold;
-  }
 
 
   /// An address that identifies this buffer while it lives (for logs).
@@ -812,14 +798,6 @@ class Buffer {
   void let_go(bool gone) {
     state_->access.fetch_xor(gone ? detail::kBufferExclusive | detail::kBufferGone : detail::kBufferExclusive,
                              std::memory_order_release);
-  }
-
-  /// Moves the memory and ready future into `hold`, deleting the buffer; false if it is gone.
-  bool take_memory(detail::BufferHold& hold) {
-    return change_state([&] {
-      hold = detail::BufferHold{std::move(state_->memory), state_->ready};
-      return true;
-    });
   }
 
   // copy_raw_from_host's checks and copy, with the state held alone and not deleted.

@@ -256,16 +256,14 @@ class LoadedExecutable {
       const auto i = static_cast<std::size_t>(order[k]);
       const std::int32_t target = program.donation_target[i];
       const detail::MemoryRef& memory = args[i]->reserved_memory();
-      state->takes_over[i] = target >= 0 && memory->writable && memory.use_count() == 1 &&
-                             !state->outputs[static_cast<std::size_t>(target)];
-      if (state->takes_over[i]) state->outputs[static_cast<std::size_t>(target)] = memory;
+      if (target >= 0 && memory->writable && memory.use_count() == 1 && !state->outputs[static_cast<std::size_t>(target)])
+        state->outputs[static_cast<std::size_t>(target)] = memory;  // the same block after commit_donation()
     }
     for (std::size_t j = 0; j < program.output_shapes.size(); ++j) {
       if (state->outputs[j]) continue;
       const auto bytes = static_cast<std::size_t>(program.output_shapes[j].byte_size());
       detail::MemoryRef memory = client_->allocate_memory(bytes);
       if (!memory || (bytes > 0 && memory->data == nullptr)) {
-        for (auto& out : state->outputs) out = nullptr;  // drops the references to donated memory
         return fail(donations, resource_exhausted_error(str_cat("execute: output ", j, " (", program.output_shapes[j],
                                                                 ", ", bytes, " bytes) could not be allocated")));
       }
@@ -275,8 +273,7 @@ class LoadedExecutable {
   }
 
   void cancel(std::unique_ptr<detail::RunState> state, std::span<Buffer<E>* const> args, const ExecuteOptions& options) {
-    for (std::size_t k = 0; k < options.donated_arguments.size(); ++k)
-      args[static_cast<std::size_t>(state->donation_order[k])]->cancel_donation();
+    for (int d : options.donated_arguments) args[static_cast<std::size_t>(d)]->cancel_donation();
     program_->release_state(std::move(state));
   }
 
@@ -285,14 +282,8 @@ class LoadedExecutable {
   void start(std::unique_ptr<detail::RunState> state, std::span<Buffer<E>* const> args, Device<E>* device,
              const ExecuteOptions& options, std::vector<Buffer<E>>& results) {
     const detail::Program& program = *program_;
-    const std::size_t donations = options.donated_arguments.size();
-    std::span<const int> order(state->donation_order.data(), donations);
-    for (std::size_t k = 0; k < donations; ++k) {
-      const auto i = static_cast<std::size_t>(order[k]);
-      if (state->takes_over[i]) state->outputs[static_cast<std::size_t>(program.donation_target[i])] = nullptr;
-      state->holds[i] = args[i]->commit_donation();
-      if (state->takes_over[i]) state->outputs[static_cast<std::size_t>(program.donation_target[i])] = state->holds[i].memory;
-    }
+    for (int d : options.donated_arguments)
+      state->holds[static_cast<std::size_t>(d)] = args[static_cast<std::size_t>(d)]->commit_donation();
     // The arguments are held now, so the previous results can go (even if some of them are
     // arguments): their memory returns to the pool in time to back this execution's outputs.
     results.clear();

@@ -59,11 +59,8 @@ struct RunState {
   pjrt_lite::detail::AlignedBytes arena;
   std::vector<BufferHold> holds;   // one per argument
   std::vector<MemoryRef> outputs;  // one per output
-  // An execute's donation bookkeeping, one entry per argument (at most one donation each):
-  // the donated arguments in the order they are reserved, and whether an output takes over
-  // the argument's memory.
+  // The donated arguments in the order an execute reserves them (room for one per argument).
   std::vector<int> donation_order;
-  std::vector<char> takes_over;
 };
 
 class Program {
@@ -100,7 +97,6 @@ class Program {
     s->holds.resize(parameter_shapes.size());
     s->outputs.resize(output_shapes.size());
     s->donation_order.resize(parameter_shapes.size());
-    s->takes_over.resize(parameter_shapes.size());
     return s;
   }
   /// Gives a state back (its holds released) for the next execution.
