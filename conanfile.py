@@ -1,6 +1,7 @@
-"""Conan 2 recipe for pjrt_lite, a header-only C++20 library.
+"""Conan 2 recipe for pjrt_lite: a header-only C++20 library (component pjrt_lite) and the
+static library of its CPU kernels compiled once (component cpu_kernels).
 
-    conan create .            # packages the headers and runs test_package/
+    conan create .            # builds the kernels, packages both and runs test_package/
 
 The version is read from project(... VERSION ...) in CMakeLists.txt, so the two never differ.
 """
@@ -9,8 +10,8 @@ import re
 
 from conan import ConanFile
 from conan.tools.build import check_min_cppstd
+from conan.tools.cmake import CMake, CMakeToolchain, cmake_layout
 from conan.tools.files import copy, load
-from conan.tools.layout import basic_layout
 
 
 class PjrtLiteConan(ConanFile):
@@ -18,10 +19,9 @@ class PjrtLiteConan(ConanFile):
     description = "An embeddable, header-only tensor runtime shaped like PJRT underneath and JAX on top"
     license = "Apache-2.0"
     topics = ("tensor", "runtime", "header-only", "eigen", "pjrt")
-    package_type = "header-library"
+    package_type = "static-library"
     settings = "os", "arch", "compiler", "build_type"
-    exports_sources = "include/*", "CMakeLists.txt", "LICENSE"
-    no_copy_source = True
+    exports_sources = "include/*", "src/*", "cmake/*", "CMakeLists.txt", "LICENSE"
 
     def set_version(self):
         cmakelists = load(self, os.path.join(self.recipe_folder, "CMakeLists.txt"))
@@ -29,7 +29,7 @@ class PjrtLiteConan(ConanFile):
         self.version = match.group(1)
 
     def layout(self):
-        basic_layout(self, src_folder=".")
+        cmake_layout(self, src_folder=".")
 
     def requirements(self):
         # The public headers include Eigen's, so consumers need its headers too.
@@ -42,19 +42,36 @@ class PjrtLiteConan(ConanFile):
     def validate(self):
         check_min_cppstd(self, 20)
 
-    def package_id(self):
-        self.info.clear()
+    def generate(self):
+        toolchain = CMakeToolchain(self)
+        for part in ("TESTS", "EXAMPLES", "BENCH"):
+            toolchain.cache_variables[f"PJRT_LITE_BUILD_{part}"] = False
+        toolchain.cache_variables["PJRT_LITE_INSTALL"] = True
+        toolchain.generate()
+
+    def build(self):
+        cmake = CMake(self)
+        cmake.configure()
+        cmake.build()
 
     def package(self):
         copy(self, "LICENSE", self.source_folder, os.path.join(self.package_folder, "licenses"))
-        copy(self, "*.hpp", os.path.join(self.source_folder, "include"), os.path.join(self.package_folder, "include"))
+        CMake(self).install()
 
     def package_info(self):
-        self.cpp_info.bindirs = []
-        self.cpp_info.libdirs = []
         self.cpp_info.set_property("cmake_file_name", "pjrt_lite")
-        self.cpp_info.set_property("cmake_target_name", "pjrt_lite::pjrt_lite")
         self.cpp_info.set_property("pkg_config_name", "pjrt_lite")
-        self.cpp_info.requires = ["eigen::eigen"]
+        headers = self.cpp_info.components["headers"]
+        headers.set_property("cmake_target_name", "pjrt_lite::pjrt_lite")
+        headers.set_property("pkg_config_name", "pjrt_lite")
+        headers.bindirs = []
+        headers.libdirs = []
+        headers.requires = ["eigen::eigen"]
         if self.settings.os in ("Linux", "FreeBSD"):
-            self.cpp_info.system_libs = ["pthread"]
+            headers.system_libs = ["pthread"]
+        kernels = self.cpp_info.components["cpu_kernels"]
+        kernels.set_property("cmake_target_name", "pjrt_lite::cpu_kernels")
+        kernels.set_property("pkg_config_name", "pjrt_lite_cpu_kernels")
+        kernels.libs = ["pjrt_lite_cpu_kernels"]
+        kernels.defines = ["PJRT_LITE_CPU_EXTERN_KERNELS"]
+        kernels.requires = ["headers"]

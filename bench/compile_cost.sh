@@ -32,14 +32,21 @@ for header in $(cd include && find pjrt_lite -name '*.hpp' | sort); do
   grep -q 'CXX11/Tensor' <<<"$deps" && tensor=yes
   echo "| \`#include <$header>\` | $(cpu_seconds "$work/tu.cpp") | $core | $tensor |"
 done
-# Examples as the build compiles them: all but device_put share cmake/cpu_kernels.cpp and are
-# built with PJRT_LITE_CPU_EXTERN_KERNELS (declarations only); cpu_kernels.cpp holds the kernels.
-for example in examples/*.cpp cmake/cpu_kernels.cpp; do
+# Examples as the build compiles them: all but device_put link pjrt_lite::cpu_kernels and are
+# built with PJRT_LITE_CPU_EXTERN_KERNELS (declarations only); src/cpu_kernels.cpp is that
+# library. tests/consumer/main.cpp is a user's file that compiles and runs a program: with the
+# library and header-only.
+for example in examples/*.cpp src/cpu_kernels.cpp tests/consumer/main.cpp; do
   [[ "$example" =~ $filter ]] || continue
-  extra=()
-  [ "$(basename "$example" .cpp)" != device_put ] && extra=(-DPJRT_LITE_CPU_EXTERN_KERNELS)
-  echo "| \`$example\`${extra:+ (extern kernels)} | $(cpu_seconds "${extra[@]}" "$example") | | |"
+  extra=() label=""
   case "$(basename "$example" .cpp)" in
-    robot_control | stablehlo_run) echo "| \`$example\` (kernels inline) | $(cpu_seconds "$example") | | |" ;;
+    device_put) ;;
+    cpu_kernels) extra=(-DPJRT_LITE_CPU_EXTERN_KERNELS) label=" (the library)" ;;
+    *) extra=(-DPJRT_LITE_CPU_EXTERN_KERNELS) label=" (linking pjrt_lite::cpu_kernels)" ;;
+  esac
+  echo "| \`$example\`$label | $(cpu_seconds "${extra[@]}" "$example") | | |"
+  case "$example" in
+    *robot_control* | *stablehlo_run* | tests/consumer/main.cpp)
+      echo "| \`$example\` (header-only: kernels inline) | $(cpu_seconds "$example") | | |" ;;
   esac
 done

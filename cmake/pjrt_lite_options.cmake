@@ -4,6 +4,8 @@
 option(PJRT_LITE_BUILD_TESTS "Build the test suite" ${PROJECT_IS_TOP_LEVEL})
 option(PJRT_LITE_BUILD_EXAMPLES "Build the examples" ${PROJECT_IS_TOP_LEVEL})
 option(PJRT_LITE_BUILD_BENCH "Build the benchmarks (skipped without Google Benchmark)" ${PROJECT_IS_TOP_LEVEL})
+option(PJRT_LITE_BUILD_KERNELS
+       "Add the compiled library pjrt_lite::cpu_kernels (the tests and examples need it)" ON)
 option(PJRT_LITE_INSTALL "Generate the install rules (headers, CMake package, pkg-config file)" ${PROJECT_IS_TOP_LEVEL})
 option(PJRT_LITE_WERROR "Treat warnings in pjrt_lite's own code as errors" OFF)
 # The older spelling of PJRT_LITE_WERROR.

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# Packaging and warnings: installs pjrt_lite to a temporary prefix and builds and runs
-# tests/consumer three ways (find_package after install, add_subdirectory, FetchContent from
-# this checkout), checks the pkg-config file, compiles each installed header on its own, and
-# every public header with g++ and clang++ under -Wall -Wextra -Wpedantic -Werror, without
+# Packaging and warnings: builds and installs pjrt_lite (with its kernels library) to a
+# temporary prefix and builds and runs tests/consumer three ways (find_package after install,
+# add_subdirectory, FetchContent from this checkout), checks the pkg-config files, compiles
+# each installed header on its own, and every public header with g++ and clang++ under -Wall -Wextra -Wpedantic -Werror, without
 # exceptions or RTTI.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -16,32 +16,41 @@ trap 'rm -rf "$work"' EXIT
 step() { echo "-- $1: $((SECONDS - t0)) s"; t0=$SECONDS; }
 t0=$SECONDS
 
-# 1. Install.
-cmake -S . -B "$work/pjrt" -DPJRT_LITE_BUILD_TESTS=OFF -DPJRT_LITE_BUILD_EXAMPLES=OFF -DPJRT_LITE_BUILD_BENCH=OFF \
-  -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
+# 1. Install, with the library pjrt_lite::cpu_kernels built at -O0 (Debug): this checks the
+# packaging, not the speed, and -O0 compiles the kernels in a fraction of the time.
+cmake -S . -B "$work/pjrt" -DCMAKE_BUILD_TYPE=Debug -DPJRT_LITE_BUILD_TESTS=OFF -DPJRT_LITE_BUILD_EXAMPLES=OFF \
+  -DPJRT_LITE_BUILD_BENCH=OFF -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
+cmake --build "$work/pjrt" -j2 >/dev/null
 cmake --install "$work/pjrt" >/dev/null
-test -f "$work/prefix/share/cmake/pjrt_lite/pjrt_liteConfigVersion.cmake"
+libdir=$(cd "$work/prefix" && dirname "$(find . -name libpjrt_lite_cpu_kernels.a | head -1)" | sed "s|^\./||")
+test -f "$work/prefix/$libdir/cmake/pjrt_lite/pjrt_liteConfigVersion.cmake"
 test -f "$work/prefix/include/pjrt_lite/cpu.hpp"
-step "install"
+step "build the kernels library and install"
 
-# 2. pkg-config: the flags name the installed headers and Eigen, and compile a light TU.
-flags=$(PKG_CONFIG_PATH="$work/prefix/share/pkgconfig" pkg-config --cflags pjrt_lite)
+# 2. pkg-config: the flags name the installed headers and Eigen, and compile a light TU; then
+# pjrt_lite_cpu_kernels.pc builds and runs the whole consumer against the installed library.
+export PKG_CONFIG_PATH="$work/prefix/$libdir/pkgconfig"
+flags=$(pkg-config --cflags pjrt_lite)
 echo "pkg-config --cflags pjrt_lite: $flags"
-case "$flags" in *"$work/prefix/share/pkgconfig/../../include"*eigen3*) ;; *) echo "unexpected flags" >&2; exit 1 ;; esac
+case "$flags" in *"$work/prefix/$libdir/pkgconfig/../../include"*eigen3*) ;; *) echo "unexpected flags" >&2; exit 1 ;; esac
 # shellcheck disable=SC2086
 g++ -std=c++20 $flags -fsyntax-only tests/consumer/light.cpp
+# shellcheck disable=SC2046
+g++ -std=c++20 -fno-exceptions -fno-rtti tests/consumer/main.cpp tests/consumer/light.cpp \
+  $(pkg-config --cflags --libs pjrt_lite_cpu_kernels) -o "$work/consumer-pkg-config"
+"$work/consumer-pkg-config"
 step "pkg-config"
 
-# 3. The consumer, each way; Debug keeps the one kernel translation unit quick to compile.
-# The installed package builds and runs a whole program; add_subdirectory and FetchContent,
-# whose headers are the same files, build the light consumer (no kernel translation unit,
-# which costs over a minute each).
+# 3. The consumer, each way. The installed package links pjrt_lite::cpu_kernels and runs a whole
+# program; add_subdirectory and FetchContent, whose headers are the same files, build the light
+# consumer (no kernels, which would cost a minute each). The header-only way of compiling the
+# kernels inline is the README build's examples/device_put.
 commit=$(git rev-parse HEAD 2>/dev/null || echo HEAD)
 for mode in package subdirectory fetchcontent; do
-  light=ON
-  [ "$mode" = package ] && light=OFF
+  kernels=none
+  [ "$mode" = package ] && kernels=library
   cmake -S tests/consumer -B "$work/consumer-$mode" -DCMAKE_BUILD_TYPE=Debug -DPJRT_LITE_CONSUMER_MODE=$mode \
-    -DPJRT_LITE_CONSUMER_LIGHT=$light \
+    -DPJRT_LITE_CONSUMER_KERNELS=$kernels \
     -DCMAKE_PREFIX_PATH="$work/prefix" -DPJRT_LITE_SOURCE_DIR="$root" -DPJRT_LITE_GIT_TAG="$commit" >/dev/null
   cmake --build "$work/consumer-$mode" -j2 >/dev/null
   "$work/consumer-$mode/consumer"

@@ -1,7 +1,7 @@
 // The consumer without the CPU kernels: builds a graph, prints it as StableHLO, reads it back
 // and compares fingerprints, and awaits a future. It checks that the target's include
 // directories and dependencies (Eigen, threads) reach a user's translation unit at the
-// cost of a light build; main.cpp, built in the package mode, also compiles and runs a program.
+// cost of a light build; main.cpp also compiles and runs a program.
 #include <cstdio>
 #include <pjrt_lite/ir/builder.hpp>
 #include <pjrt_lite/ir/fingerprint.hpp>

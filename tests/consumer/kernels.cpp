@@ -1,1 +1,0 @@
-#include <pjrt_lite/cpu_instantiate.hpp>
