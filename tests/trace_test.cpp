@@ -34,9 +34,10 @@ using Recorded = Traced<Cpu, trace::RecordingSink>;
 
 // ---- The same contracts as the plain clients, for every sink.
 template <class C>
-constexpr bool kSatisfiesAll = pjrt_lite::Client<C>&& pjrt_lite::Device<typename C::device_type>&&
-    pjrt_lite::MemorySpace<typename C::memory_space_type>&& pjrt_lite::Buffer<
-        typename C::buffer_type>&& pjrt_lite::LoadedExecutable<typename C::executable_type>;
+constexpr bool kSatisfiesAll =
+    PjRtClient<C> && CompilingClient<C> && PjRtDevice<typename C::device_type> &&
+    PjRtMemorySpace<typename C::memory_space_type> && PjRtBuffer<typename C::buffer_type> &&
+    PjRtLoadedExecutable<typename C::executable_type>;
 static_assert(kSatisfiesAll<Cpu> && kSatisfiesAll<CpuInline>);
 static_assert(kSatisfiesAll<Traced<Cpu>>);
 static_assert(kSatisfiesAll<Traced<CpuInline>>);

@@ -1,9 +1,19 @@
 #pragma once
-// The contracts of a runtime: Executor, Device, MemorySpace, Buffer, LoadedExecutable and
-// Client. A type opts in by naming a tag (`using buffer_concept = pjrt_lite::buffer_tag;`),
-// so nothing satisfies a concept by accident, and must then provide the listed API.
+// The contracts of a runtime, named after the PJRT abstract interfaces whose role they play:
+// PjRtClient, PjRtDevice, PjRtMemorySpace, PjRtBuffer, PjRtLoadedExecutable, and
+// CompilingClient (a PjRtClient that compiles Graphs, as PjRtClient::Compile); plus Executor,
+// where work runs. A backend's classes take the plain names (cpu::Client, cpu::Buffer, ...),
+// so `using namespace pjrt_lite; using namespace pjrt_lite::cpu;` never makes a name
+// ambiguous. A type opts in by naming a tag (`using buffer_concept = pjrt_lite::buffer_tag;`),
+// so nothing satisfies a concept by accident, and must then provide the listed API, every
+// member with the result type written here. The types a device, memory space, buffer or
+// executable points at are named by its associated types (`device_type`, ...); the client
+// checks that they all agree.
 // Generic code (jit, device_put, tracing decorators, conformance suites) is written against
 // these, so a user's own backend gets all of it.
+//
+// CompilingClient is not called PjRtCompiler on purpose: PJRT's PjRtCompiler compiles for a
+// topology without a client, while this is a client that compiles and loads.
 
 #include <concepts>
 #include <cstddef>
@@ -25,6 +35,9 @@
 
 namespace pjrt_lite {
 
+// Only named by CompilingClient (a reference), so concepts.hpp need not include the IR.
+class Graph;
+
 // Opt-in tags. Derive from one to refine it.
 struct executor_tag {};
 struct device_tag {};
@@ -43,29 +56,32 @@ template <class E>
 concept Executor =
     detail::DerivedTag<typename E::executor_concept, executor_tag> &&
     requires(E& e, const E& ce, UniqueFunction<void()> task) {
-      e.schedule(std::move(task));
+      { e.schedule(std::move(task)) } -> std::same_as<void>;
       { ce.num_threads() } -> std::convertible_to<int>;
     };
 
-/// A place where memory lives, attached to one or more devices. Satisfied by
-/// cpu::MemorySpace<E> and Traced wrappers.
+/// A place where memory lives, attached to one or more devices of type `M::device_type`.
+/// Satisfied by cpu::MemorySpace<E> and trace::TracedMemorySpace.
 template <class M>
-concept MemorySpace =
+concept PjRtMemorySpace =
     detail::DerivedTag<typename M::memory_space_concept, memory_space_tag> &&
     requires(const M& m) {
+      typename M::device_type;
       { m.id() } -> std::convertible_to<int>;
       { m.kind() } -> std::convertible_to<std::string_view>;
       { m.kind_id() } -> std::convertible_to<int>;
-      { m.devices() };
+      { m.devices() } -> std::convertible_to<std::span<typename M::device_type* const>>;
       { m.debug_string() } -> std::convertible_to<std::string>;
       { m.to_string() } -> std::convertible_to<std::string>;
     };
 
-/// One device of a client. Satisfied by cpu::Device<E> and Traced wrappers.
+/// One device of a client, with memory spaces of type `D::memory_space_type`. Satisfied by
+/// cpu::Device<E> and trace::TracedDevice.
 template <class D>
-concept Device =
+concept PjRtDevice =
     detail::DerivedTag<typename D::device_concept, device_tag> &&
     requires(const D& d) {
+      typename D::memory_space_type;
       { d.id() } -> std::convertible_to<int>;
       { d.process_index() } -> std::convertible_to<int>;
       { d.local_hardware_id() } -> std::convertible_to<int>;
@@ -74,56 +90,66 @@ concept Device =
       { d.attributes() } -> std::convertible_to<const DeviceAttributeMap&>;
       { d.debug_string() } -> std::convertible_to<std::string>;
       { d.to_string() } -> std::convertible_to<std::string>;
-      { d.memory_spaces() };
-      { d.default_memory_space() };
+      { d.memory_spaces() }
+          -> std::convertible_to<std::span<typename D::memory_space_type* const>>;
+      { d.default_memory_space() } -> std::same_as<StatusOr<typename D::memory_space_type*>>;
     };
 
-/// An array in a memory space, with PJRT's lifetime rules. Satisfied by cpu::Buffer<E>.
+/// An array in a memory space, with PJRT's lifetime rules; it lives on a `B::device_type` in
+/// a `B::memory_space_type`. Satisfied by cpu::Buffer<E> and trace::TracedBuffer.
 template <class B>
-concept Buffer =
+concept PjRtBuffer =
     detail::DerivedTag<typename B::buffer_concept, buffer_tag> && std::movable<B> &&
     requires(B& b, const B& cb, void* dst, std::int64_t n) {
+      typename B::device_type;
+      typename B::memory_space_type;
       { cb.on_device_shape() } -> std::convertible_to<const Shape&>;
       { cb.dtype() } -> std::same_as<DType>;
       { cb.dims() } -> std::convertible_to<std::span<const std::int64_t>>;
       { cb.on_device_size_in_bytes() } -> std::same_as<StatusOr<std::int64_t>>;
-      { cb.device() };
-      { cb.memory_space() };
+      { cb.device() } -> std::same_as<typename B::device_type*>;
+      { cb.memory_space() } -> std::same_as<typename B::memory_space_type*>;
       { cb.is_deleted() } -> std::same_as<bool>;
-      b.delete_buffer();
+      { b.delete_buffer() } -> std::same_as<void>;
       { cb.get_ready_future() } -> std::same_as<Future<void>>;
       { cb.to_literal() } -> std::same_as<Future<Literal>>;
       { cb.copy_raw_to_host(dst, n, n) } -> std::same_as<Future<void>>;
     };
 
-/// A compiled program loaded on devices, run with PJRT's three doors. Satisfied by the
-/// CPU backend's executable and Traced wrappers.
+/// A compiled program loaded on devices, run with PJRT's three doors. Satisfied by
+/// cpu::LoadedExecutable<E> and trace::TracedExecutable.
 template <class X>
-concept LoadedExecutable =
+concept PjRtLoadedExecutable =
     detail::DerivedTag<typename X::loaded_executable_concept, loaded_executable_tag> &&
-    Buffer<typename X::buffer_type> && Device<typename X::device_type> &&
+    PjRtBuffer<typename X::buffer_type> && PjRtDevice<typename X::device_type> &&
     requires(X& x, const X& cx, const ExecuteOptions& options,
              std::span<const std::vector<typename X::buffer_type*>> per_device_args,
              std::span<typename X::buffer_type* const> args, typename X::device_type* device) {
       { cx.name() } -> std::convertible_to<std::string_view>;
-      { cx.addressable_devices() };
+      { cx.addressable_devices() }
+          -> std::convertible_to<std::span<typename X::device_type* const>>;
       { x.execute(per_device_args, options) }
           -> std::same_as<StatusOr<std::vector<std::vector<typename X::buffer_type>>>>;
       { x.execute_sharded(args, device, options) }
           -> std::same_as<StatusOr<std::vector<typename X::buffer_type>>>;
       { x.execute_portable(args, device, options) }
           -> std::same_as<StatusOr<std::vector<typename X::buffer_type>>>;
-      x.delete_executable();
+      { x.delete_executable() } -> std::same_as<void>;
       { cx.is_deleted() } -> std::same_as<bool>;
     };
 
-/// A runtime: devices, memory spaces and the buffers on them. Satisfied by cpu::Client<E>
-/// and Traced<C>.
+/// A runtime: devices, memory spaces and the buffers on them, whose associated types agree
+/// (a device's memory spaces are the client's memory_space_type, and so on). Satisfied by
+/// cpu::Client<E> and Traced<C>.
 template <class C>
-concept Client =
+concept PjRtClient =
     detail::DerivedTag<typename C::client_concept, client_tag> &&
-    Device<typename C::device_type> && MemorySpace<typename C::memory_space_type> &&
-    Buffer<typename C::buffer_type> &&
+    PjRtDevice<typename C::device_type> && PjRtMemorySpace<typename C::memory_space_type> &&
+    PjRtBuffer<typename C::buffer_type> &&
+    std::same_as<typename C::device_type::memory_space_type, typename C::memory_space_type> &&
+    std::same_as<typename C::memory_space_type::device_type, typename C::device_type> &&
+    std::same_as<typename C::buffer_type::device_type, typename C::device_type> &&
+    std::same_as<typename C::buffer_type::memory_space_type, typename C::memory_space_type> &&
     requires(C& c, const C& cc, std::span<const std::byte> data, DType dtype,
              std::span<const std::int64_t> dims,
              std::optional<std::span<const std::int64_t>> byte_strides,
@@ -143,6 +169,18 @@ concept Client =
           -> std::same_as<StatusOr<typename C::buffer_type>>;
       { c.create_uninitialized_buffer(shape, memory_space) }
           -> std::same_as<StatusOr<typename C::buffer_type>>;
+    };
+
+/// A PjRtClient that compiles a Graph (with the backend's default options) into its
+/// `C::executable_type`, a PjRtLoadedExecutable over the client's own buffers and devices:
+/// what jit and stablehlo::run_test_program need. Satisfied by cpu::Client<E> and Traced<C>.
+template <class C>
+concept CompilingClient =
+    PjRtClient<C> && PjRtLoadedExecutable<typename C::executable_type> &&
+    std::same_as<typename C::executable_type::buffer_type, typename C::buffer_type> &&
+    std::same_as<typename C::executable_type::device_type, typename C::device_type> &&
+    requires(C& c, const Graph& graph) {
+      { c.compile(graph) } -> std::same_as<StatusOr<typename C::executable_type>>;
     };
 
 }  // namespace pjrt_lite

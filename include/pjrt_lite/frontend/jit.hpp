@@ -38,16 +38,9 @@
 
 namespace pjrt_lite {
 
-/// A Client that compiles Graphs into LoadedExecutables: what jit needs.
-template <class C>
-concept CompilingClient = Client<C> && requires(C& c, const Graph& g) {
-  {c.compile(g)};
-  requires LoadedExecutable<typename decltype(c.compile(g))::value_type>;
-};
-
 namespace detail {
 template <class B>
-concept BufferLeaf = Buffer<std::remove_cvref_t<B>>;
+concept BufferLeaf = PjRtBuffer<std::remove_cvref_t<B>>;
 }  // namespace detail
 
 struct JitOptions {
@@ -66,8 +59,7 @@ struct JitOptions {
 template <CompilingClient C, class F>
 class Jit {
  public:
-  using Executable =
-      typename decltype(std::declval<C&>().compile(std::declval<const Graph&>()))::value_type;
+  using Executable = typename C::executable_type;
   using BufferType = typename C::buffer_type;
 
   Jit(C& client, F f, JitOptions options = {})

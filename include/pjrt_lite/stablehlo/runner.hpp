@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/graph.hpp"
@@ -71,14 +72,6 @@ inline bool marked_unchecked_upstream(std::string_view text) {
   return has_leading_marker(text, "RUN-DISABLED(no interpreter support)");
 }
 
-/// A client that compiles graphs into executables with execute_sharded: cpu::Client<E>,
-/// Traced<C>, a user's own backend.
-template <class C>
-concept GraphCompiler = requires(C& c, const Graph& g) {
-  {c.compile(g)};
-  {c.devices()};
-};
-
 /// Parses `text`, compiles its @main on `client`, runs it on the client's first device and
 /// evaluates every check. An UNIMPLEMENTED status from any step (an op or type the IR or the
 /// backend lacks) is a SKIP; any other error, and a check that does not hold, is a FAIL, but
@@ -86,7 +79,7 @@ concept GraphCompiler = requires(C& c, const Graph& g) {
 /// is a SKIP that says so.
 /// `program` (optional) receives the parsed @main. Thread-compatible: as thread-safe as the
 /// client's compile and execute.
-template <GraphCompiler C>
+template <CompilingClient C>
 TestOutcome run_test_program(C& client, std::string_view text, Graph* program = nullptr) {
   using Clock = std::chrono::steady_clock;
   TestOutcome out;

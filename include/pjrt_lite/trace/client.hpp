@@ -25,11 +25,11 @@
 
 namespace pjrt_lite {
 
-/// A Client that reports every call to a Sink (trace::LogSink by default: one line per call
-/// on stderr). Satisfies Client. Create it around an inner client, or with create(), which
-/// forwards to C::create. Not movable: its wrappers point back at it. Thread-safe as far as
-/// C and the sink are.
-template <Client C, trace::Sink S>
+/// A client that reports every call to a Sink (trace::LogSink by default: one line per call
+/// on stderr). Satisfies PjRtClient, and CompilingClient where C does. Create it around an
+/// inner client, or with create(), which forwards to C::create. Not movable: its wrappers
+/// point back at it. Thread-safe as far as C and the sink are.
+template <PjRtClient C, trace::Sink S>
 class Traced {
  public:
   using client_concept = client_tag;

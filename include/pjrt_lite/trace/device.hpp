@@ -13,12 +13,14 @@
 
 namespace pjrt_lite::trace {
 
-/// A memory space of a Traced client. Satisfies MemorySpace. Thread-safe as far as the sink is.
-template <Client C, Sink S>
+/// A memory space of a Traced client. Satisfies PjRtMemorySpace. Thread-safe as far as the
+/// sink is.
+template <PjRtClient C, Sink S>
 class TracedMemorySpace {
  public:
   using memory_space_concept = memory_space_tag;
   using inner_type = typename C::memory_space_type;
+  using device_type = TracedDevice<C, S>;
 
   TracedMemorySpace(Traced<C, S>* client, inner_type* inner) : client_(client), inner_(inner) {}
   TracedMemorySpace(const TracedMemorySpace&) = delete;
@@ -62,12 +64,13 @@ class TracedMemorySpace {
   std::vector<TracedDevice<C, S>*> devices_;  // filled by the client
 };
 
-/// A device of a Traced client. Satisfies Device. Thread-safe as far as the sink is.
-template <Client C, Sink S>
+/// A device of a Traced client. Satisfies PjRtDevice. Thread-safe as far as the sink is.
+template <PjRtClient C, Sink S>
 class TracedDevice {
  public:
   using device_concept = device_tag;
   using inner_type = typename C::device_type;
+  using memory_space_type = TracedMemorySpace<C, S>;
 
   TracedDevice(Traced<C, S>* client, inner_type* inner) : client_(client), inner_(inner) {}
   TracedDevice(const TracedDevice&) = delete;

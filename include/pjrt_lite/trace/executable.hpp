@@ -17,10 +17,10 @@
 
 namespace pjrt_lite::trace {
 
-/// An executable compiled by a Traced client. Satisfies LoadedExecutable; move-only. The
+/// An executable compiled by a Traced client. Satisfies PjRtLoadedExecutable; move-only. The
 /// inner executable lives on the heap, so its address names it in records across moves.
 /// Thread-safe as the inner executable is.
-template <Client C, Sink S>
+template <PjRtClient C, Sink S>
 class TracedExecutable {
  public:
   using loaded_executable_concept = loaded_executable_tag;

@@ -19,18 +19,18 @@
 
 namespace pjrt_lite {
 
-template <Client C, trace::Sink S = trace::LogSink>
+template <PjRtClient C, trace::Sink S = trace::LogSink>
 class Traced;
 
 namespace trace {
 
-template <Client C, Sink S>
+template <PjRtClient C, Sink S>
 class TracedDevice;
-template <Client C, Sink S>
+template <PjRtClient C, Sink S>
 class TracedMemorySpace;
-template <Client C, Sink S>
+template <PjRtClient C, Sink S>
 class TracedBuffer;
-template <Client C, Sink S>
+template <PjRtClient C, Sink S>
 class TracedExecutable;
 
 namespace detail {

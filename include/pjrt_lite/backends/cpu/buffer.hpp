@@ -489,6 +489,8 @@ template <class E>
 class Buffer {
  public:
   using buffer_concept = buffer_tag;
+  using device_type = Device<E>;
+  using memory_space_type = MemorySpace<E>;
 
   explicit Buffer(detail::BufferStatePtr<E> state) : state_(std::move(state)) {}
   Buffer(Buffer&&) noexcept = default;

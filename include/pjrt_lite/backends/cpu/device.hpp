@@ -23,6 +23,7 @@ template <class E>
 class MemorySpace {
  public:
   using memory_space_concept = memory_space_tag;
+  using device_type = Device<E>;
 
   MemorySpace(Client<E>* client, int id, int kind_id, Device<E>* device)
       : client_(client), id_(id), kind_id_(kind_id), devices_{device} {}
@@ -56,6 +57,7 @@ template <class E>
 class Device {
  public:
   using device_concept = device_tag;
+  using memory_space_type = MemorySpace<E>;
 
   Device(Client<E>* client, int id, int process_index, DeviceAttributeMap attributes)
       : client_(client), id_(id), process_index_(process_index), attributes_(std::move(attributes)) {}
