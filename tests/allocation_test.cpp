@@ -1136,7 +1136,7 @@ TEST_CASE("allocation: copy_raw_to_host copies at once when ready and waits othe
   const float values[2] = {5, 6};
   std::memcpy(memory->data, values, 8);
   auto [promise, ready] = make_promise<void>();
-  auto pending = cpu::Buffer<>::make(client.get(), client->memory_spaces()[0],
+  auto pending = cpu::detail::BufferAccess::make(client.get(), client->memory_spaces()[0],
                                      Shape(DType::kF32, {2}), memory, ready);
   float out[2] = {0, 0};
   Future<> copy = pending.copy_raw_to_host(out, 4, 4);
@@ -1149,7 +1149,7 @@ TEST_CASE("allocation: copy_raw_to_host copies at once when ready and waits othe
   CHECK(out[0] == 5);
 
   auto [failing, failed] = make_promise<void>();
-  auto broken = cpu::Buffer<>::make(client.get(), client->memory_spaces()[0],
+  auto broken = cpu::detail::BufferAccess::make(client.get(), client->memory_spaces()[0],
                                     Shape(DType::kF32, {2}), memory, failed);
   failing.set_error(data_loss_error("transfer failed"));
   CHECK(broken.copy_raw_to_host(out, 0, 8).await().message() == "transfer failed");

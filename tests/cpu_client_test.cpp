@@ -483,9 +483,9 @@ TEST_CASE("cpu buffer: copy_raw_from_host overwrites in place, only memory nothi
     CHECK(read(buffer) == Literal::vector<std::int16_t>({-7, 9, 9, 4}));
   }
   SUBCASE("a pending read holds the memory, and the write never blocks on it") {
-    auto hold = buffer.acquire("test").value();
+    auto hold = cpu::detail::BufferAccess::acquire(buffer, "test").value();
     auto [promise, ready] = make_promise<void>();
-    auto pending = cpu::Buffer<>::make(client.get(), client->memory_spaces()[0], Shape(DType::kS16, {4}),
+    auto pending = cpu::detail::BufferAccess::make(client.get(), client->memory_spaces()[0], Shape(DType::kS16, {4}),
                                        hold.memory, ready);
     Future<Literal> later = pending.to_literal();
     hold = {};
@@ -495,7 +495,7 @@ TEST_CASE("cpu buffer: copy_raw_from_host overwrites in place, only memory nothi
   }
   SUBCASE("a buffer whose contents are not ready, or failed, is refused") {
     auto [promise, ready] = make_promise<void>();
-    auto undefined = cpu::Buffer<>::make(client.get(), client->memory_spaces()[0], Shape(DType::kF32, {}),
+    auto undefined = cpu::detail::BufferAccess::make(client.get(), client->memory_spaces()[0], Shape(DType::kF32, {}),
                                          cpu::detail::DeviceMemory::allocate(4), ready);
     const float one = 1;
     Status s = undefined.copy_raw_from_host(&one, 0, 4);
@@ -558,9 +558,9 @@ TEST_CASE("cpu buffer: memory lives until pending uses finish, then on_done runs
   REQUIRE(zero_copy.ok());
   // A buffer over the same memory whose contents are not defined until `promise` is set: a
   // stand-in for an execution still writing it.
-  auto hold = zero_copy->acquire("test").value();
+  auto hold = cpu::detail::BufferAccess::acquire(*zero_copy, "test").value();
   auto [promise, ready] = make_promise<void>();
-  auto pending = cpu::Buffer<>::make(client.get(), client->memory_spaces()[0], Shape(DType::kF32, {4}),
+  auto pending = cpu::detail::BufferAccess::make(client.get(), client->memory_spaces()[0], Shape(DType::kF32, {4}),
                                      std::move(hold.memory), ready);
   zero_copy->delete_buffer();
   Future<Literal> literal = pending.to_literal();
@@ -576,7 +576,7 @@ TEST_CASE("cpu buffer: an error in a buffer's definition reaches every use") {
   auto client = make_client(2, /*async_threshold=*/0);
   auto [promise, ready] = make_promise<void>();
   auto memory = cpu::detail::DeviceMemory::allocate(8);
-  auto failed = cpu::Buffer<>::make(client.get(), client->memory_spaces()[0], Shape(DType::kF64, {}),
+  auto failed = cpu::detail::BufferAccess::make(client.get(), client->memory_spaces()[0], Shape(DType::kF64, {}),
                                     memory, ready);
   Future<Literal> literal = failed.to_literal();
   auto copy = failed.copy_to_device(client->devices()[1]).value();

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "pjrt_lite/backends/cpu/gemm.hpp"
+#include "pjrt_lite/backends/cpu/detail/gemm.hpp"
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/builder.hpp"
@@ -754,7 +754,7 @@ TEST_CASE("cpu executable: a donated argument is deleted and its memory backs th
   CHECK(exe.donation_targets()[0] == 0);
   auto xb = client->buffer_from_literal(iota_literal<float>({1000})).value();
   auto yb = client->buffer_from_literal(iota_literal<float>({1000}, 1.0f)).value();
-  const void* x_memory = xb.acquire("test").value().memory->data;
+  const void* x_memory = cpu::detail::BufferAccess::acquire(xb, "test").value().memory->data;
   cpu::Buffer<>* args[] = {&xb, &yb};
   auto out = exe.execute_sharded(args, client->devices()[0], {.donated_arguments = {0}}).value();
   CHECK(xb.is_deleted());
@@ -878,7 +878,7 @@ TEST_CASE("cpu executable: asynchronous execution waits for arguments and forwar
     auto memory = cpu::detail::DeviceMemory::allocate(24);
     const double values[3] = {1, -2, 3};
     std::memcpy(memory->data, values, 24);
-    auto pending = cpu::Buffer<>::make(client.get(), client->memory_spaces()[0], Shape(DType::kF64, {3}), memory, ready);
+    auto pending = cpu::detail::BufferAccess::make(client.get(), client->memory_spaces()[0], Shape(DType::kF64, {3}), memory, ready);
     cpu::Buffer<>* args[] = {&pending};
     auto out = exe.execute_sharded(args, client->devices()[0], async_options()).value();
     CHECK_FALSE(out[0].get_ready_future().is_ready());  // returned without blocking

@@ -13,7 +13,7 @@
 // Without the macro nothing changes: every translation unit compiles what it uses, inline, and
 // this header only instantiates the classes once more (harmless, and no saving).
 
-#include "pjrt_lite/backends/cpu/compiler.hpp"  // the non-inline definition of compile_program
+#include "pjrt_lite/backends/cpu/detail/compiler.hpp"  // the non-inline definition of compile_program
 #include "pjrt_lite/backends/reference/eval_node.hpp"  // and of the reference interpreter's eval_node
 #include "pjrt_lite/cpu.hpp"
 

@@ -462,6 +462,8 @@ struct BufferStateDeleter {
 template <class E>
 using BufferStatePtr = std::unique_ptr<BufferState<E>, BufferStateDeleter<E>>;
 
+struct BufferAccess;
+
 }  // namespace detail
 
 /// Keeps a buffer's memory alive (and unmoved) after the buffer is deleted, e.g. while a
@@ -492,7 +494,6 @@ class Buffer {
   using device_type = Device<E>;
   using memory_space_type = MemorySpace<E>;
 
-  explicit Buffer(detail::BufferStatePtr<E> state) : state_(std::move(state)) {}
   Buffer(Buffer&&) noexcept = default;
   Buffer& operator=(Buffer&&) noexcept = default;
   ~Buffer() = default;
@@ -674,11 +675,17 @@ class Buffer {
                    is_deleted() ? ", deleted)" : ")");
   }
 
-  // ----- For the runtime's own use (executables, decorators) -----
+  /// An address that identifies this buffer while it lives (for logs).
+  [[nodiscard]] const void* id() const { return state_.get(); }
 
-  /// A buffer over `memory`, defined once `ready` is. Its state comes from the client's pool
-  /// and `shape` is copied into the recycled one, so in a steady state this allocates
-  /// nothing. Thread-safe.
+ private:
+  // The runtime's own members (the client and executables make buffers over memory they
+  // allocate and hold a live buffer's memory while they use it) are reached through
+  // detail::BufferAccess, not by users.
+  friend struct detail::BufferAccess;
+  explicit Buffer(detail::BufferStatePtr<E> state) : state_(std::move(state)) {}
+
+  // detail::BufferAccess::make and ::acquire say what these do.
   static Buffer make(Client<E>* client, MemorySpace<E>* memory_space, const Shape& shape,
                      detail::MemoryRef memory, Future<void> ready) {
     detail::BufferStatePtr<E> state(
@@ -693,8 +700,6 @@ class Buffer {
     return Buffer(std::move(state));
   }
 
-  /// The memory and ready future of a live buffer, or FAILED_PRECONDITION naming `what`.
-  /// Allocates nothing unless it fails.
   [[nodiscard]] StatusOr<detail::BufferHold> acquire(std::string_view what) const {
     if (!state_) return moved_from_error(what);
     detail::BufferHold hold;
@@ -702,8 +707,6 @@ class Buffer {
       return gone_error(what);
     return hold;
   }
-  /// As acquire(what) for the operand `index` of an operation, named "what index" in the
-  /// error; the name is formatted only on failure.
   [[nodiscard]] StatusOr<detail::BufferHold> acquire(std::string_view what,
                                                      std::size_t index) const {
     if (!state_) return moved_from_error(what, " ", index);
@@ -713,12 +716,6 @@ class Buffer {
     return hold;
   }
 
-
-
-  /// An address that identifies this buffer while it lives (for logs).
-  [[nodiscard]] const void* id() const { return state_.get(); }
-
- private:
   /// Donation as a transaction, for an execute that donates several buffers and must leave
   /// every one as it was when it fails: reserve_donation() holds a live buffer alone (other
   /// uses wait) or fails naming operand `index` of `what` when it is deleted or donated; then
@@ -880,5 +877,32 @@ class Buffer {
 
   detail::BufferStatePtr<E> state_;
 };
+
+namespace detail {
+
+/// The runtime's door into Buffer (the client, executables and the runtime's own tests):
+/// a buffer over memory it allocated, and a live buffer's memory held while it is used.
+struct BufferAccess {
+  /// A buffer over `memory`, defined once `ready` is. Its state comes from the client's pool
+  /// and `shape` is copied into the recycled one, so in a steady state this allocates
+  /// nothing. Thread-safe.
+  template <class E>
+  static Buffer<E> make(Client<E>* client, MemorySpace<E>* memory_space, const Shape& shape,
+                        MemoryRef memory, Future<void> ready) {
+    return Buffer<E>::make(client, memory_space, shape, std::move(memory), std::move(ready));
+  }
+  /// The memory and ready future of a live buffer, or FAILED_PRECONDITION naming `what`
+  /// (and operand `index` of it, formatted only on failure). Allocates nothing unless it fails.
+  template <class E>
+  static StatusOr<BufferHold> acquire(const Buffer<E>& buffer, std::string_view what) {
+    return buffer.acquire(what);
+  }
+  template <class E>
+  static StatusOr<BufferHold> acquire(const Buffer<E>& buffer, std::string_view what, std::size_t index) {
+    return buffer.acquire(what, index);
+  }
+};
+
+}  // namespace detail
 
 }  // namespace pjrt_lite::cpu

@@ -179,7 +179,7 @@ class Client {
       if (memory == nullptr)
         return resource_exhausted_error(
             str_cat("buffer_from_host_buffer: out of memory for the header of a buffer of ", shape));
-      return Buffer<E>::make(this, target, shape, std::move(memory), make_ready_future());
+      return detail::BufferAccess::make(this, target, shape, std::move(memory), make_ready_future());
     }
 
     detail::MemoryRef memory = allocate_memory(static_cast<std::size_t>(shape.byte_size()));
@@ -195,7 +195,7 @@ class Client {
       detail::ObservedSpan span(observer(), SpanKind::kHostToDevice, "buffer_from_host_buffer", shape.byte_size());
       gather_strided(data.data(), shape.dims(), strides,
                      static_cast<std::int64_t>(byte_size(dtype)), memory->data);
-      return Buffer<E>::make(this, target, shape, std::move(memory), make_ready_future());
+      return detail::BufferAccess::make(this, target, shape, std::move(memory), make_ready_future());
     }
     auto [promise, ready] = make_promise<void>();
     executor_.schedule([src = data.data(), dims = std::vector<std::int64_t>(shape.dims().begin(), shape.dims().end()),
@@ -210,7 +210,7 @@ class Client {
       if (on_done) on_done();  // before ready: whoever awaits the buffer may reuse the data
       promise.set_value();
     });
-    return Buffer<E>::make(this, target, shape, std::move(memory), std::move(ready));
+    return detail::BufferAccess::make(this, target, shape, std::move(memory), std::move(ready));
   }
 
   /// buffer_from_host_buffer onto `device`'s default memory space.
@@ -271,7 +271,7 @@ class Client {
     if (memory == nullptr)
       return pjrt_lite::detail::allocation_error(str_cat("create_uninitialized_buffer: a buffer of ", *checked),
                                                  static_cast<std::size_t>(checked->byte_size()));
-    return Buffer<E>::make(this, target, *checked, std::move(memory), make_ready_future());
+    return detail::BufferAccess::make(this, target, *checked, std::move(memory), make_ready_future());
   }
 
   /// Compiles `graph` into an executable loaded on options.device_ids. Results are cached by

@@ -14,16 +14,16 @@
 
 #include "pjrt_lite/backends/cpu/buffer.hpp"
 #include "pjrt_lite/backends/cpu/client.hpp"
-#include "pjrt_lite/backends/cpu/compile_program.hpp"
-#include "pjrt_lite/backends/cpu/executable_format.hpp"
-#include "pjrt_lite/backends/cpu/program.hpp"
+#include "pjrt_lite/backends/cpu/detail/compile_program.hpp"
+#include "pjrt_lite/backends/cpu/detail/executable_format.hpp"
+#include "pjrt_lite/backends/cpu/detail/program.hpp"
 #include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/core/runtime_types.hpp"
 #include "pjrt_lite/future.hpp"
 #include "pjrt_lite/ir/fingerprint.hpp"
 #include "pjrt_lite/ir/printer.hpp"
 #if !defined(PJRT_LITE_CPU_EXTERN_KERNELS)
-#include "pjrt_lite/backends/cpu/compiler.hpp"
+#include "pjrt_lite/backends/cpu/detail/compiler.hpp"
 #endif
 #include "pjrt_lite/stablehlo/parser.hpp"
 
@@ -221,7 +221,7 @@ class LoadedExecutable {
           str_cat("execute: the arena of ", program.arena_bytes, " bytes for a concurrent execution could not be allocated"));
     for (std::size_t i = 0; i < args.size(); ++i) {
       if (donated(options, i)) continue;
-      StatusOr<detail::BufferHold> hold = args[i]->acquire("execute: argument", i);
+      StatusOr<detail::BufferHold> hold = detail::BufferAccess::acquire(*args[i], "execute: argument", i);
       if (!hold.ok()) {
         program.release_state(std::move(state));
         return hold.status();
@@ -311,14 +311,14 @@ class LoadedExecutable {
       Future<void> ready = status.ok() ? make_ready_future() : make_error_future<void>(status);
       for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
         results.push_back(
-            Buffer<E>::make(client_, memory_space, program.output_shapes[j], std::move(state->outputs[j]), ready));
+            detail::BufferAccess::make(client_, memory_space, program.output_shapes[j], std::move(state->outputs[j]), ready));
       program.release_state(std::move(state));
       return;
     }
 
     auto [promise, ready] = make_promise<void>();
     for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
-      results.push_back(Buffer<E>::make(client_, memory_space, program.output_shapes[j], state->outputs[j], ready));
+      results.push_back(detail::BufferAccess::make(client_, memory_space, program.output_shapes[j], state->outputs[j], ready));
     std::vector<Future<void>> pending;
     for (const auto& h : state->holds)
       if (!h.ready.is_ready() || !h.ready.await().ok()) pending.push_back(h.ready);

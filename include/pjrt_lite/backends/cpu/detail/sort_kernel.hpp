@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // sort and top_k on the CPU. sort runs its comparator region as a scalar TileProgram (as the
 // reduce and window kernels run their bodies) inside the stable merge sort both backends use
 // (core/merge_sort.hpp), so any comparator the reference runs runs here with the same
@@ -16,9 +17,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "pjrt_lite/backends/cpu/elementwise.hpp"
-#include "pjrt_lite/backends/cpu/kernels.hpp"
-#include "pjrt_lite/backends/cpu/window_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/elementwise.hpp"
+#include "pjrt_lite/backends/cpu/detail/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/window_kernel.hpp"
 #include "pjrt_lite/core/merge_sort.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/graph.hpp"

@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // scatter on the CPU. The result starts as a copy of the input; then, for each index vector
 // of scatter_indices (in row-major order) and each element of its update window (in
 // row-major order), the result element the spec's result_index names, if in bounds, becomes
@@ -14,9 +15,9 @@
 #include <memory>
 #include <vector>
 
-#include "pjrt_lite/backends/cpu/kernels.hpp"
-#include "pjrt_lite/backends/cpu/reduce_kernel.hpp"
-#include "pjrt_lite/backends/cpu/tile_program.hpp"
+#include "pjrt_lite/backends/cpu/detail/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/reduce_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/tile_program.hpp"
 #include "pjrt_lite/core/strided_copy.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/graph.hpp"

@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // The bytes of a serialized CPU executable: what was compiled (the source graph) and how (the
 // compile options), under a magic, a format version and a checksum. Deserializing compiles
 // again; the CPU's kernels are chosen at compile time and are not worth shipping as bytes.

@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // TileProgram: a fused group of element-wise ops compiled to a tiny register bytecode and
 // interpreted over tiles of a few hundred contiguous elements. Registers are tiles: either a
 // window into an operand or result buffer ("external"), a tile filled with one scalar
@@ -15,7 +16,7 @@
 #include <utility>
 #include <vector>
 
-#include "pjrt_lite/backends/cpu/elementwise.hpp"
+#include "pjrt_lite/backends/cpu/detail/elementwise.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/graph.hpp"

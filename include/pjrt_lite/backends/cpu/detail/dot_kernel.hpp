@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // dot_general on the CPU: operands are brought to [batch, M, K] and [batch, K, N] (a strided
 // copy into scratch only when their layout is not already that), then each batch is one
 // Eigen GEMM, its rows split across the client's threads when the product is large.
@@ -13,8 +14,8 @@
 
 #include <Eigen/Core>
 
-#include "pjrt_lite/backends/cpu/gemm.hpp"
-#include "pjrt_lite/backends/cpu/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/gemm.hpp"
+#include "pjrt_lite/backends/cpu/detail/kernels.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 

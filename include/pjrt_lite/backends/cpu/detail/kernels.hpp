@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // The steps of a compiled CPU program. A Kernel reads and writes "slots" (the arrays of one
 // execution: parameters, constants, temporaries in the arena, outputs) through a RunContext,
 // whose addresses change per execution while everything else is fixed at compile time, so
@@ -13,9 +14,9 @@
 
 #include <Eigen/Core>
 
-#include "pjrt_lite/backends/cpu/parallel.hpp"
-#include "pjrt_lite/backends/cpu/strided.hpp"
-#include "pjrt_lite/backends/cpu/tile_program.hpp"
+#include "pjrt_lite/backends/cpu/detail/parallel.hpp"
+#include "pjrt_lite/backends/cpu/detail/strided.hpp"
+#include "pjrt_lite/backends/cpu/detail/tile_program.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/core/strided_copy.hpp"

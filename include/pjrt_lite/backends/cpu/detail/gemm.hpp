@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // Eigen's GEMM with its packing buffers in kernel scratch. An Eigen product expression packs
 // its operands into buffers that it puts on the stack up to 128 KiB and takes from the heap
 // beyond (every product of a model layer's size); dot_general and convolution instead run

@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // The element-wise kernels of the CPU backend: one function per (op, element type), run on a
 // tile of contiguous elements. Float and double go through Eigen's vectorized array
 // expressions where Eigen has the op; the rest are plain loops the compiler vectorizes.

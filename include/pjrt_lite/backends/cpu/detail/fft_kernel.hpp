@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // fft on the CPU. Each transformed dimension gets a plan at compile time: an iterative radix-2
 // transform when its length is a power of two, Bluestein's chirp-z transform (a circular
 // convolution computed by radix-2 transforms of the next power of two >= 2n - 1) otherwise.
@@ -16,7 +17,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "pjrt_lite/backends/cpu/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/kernels.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/ir/attributes.hpp"

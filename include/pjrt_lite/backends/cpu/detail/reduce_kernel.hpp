@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // reduce on the CPU. Inputs are viewed as [outer, reduced, inner] when the reduced dimensions
 // are adjacent (a strided copy into scratch puts them last otherwise). A body that is one
 // add / multiply / max / min / and / or of one input runs as vectorized loops; any other body
@@ -13,8 +14,8 @@
 
 #include <Eigen/Core>
 
-#include "pjrt_lite/backends/cpu/kernels.hpp"
-#include "pjrt_lite/backends/cpu/tile_program.hpp"
+#include "pjrt_lite/backends/cpu/detail/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/tile_program.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 
 namespace pjrt_lite::cpu::detail {

@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // One data-movement primitive that transpose, broadcast_in_dim, slice, reverse, pad,
 // concatenate, dynamic_slice and dynamic_update_slice all reduce to: walk `dims` in row-major
 // order and copy each element from `src + sum(index * src_stride)` to

@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // Control flow on the CPU: while, case and if run their regions as Programs compiled by the
 // same compiler, nested inside one kernel. Everything a region needs per execution (its slot
 // table, its arena, the loop-carried values) is planned into the kernel's scratch at compile
@@ -12,8 +13,8 @@
 #include <utility>
 #include <vector>
 
-#include "pjrt_lite/backends/cpu/kernels.hpp"
-#include "pjrt_lite/backends/cpu/program.hpp"
+#include "pjrt_lite/backends/cpu/detail/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/program.hpp"
 #include "pjrt_lite/ir/op.hpp"
 
 namespace pjrt_lite::cpu::detail {

@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // Compiling a graph for the CPU: verify, simplify, group element-wise ops into fused loops,
 // give every array a slot, plan the arena, and emit kernels. The result is a Program.
 
@@ -11,21 +12,21 @@
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/compile_options.hpp"
-#include "pjrt_lite/backends/cpu/compile_program.hpp"
-#include "pjrt_lite/backends/cpu/control_flow_kernel.hpp"
-#include "pjrt_lite/backends/cpu/conv_kernel.hpp"
-#include "pjrt_lite/backends/cpu/dot_kernel.hpp"
-#include "pjrt_lite/backends/cpu/fft_kernel.hpp"
-#include "pjrt_lite/backends/cpu/triangular_solve_kernel.hpp"
-#include "pjrt_lite/backends/cpu/gather_kernel.hpp"
-#include "pjrt_lite/backends/cpu/kernels.hpp"
-#include "pjrt_lite/backends/cpu/program.hpp"
-#include "pjrt_lite/backends/cpu/reduce_kernel.hpp"
-#include "pjrt_lite/backends/cpu/rng_bit_generator_kernel.hpp"
-#include "pjrt_lite/backends/cpu/scatter_kernel.hpp"
-#include "pjrt_lite/backends/cpu/sort_kernel.hpp"
-#include "pjrt_lite/backends/cpu/window_kernel.hpp"
-#include "pjrt_lite/backends/cpu/tile_program.hpp"
+#include "pjrt_lite/backends/cpu/detail/compile_program.hpp"
+#include "pjrt_lite/backends/cpu/detail/control_flow_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/conv_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/dot_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/fft_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/triangular_solve_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/gather_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/program.hpp"
+#include "pjrt_lite/backends/cpu/detail/reduce_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/rng_bit_generator_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/scatter_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/sort_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/window_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/tile_program.hpp"
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/backends/reference/rng_bit_generator.hpp"
 #include "pjrt_lite/ir/graph.hpp"

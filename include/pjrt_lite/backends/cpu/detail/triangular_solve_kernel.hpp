@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // triangular_solve on the CPU: each batch's matrices are copied into kernel scratch in the
 // compute type (f16 and bf16 in float, the others in their own) and solved in place by Eigen's
 // triangular solver, then rounded back. Batches split across threads, each with its own
@@ -12,7 +13,7 @@
 
 #include <Eigen/Core>
 
-#include "pjrt_lite/backends/cpu/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/kernels.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/ir/attributes.hpp"

@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // Program: what compiling a graph for the CPU produces, independent of any client or device.
 // Every array of an execution has a slot; kernels run in order over the slots; temporaries
 // and kernel scratch live in one arena whose size is known at compile time. Running a
@@ -13,7 +14,7 @@
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/buffer.hpp"
-#include "pjrt_lite/backends/cpu/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/kernels.hpp"
 #include "pjrt_lite/backends/cpu/observer.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"

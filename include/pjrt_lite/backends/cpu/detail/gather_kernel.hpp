@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // gather on the CPU: for each index vector of start_indices (row-major), the clamped start
 // and the batching offsets give the slice's first element; a strided copy planned at compile
 // time moves the slice to the result. A run allocates nothing.
@@ -10,8 +11,8 @@
 #include <memory>
 #include <vector>
 
-#include "pjrt_lite/backends/cpu/kernels.hpp"
-#include "pjrt_lite/backends/cpu/strided.hpp"
+#include "pjrt_lite/backends/cpu/detail/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/strided.hpp"
 #include "pjrt_lite/core/strided_copy.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/shape_inference.hpp"

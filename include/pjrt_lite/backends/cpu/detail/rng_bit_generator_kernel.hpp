@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // rng_bit_generator on the CPU: the layout of core/random_bits.hpp, the output split across
 // threads in ranges of elements, each thread with its own block cache. The state is read
 // before anything is written, so the results may share memory with it.
@@ -8,7 +9,7 @@
 #include <cstring>
 #include <vector>
 
-#include "pjrt_lite/backends/cpu/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/kernels.hpp"
 #include "pjrt_lite/core/random_bits.hpp"
 #include "pjrt_lite/core/shape.hpp"
 

@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // reduce_window and select_and_scatter on the CPU. Both walk windows in the reference
 // interpreter's schedule (results, then window elements, in row-major order) and run their
 // bodies as scalar TilePrograms, so any body the reduce kernel's general path runs runs here,
@@ -13,9 +14,9 @@
 #include <span>
 #include <vector>
 
-#include "pjrt_lite/backends/cpu/kernels.hpp"
-#include "pjrt_lite/backends/cpu/reduce_kernel.hpp"
-#include "pjrt_lite/backends/cpu/tile_program.hpp"
+#include "pjrt_lite/backends/cpu/detail/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/reduce_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/tile_program.hpp"
 #include "pjrt_lite/core/strided_copy.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/graph.hpp"

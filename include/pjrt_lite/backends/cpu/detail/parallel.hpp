@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // parallel_for over a CPU executor: splits [0, n) into blocks that the calling thread and the
 // executor's workers claim one at a time, and waits without spinning or taking a lock. The
 // region's shared state lives on the caller's stack and each scheduled task fits

@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // The seam between the CPU client and its compiler: `compile_program` turns a graph into a
 // Program, and is where every kernel for every op and dtype gets instantiated.
 //

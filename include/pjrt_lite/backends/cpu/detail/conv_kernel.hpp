@@ -1,4 +1,5 @@
 #pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // convolution on the CPU: im2col then GEMM. For each result batch and group, a block of output
 // positions gathers its windows of the lhs into the rows of a [positions, kernel taps x group
 // input features] matrix (zeros where a tap reads padding or a dilation hole), which one Eigen
@@ -20,8 +21,8 @@
 
 #include <Eigen/Core>
 
-#include "pjrt_lite/backends/cpu/gemm.hpp"
-#include "pjrt_lite/backends/cpu/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/gemm.hpp"
+#include "pjrt_lite/backends/cpu/detail/kernels.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
