@@ -53,6 +53,8 @@
 #include "pjrt_lite/ir/shape_inference.hpp"
 #include "pjrt_lite/stablehlo/detail/dense.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
+#include "pjrt_lite/stablehlo/detail/op_attributes.hpp"
+#include "pjrt_lite/stablehlo/detail/op_parts.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 #include "pjrt_lite/stablehlo/module.hpp"
 #include "pjrt_lite/stablehlo/types.hpp"
@@ -60,13 +62,6 @@
 namespace pjrt_lite::stablehlo {
 
 namespace detail {
-
-/// The deepest nesting of regions (a reduce inside a reduce's body ...) accepted.
-inline constexpr std::int64_t kMaxRegionDepth = 16;
-/// The longest chain of calls (f calls g calls h ...) accepted.
-inline constexpr std::int64_t kMaxCallDepth = 64;
-/// The most results one op may declare (`%0:N`).
-inline constexpr std::int64_t kMaxResults = 1 << 16;
 
 /// StableHLO ops (and a few long-standing extras) the IR does not have. A program using one
 /// is valid but unsupported; an op name outside this list and the IR is a typo.
@@ -95,52 +90,6 @@ struct ResultName {
   std::string name;
   std::int64_t count = 1;
   SourcePos pos;
-};
-
-/// The values visible in one region. The regions of while, case and if may use values
-/// defined outside them (StableHLO's implicit captures): each such value becomes one more
-/// parameter of the region, numbered after its block arguments in the order of first use,
-/// and `captured` lists the outside values in that order. Other regions (reduce's, ...) see
-/// their parents' names only to report a capture, which their ops cannot express.
-struct Scope {
-  struct Def {
-    std::vector<Value> values;
-    SourcePos pos;
-  };
-  std::unordered_map<std::string, Def> defs;
-  Scope* parent = nullptr;
-  GraphBuilder* builder = nullptr;          // where this scope's values live
-  std::vector<Value>* captured = nullptr;   // set when captures are allowed; parent's values
-  std::unordered_map<std::string, Value> captured_by_use;  // "name#index" -> parameter
-  std::int64_t next_parameter = 0;
-
-  [[nodiscard]] const Def* find(const std::string& name, bool& local) const {
-    local = true;
-    for (const Scope* s = this; s != nullptr; s = s->parent, local = false)
-      if (auto it = s->defs.find(name); it != s->defs.end()) return &it->second;
-    return nullptr;
-  }
-};
-
-/// Where ops are being added: a function body or a region.
-struct Context {
-  GraphBuilder& b;
-  Scope& scope;
-  std::vector<Check>* checks;  // null inside regions, which cannot hold checks
-  std::int64_t depth = 0;      // region nesting
-};
-
-/// What one parsed op yields.
-struct OpResult {
-  std::vector<Value> values;
-  bool terminator = false;
-};
-
-/// How a plain (non-function) type list after an op's ':' reads.
-enum class TypeRule : std::uint8_t {
-  kSame,        // `: T`: every operand and the result have type T
-  kSelect,      // `: Tpred, T`: pred, then both branches and the result
-  kResultOnly,  // `: T`: the result only (complex)
 };
 
 /// A func.func as found by the first pass: its signature and where its body starts.
@@ -459,160 +408,7 @@ class Parser {
     return result;
   }
 
-  static Status define(Scope& scope, const std::string& name, std::vector<Value> values,
-                       SourcePos pos) {
-    bool local = false;
-    if (const Scope::Def* d = scope.find(name, local))
-      return error_at(
-          pos, str_cat("redefinition of %", name, " (first defined at ", to_string(d->pos), ")"));
-    scope.defs.emplace(name, Scope::Def{std::move(values), pos});
-    return ok_status();
-  }
-
-  // ---- Operands -------------------------------------------------------------------------
-
-  static StatusOr<Value> resolve(const Context& ctx, const Token& t) {
-    std::string_view text = t.text.substr(1);
-    std::int64_t index = 0;
-    if (std::size_t hash = text.find('#'); hash != std::string_view::npos) {
-      std::string_view digits = text.substr(hash + 1);
-      auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
-      if (ec != std::errc() || ptr != digits.data() + digits.size())
-        return error_at(t.pos, str_cat("bad result number in ", t.text));
-      text = text.substr(0, hash);
-    }
-    return lookup(ctx.scope, std::string(text), index, t);
-  }
-
-  /// Result `index` of %name as seen from `scope`, captured into it (and into every region
-  /// between it and the definition) when defined outside.
-  static StatusOr<Value> lookup(Scope& scope, const std::string& name, std::int64_t index,
-                                const Token& t) {
-    if (auto it = scope.defs.find(name); it != scope.defs.end()) {
-      const std::vector<Value>& values = it->second.values;
-      if (index < 0 || index >= static_cast<std::int64_t>(values.size()))
-        return error_at(t.pos, str_cat("%", name, " has ", values.size(), " result(s); ", t.text,
-                                       " is out of range"));
-      return values[static_cast<std::size_t>(index)];
-    }
-    bool local = false;
-    if (scope.parent == nullptr || scope.parent->find(name, local) == nullptr)
-      return error_at(t.pos, str_cat("use of undefined value %", name));
-    if (scope.captured == nullptr)
-      return unsupported_at(t.pos,
-                            str_cat("a region using %", name, ", a value defined outside it,"));
-    const std::string key = str_cat(name, "#", index);
-    if (auto it = scope.captured_by_use.find(key); it != scope.captured_by_use.end())
-      return it->second;
-    PJRT_LITE_ASSIGN_OR_RETURN(Value outer, lookup(*scope.parent, name, index, t));
-    PJRT_LITE_ASSIGN_OR_RETURN(Shape shape, scope.parent->builder->shape(outer));
-    Value p = scope.builder->parameter(scope.next_parameter++, std::move(shape));
-    scope.captured->push_back(outer);
-    scope.captured_by_use.emplace(key, p);
-    return p;
-  }
-
-  static StatusOr<Value> parse_operand(Reader& r, const Context& ctx, std::string_view context) {
-    Token t = r.next();
-    if (t.kind != TokenKind::kValueId)
-      return error_at(t.pos,
-                      str_cat("expected an operand such as %0 ", context, ", found ", describe(t)));
-    return resolve(ctx, t);
-  }
-
-  /// `%a, %b, ...` (possibly none): stops before a ',' that is not followed by a value, so
-  /// that keyword arguments (`, dims = [...]`) can follow.
-  static StatusOr<std::vector<Value>> parse_operand_list(Reader& r, const Context& ctx) {
-    std::vector<Value> out;
-    if (r.peek().kind != TokenKind::kValueId) return out;
-    while (true) {
-      PJRT_LITE_ASSIGN_OR_RETURN(Value v, parse_operand(r, ctx, ""));
-      out.push_back(v);
-      if (!(r.peek().is(',') && r.peek2().kind == TokenKind::kValueId)) return out;
-      r.next();
-    }
-  }
-
-  /// Exactly n operands separated by commas.
-  static StatusOr<std::vector<Value>> parse_operands_exact(Reader& r, const Context& ctx,
-                                                           std::size_t n, std::string_view op) {
-    std::vector<Value> out;
-    for (std::size_t k = 0; k < n; ++k) {
-      if (k > 0) PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
-      PJRT_LITE_ASSIGN_OR_RETURN(Value v, parse_operand(r, ctx, str_cat("for ", op)));
-      out.push_back(v);
-    }
-    if (r.peek().is(',') && r.peek2().kind == TokenKind::kValueId)
-      return error_at(r.peek2().pos, str_cat(op, " takes ", n, " operand(s), found more"));
-    return out;
-  }
-
   // ---- Types ----------------------------------------------------------------------------
-
-  /// An optional attribute dictionary, then ':' and the op's type.
-  static StatusOr<OpType> parse_type_tail(Reader& r, std::string_view op,
-                                          AttrDict* dict = nullptr) {
-    if (r.peek().is('{')) {
-      PJRT_LITE_ASSIGN_OR_RETURN(AttrDict d, r.parse_dict());
-      if (dict) *dict = std::move(d);
-    }
-    PJRT_LITE_RETURN_IF_ERROR(r.expect(':', str_cat("before the type of ", op)));
-    return r.parse_op_type();
-  }
-
-  /// Checks the declared operand types against the operands; returns the declared result
-  /// types.
-  static StatusOr<std::vector<Shape>> declared_types(const Context& ctx, const OpType& t,
-                                                     const std::vector<Value>& operands,
-                                                     TypeRule rule, std::string_view op,
-                                                     SourcePos pos) {
-    std::vector<Shape> inputs;
-    std::vector<Shape> results;
-    if (t.functional) {
-      inputs = t.function.inputs;
-      results = t.function.results;
-      if (inputs.size() != operands.size())
-        return error_at(t.pos, str_cat(op, " has ", operands.size(),
-                                       " operand(s) but its type lists ", inputs.size()));
-    } else {
-      const std::size_t want = rule == TypeRule::kSelect ? 2 : 1;
-      if (t.types.size() != want)
-        return error_at(t.pos, str_cat(op, " expects ", want == 2 ? "two types" : "one type",
-                                       " or a function type (...) -> ... after ':', found ",
-                                       t.types.size(), " types"));
-      results = {t.types.back()};
-      if (rule == TypeRule::kSame) inputs.assign(operands.size(), t.types[0]);
-      if (rule == TypeRule::kSelect && !operands.empty()) {
-        inputs.assign(operands.size(), t.types[1]);
-        inputs[0] = t.types[0];
-      }
-    }
-    for (std::size_t k = 0; k < inputs.size(); ++k) {
-      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(operands[k]));
-      if (!s.same_type_and_dims(inputs[k]))
-        return error_at(pos, str_cat(op, ": operand ", k, " has type ", tensor_type_name(s),
-                                     " but the op's type says ", tensor_type_name(inputs[k])));
-    }
-    return results;
-  }
-
-  /// After adding an op: reports a builder error, and compares the results with the
-  /// declared types.
-  static Status finish(const Context& ctx, const std::vector<Value>& values,
-                       const std::vector<Shape>& declared, std::string_view op, SourcePos pos) {
-    if (!ctx.b.ok()) return error_at(pos, ctx.b.status().message());
-    if (values.size() != declared.size())
-      return error_at(pos, str_cat(op, " has ", values.size(), " result(s) but its type declares ",
-                                   declared.size()));
-    for (std::size_t k = 0; k < values.size(); ++k) {
-      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(values[k]));
-      if (!s.same_type_and_dims(declared[k]))
-        return error_at(pos,
-                        str_cat(op, ": result ", k, " is declared ", tensor_type_name(declared[k]),
-                                " but the operands give ", tensor_type_name(s)));
-    }
-    return ok_status();
-  }
 
   /// StableHLO can bitcast i1 (to i1); the IR gives pred no bit layout and refuses, so such a
   /// program is unsupported rather than malformed.
@@ -627,15 +423,6 @@ class Parser {
     }
     if (pred) return unsupported_at(pos, "stablehlo.bitcast_convert between i1 and another type");
     return ok_status();
-  }
-
-  /// The single declared result type, for ops whose attributes come from it.
-  static StatusOr<Shape> single_result(const OpType& t, std::string_view op) {
-    const std::vector<Shape>& results = t.functional ? t.function.results : t.types;
-    if (results.empty()) return error_at(t.pos, str_cat(op, " needs a result type"));
-    if (t.functional && results.size() != 1)
-      return error_at(t.pos, str_cat(op, " has one result but its type declares ", results.size()));
-    return results.back();
   }
 
   /// `, key = WORD` in an op's pretty form, WORD read by `from_name` (an enum's spelling).
@@ -726,7 +513,7 @@ class Parser {
           PJRT_LITE_RETURN_IF_ERROR(check_bitcast(ctx, operands, result, pos));
       }
       out.values = ctx.b.op(op, operands, std::move(attrs));
-      PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+      PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
       return out;
     }
   }
@@ -744,7 +531,7 @@ class Parser {
               t.pos, str_cat("expected dense<...> after stablehlo.constant, found ", describe(t)));
         PJRT_LITE_ASSIGN_OR_RETURN(AttrValue value, r.parse_attr_value());
         out.values = {ctx.b.constant(Literal(*value.dense))};
-        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, {value.type}, name, pos));
+        PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, {value.type}, name, pos));
         return out;
       }
       case OpCode::kIota: {
@@ -756,7 +543,7 @@ class Parser {
                                    declared_types(ctx, type, {}, TypeRule::kSame, name, pos));
         PJRT_LITE_ASSIGN_OR_RETURN(Shape result, single_result(type, name));
         out.values = ctx.b.op(op, {}, IotaAttrs{result, dim});
-        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
         return out;
       }
       case OpCode::kCompare: {
@@ -783,7 +570,7 @@ class Parser {
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                                    declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
         out.values = ctx.b.op(op, operands, CompareAttrs{*direction, ctype});
-        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
         return out;
       }
       case OpCode::kReducePrecision: {
@@ -797,7 +584,7 @@ class Parser {
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                                    declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
         out.values = ctx.b.op(op, operands, attrs);
-        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
         return out;
       }
       case OpCode::kBroadcastInDim:
@@ -821,7 +608,7 @@ class Parser {
           attrs = ReverseAttrs{dims};
         }
         out.values = ctx.b.op(op, operands, std::move(attrs));
-        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
         return out;
       }
       case OpCode::kSlice: {
@@ -854,7 +641,7 @@ class Parser {
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                                    declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
         out.values = ctx.b.op(op, operands, std::move(attrs));
-        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
         return out;
       }
       case OpCode::kConcatenate: {
@@ -867,7 +654,7 @@ class Parser {
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                                    declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
         out.values = ctx.b.op(op, operands, ConcatenateAttrs{dim});
-        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
         return out;
       }
       case OpCode::kPad: {
@@ -888,7 +675,7 @@ class Parser {
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                                    declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
         out.values = ctx.b.op(op, operands, std::move(attrs));
-        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
         return out;
       }
       case OpCode::kDynamicSlice:
@@ -907,7 +694,7 @@ class Parser {
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                                    declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
         out.values = ctx.b.op(op, operands, std::move(attrs));
-        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
         return out;
       }
       case OpCode::kDotGeneral: return parse_dot_general(r, ctx, name, pos);
@@ -925,7 +712,7 @@ class Parser {
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                                    declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
         out.values = ctx.b.op(op, operands, RngBitGeneratorAttrs{algorithm, std::move(bits)});
-        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
         return out;
       }
       case OpCode::kFft: {
@@ -944,7 +731,7 @@ class Parser {
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                                    declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
         out.values = ctx.b.op(op, operands, FftAttrs{fft_type, std::move(length)});
-        PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+        PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
         return out;
       }
       case OpCode::kReduce: return parse_reduce(r, ctx, name, pos);
@@ -989,7 +776,7 @@ class Parser {
                                declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
     OpResult out;
     out.values = ctx.b.op(OpCode::kTopK, operands, TopKAttrs{k});
-    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
     return out;
   }
 
@@ -1047,7 +834,7 @@ class Parser {
                                declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
     OpResult out;
     out.values = ctx.b.op(OpCode::kDotGeneral, operands, std::move(dn));
-    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
     return out;
   }
 
@@ -1135,40 +922,8 @@ class Parser {
                                declared_types(ctx, type, operands, TypeRule::kSame, name, pos));
     OpResult out;
     out.values = ctx.b.op(OpCode::kConvolution, operands, a.with_defaults());
-    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
     return out;
-  }
-
-  /// A convolution's feature_group_count and batch_group_count (1 when absent).
-  static Status group_counts(const AttrDict& attrs, ConvolutionAttrs& a) {
-    const std::pair<std::string_view, std::int64_t*> counts[] = {
-        {"feature_group_count", &a.feature_group_count},
-        {"batch_group_count", &a.batch_group_count}};
-    for (const auto& [key, count] : counts)
-      if (const AttrValue* v = find_attr(attrs, key)) {
-        if (v->kind != AttrValue::Kind::kInt)
-          return error_at(v->pos, str_cat("expected an integer for ", key));
-        *count = v->i;
-      }
-    return ok_status();
-  }
-
-  /// `[true, false]`, `[1, 0]` or `array<i1: true, false>` as 1s and 0s.
-  static StatusOr<std::vector<std::int64_t>> bool_list_value(const AttrValue& v,
-                                                             std::string_view key) {
-    if (v.kind == AttrValue::Kind::kList) {
-      std::vector<std::int64_t> out;
-      for (const AttrValue& item : v.list) {
-        if (item.kind == AttrValue::Kind::kBool)
-          out.push_back(item.b ? 1 : 0);
-        else if (item.kind == AttrValue::Kind::kInt)
-          out.push_back(item.i);
-        else
-          return error_at(item.pos, str_cat("expected true or false in ", key));
-      }
-      return out;
-    }
-    return int_list_value(v, key);
   }
 
   /// stablehlo.dot: dot_general contracting lhs's last dimension with rhs's first.
@@ -1192,7 +947,7 @@ class Parser {
     DotDimensionNumbers dn{{}, {}, {lhs.rank() - 1}, {0}};
     OpResult out;
     out.values = ctx.b.op(OpCode::kDotGeneral, operands, std::move(dn));
-    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
     return out;
   }
 
@@ -1222,7 +977,7 @@ class Parser {
     OpResult out;
     out.values = ctx.b.op(OpCode::kBroadcastInDim, operands,
                           BroadcastInDimAttrs{std::move(sizes), std::move(mapping)});
-    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
     return out;
   }
 
@@ -1296,7 +1051,7 @@ class Parser {
     bodies.push_back(std::move(body));
     out.values =
         ctx.b.op(OpCode::kReduce, operands, ReduceAttrs{std::move(dims)}, std::move(bodies));
-    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
     return out;
   }
 
@@ -1428,17 +1183,11 @@ class Parser {
     OpResult out;
     out.values = ctx.b.op(op, all, NoAttrs{}, std::move(regions));
     if (is_while) out.values.resize(std::min(out.values.size(), operands.size()));
-    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
     return out;
   }
 
   // ---- Regions --------------------------------------------------------------------------
-
-  struct BlockArg {
-    std::string name;
-    Shape type;
-    SourcePos pos;
-  };
 
   /// `%name: type` with an optional loc(...).
   static StatusOr<BlockArg> parse_block_arg(Reader& r) {
@@ -1517,21 +1266,6 @@ class Parser {
     return out;
   }
 
-  static Status check_listed_types(const Context& ctx, const std::vector<Value>& values,
-                                   const std::vector<Shape>& types, std::string_view op,
-                                   SourcePos pos) {
-    if (types.size() != values.size())
-      return error_at(pos, str_cat(op, " has ", values.size(), " operand(s) but lists ",
-                                   types.size(), " type(s)"));
-    for (std::size_t k = 0; k < values.size(); ++k) {
-      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(values[k]));
-      if (!s.same_type_and_dims(types[k]))
-        return error_at(pos, str_cat(op, ": operand ", k, " has type ", tensor_type_name(s),
-                                     " but is listed as ", tensor_type_name(types[k])));
-    }
-    return ok_status();
-  }
-
   StatusOr<OpResult> parse_call(Reader& r, Context& ctx, std::string_view name, SourcePos pos) {
     PJRT_LITE_ASSIGN_OR_RETURN(Token callee, r.expect_kind(TokenKind::kSymbol, "a function name",
                                                            str_cat("after ", name)));
@@ -1570,7 +1304,7 @@ class Parser {
     if (!ctx.b.ok()) return error_at(pos, ctx.b.status().message());
     OpResult out;
     out.values.assign(outs.begin(), outs.begin() + f.num_results);
-    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, str_cat("call @", callee), pos));
+    PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, str_cat("call @", callee), pos));
     if (!f.checks.empty() && ctx.checks == nullptr)
       return unsupported_at(
           pos, str_cat("a call inside a region to @", callee, ", which makes checks,"));
@@ -1690,7 +1424,7 @@ class Parser {
       OpResult out;
       out.values = operands;
       PJRT_LITE_RETURN_IF_ERROR(
-          finish(ctx, out.values, declared, "stablehlo.custom_call @Sharding", pos));
+          check_results(ctx, out.values, declared, "stablehlo.custom_call @Sharding", pos));
       return out;
     }
     if (!type.functional)
@@ -1837,134 +1571,6 @@ class Parser {
                                 declared, pos);
     }
     return build_generic(ctx, *code, name, operands, attrs, std::move(regions), type, pos);
-  }
-
-  static StatusOr<std::vector<std::int64_t>> int_list_attr(const AttrDict& attrs,
-                                                           std::string_view key,
-                                                           std::string_view op, SourcePos pos,
-                                                           bool required = true) {
-    const AttrValue* v = find_attr(attrs, key);
-    if (v == nullptr) {
-      if (!required) return std::vector<std::int64_t>{};
-      return error_at(pos, str_cat(op, " needs the attribute ", key));
-    }
-    return int_list_value(*v, key);
-  }
-
-  static StatusOr<std::vector<std::int64_t>> int_list_value(const AttrValue& v,
-                                                            std::string_view key) {
-    using K = AttrValue::Kind;
-    if (v.kind == K::kIntArray) return v.ints;
-    if (v.kind == K::kList) {
-      std::vector<std::int64_t> out;
-      for (const AttrValue& item : v.list) {
-        if (item.kind != K::kInt)
-          return error_at(item.pos, str_cat("expected an integer in ", key));
-        out.push_back(item.i);
-      }
-      return out;
-    }
-    if (v.kind == K::kDense && v.dense && v.dense->shape().rank() <= 1 &&
-        is_integral(v.dense->dtype())) {
-      StatusOr<Literal> as64 = v.dense->convert(DType::kS64);
-      if (!as64.ok()) return error_at(v.pos, as64.status().message());
-      std::span<const std::int64_t> data = as64->data<std::int64_t>();
-      return std::vector<std::int64_t>(data.begin(), data.end());
-    }
-    return error_at(v.pos, str_cat("expected a list of integers for ", key,
-                                   " (array<i64: ...>, [...] or dense<...>)"));
-  }
-
-  /// reduce_window's and select_and_scatter's window: window_dimensions, optional
-  /// window_strides, base_dilations, window_dilations (array<i64: ...>) and padding
-  /// (dense<[[low, high], ...]> : tensor<Rx2xi64>), absent ones taking their defaults.
-  static StatusOr<WindowAttrs> window_attrs(const AttrDict& attrs, std::string_view op,
-                                            SourcePos pos) {
-    WindowAttrs w;
-    PJRT_LITE_ASSIGN_OR_RETURN(w.window_dimensions,
-                               int_list_attr(attrs, "window_dimensions", op, pos));
-    PJRT_LITE_ASSIGN_OR_RETURN(w.window_strides,
-                               int_list_attr(attrs, "window_strides", op, pos, false));
-    PJRT_LITE_ASSIGN_OR_RETURN(w.base_dilations,
-                               int_list_attr(attrs, "base_dilations", op, pos, false));
-    PJRT_LITE_ASSIGN_OR_RETURN(w.window_dilations,
-                               int_list_attr(attrs, "window_dilations", op, pos, false));
-    PJRT_LITE_RETURN_IF_ERROR(padding_attr(attrs, op, w.padding_low, w.padding_high));
-    return w.with_defaults();
-  }
-
-  /// `padding = dense<[[low, high], ...]> : tensor<Rx2xi64>` into `low` and `high`; nothing
-  /// when absent.
-  static Status padding_attr(const AttrDict& attrs, std::string_view op,
-                             std::vector<std::int64_t>& low, std::vector<std::int64_t>& high) {
-    const AttrValue* v = find_attr(attrs, "padding");
-    if (v == nullptr) return ok_status();
-    if (v->kind != AttrValue::Kind::kDense || !v->dense || v->dense->shape().rank() != 2 ||
-        v->dense->shape().dim(1) != 2 || !is_integral(v->dense->dtype()))
-      return error_at(v->pos, str_cat("expected padding = dense<[[low, high], ...]> : "
-                                      "tensor<Rx2xi64> for ",
-                                      op));
-    StatusOr<Literal> as64 = v->dense->convert(DType::kS64);
-    if (!as64.ok()) return error_at(v->pos, as64.status().message());
-    std::span<const std::int64_t> data = as64->data<std::int64_t>();
-    for (std::size_t i = 0; i + 1 < data.size(); i += 2) {
-      low.push_back(data[i]);
-      high.push_back(data[i + 1]);
-    }
-    return ok_status();
-  }
-
-  static StatusOr<std::int64_t> int_attr(const AttrDict& attrs, std::string_view key,
-                                         std::string_view op, SourcePos pos) {
-    const AttrValue* v = find_attr(attrs, key);
-    if (v == nullptr) return error_at(pos, str_cat(op, " needs the attribute ", key));
-    if (v->kind != AttrValue::Kind::kInt)
-      return error_at(v->pos, str_cat("expected an integer for ", key));
-    return v->i;
-  }
-
-  /// The fields of a `#stablehlo.scatter<...>` or `#stablehlo.gather<...>`: the lists named in
-  /// `fields` and index_vector_dim. A field left out has its default: [] or 0.
-  static Status read_dimension_numbers(
-      const AttrValue& v,
-      std::span<const std::pair<std::string_view, std::vector<std::int64_t>*>> fields,
-      std::int64_t& index_vector_dim, std::string_view what) {
-    for (const auto& entry : v.dict) {
-      // Named, not a structured binding: clang 14 cannot capture a binding in a lambda.
-      const std::string& key = entry.first;
-      const AttrValue& value = entry.second;
-      if (key == "index_vector_dim") {
-        if (value.kind != AttrValue::Kind::kInt)
-          return error_at(value.pos, "expected an integer for index_vector_dim");
-        index_vector_dim = value.i;
-        continue;
-      }
-      auto field = std::ranges::find_if(fields, [&](const auto& f) { return f.first == key; });
-      if (field == fields.end())
-        return error_at(value.pos, str_cat("unknown ", what, " field '", key, "'"));
-      PJRT_LITE_ASSIGN_OR_RETURN(*field->second, int_list_value(value, key));
-    }
-    return ok_status();
-  }
-
-  /// `true` or `false`; false when absent.
-  static StatusOr<bool> bool_attr(const AttrDict& attrs, std::string_view key) {
-    const AttrValue* v = find_attr(attrs, key);
-    if (v == nullptr) return false;
-    if (v->kind != AttrValue::Kind::kBool)
-      return error_at(v->pos, str_cat("expected true or false for ", key));
-    return v->b;
-  }
-
-  /// `#stablehlo<kind WORD>` or a bare `WORD`; nullopt when absent.
-  static StatusOr<std::optional<std::string>> enum_attr(const AttrDict& attrs,
-                                                        std::string_view key) {
-    const AttrValue* v = find_attr(attrs, key);
-    if (v == nullptr) return std::optional<std::string>();
-    if (v->kind == AttrValue::Kind::kEnum) return std::optional<std::string>(v->word);
-    if (v->kind == AttrValue::Kind::kOpaque && !v->text.empty() && v->word.empty())
-      return std::optional<std::string>(v->text);
-    return error_at(v->pos, str_cat("expected #stablehlo<", key, " ...> for ", key));
   }
 
   /// The CHLO ops the IR has only in real form (erf, lgamma, top_k, ...) on complex numbers
@@ -2248,7 +1854,7 @@ class Parser {
     }
     OpResult out;
     out.values = ctx.b.op(op, operands, std::move(a), std::move(regions));
-    PJRT_LITE_RETURN_IF_ERROR(finish(ctx, out.values, declared, name, pos));
+    PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, pos));
     return out;
   }
 
