@@ -1,8 +1,13 @@
 #pragma once
 // IWYU pragma: private, include "pjrt_lite/stablehlo/parser.hpp"
 // What reading any op works with, whichever syntax spells it: the names visible where it
-// stands (Scope), the graph it is added to (Context), its operands resolved to values, and its
-// declared type checked against what the IR infers.
+// stands (Scope), the graph it is added to (Context), the op as read (OpParts), the entry of
+// the op table that says how to read and add it (OpSyntax), its operands resolved to values
+// and its declared type checked against what the IR infers.
+//
+// Both syntaxes read an op into the same OpParts: the generic form spells its attributes as a
+// dictionary, and each pretty form translates its keywords (`dims = [1, 0]`) into the
+// dictionary's names (`permutation`), so that one attribute reader per op serves both.
 
 #include <charconv>
 #include <cstdint>
@@ -16,7 +21,9 @@
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/builder.hpp"
+#include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/graph.hpp"
+#include "pjrt_lite/ir/op.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 #include "pjrt_lite/stablehlo/module.hpp"
@@ -57,8 +64,11 @@ struct Scope {
   }
 };
 
+class BodyReader;
+
 /// Where ops are being added: a function body or a region.
 struct Context {
+  BodyReader& reader;          // reads regions and inlines calls
   GraphBuilder& b;
   Scope& scope;
   std::vector<Check>* checks;  // null inside regions, which cannot hold checks
@@ -78,11 +88,70 @@ struct BlockArg {
   SourcePos pos;
 };
 
+/// What an op's reader needs from the reader of the whole module: the ops of a region are
+/// read like a function's, and a call inlines another function of the module. An interface,
+/// because ops hold regions of ops: the module reader calls the op readers, which call back.
+class BodyReader {
+ public:
+  /// The ops of a region whose '{' has been read, with `args` as its parameters in number
+  /// order; reads through the closing '}'. With `captured`, the region may use outside
+  /// values: they become parameters args.size().. and are listed in `captured`.
+  virtual StatusOr<Graph> read_region_body(Reader& r, Context& ctx,
+                                           const std::vector<BlockArg>& args,
+                                           std::string_view name,
+                                           std::vector<Value>* captured) = 0;
+  /// Adds the body of function @callee, applied to `args`, to ctx.
+  virtual StatusOr<OpResult> inline_call(Context& ctx, const std::string& callee,
+                                         const std::vector<Value>& args, const OpType& type,
+                                         SourcePos pos) = 0;
+
+ protected:
+  BodyReader() = default;
+  BodyReader(const BodyReader&) = default;
+  BodyReader& operator=(const BodyReader&) = default;
+  ~BodyReader() = default;
+};
+
 /// How a plain (non-function) type list after an op's ':' reads.
 enum class TypeRule : std::uint8_t {
   kSame,        // `: T`: every operand and the result have type T
   kSelect,      // `: Tpred, T`: pred, then both branches and the result
   kResultOnly,  // `: T`: the result only (complex)
+};
+
+/// One op as read from either syntax, before it is added.
+struct OpParts {
+  SourcePos pos;  // of the op's name
+  std::vector<Value> operands;
+  AttrDict attrs;  // named as in the generic form
+  std::vector<Graph> regions;
+  std::vector<std::vector<Value>> captures;  // per region, outside values it uses (control flow)
+  OpType type;
+};
+
+struct OpSyntax;
+/// Reads an op's pretty form, from just after its name, into `parts`.
+using PrettyForm = Status (*)(Reader& r, Context& ctx, const OpSyntax& op, OpParts& parts);
+/// The IR attributes of an op, from its parts.
+using AttributeReader = StatusOr<Attributes> (*)(const Context& ctx, const OpSyntax& op,
+                                                 const OpParts& parts);
+/// Adds the op to ctx.b (return, calls and checks do what they stand for instead).
+using OpBuilder = StatusOr<OpResult> (*)(Context& ctx, const OpSyntax& op, OpParts& parts);
+
+/// An operand or result count that varies from node to node.
+inline constexpr int kVariadic = -1;
+
+/// One entry of the op table (op_table.hpp): how an op is spelled, read and added.
+struct OpSyntax {
+  std::string_view name;       // as written: "stablehlo.add", "chlo.erf", "func.return"
+  OpCode code;                 // the node it adds; kParameter: none of its own
+  int operands;                // how many, or kVariadic
+  int results;                 // how many, or kVariadic
+  PrettyForm pretty;           // null: the op has only the generic form
+  AttributeReader attributes;  // null: no attributes
+  OpBuilder build;             // build_node unless the op is more than one node
+  bool generic = true;         // false: the pretty form only (`return`, `call`, checks)
+  TypeRule type_rule = TypeRule::kSame;  // how a pretty form's `: T` reads
 };
 
 // ---- Names and operands -------------------------------------------------------------------
@@ -173,6 +242,19 @@ inline StatusOr<std::vector<Value>> parse_operands_exact(Reader& r, const Contex
   if (r.peek().is(',') && r.peek2().kind == TokenKind::kValueId)
     return error_at(r.peek2().pos, str_cat(op, " takes ", n, " operand(s), found more"));
   return out;
+}
+
+/// `%name: type` with an optional loc(...).
+inline StatusOr<BlockArg> parse_block_arg(Reader& r) {
+  BlockArg a;
+  PJRT_LITE_ASSIGN_OR_RETURN(
+      Token t, r.expect_kind(TokenKind::kValueId, "an argument name", "in a block's arguments"));
+  a.name = std::string(t.text.substr(1));
+  a.pos = t.pos;
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(':', "after the argument name"));
+  PJRT_LITE_ASSIGN_OR_RETURN(a.type, r.parse_type());
+  PJRT_LITE_RETURN_IF_ERROR(r.skip_loc());
+  return a;
 }
 
 // ---- Types --------------------------------------------------------------------------------
