@@ -1,0 +1,239 @@
+#pragma once
+// IWYU pragma: private, include "pjrt_lite/stablehlo/parser.hpp"
+// The entries of the op table that add no node of their own: return ends a block, a call
+// inlines its callee, and the check dialect (`check.expect_*`, or a custom call to one)
+// becomes a Check (module.hpp). The only other custom call read is jax's @Sharding, which on
+// one device is the value itself.
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/stablehlo/detail/lexer.hpp"
+#include "pjrt_lite/stablehlo/detail/op_parts.hpp"
+#include "pjrt_lite/stablehlo/detail/syntax.hpp"
+#include "pjrt_lite/stablehlo/module.hpp"
+
+namespace pjrt_lite::stablehlo::detail {
+
+// ---- return ---------------------------------------------------------------------------------
+
+/// `return %a, %b : T, U` (or a bare `return`).
+inline Status pretty_return(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
+  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
+  if (r.peek().is('{')) PJRT_LITE_RETURN_IF_ERROR(r.parse_dict().status());
+  p.type.functional = true;
+  if (p.operands.empty()) return ok_status();
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(':', str_cat("before the types of ", op.name)));
+  p.type.pos = r.lexer().next_pos();
+  PJRT_LITE_ASSIGN_OR_RETURN(p.type.function.inputs, r.parse_type_list());
+  return ok_status();
+}
+
+inline StatusOr<OpResult> build_return(Context& ctx, const OpSyntax& op, OpParts& p) {
+  PJRT_LITE_RETURN_IF_ERROR(
+      check_listed_types(ctx, p.operands, p.type.function.inputs, op.name, p.type.pos));
+  if (!p.type.function.results.empty())
+    return error_at(p.type.pos, str_cat(op.name, " has no results, but its type lists some"));
+  OpResult out;
+  out.terminator = true;
+  out.values = std::move(p.operands);
+  return out;
+}
+
+// ---- Calls ----------------------------------------------------------------------------------
+
+/// `call @f(%a, %b) : (T, U) -> R`.
+inline Status pretty_call(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
+  PJRT_LITE_ASSIGN_OR_RETURN(Token callee, r.expect_kind(TokenKind::kSymbol, "a function name",
+                                                         str_cat("after ", op.name)));
+  AttrValue symbol;
+  symbol.kind = AttrValue::Kind::kSymbol;
+  symbol.text = Reader::symbol_name(callee.text);
+  symbol.pos = callee.pos;
+  p.attrs.emplace_back("callee", std::move(symbol));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect('(', "to start the call's arguments"));
+  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(')', "after the call's arguments"));
+  PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
+  return ok_status();
+}
+
+inline StatusOr<OpResult> build_call(Context& ctx, const OpSyntax& op, OpParts& p) {
+  const AttrValue* callee = find_attr(p.attrs, "callee");
+  if (!callee || callee->kind != AttrValue::Kind::kSymbol)
+    return error_at(p.pos, str_cat(op.name, " needs a callee = @function attribute"));
+  return ctx.reader.inline_call(ctx, callee->text, p.operands, p.type, p.pos);
+}
+
+// ---- Checks ---------------------------------------------------------------------------------
+
+/// `check.expect_eq`, `check.expect_close_const`, ... : the kind, or nullopt.
+inline std::optional<CheckKind> check_kind(std::string_view target, bool& is_const) {
+  if (!target.starts_with("check.")) return std::nullopt;
+  target.remove_prefix(6);
+  is_const = target.ends_with("_const");
+  if (is_const) target.remove_suffix(6);
+  if (target == "expect_eq") return CheckKind::kEq;
+  if (target == "expect_close") return CheckKind::kClose;
+  if (target == "expect_almost_eq") return CheckKind::kAlmostEq;
+  return std::nullopt;
+}
+
+inline std::string attr_text(const AttrValue& v) {
+  switch (v.kind) {
+    case AttrValue::Kind::kBool: return v.b ? "true" : "false";
+    case AttrValue::Kind::kInt:
+    case AttrValue::Kind::kFloat:
+    case AttrValue::Kind::kString:
+    case AttrValue::Kind::kSymbol: return v.text;
+    case AttrValue::Kind::kEnum: return v.word;
+    case AttrValue::Kind::kUnit: return "";
+    default: return v.text.empty() ? v.word : v.text;
+  }
+}
+
+/// Records a check; `attrs` are its attributes, the first dense one the expected value of a
+/// *_const check.
+inline StatusOr<OpResult> add_check(Context& ctx, std::string_view target,
+                                    const std::vector<Value>& operands, const AttrDict& attrs,
+                                    SourcePos pos) {
+  bool is_const = false;
+  std::optional<CheckKind> kind = check_kind(target, is_const);
+  if (!kind) return unsupported_at(pos, str_cat("the check ", target));
+  if (ctx.checks == nullptr)
+    return unsupported_at(pos, str_cat("a check inside a region (", target, ")"));
+  Check c;
+  c.kind = *kind;
+  c.target = std::string(target);
+  c.line = pos.line;
+  const std::size_t want = is_const ? 1 : 2;
+  if (operands.size() != want)
+    return error_at(pos, str_cat(target, " takes ", want, " operand(s), got ", operands.size()));
+  c.actual = operands[0];
+  std::shared_ptr<const Literal> expected;
+  for (const auto& [key, value] : attrs) {
+    if (value.kind == AttrValue::Kind::kDense && !expected) {
+      expected = value.dense;
+      continue;
+    }
+    if (key == "has_side_effect" || key == "call_target_name" || key == "api_version") continue;
+    c.attributes.emplace_back(key, attr_text(value));
+  }
+  if (is_const) {
+    if (!expected)
+      return error_at(pos, str_cat(target, " needs the expected value as a dense<...> attribute"));
+    PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(c.actual));
+    if (!s.same_type_and_dims(expected->shape()))
+      return error_at(
+          pos, str_cat(target, ": the checked value has type ", tensor_type_name(s),
+                       " but the expected constant has ", tensor_type_name(expected->shape())));
+    c.expected_literal = *expected;
+  } else {
+    c.expected = operands[1];
+    PJRT_LITE_ASSIGN_OR_RETURN(Shape a, ctx.b.shape(c.actual));
+    PJRT_LITE_ASSIGN_OR_RETURN(Shape e, ctx.b.shape(c.expected));
+    if (!a.same_type_and_dims(e))
+      return error_at(pos, str_cat(target, ": the checked value has type ", tensor_type_name(a),
+                                   " but the expected value has ", tensor_type_name(e)));
+  }
+  ctx.checks->push_back(std::move(c));
+  return OpResult{};
+}
+
+/// The check dialect's own form: `check.expect_eq %a, %b : T`,
+/// `check.expect_eq_const %a, dense<...> : T`, with optional `, key = value` fields.
+inline Status pretty_check(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
+  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
+  std::optional<AttrValue> literal;
+  while (r.consume_if(',')) {
+    if (r.peek().is_ident("dense")) {
+      PJRT_LITE_ASSIGN_OR_RETURN(literal, r.parse_attr_value());  // reads ': type' too
+      continue;
+    }
+    PJRT_LITE_ASSIGN_OR_RETURN(
+        Token key, r.expect_kind(TokenKind::kIdent, "a field name", str_cat("in ", op.name)));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('=', str_cat("after ", key.text)));
+    PJRT_LITE_ASSIGN_OR_RETURN(AttrValue v, r.parse_attr_value());
+    p.attrs.emplace_back(std::string(key.text), std::move(v));
+  }
+  if (r.peek().is('{')) {
+    PJRT_LITE_ASSIGN_OR_RETURN(AttrDict d, r.parse_dict());
+    for (auto& kv : d) p.attrs.push_back(std::move(kv));
+  }
+  if (!literal || r.peek().is(':')) {
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(':', str_cat("before the type of ", op.name)));
+    PJRT_LITE_RETURN_IF_ERROR(r.parse_op_type().status());
+  }
+  // The literal is the expected value: first among the dense attributes.
+  if (literal) p.attrs.emplace(p.attrs.begin(), "value", *std::move(literal));
+  return ok_status();
+}
+
+inline StatusOr<OpResult> build_check(Context& ctx, const OpSyntax& op, OpParts& p) {
+  return add_check(ctx, op.name, p.operands, p.attrs, p.pos);
+}
+
+// ---- Custom calls ---------------------------------------------------------------------------
+
+/// The custom-call targets read: jax's sharding constraint and the check dialect's.
+inline bool is_known_custom_call(std::string_view target) {
+  bool is_const = false;
+  return target == "Sharding" || check_kind(target, is_const).has_value();
+}
+
+/// `stablehlo.custom_call @target(%a, %b) {attrs} : (T, T) -> ()`.
+inline Status pretty_custom_call(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
+  PJRT_LITE_ASSIGN_OR_RETURN(Token target,
+                             r.expect_kind(TokenKind::kSymbol, "a call target such as @foo",
+                                           str_cat("after ", op.name)));
+  AttrValue name;
+  name.kind = AttrValue::Kind::kString;
+  name.text = Reader::symbol_name(target.text);
+  name.pos = target.pos;
+  // Decided before reading further: an unknown target's operands may be anything.
+  if (!is_known_custom_call(name.text))
+    return unsupported_at(p.pos, str_cat(op.name, " @", name.text));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect('(', "to start the custom call's operands"));
+  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(')', "after the custom call's operands"));
+  PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name, &p.attrs));
+  p.attrs.emplace(p.attrs.begin(), "call_target_name", std::move(name));
+  return ok_status();
+}
+
+inline StatusOr<OpResult> build_custom_call(Context& ctx, const OpSyntax& op, OpParts& p) {
+  const AttrValue* target = find_attr(p.attrs, "call_target_name");
+  if (!target || target->kind != AttrValue::Kind::kString)
+    return error_at(p.pos, "stablehlo.custom_call needs a call_target_name = \"...\" attribute");
+  if (!is_known_custom_call(target->text))
+    return unsupported_at(p.pos, str_cat(op.name, " @", target->text));
+  if (target->text == "Sharding") {
+    // jax's sharding constraint: on one device the value itself, so no node at all.
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                               declared_types(ctx, p.type, p.operands, TypeRule::kSame, op.name,
+                                              p.pos));
+    if (p.operands.size() != 1 || declared.size() != 1)
+      return error_at(p.pos, "stablehlo.custom_call @Sharding takes one operand and has one result");
+    OpResult out;
+    out.values = p.operands;
+    PJRT_LITE_RETURN_IF_ERROR(
+        check_results(ctx, out.values, declared, "stablehlo.custom_call @Sharding", p.pos));
+    return out;
+  }
+  if (!p.type.functional)
+    return error_at(p.type.pos, "a custom call's type must be a function type (...) -> (...)");
+  if (!p.type.function.results.empty())
+    return error_at(p.type.pos,
+                    str_cat(target->text, " returns nothing, but its type lists results"));
+  PJRT_LITE_RETURN_IF_ERROR(
+      declared_types(ctx, p.type, p.operands, TypeRule::kSame, op.name, p.pos).status());
+  return add_check(ctx, target->text, p.operands, p.attrs, p.pos);
+}
+
+}  // namespace pjrt_lite::stablehlo::detail
