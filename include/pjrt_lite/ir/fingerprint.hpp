@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/core/hex.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
@@ -166,12 +167,7 @@ inline std::uint64_t fingerprint(const Graph& g) {
 }
 
 /// Sixteen lowercase hex digits, most significant first.
-inline std::string fingerprint_to_hex(std::uint64_t fp) {
-  constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(16, '0');
-  for (int i = 15; i >= 0; --i, fp >>= 4) out[static_cast<std::size_t>(i)] = kDigits[fp & 0xf];
-  return out;
-}
+inline std::string fingerprint_to_hex(std::uint64_t fp) { return to_hex(fp, 16); }
 
 /// fingerprint(g) as hex text.
 inline std::string fingerprint_hex(const Graph& g) { return fingerprint_to_hex(fingerprint(g)); }

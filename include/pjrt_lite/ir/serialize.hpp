@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/core/hex.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/core/status.hpp"
@@ -487,7 +488,7 @@ inline StatusOr<Graph> deserialize_graph(std::span<const std::byte> bytes) {
                   kGraphMagic.begin())) {
     std::string found;
     for (std::size_t i = 0; i < magic_seen; ++i)
-      found += str_cat(i ? " " : "", hex_u64(static_cast<std::uint64_t>(bytes[i])).substr(16));
+      found += str_cat(i ? " " : "", to_hex(static_cast<std::uint64_t>(bytes[i]), 2));
     return fail(invalid_argument_error(str_cat(
         "not a pjrt_lite graph: expected the magic \"PJLG\" (50 4a 4c 47) at byte offset 0, "
         "found ",
