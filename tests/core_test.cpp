@@ -2,7 +2,11 @@
 #include <doctest/doctest.h>
 
 #include <array>
+#include <cctype>
 #include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -14,6 +18,7 @@
 #include <vector>
 
 #include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/core/hex.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/core/slot_cache.hpp"
@@ -135,6 +140,40 @@ TEST_CASE("dtype: element conversion follows StableHLO convert") {
   std::array<std::int16_t, 4> dst{};
   convert_elements(src.data(), DType::kF64, dst.data(), DType::kS16, 4);
   CHECK(dst == std::array<std::int16_t, 4>{1, -2, 32767, 0});
+}
+
+TEST_CASE("hex: digits, padding and letter case match printf; digit values match strtol") {
+  CHECK(to_hex(0) == "0");
+  CHECK(to_hex(0xbeef, 8) == "0000beef");
+  CHECK(to_hex(0x1234, 2) == "1234");  // a minimum, never a cut
+  CHECK(to_hex(0xdeadbeefull, 1, HexCase::kUpper) == "DEADBEEF");
+  CHECK(to_hex(~std::uint64_t{0}, 20) == "ffffffffffffffff");  // 16 digits at most
+  std::string out = "x=";
+  append_hex(out, 10, 2, HexCase::kUpper);
+  CHECK(out == "x=0A");
+
+  // printf's %0*llx / %0*llX as the oracle, over values of every width.
+  std::uint64_t v = 0x9e3779b97f4a7c15ull;
+  for (int trial = 0; trial < 200; ++trial) {
+    v = v * 6364136223846793005ull + 1442695040888963407ull;
+    const std::uint64_t value = v >> (trial % 64);
+    for (int digits = 0; digits <= 16; ++digits)
+      for (HexCase letters : {HexCase::kLower, HexCase::kUpper}) {
+        char want[32];
+        std::snprintf(want, sizeof want, letters == HexCase::kLower ? "%0*llx" : "%0*llX", digits,
+                      static_cast<unsigned long long>(value));
+        CHECK_MESSAGE(to_hex(value, digits, letters) == want, value, " with ", digits, " digits");
+      }
+  }
+  for (int c = 0; c < 256; ++c) {
+    const char ch = static_cast<char>(c);
+    const char text[2] = {ch, 0};
+    char* end = nullptr;
+    const long parsed = std::strtol(text, &end, 16);
+    const bool digit = std::isxdigit(c) != 0;
+    CHECK_MESSAGE(is_hex_digit(ch) == digit, c);
+    CHECK_MESSAGE(hex_digit_value(ch) == (digit ? static_cast<int>(parsed) : -1), c);
+  }
 }
 
 TEST_CASE("shape: dims, layout, strides and sizes") {

@@ -70,28 +70,44 @@ inline Status allocation_error(std::string_view what, std::size_t bytes) {
   std::abort();
 }
 
-/// Appends one element as text: shortest round-trip decimal for floats, true/false for pred,
-/// (re, im) for complex.
-template <class T>
-void append_element(std::string& out, T x) {
+/// Appends a real floating-point element (f16 and bf16 through float) as the shortest
+/// decimal that reads back to the same value: "1", "0.1", "-0", "inf", "nan".
+struct AppendShortestReal {
+  template <class T>
+  void operator()(std::string& out, T x) const {
+    char buf[64];
+    std::to_chars_result r;
+    if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>)
+      r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(x));
+    else
+      r = std::to_chars(buf, buf + sizeof buf, x);
+    out.append(buf, r.ptr);
+  }
+};
+
+/// Appends one element as text: true/false for pred, decimal for integers, (re, im) for
+/// complex, and each real floating-point value through `append_real(out, x)`: by default the
+/// shortest round-trip decimal; a text format with rules of its own for floats (StableHLO's
+/// dense literals) passes its own.
+template <class T, class AppendReal = AppendShortestReal>
+void append_element(std::string& out, T x, AppendReal append_real = {}) {
   if constexpr (std::is_same_v<T, bool>) {
     out += x ? "true" : "false";
   } else if constexpr (is_complex_v<T>) {
     out += '(';
-    append_element(out, x.real());
+    append_real(out, x.real());
     out += ", ";
-    append_element(out, x.imag());
+    append_real(out, x.imag());
     out += ')';
+  } else if constexpr (is_float_v<T>) {
+    append_real(out, x);
   } else {
-    char buf[64];
+    char buf[32];
     std::to_chars_result r;
-    if constexpr (std::is_same_v<T, f16> || std::is_same_v<T, bf16>) {
-      r = std::to_chars(buf, buf + sizeof buf, static_cast<float>(x));
-    } else if constexpr (std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::uint8_t>) {
+    if constexpr (std::is_same_v<T, std::int8_t> || std::is_same_v<T, std::uint8_t>)
       r = std::to_chars(buf, buf + sizeof buf, static_cast<int>(x));
-    } else {
+    else
       r = std::to_chars(buf, buf + sizeof buf, x);
-    }
     out.append(buf, r.ptr);
   }
 }

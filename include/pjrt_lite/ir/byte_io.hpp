@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pjrt_lite/core/assert.hpp"
+#include "pjrt_lite/core/hex.hpp"
 #include "pjrt_lite/core/status.hpp"
 
 namespace pjrt_lite {
@@ -32,12 +33,7 @@ constexpr std::uint64_t fnv1a64(std::span<const std::byte> bytes,
 }
 
 /// "0x00000000deadbeef", for messages about checksums and magic numbers.
-inline std::string hex_u64(std::uint64_t v) {
-  constexpr char kDigits[] = "0123456789abcdef";
-  std::string out = "0x0000000000000000";
-  for (std::size_t i = 17; i >= 2; --i, v >>= 4) out[i] = kDigits[v & 0xf];
-  return out;
-}
+inline std::string hex_u64(std::uint64_t v) { return "0x" + to_hex(v, 16); }
 
 /// Appends little-endian fixed-width values to a growing byte vector, whatever the host's
 /// byte order. Never fails. Not thread-safe.

@@ -2,7 +2,8 @@
 // A stable 64-bit fingerprint of a graph's meaning, the key of compilation caches. It covers
 // opcodes, operand structure, attributes, result shapes, constants' values, bodies,
 // parameters and outputs; it leaves out names (renaming a graph does not change what it
-// computes). It is the same in every process and on every platform: every integer enters as
+// computes). It takes the attributes' fields from the list the serializer walks
+// (detail/attribute_fields.hpp), so no field can be saved but left out of the key. It is the same in every process and on every platform: every integer enters as
 // its 64-bit two's-complement value and constants' elements as little-endian bytes, whatever
 // the host's byte order. Not a cryptographic hash.
 
@@ -10,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -18,9 +20,11 @@
 #include <vector>
 
 #include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/core/hex.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
+#include "pjrt_lite/ir/detail/attribute_fields.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 
 namespace pjrt_lite {
@@ -89,125 +93,44 @@ class Hasher {
   std::uint64_t state_ = 0x70a1e5eed0c0ffeeull;
 };
 
+/// Hashes one attribute field: integers, flags and enumerators as one word each, lists
+/// length-prefixed, shapes by dtype, dims and layout, constants by shape and little-endian
+/// bytes (-1 for a missing one). A field of a type not listed here does not compile.
+struct FieldHasher {
+  Hasher& h;
+  template <class T>
+  void operator()(const T& field) const {
+    if constexpr (std::is_same_v<T, std::int64_t>) {
+      h.i64(field);
+    } else if constexpr (std::is_same_v<T, bool>) {
+      h.i64(field ? 1 : 0);
+    } else if constexpr (std::is_enum_v<T>) {
+      h.i64(static_cast<std::int64_t>(field));
+    } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) {
+      h.list(field);
+    } else if constexpr (std::is_same_v<T, Shape>) {
+      h.shape(field);
+    } else if constexpr (std::is_same_v<T, std::shared_ptr<const Literal>>) {
+      if (!field) {
+        h.i64(-1);
+        return;
+      }
+      const Literal& lit = *field;
+      h.shape(lit.shape());
+      const std::size_t component =
+          is_complex(lit.dtype()) ? byte_size(lit.dtype()) / 2 : byte_size(lit.dtype());
+      h.elements(lit.bytes().data(), lit.size_bytes(), component == 0 ? 1 : component);
+    } else {
+      static_assert(sizeof(T) == 0, "an attribute field of a new type needs a hash here");
+    }
+  }
+};
+
+/// The alternative's index, then its fields in the order of attribute_fields, the list the
+/// serializer walks too.
 inline void hash_attributes(Hasher& h, const Attributes& attrs) {
   h.i64(static_cast<std::int64_t>(attrs.index()));
-  std::visit(
-      [&](const auto& a) {
-        using A = std::decay_t<decltype(a)>;
-        if constexpr (std::is_same_v<A, ParameterAttrs>) {
-          h.i64(a.number);
-          h.shape(a.shape);
-        } else if constexpr (std::is_same_v<A, ConstantAttrs>) {
-          if (!a.value) {
-            h.i64(-1);
-            return;
-          }
-          const Literal& lit = *a.value;
-          h.shape(lit.shape());
-          const std::size_t component =
-              is_complex(lit.dtype()) ? byte_size(lit.dtype()) / 2 : byte_size(lit.dtype());
-          h.elements(lit.bytes().data(), lit.size_bytes(), component == 0 ? 1 : component);
-        } else if constexpr (std::is_same_v<A, IotaAttrs>) {
-          h.shape(a.shape);
-          h.i64(a.iota_dimension);
-        } else if constexpr (std::is_same_v<A, CompareAttrs>) {
-          h.i64(static_cast<std::int64_t>(a.direction));
-          h.i64(static_cast<std::int64_t>(a.type));
-        } else if constexpr (std::is_same_v<A, ConvertAttrs>) {
-          h.i64(static_cast<std::int64_t>(a.dtype));
-        } else if constexpr (std::is_same_v<A, BroadcastInDimAttrs>) {
-          h.list(a.dims);
-          h.list(a.broadcast_dimensions);
-        } else if constexpr (std::is_same_v<A, ReshapeAttrs>) {
-          h.list(a.dims);
-        } else if constexpr (std::is_same_v<A, TransposeAttrs>) {
-          h.list(a.permutation);
-        } else if constexpr (std::is_same_v<A, SliceAttrs>) {
-          h.list(a.start_indices);
-          h.list(a.limit_indices);
-          h.list(a.strides);
-        } else if constexpr (std::is_same_v<A, ConcatenateAttrs>) {
-          h.i64(a.dimension);
-        } else if constexpr (std::is_same_v<A, PadAttrs>) {
-          h.list(a.edge_padding_low);
-          h.list(a.edge_padding_high);
-          h.list(a.interior_padding);
-        } else if constexpr (std::is_same_v<A, ReverseAttrs> || std::is_same_v<A, ReduceAttrs>) {
-          h.list(a.dimensions);
-        } else if constexpr (std::is_same_v<A, DynamicSliceAttrs>) {
-          h.list(a.slice_sizes);
-        } else if constexpr (std::is_same_v<A, DotDimensionNumbers>) {
-          h.list(a.lhs_batching_dimensions);
-          h.list(a.rhs_batching_dimensions);
-          h.list(a.lhs_contracting_dimensions);
-          h.list(a.rhs_contracting_dimensions);
-        } else if constexpr (std::is_same_v<A, GatherAttrs>) {
-          h.list(a.offset_dims);
-          h.list(a.collapsed_slice_dims);
-          h.list(a.operand_batching_dims);
-          h.list(a.start_indices_batching_dims);
-          h.list(a.start_index_map);
-          h.i64(a.index_vector_dim);
-          h.list(a.slice_sizes);
-          h.i64(a.indices_are_sorted ? 1 : 0);
-        } else if constexpr (std::is_same_v<A, ScatterAttrs>) {
-          h.list(a.update_window_dims);
-          h.list(a.inserted_window_dims);
-          h.list(a.input_batching_dims);
-          h.list(a.scatter_indices_batching_dims);
-          h.list(a.scatter_dims_to_operand_dims);
-          h.i64(a.index_vector_dim);
-          h.i64(a.indices_are_sorted ? 1 : 0);
-          h.i64(a.unique_indices ? 1 : 0);
-        } else if constexpr (std::is_same_v<A, WindowAttrs>) {
-          h.list(a.window_dimensions);
-          h.list(a.window_strides);
-          h.list(a.base_dilations);
-          h.list(a.window_dilations);
-          h.list(a.padding_low);
-          h.list(a.padding_high);
-        } else if constexpr (std::is_same_v<A, TriangularSolveAttrs>) {
-          h.i64(a.left_side ? 1 : 0);
-          h.i64(a.lower ? 1 : 0);
-          h.i64(a.unit_diagonal ? 1 : 0);
-          h.i64(static_cast<std::int64_t>(a.transpose_a));
-        } else if constexpr (std::is_same_v<A, RngBitGeneratorAttrs>) {
-          h.i64(static_cast<std::int64_t>(a.algorithm));
-          h.shape(a.output);
-        } else if constexpr (std::is_same_v<A, FftAttrs>) {
-          h.i64(static_cast<std::int64_t>(a.fft_type));
-          h.list(a.fft_length);
-        } else if constexpr (std::is_same_v<A, ConvolutionAttrs>) {
-          h.list(a.window_strides);
-          h.list(a.padding_low);
-          h.list(a.padding_high);
-          h.list(a.lhs_dilation);
-          h.list(a.rhs_dilation);
-          h.list(a.window_reversal);
-          h.i64(a.input_batch_dimension);
-          h.i64(a.input_feature_dimension);
-          h.list(a.input_spatial_dimensions);
-          h.i64(a.kernel_input_feature_dimension);
-          h.i64(a.kernel_output_feature_dimension);
-          h.list(a.kernel_spatial_dimensions);
-          h.i64(a.output_batch_dimension);
-          h.i64(a.output_feature_dimension);
-          h.list(a.output_spatial_dimensions);
-          h.i64(a.feature_group_count);
-          h.i64(a.batch_group_count);
-        } else if constexpr (std::is_same_v<A, ReducePrecisionAttrs>) {
-          h.i64(a.exponent_bits);
-          h.i64(a.mantissa_bits);
-        } else if constexpr (std::is_same_v<A, SortAttrs>) {
-          h.i64(a.dimension);
-          h.i64(a.is_stable ? 1 : 0);
-        } else if constexpr (std::is_same_v<A, TopKAttrs>) {
-          h.i64(a.k);
-        } else {
-          static_assert(std::is_same_v<A, NoAttrs>, "every alternative must be hashed");
-        }
-      },
-      attrs);
+  std::visit([&](const auto& a) { attribute_fields(a, FieldHasher{h}); }, attrs);
 }
 
 inline void hash_graph(Hasher& h, const Graph& g) {
@@ -244,12 +167,7 @@ inline std::uint64_t fingerprint(const Graph& g) {
 }
 
 /// Sixteen lowercase hex digits, most significant first.
-inline std::string fingerprint_to_hex(std::uint64_t fp) {
-  constexpr char kDigits[] = "0123456789abcdef";
-  std::string out(16, '0');
-  for (int i = 15; i >= 0; --i, fp >>= 4) out[static_cast<std::size_t>(i)] = kDigits[fp & 0xf];
-  return out;
-}
+inline std::string fingerprint_to_hex(std::uint64_t fp) { return to_hex(fp, 16); }
 
 /// fingerprint(g) as hex text.
 inline std::string fingerprint_hex(const Graph& g) { return fingerprint_to_hex(fingerprint(g)); }

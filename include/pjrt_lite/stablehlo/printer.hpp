@@ -27,6 +27,7 @@
 #include <variant>
 #include <vector>
 
+#include "pjrt_lite/core/hex.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
@@ -49,10 +50,8 @@ inline std::string symbol_text(std::string_view name) {
   for (char c : name) {
     if (c == '"' || c == '\\') out += '\\';
     if (static_cast<unsigned char>(c) < 0x20) {
-      constexpr char kDigits[] = "0123456789ABCDEF";
       out += '\\';
-      out += kDigits[(c >> 4) & 0xF];
-      out += kDigits[c & 0xF];
+      append_hex(out, static_cast<unsigned char>(c), 2, HexCase::kUpper);
       continue;
     }
     out += c;

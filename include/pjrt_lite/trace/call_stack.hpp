@@ -5,10 +5,11 @@
 // own functions when it exports its symbols (link with -rdynamic, CMake ENABLE_EXPORTS).
 
 #include <cstdint>
-#include <cstdio>
 #include <cstdlib>
 #include <span>
 #include <string>
+
+#include "pjrt_lite/core/hex.hpp"
 
 #if __has_include(<execinfo.h>) && __has_include(<dlfcn.h>)
 #include <dlfcn.h>
@@ -64,18 +65,14 @@ inline std::string demangle(const char* name) {
 /// One frame as "0x55d1c3f0 pjrt_lite::Foo::bar(int) + 0x1c (libfoo.so)"; the symbol is
 /// left out when the address has none.
 inline std::string describe_frame(void* address) {
-  char hex[32];
-  std::snprintf(hex, sizeof hex, "%p", address);
-  std::string out = hex;
+  std::string out = "0x" + to_hex(reinterpret_cast<std::uintptr_t>(address));
 #if PJRT_LITE_HAS_BACKTRACE
   Dl_info info{};
   if (::dladdr(address, &info) != 0) {
-    if (info.dli_sname != nullptr) {
-      std::snprintf(hex, sizeof hex, " + 0x%lx",
-                    static_cast<unsigned long>(reinterpret_cast<std::uintptr_t>(address) -
-                                               reinterpret_cast<std::uintptr_t>(info.dli_saddr)));
-      out += " " + demangle(info.dli_sname) + hex;
-    }
+    if (info.dli_sname != nullptr)
+      out += " " + demangle(info.dli_sname) + " + 0x" +
+             to_hex(reinterpret_cast<std::uintptr_t>(address) -
+                    reinterpret_cast<std::uintptr_t>(info.dli_saddr));
     if (info.dli_fname != nullptr) {
       std::string file = info.dli_fname;
       const std::size_t slash = file.rfind('/');

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "pjrt_lite/core/hex.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/trace/call_stack.hpp"
 
@@ -103,10 +104,10 @@ inline std::string_view base_name(std::string_view path) {
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
 }
 
+/// "0x7ffd5e8c", or "(nil)" for null (as glibc's printf writes them).
 inline std::string format_address(const void* p) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%p", p);
-  return buf;
+  if (p == nullptr) return "(nil)";
+  return "0x" + to_hex(reinterpret_cast<std::uintptr_t>(p));
 }
 
 inline std::string format_duration(std::int64_t ns) {

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/observer.hpp"
+#include "pjrt_lite/core/hex.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/trace/record.hpp"
 
@@ -149,10 +150,8 @@ class Timeline final : public cpu::Observer {
         case '\t': out += "\\t"; break;
         default:
           if (static_cast<unsigned char>(c) < 0x20) {
-            char buf[8];
-            std::snprintf(buf, sizeof buf, "\\u%04x",
-                          static_cast<unsigned>(static_cast<unsigned char>(c)));
-            out += buf;
+            out += "\\u";
+            append_hex(out, static_cast<unsigned char>(c), 4);
           } else {
             out += c;
           }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "pjrt_lite/core/dtype.hpp"
+#include "pjrt_lite/core/hex.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/core/status.hpp"
@@ -263,13 +264,12 @@ inline StatusOr<std::vector<std::byte>> decode_blob(const DenseSyntax& d) {
   hex.remove_prefix(2);
   if (hex.size() % 2 != 0) return error_at(d.blob_pos, "a hex blob must have two digits per byte");
   std::vector<std::byte> bytes(hex.size() / 2);
-  auto nibble = [](char h) { return is_digit(h) ? h - '0' : (h | 0x20) - 'a' + 10; };
   for (std::size_t i = 0; i < bytes.size(); ++i) {
     const char a = hex[2 * i], b = hex[2 * i + 1];
     if (!is_hex_digit(a) || !is_hex_digit(b))
       return error_at(d.blob_pos, str_cat("a hex blob holds the non-hex character '",
                                           is_hex_digit(a) ? b : a, "'"));
-    bytes[i] = static_cast<std::byte>(nibble(a) * 16 + nibble(b));
+    bytes[i] = static_cast<std::byte>(hex_digit_value(a) * 16 + hex_digit_value(b));
   }
   return bytes;
 }
@@ -414,10 +414,8 @@ namespace dense_impl {
 
 template <class Bits>
 void append_hex_bits(std::string& out, Bits bits) {
-  constexpr char kDigits[] = "0123456789ABCDEF";
   out += "0x";
-  for (int shift = 8 * static_cast<int>(sizeof(Bits)) - 4; shift >= 0; shift -= 4)
-    out += kDigits[(bits >> shift) & 0xF];
+  append_hex(out, bits, 2 * static_cast<int>(sizeof(Bits)), HexCase::kUpper);
 }
 
 /// A real float written so that reading it gives the same bits: the shortest decimal that
@@ -447,26 +445,13 @@ void append_float(std::string& out, T x) {
   if (text.find_first_of(".e") == std::string_view::npos) out += ".0";
 }
 
-template <class T>
-void append_element(std::string& out, T x) {
-  if constexpr (std::is_same_v<T, bool>) {
-    out += x ? "true" : "false";
-  } else if constexpr (is_complex_v<T>) {
-    out += '(';
-    append_float(out, x.real());
-    out += ", ";
-    append_float(out, x.imag());
-    out += ')';
-  } else if constexpr (is_float_v<T>) {
+/// append_float as the float hook of core's append_element: the element text of dense literals.
+struct MlirFloat {
+  template <class T>
+  void operator()(std::string& out, T x) const {
     append_float(out, x);
-  } else {
-    char buf[32];
-    auto r = std::to_chars(
-        buf, buf + sizeof buf,
-        static_cast<std::conditional_t<std::is_signed_v<T>, std::int64_t, std::uint64_t>>(x));
-    out.append(buf, r.ptr);
   }
-}
+};
 
 template <class T>
 void append_nested(std::string& out, std::span<const T> v, std::span<const std::int64_t> dims,
@@ -475,7 +460,7 @@ void append_nested(std::string& out, std::span<const T> v, std::span<const std::
   for (std::int64_t i = 0; i < dims[level]; ++i) {
     if (i) out += ", ";
     if (level + 1 == dims.size())
-      append_element(out, v[next++]);
+      pjrt_lite::detail::append_element(out, v[next++], MlirFloat{});
     else
       append_nested(out, v, dims, level + 1, next);
   }
@@ -498,22 +483,20 @@ inline std::string dense_text(const Literal& value) {
     splat = std::memcmp(bytes, bytes + static_cast<std::size_t>(i) * width, width) == 0;
   std::string out = "dense<";
   if (!splat && count > kMaxListedElements) {
-    constexpr char kDigits[] = "0123456789ABCDEF";
     const std::size_t component = is_complex(lit.dtype()) ? width / 2 : width;
     out += "\"0x";
     for (std::size_t i = 0; i < lit.size_bytes(); i += component)
       for (std::size_t k = 0; k < component; ++k) {
-        const unsigned char b =
-            bytes[i + (std::endian::native == std::endian::little ? k : component - 1 - k)];
-        out += kDigits[b >> 4];
-        out += kDigits[b & 0xF];
+        append_hex(out,
+                   bytes[i + (std::endian::native == std::endian::little ? k : component - 1 - k)],
+                   2, HexCase::kUpper);
       }
     return out + "\">";
   }
   visit_dtype(lit.dtype(), [&]<class T>(std::type_identity<T>) {
     std::span<const T> v = lit.data<T>();
     if (splat) {
-      dense_impl::append_element(out, v[0]);
+      pjrt_lite::detail::append_element(out, v[0], dense_impl::MlirFloat{});
     } else {
       std::size_t next = 0;
       dense_impl::append_nested(out, v, lit.dims(), 0, next);

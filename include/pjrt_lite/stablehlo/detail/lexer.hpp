@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "pjrt_lite/core/hex.hpp"
 #include "pjrt_lite/core/status.hpp"
 
 namespace pjrt_lite::stablehlo::detail {
@@ -80,9 +81,6 @@ inline std::string describe(const Token& t) {
 }
 
 constexpr bool is_digit(char c) { return c >= '0' && c <= '9'; }
-constexpr bool is_hex_digit(char c) {
-  return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
-}
 constexpr bool is_letter(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
 /// Characters after the first of a bare identifier: letters, digits, _ $ .
 constexpr bool is_ident_char(char c) {
@@ -326,8 +324,7 @@ inline std::string unquote(std::string_view token) {
     else if (e == 't')
       out += '\t';
     else if (is_hex_digit(e) && i + 1 < token.size() && is_hex_digit(token[i + 1])) {
-      auto hex = [](char h) { return is_digit(h) ? h - '0' : (h | 0x20) - 'a' + 10; };
-      out += static_cast<char>(hex(e) * 16 + hex(token[i + 1]));
+      out += static_cast<char>(hex_digit_value(e) * 16 + hex_digit_value(token[i + 1]));
       ++i;
     } else {
       out += e;
