@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -25,6 +27,7 @@
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/core/strided_copy.hpp"
 #include "pjrt_lite/core/unique_function.hpp"
+#include "pjrt_lite/core/version.hpp"
 
 #if defined(__unix__)
 #include <csignal>
@@ -142,7 +145,7 @@ TEST_CASE("dtype: element conversion follows StableHLO convert") {
   CHECK(dst == std::array<std::int16_t, 4>{1, -2, 32767, 0});
 }
 
-TEST_CASE("hex: digits, padding and letter case match printf; digit values match strtol") {
+TEST_CASE("hex: digits, padding and letter case match printf, digit values match strtol") {
   CHECK(to_hex(0) == "0");
   CHECK(to_hex(0xbeef, 8) == "0000beef");
   CHECK(to_hex(0x1234, 2) == "1234");  // a minimum, never a cut
@@ -446,6 +449,44 @@ TEST_CASE("slot_cache: keeps up to K objects, hands each out once, also across t
   std::set<std::atomic<int>*> all(held, held + 4);
   while (std::atomic<int>* o = shared.take()) all.insert(o);
   CHECK(all.size() == 6);
+}
+
+// ---- The versioned inline namespace (core/version.hpp).
+
+TEST_CASE("every declaration lives in the inline namespace named after CMake's project version") {
+  static_assert(std::is_same_v<pjrt_lite::v0_1::Status, pjrt_lite::Status>);
+  static_assert(std::is_same_v<pjrt_lite::v0_1::Literal, pjrt_lite::Literal>);
+  const std::string project = PJRT_LITE_PROJECT_VERSION;  // "major.minor.patch", from CMake
+  CHECK(project == str_cat(kVersion.major, ".", kVersion.minor, ".", kVersion.patch));
+  CHECK(kVersion.major == PJRT_LITE_VERSION_MAJOR);
+  CHECK(kVersion.minor == PJRT_LITE_VERSION_MINOR);
+  // Every header opens pjrt_lite's namespaces inside the inline namespace of this version: a
+  // header that opened plain `namespace pjrt_lite` would put its names outside it, where a
+  // mixed-version program would link them silently.
+  const std::string inline_ns = str_cat("namespace pjrt_lite::inline v", kVersion.major, "_", kVersion.minor);
+  const std::filesystem::path include = std::filesystem::path(PJRT_LITE_SOURCE_DIR) / "include";
+  REQUIRE(std::filesystem::is_directory(include));
+  int headers = 0;
+  std::vector<std::string> outside;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(include)) {
+    if (entry.path().extension() != ".hpp") continue;
+    ++headers;
+    std::ifstream in(entry.path());
+    std::string line;
+    int number = 0;
+    while (std::getline(in, line)) {
+      ++number;
+      if (!line.starts_with("namespace pjrt_lite")) continue;
+      const bool versioned = line.starts_with(inline_ns) &&
+                             (line.size() == inline_ns.size() || line[inline_ns.size()] == ' ' ||
+                              line[inline_ns.size()] == ':');
+      if (!versioned) outside.push_back(str_cat(entry.path().string(), ":", number, ": ", line));
+    }
+  }
+  CHECK(headers > 50);
+  std::string listing;
+  for (const std::string& where : outside) listing += where + "\n";
+  CHECK_MESSAGE(outside.empty(), str_cat(outside.size(), " namespace openings outside ", inline_ns, ":\n", listing));
 }
 
 }  // namespace core_test

@@ -33,7 +33,7 @@
 #include "pjrt_lite/core/unique_function.hpp"
 #include "pjrt_lite/future.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 // Only named by CompilingClient (a reference), so concepts.hpp need not include the IR.
 class Graph;

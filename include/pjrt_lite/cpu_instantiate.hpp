@@ -17,7 +17,7 @@
 #include "pjrt_lite/backends/reference/eval_node.hpp"  // and of the reference interpreter's eval_node
 #include "pjrt_lite/cpu.hpp"
 
-namespace pjrt_lite::cpu {
+namespace pjrt_lite::inline v0_1::cpu {
 template class Client<ThreadPool>;
 template class Client<InlineExecutor>;
 template class LoadedExecutable<ThreadPool>;

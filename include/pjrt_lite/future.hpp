@@ -29,7 +29,7 @@
 
 #include "pjrt_lite/core/status.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 template <class T = void>
 class Future;

@@ -17,7 +17,7 @@
 
 #include "pjrt_lite/core/status.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 using f16 = Eigen::half;
 using bf16 = Eigen::bfloat16;

@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <string>
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// Which letters stand for 10..15.
 enum class HexCase : std::uint8_t { kLower, kUpper };

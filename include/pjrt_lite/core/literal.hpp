@@ -21,7 +21,7 @@
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/core/status.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// Host allocations are aligned for the widest SIMD packet Eigen uses.
 inline constexpr std::size_t kHostAlignment = 64;

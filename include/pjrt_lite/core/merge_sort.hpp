@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <span>
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// Sorts `order` (n element indices) by `less(a, b)` on those indices, stably: an element
 /// moves ahead of an earlier one only when less(later, earlier) holds. `scratch` must hold at

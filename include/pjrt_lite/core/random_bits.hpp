@@ -26,7 +26,7 @@
 #include <cstring>
 #include <span>
 
-namespace pjrt_lite::random_bits {
+namespace pjrt_lite::inline v0_1::random_bits {
 
 /// Threefry-2x32 with 20 rounds: the two words of counter (c0, c1) under key (k0, k1).
 constexpr std::array<std::uint32_t, 2> threefry2x32(std::uint32_t k0, std::uint32_t k1,

@@ -9,7 +9,7 @@
 #include <variant>
 #include <vector>
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// What the runtime may do with the host memory given to buffer_from_host_buffer, and when
 /// the caller gets it back (the `on_done` callback). PJRT's four host-buffer semantics.

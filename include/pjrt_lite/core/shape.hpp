@@ -13,7 +13,7 @@
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/status.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// Dimensions and dtype of a dense array, with a layout given as a major-to-minor permutation
 /// of the dimensions: {0, 1, ..., rank-1} (the default) is row-major, {rank-1, ..., 0} is

@@ -10,7 +10,7 @@
 #include <atomic>
 #include <cstddef>
 
-namespace pjrt_lite::detail {
+namespace pjrt_lite::inline v0_1::detail {
 
 template <class T, std::size_t K>
 class SlotCache {

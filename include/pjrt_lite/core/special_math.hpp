@@ -12,7 +12,7 @@
 #include <numbers>
 #include <type_traits>
 
-namespace pjrt_lite::special {
+namespace pjrt_lite::inline v0_1::special {
 
 // The C library's functions on double, as single functions whose addresses can be taken.
 inline double acosh(double x) { return std::acosh(x); }

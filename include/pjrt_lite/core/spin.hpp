@@ -8,7 +8,7 @@
 #include <chrono>
 #include <cstdint>
 
-namespace pjrt_lite::detail {
+namespace pjrt_lite::inline v0_1::detail {
 
 /// How long a thread with nothing to do polls before it sleeps.
 inline constexpr std::chrono::microseconds kSpinBeforeSleep{50};

@@ -13,9 +13,11 @@
 #include <string_view>
 #include <type_traits>
 #include <utility>
+
+#include "pjrt_lite/core/version.hpp"
 #include <variant>
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// The canonical error space shared by Abseil, gRPC and XLA.
 enum class StatusCode : int {

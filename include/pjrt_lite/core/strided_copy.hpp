@@ -13,7 +13,7 @@
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/core/status.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// The byte strides of `dims` stored densely in row-major order with `element_size`-byte
 /// elements.

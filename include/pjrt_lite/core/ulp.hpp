@@ -8,7 +8,7 @@
 
 #include "pjrt_lite/core/dtype.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// How many representable values of T lie between finite `a` and `b` (0 when equal, and
 /// between -0 and +0). T is f16, bf16, f32 or f64.

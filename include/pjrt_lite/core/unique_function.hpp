@@ -9,7 +9,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 template <class Signature>
 class UniqueFunction;

@@ -36,7 +36,7 @@
 #include "pjrt_lite/frontend/tree.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 namespace detail {
 template <class B>

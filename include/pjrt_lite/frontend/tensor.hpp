@@ -30,7 +30,7 @@
 #include "pjrt_lite/frontend/tree.hpp"
 #include "pjrt_lite/ir/builder.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 class Trace;
 

@@ -30,7 +30,7 @@
 #include "pjrt_lite/transforms/autodiff.hpp"
 #include "pjrt_lite/transforms/batching.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 namespace detail {
 

@@ -18,7 +18,7 @@
 #include <utility>
 #include <vector>
 
-namespace pjrt_lite::tree {
+namespace pjrt_lite::inline v0_1::tree {
 
 /// Leaf types: arithmetic scalars, buffers (types with a `buffer_concept` tag) and the types
 /// that specialize this to true (Tensor, Literal).

@@ -24,7 +24,7 @@
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/op.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// compare's `comparison_direction`.
 enum class ComparisonDirection : std::uint8_t { kEq, kNe, kGe, kGt, kLe, kLt };

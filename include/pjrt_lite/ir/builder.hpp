@@ -31,7 +31,7 @@
 #include "pjrt_lite/ir/shape_inference.hpp"
 #include "pjrt_lite/ir/verifier.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// Builds one Graph. Not thread-safe: use one builder per thread. Move-only, because the
 /// Values it hands out carry its id and a copy would accept the original's Values.

@@ -18,7 +18,7 @@
 #include "pjrt_lite/core/hex.hpp"
 #include "pjrt_lite/core/status.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// The 64-bit FNV-1a hash of `bytes`, continuing from `state` (the offset basis by default),
 /// so a hash can be computed piecewise. Detects every change of a single byte: each step is a

@@ -27,7 +27,7 @@
 #include "pjrt_lite/ir/detail/attribute_fields.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 namespace detail {
 

@@ -19,7 +19,7 @@
 #include "pjrt_lite/ir/op.hpp"
 #include "pjrt_lite/ir/shape_inference.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// A handle to one result of one node: a node index and a result index. `builder` is the id of
 /// the GraphBuilder that made the Value, so a builder can reject another's values; it is 0

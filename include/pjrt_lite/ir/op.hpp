@@ -9,7 +9,7 @@
 
 #include "pjrt_lite/core/status.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// An operation of the IR. Each one is the StableHLO op of the same name; the IR has no
 /// `return` op, a Graph lists its outputs instead.

@@ -26,7 +26,7 @@
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// Constants with more elements than this print as `<f32[100]>` instead of their values.
 inline constexpr std::int64_t kMaxPrintedConstantElements = 16;

@@ -47,7 +47,7 @@
 #include "pjrt_lite/ir/op.hpp"
 #include "pjrt_lite/ir/verifier.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// The first four bytes of every serialized graph.
 inline constexpr std::array<std::byte, 4> kGraphMagic = {std::byte{'P'}, std::byte{'J'},

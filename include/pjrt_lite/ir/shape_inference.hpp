@@ -25,7 +25,7 @@
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/op.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// The types of a body (a reduce's region): its parameter shapes in parameter-number order
 /// and its output shapes.

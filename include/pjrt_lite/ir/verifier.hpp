@@ -11,7 +11,7 @@
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/shape_inference.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 namespace detail {
 /// Streams as "node %i" in an error message.

@@ -24,7 +24,7 @@
 #include "pjrt_lite/core/ulp.hpp"
 #include "pjrt_lite/stablehlo/module.hpp"
 
-namespace pjrt_lite::stablehlo {
+namespace pjrt_lite::inline v0_1::stablehlo {
 
 inline constexpr std::int64_t kCloseUlps = 3;
 inline constexpr double kAlmostEqTolerance = 1e-3;

@@ -22,7 +22,7 @@
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 
-namespace pjrt_lite::stablehlo {
+namespace pjrt_lite::inline v0_1::stablehlo {
 
 /// What a check compares. The StableHLO interpreter's meanings (see the corpus README):
 /// kEq: every element equal (NaN equals NaN); kClose: within a few ULP, non-finite values

@@ -60,7 +60,7 @@
 #include "pjrt_lite/stablehlo/module.hpp"
 #include "pjrt_lite/stablehlo/types.hpp"
 
-namespace pjrt_lite::stablehlo {
+namespace pjrt_lite::inline v0_1::stablehlo {
 
 namespace detail {
 
@@ -471,7 +471,7 @@ inline StatusOr<Module> parse_module(std::string_view text) { return detail::Par
 
 }  // namespace pjrt_lite::stablehlo
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// The graph of function `entry` of a StableHLO module, with every call inlined and only the
 /// function's own results as outputs (checks are dropped; parse_module keeps them).

@@ -23,7 +23,7 @@
 #include "pjrt_lite/stablehlo/module.hpp"
 #include "pjrt_lite/stablehlo/parser.hpp"
 
-namespace pjrt_lite::stablehlo {
+namespace pjrt_lite::inline v0_1::stablehlo {
 
 /// How a test program fared.
 enum class Verdict : std::uint8_t { kPass, kFail, kSkip };

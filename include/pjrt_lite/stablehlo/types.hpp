@@ -11,7 +11,7 @@
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/shape.hpp"
 
-namespace pjrt_lite::stablehlo {
+namespace pjrt_lite::inline v0_1::stablehlo {
 
 /// The StableHLO element type of a dtype: "i1", "i32", "ui8", "bf16", "complex<f64>".
 constexpr std::string_view element_type_name(DType t) {

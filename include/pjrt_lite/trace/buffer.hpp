@@ -10,7 +10,7 @@
 #include "pjrt_lite/trace/device.hpp"
 #include "pjrt_lite/trace/forward.hpp"
 
-namespace pjrt_lite::trace {
+namespace pjrt_lite::inline v0_1::trace {
 
 /// A buffer of a Traced client. Satisfies PjRtBuffer; move-only if the inner buffer is. In
 /// records a buffer is named by the inner buffer's id() where it has one (stable across

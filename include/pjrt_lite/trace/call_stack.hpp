@@ -25,7 +25,7 @@
 #define PJRT_LITE_HAS_CXA_DEMANGLE 0
 #endif
 
-namespace pjrt_lite::trace {
+namespace pjrt_lite::inline v0_1::trace {
 
 /// Fills `frames` with the return addresses of the calling thread's stack, innermost first,
 /// after skipping the `skip` innermost; returns how many it wrote (0 where unsupported).

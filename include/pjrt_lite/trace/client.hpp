@@ -23,7 +23,7 @@
 #include "pjrt_lite/trace/executable.hpp"
 #include "pjrt_lite/trace/forward.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// A client that reports every call to a Sink (trace::LogSink by default: one line per call
 /// on stderr). Satisfies PjRtClient, and CompilingClient where C does. Create it around an

@@ -23,7 +23,7 @@
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/trace/record.hpp"
 
-namespace pjrt_lite::trace {
+namespace pjrt_lite::inline v0_1::trace {
 
 /// Descriptions longer than this many characters are cut, ending in "...".
 inline constexpr std::size_t kMaxDescription = 96;

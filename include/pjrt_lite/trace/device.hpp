@@ -11,7 +11,7 @@
 #include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/trace/forward.hpp"
 
-namespace pjrt_lite::trace {
+namespace pjrt_lite::inline v0_1::trace {
 
 /// A memory space of a Traced client. Satisfies PjRtMemorySpace. Thread-safe as far as the
 /// sink is.

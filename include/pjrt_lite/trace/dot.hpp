@@ -14,7 +14,7 @@
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/printer.hpp"
 
-namespace pjrt_lite::trace {
+namespace pjrt_lite::inline v0_1::trace {
 
 namespace detail {
 

@@ -15,7 +15,7 @@
 #include "pjrt_lite/trace/device.hpp"
 #include "pjrt_lite/trace/forward.hpp"
 
-namespace pjrt_lite::trace {
+namespace pjrt_lite::inline v0_1::trace {
 
 /// An executable compiled by a Traced client. Satisfies PjRtLoadedExecutable; move-only. The
 /// inner executable lives on the heap, so its address names it in records across moves.

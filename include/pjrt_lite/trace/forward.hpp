@@ -17,7 +17,7 @@
 #include "pjrt_lite/trace/describe.hpp"
 #include "pjrt_lite/trace/record.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 template <PjRtClient C, trace::Sink S = trace::LogSink>
 class Traced;

@@ -18,7 +18,7 @@
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/trace/call_stack.hpp"
 
-namespace pjrt_lite::trace {
+namespace pjrt_lite::inline v0_1::trace {
 
 /// Where a forwarding method is: file and line, taken at the call site like
 /// SourceLocation::current(), which clang 14 cannot compile with libstdc++ 12.

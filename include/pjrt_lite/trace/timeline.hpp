@@ -20,7 +20,7 @@
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/trace/record.hpp"
 
-namespace pjrt_lite::trace {
+namespace pjrt_lite::inline v0_1::trace {
 
 /// Spans of work, each on the lane of the thread that reported it. Thread-safe: every method
 /// may be called from any thread (reporting takes a mutex and copies the name).

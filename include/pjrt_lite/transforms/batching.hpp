@@ -19,7 +19,7 @@
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/verifier.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 namespace detail {
 

@@ -15,7 +15,7 @@
 #include "pjrt_lite/ir/verifier.hpp"
 #include "pjrt_lite/transforms/rewriter.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 namespace detail {
 

@@ -21,7 +21,7 @@
 #include "pjrt_lite/ir/verifier.hpp"
 #include "pjrt_lite/transforms/rewriter.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// Satisfied by callables `StatusOr<std::vector<Literal>>(const Node&, std::span<const
 /// Literal* const>)` that compute a node's results from its operands' values, one Literal

@@ -19,7 +19,7 @@
 #include "pjrt_lite/ir/shape_inference.hpp"
 #include "pjrt_lite/ir/verifier.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// Builds a new graph from a verified source graph, node by node. Values passed in as
 /// operands are always values of the new graph. Keeps a pointer to `source`, which must

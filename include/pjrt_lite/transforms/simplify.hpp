@@ -14,7 +14,7 @@
 #include "pjrt_lite/transforms/dce.hpp"
 #include "pjrt_lite/transforms/fold.hpp"
 
-namespace pjrt_lite {
+namespace pjrt_lite::inline v0_1 {
 
 /// Limits of simplify.
 struct SimplifyOptions {

@@ -26,7 +26,7 @@
 #include "pjrt_lite/core/unique_function.hpp"
 #include "pjrt_lite/future.hpp"
 
-namespace pjrt_lite::cpu {
+namespace pjrt_lite::inline v0_1::cpu {
 
 /// Every buffer's memory is aligned to at least this many bytes (zero-copy host memory that
 /// is less aligned is copied instead). Kernels must not assume more.

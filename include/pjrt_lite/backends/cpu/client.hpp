@@ -33,7 +33,7 @@
 #include "pjrt_lite/future.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 
-namespace pjrt_lite::cpu {
+namespace pjrt_lite::inline v0_1::cpu {
 
 struct ClientOptions {
   /// How many devices the client shows; each is a slice of the same host (1 to 1024).

@@ -3,7 +3,7 @@
 
 #include <vector>
 
-namespace pjrt_lite::cpu {
+namespace pjrt_lite::inline v0_1::cpu {
 
 /// How to compile. Part of the compile cache key.
 struct CompileOptions {

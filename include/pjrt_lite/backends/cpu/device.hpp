@@ -12,7 +12,7 @@
 #include "pjrt_lite/core/runtime_types.hpp"
 #include "pjrt_lite/core/status.hpp"
 
-namespace pjrt_lite::cpu {
+namespace pjrt_lite::inline v0_1::cpu {
 
 /// The kinds of memory each CPU device has, in the order of their kind ids. On a CPU all
 /// three are host memory; they exist so that programs written for accelerators, which place

@@ -27,7 +27,7 @@
 #endif
 #include "pjrt_lite/stablehlo/parser.hpp"
 
-namespace pjrt_lite::cpu {
+namespace pjrt_lite::inline v0_1::cpu {
 
 /// A program compiled for the CPU and loaded on devices. Move-only. execute* are thread-safe
 /// and may run concurrently on one executable; each execution has its own arena.
@@ -421,7 +421,7 @@ StatusOr<LoadedExecutable<E>> Client<E>::compile(std::string_view stablehlo_text
 
 #if defined(PJRT_LITE_CPU_EXTERN_KERNELS)
 // Compiled once, in the translation unit that includes <pjrt_lite/cpu_instantiate.hpp>.
-namespace pjrt_lite::cpu {
+namespace pjrt_lite::inline v0_1::cpu {
 extern template class Client<ThreadPool>;
 extern template class Client<InlineExecutor>;
 extern template class LoadedExecutable<ThreadPool>;

@@ -2,7 +2,7 @@
 // Forward declarations of the CPU backend. Every class is a template over its Executor
 // policy (cpu::ThreadPool or cpu::InlineExecutor); the default is the pool.
 
-namespace pjrt_lite::cpu {
+namespace pjrt_lite::inline v0_1::cpu {
 
 class ThreadPool;
 class InlineExecutor;
@@ -14,7 +14,7 @@ template <class E = ThreadPool> class Buffer;
 
 }  // namespace pjrt_lite::cpu
 
-namespace pjrt_lite::cpu {
+namespace pjrt_lite::inline v0_1::cpu {
 template <class E = ThreadPool> class LoadedExecutable;
 namespace detail {
 class Program;

@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <string_view>
 
-namespace pjrt_lite::cpu {
+namespace pjrt_lite::inline v0_1::cpu {
 
 /// What a span of work was.
 enum class SpanKind : std::uint8_t {

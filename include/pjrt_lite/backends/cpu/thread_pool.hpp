@@ -17,7 +17,7 @@
 #include "pjrt_lite/core/spin.hpp"
 #include "pjrt_lite/core/unique_function.hpp"
 
-namespace pjrt_lite::cpu {
+namespace pjrt_lite::inline v0_1::cpu {
 
 using Task = UniqueFunction<void()>;
 

@@ -18,7 +18,7 @@
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 
-namespace pjrt_lite::reference::detail {
+namespace pjrt_lite::inline v0_1::reference::detail {
 
 /// bitcast_convert: the operand's bytes reread as the result type. In row-major order the
 /// spec's rule (a narrower type splits each element into a new minor dimension, a wider one

@@ -20,7 +20,7 @@
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/op.hpp"
 
-namespace pjrt_lite::reference::detail {
+namespace pjrt_lite::inline v0_1::reference::detail {
 
 /// UNIMPLEMENTED naming the op and the element type: what the interpreter returns for any
 /// (op, type) it has no meaning for, instead of crashing.

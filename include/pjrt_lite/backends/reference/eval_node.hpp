@@ -32,7 +32,7 @@
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/op.hpp"
 
-namespace pjrt_lite::reference::detail {
+namespace pjrt_lite::inline v0_1::reference::detail {
 
 /// iota: each element is its index along iota_dimension, converted to the element type.
 inline StatusOr<Literal> eval_iota(const IotaAttrs& attrs, const Shape& result) {

@@ -15,7 +15,7 @@
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 
-namespace pjrt_lite::reference::detail {
+namespace pjrt_lite::inline v0_1::reference::detail {
 
 using WideComplex = std::complex<long double>;
 

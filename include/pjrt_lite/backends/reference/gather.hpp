@@ -16,7 +16,7 @@
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/shape_inference.hpp"
 
-namespace pjrt_lite::reference::detail {
+namespace pjrt_lite::inline v0_1::reference::detail {
 
 /// gather(operand, start_indices): for every result index, operand_index = full_start_index
 /// (each start clamped so the slice fits) + full_batching_index + full_offset_index, and

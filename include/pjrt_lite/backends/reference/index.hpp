@@ -14,7 +14,7 @@
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/literal.hpp"
 
-namespace pjrt_lite::reference::detail {
+namespace pjrt_lite::inline v0_1::reference::detail {
 
 /// Steps `index` to the next multi-index of `dims` in row-major order, the last dimension
 /// fastest. Returns false, with `index` back at all zeros, after the last one.

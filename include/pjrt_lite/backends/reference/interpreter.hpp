@@ -43,7 +43,7 @@
 #define PJRT_LITE_REFERENCE_KERNELS_INLINE inline
 #endif
 
-namespace pjrt_lite::reference {
+namespace pjrt_lite::inline v0_1::reference {
 
 namespace detail {
 

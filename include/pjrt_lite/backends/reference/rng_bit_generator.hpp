@@ -10,7 +10,7 @@
 #include "pjrt_lite/core/random_bits.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 
-namespace pjrt_lite::reference {
+namespace pjrt_lite::inline v0_1::reference {
 
 /// The generator an algorithm names: DEFAULT is PHILOX.
 constexpr random_bits::Generator rng_generator(RngAlgorithm a) {

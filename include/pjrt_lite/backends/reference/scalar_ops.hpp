@@ -24,7 +24,7 @@
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 
-namespace pjrt_lite::reference::scalar {
+namespace pjrt_lite::inline v0_1::reference::scalar {
 
 // ---- Types the arithmetic is done in ------------------------------------------------------
 

@@ -16,7 +16,7 @@
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/shape_inference.hpp"
 
-namespace pjrt_lite::reference::detail {
+namespace pjrt_lite::inline v0_1::reference::detail {
 
 /// Where update element `update_index` of a scatter goes in the input, per the spec:
 /// full_start_index + full_batching_index + full_window_index. Writes `result_index` (rank of the

@@ -14,7 +14,7 @@
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 
-namespace pjrt_lite::reference::detail {
+namespace pjrt_lite::inline v0_1::reference::detail {
 
 /// triangular_solve: for each batch, x with op(a) x = b (left_side) or x op(a) = b.
 inline Literal eval_triangular_solve(const Literal& a_in, const Literal& b_in,

@@ -10,7 +10,7 @@
 
 #include "pjrt_lite/ir/attributes.hpp"
 
-namespace pjrt_lite::detail {
+namespace pjrt_lite::inline v0_1::detail {
 
 /// Calls `f(field)` on each field of the attribute alternative `a`, in encoding order. `A`
 /// may be const. Every field must be listed: one left out is neither serialized nor

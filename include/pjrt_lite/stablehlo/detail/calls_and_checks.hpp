@@ -19,7 +19,7 @@
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 #include "pjrt_lite/stablehlo/module.hpp"
 
-namespace pjrt_lite::stablehlo::detail {
+namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 // ---- return ---------------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/types.hpp"
 
-namespace pjrt_lite::stablehlo::detail {
+namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 /// Constants larger than this are refused rather than allocated: a splat can ask for any
 /// size in a few characters.

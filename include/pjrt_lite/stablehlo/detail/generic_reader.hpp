@@ -19,7 +19,7 @@
 #include "pjrt_lite/stablehlo/detail/op_table.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 
-namespace pjrt_lite::stablehlo::detail {
+namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 /// Why the generic-form op `name` cannot be read: the op table has no generic form of it.
 inline Status unknown_generic_op(std::string_view name, SourcePos pos) {

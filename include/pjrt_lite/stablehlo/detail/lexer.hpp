@@ -13,7 +13,7 @@
 #include "pjrt_lite/core/hex.hpp"
 #include "pjrt_lite/core/status.hpp"
 
-namespace pjrt_lite::stablehlo::detail {
+namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 /// A place in the source: 1-based line and column (the column counts bytes).
 struct SourcePos {

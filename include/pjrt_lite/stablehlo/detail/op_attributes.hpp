@@ -23,7 +23,7 @@
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 #include "pjrt_lite/stablehlo/types.hpp"
 
-namespace pjrt_lite::stablehlo::detail {
+namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 /// `array<i64: ...>`, `[...]` of integers or a rank-0/1 integer `dense<...>`.
 inline StatusOr<std::vector<std::int64_t>> int_list_value(const AttrValue& v,

@@ -22,7 +22,7 @@
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 
-namespace pjrt_lite::stablehlo::detail {
+namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 /// The CHLO ops the IR has only in real form (erf, lgamma, top_k, ...) on complex numbers
 /// are valid CHLO the IR has no op for: UNIMPLEMENTED.

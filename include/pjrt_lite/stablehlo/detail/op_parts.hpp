@@ -29,7 +29,7 @@
 #include "pjrt_lite/stablehlo/module.hpp"
 #include "pjrt_lite/stablehlo/types.hpp"
 
-namespace pjrt_lite::stablehlo::detail {
+namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 /// The deepest nesting of regions (a reduce inside a reduce's body ...) accepted.
 inline constexpr std::int64_t kMaxRegionDepth = 16;

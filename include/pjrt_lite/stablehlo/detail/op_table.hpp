@@ -21,7 +21,7 @@
 #include "pjrt_lite/stablehlo/detail/pretty_forms.hpp"
 #include "pjrt_lite/stablehlo/detail/pretty_region_forms.hpp"
 
-namespace pjrt_lite::stablehlo::detail {
+namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 // clang-format off
 inline constexpr OpSyntax kOpTable[] = {

@@ -13,7 +13,7 @@
 #include "pjrt_lite/stablehlo/detail/op_table.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 
-namespace pjrt_lite::stablehlo::detail {
+namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 /// Why the pretty-form op `name` cannot be read: it is not in the op table.
 inline Status unknown_pretty_op(std::string_view name, SourcePos pos) {

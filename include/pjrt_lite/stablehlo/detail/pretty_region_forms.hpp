@@ -19,7 +19,7 @@
 #include "pjrt_lite/stablehlo/detail/pretty_forms.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 
-namespace pjrt_lite::stablehlo::detail {
+namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 // reduce's pretty forms:
 //   stablehlo.reduce(%x init: %c) applies stablehlo.add across dimensions = [1] : type

@@ -21,7 +21,7 @@
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/types.hpp"
 
-namespace pjrt_lite::stablehlo::detail {
+namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 /// The highest tensor rank accepted; far above any real program, it bounds the recursion of
 /// everything that walks dimensions.

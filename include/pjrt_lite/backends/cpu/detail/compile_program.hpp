@@ -22,7 +22,7 @@
 #define PJRT_LITE_CPU_KERNELS_INLINE inline
 #endif
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// Compiles a verified `graph` for CPU executors with `max_workers` threads (the caller
 /// included).

@@ -34,7 +34,7 @@
 #include "pjrt_lite/ir/verifier.hpp"
 #include "pjrt_lite/transforms/simplify.hpp"
 
-namespace pjrt_lite::cpu {
+namespace pjrt_lite::inline v0_1::cpu {
 
 namespace detail {
 

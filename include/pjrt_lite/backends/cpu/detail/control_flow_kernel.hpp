@@ -17,7 +17,7 @@
 #include "pjrt_lite/backends/cpu/detail/program.hpp"
 #include "pjrt_lite/ir/op.hpp"
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// Bytes rounded up to a multiple of 64, the alignment of every block in a scratch layout.
 inline std::int64_t round_up_64(std::int64_t n) { return (n + 63) / 64 * 64; }

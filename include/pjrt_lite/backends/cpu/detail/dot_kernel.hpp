@@ -19,7 +19,7 @@
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 class DotKernel final : public Kernel {
  public:

@@ -24,7 +24,7 @@
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/op.hpp"
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// One tile of one op: up to three inputs, one output, n elements each. Comparison
 /// attributes ride along for compare, the two widths for reduce_precision.

@@ -18,7 +18,7 @@
 #include "pjrt_lite/ir/byte_io.hpp"
 #include "pjrt_lite/ir/serialize.hpp"
 
-namespace pjrt_lite::cpu {
+namespace pjrt_lite::inline v0_1::cpu {
 
 inline constexpr std::array<std::byte, 4> kExecutableMagic = {std::byte{'P'}, std::byte{'J'}, std::byte{'L'},
                                                               std::byte{'X'}};

@@ -22,7 +22,7 @@
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// A forward DFT of one length, X[k] = sum_j x[j] e^(-2 pi i jk / n), planned once.
 class FftPlan {

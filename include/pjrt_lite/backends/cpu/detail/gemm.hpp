@@ -26,7 +26,7 @@
 #define PJRT_LITE_PLANNED_GEMM 0
 #endif
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// The type a product of T elements computes in: f16 and bf16 in f32 (rounded once at the
 /// end), integers in unsigned arithmetic of at least 32 bits (whose low bits are the wrapped

@@ -21,7 +21,7 @@
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/core/strided_copy.hpp"
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// What a kernel sees of one execution.
 struct RunContext {

@@ -13,7 +13,7 @@
 
 #include "pjrt_lite/core/spin.hpp"
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// A non-owning reference to a callable `void(std::int64_t begin, std::int64_t end, int worker)`.
 class RangeFn {

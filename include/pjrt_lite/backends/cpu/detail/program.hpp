@@ -20,7 +20,7 @@
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 
-namespace pjrt_lite::cpu {
+namespace pjrt_lite::inline v0_1::cpu {
 
 /// What an execution costs, summed over the program's kernels.
 struct CostAnalysis {

@@ -18,7 +18,7 @@
 #include "pjrt_lite/backends/cpu/detail/tile_program.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// Lowers a graph of rank-0 element-wise ops to a TileProgram over externals: parameters
 /// 0..P-1 are externals 0..P-1, outputs are externals P..P+R-1, constants follow. Returns the

@@ -13,7 +13,7 @@
 #include "pjrt_lite/core/random_bits.hpp"
 #include "pjrt_lite/core/shape.hpp"
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 class RngBitGeneratorKernel final : public Kernel {
  public:

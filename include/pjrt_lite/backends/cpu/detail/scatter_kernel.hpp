@@ -23,7 +23,7 @@
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/shape_inference.hpp"
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 class ScatterKernel final : public Kernel {
  public:

@@ -24,7 +24,7 @@
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// The rows of a row-major array along one dimension: `count` rows of `length` elements,
 /// `stride` elements apart.

@@ -13,7 +13,7 @@
 #include <cstring>
 #include <vector>
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// A copy pattern fixed at compile time; only the base pointers change per execution.
 struct StridedCopy {

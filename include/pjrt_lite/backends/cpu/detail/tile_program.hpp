@@ -21,7 +21,7 @@
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// Elements per tile: 256 f32 are 1 KiB, so dozens of registers fit in L1. Smaller tiles
 /// cost more dispatch per element; larger ones run each op longer over freshly streamed

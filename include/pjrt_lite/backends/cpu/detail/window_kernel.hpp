@@ -21,7 +21,7 @@
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 
-namespace pjrt_lite::cpu::detail {
+namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// The geometry shared by both kernels: which input element a window element reads.
 class WindowGeometry {
