@@ -189,9 +189,9 @@ inline bool is_known_custom_call(std::string_view target) {
 
 /// `stablehlo.custom_call @target(%a, %b) {attrs} : (T, T) -> ()`.
 inline Status pretty_custom_call(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_ASSIGN_OR_RETURN(Token target,
-                             r.expect_kind(TokenKind::kSymbol, "a call target such as @foo",
-                                           str_cat("after ", op.name)));
+  PJRT_LITE_ASSIGN_OR_RETURN(
+      Token target,
+      r.expect_kind(TokenKind::kSymbol, "a call target such as @foo", str_cat("after ", op.name)));
   AttrValue name;
   name.kind = AttrValue::Kind::kString;
   name.text = Reader::symbol_name(target.text);
@@ -215,11 +215,12 @@ inline StatusOr<OpResult> build_custom_call(Context& ctx, const OpSyntax& op, Op
     return unsupported_at(p.pos, str_cat(op.name, " @", target->text));
   if (target->text == "Sharding") {
     // jax's sharding constraint: on one device the value itself, so no node at all.
-    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
-                               declared_types(ctx, p.type, p.operands, TypeRule::kSame, op.name,
-                                              p.pos));
+    PJRT_LITE_ASSIGN_OR_RETURN(
+        std::vector<Shape> declared,
+        declared_types(ctx, p.type, p.operands, TypeRule::kSame, op.name, p.pos));
     if (p.operands.size() != 1 || declared.size() != 1)
-      return error_at(p.pos, "stablehlo.custom_call @Sharding takes one operand and has one result");
+      return error_at(p.pos,
+                      "stablehlo.custom_call @Sharding takes one operand and has one result");
     OpResult out;
     out.values = p.operands;
     PJRT_LITE_RETURN_IF_ERROR(

@@ -30,8 +30,7 @@ inline Status unknown_generic_op(std::string_view name, SourcePos pos) {
 
 /// A generic region `{ ^bb0(%a: T, ...): ops }` whose '{' comes next; with `captured`, the
 /// region may use outside values, which are listed there.
-inline StatusOr<Graph> read_generic_region(Reader& r, Context& ctx,
-                                           std::vector<Value>* captured) {
+inline StatusOr<Graph> read_generic_region(Reader& r, Context& ctx, std::vector<Value>* captured) {
   PJRT_LITE_RETURN_IF_ERROR(r.expect('{', "to start a region"));
   std::vector<BlockArg> args;
   if (r.peek().kind == TokenKind::kBlockId) {
@@ -43,8 +42,8 @@ inline StatusOr<Graph> read_generic_region(Reader& r, Context& ctx,
         Token t = r.next();
         if (t.is(')')) break;
         if (!t.is(','))
-          return error_at(t.pos,
-                          str_cat("expected ',' or ')' in the block arguments, found ", describe(t)));
+          return error_at(
+              t.pos, str_cat("expected ',' or ')' in the block arguments, found ", describe(t)));
       }
     }
     PJRT_LITE_RETURN_IF_ERROR(r.expect(':', "after the block label"));

@@ -202,8 +202,7 @@ inline Status read_dimension_numbers(
 /// A convolution's feature_group_count and batch_group_count (1 when absent).
 inline Status group_counts(const AttrDict& attrs, ConvolutionAttrs& a) {
   const std::pair<std::string_view, std::int64_t*> counts[] = {
-      {"feature_group_count", &a.feature_group_count},
-      {"batch_group_count", &a.batch_group_count}};
+      {"feature_group_count", &a.feature_group_count}, {"batch_group_count", &a.batch_group_count}};
   for (const auto& [key, count] : counts)
     if (const AttrValue* v = find_attr(attrs, key)) {
       if (v->kind != AttrValue::Kind::kInt)
@@ -233,8 +232,9 @@ inline Status check_bitcast(const Context& ctx, const std::vector<Value>& operan
 /// rng_bit_generator's output type: the second of its two declared results.
 inline StatusOr<Shape> rng_output_type(const OpType& t, std::string_view op) {
   if (!t.functional || t.function.results.size() != 2)
-    return error_at(t.pos, str_cat(op, " has two results, the new state and the output: "
-                                       "expected a type (S) -> (S, R)"));
+    return error_at(t.pos, str_cat(op,
+                                   " has two results, the new state and the output: "
+                                   "expected a type (S) -> (S, R)"));
   return t.function.results[1];
 }
 
@@ -310,8 +310,7 @@ inline StatusOr<Attributes> read_slice(const Context&, const OpSyntax& op, const
   return s;
 }
 
-inline StatusOr<Attributes> read_concatenate(const Context&, const OpSyntax& op,
-                                             const OpParts& p) {
+inline StatusOr<Attributes> read_concatenate(const Context&, const OpSyntax& op, const OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t d, int_attr(p.attrs, "dimension", op.name, p.pos));
   return ConcatenateAttrs{d};
 }
@@ -417,12 +416,10 @@ inline StatusOr<Attributes> read_window(const Context&, const OpSyntax& op, cons
   return w;
 }
 
-inline StatusOr<Attributes> read_convolution(const Context&, const OpSyntax& op,
-                                             const OpParts& p) {
+inline StatusOr<Attributes> read_convolution(const Context&, const OpSyntax& op, const OpParts& p) {
   const AttrValue* v = find_attr(p.attrs, "dimension_numbers");
   if (!v || v->kind != AttrValue::Kind::kOpaque || v->text != "stablehlo.conv")
-    return error_at(p.pos,
-                    "stablehlo.convolution needs dimension_numbers = #stablehlo.conv<...>");
+    return error_at(p.pos, "stablehlo.convolution needs dimension_numbers = #stablehlo.conv<...>");
   if (v->word.starts_with("raw"))
     return unsupported_at(v->pos, "#stablehlo.conv<raw ...> dimension numbers");
   ConvolutionAttrs c;
@@ -444,8 +441,8 @@ inline StatusOr<Attributes> read_convolution(const Context&, const OpSyntax& op,
 
 inline StatusOr<Attributes> read_sort(const Context&, const OpSyntax& op, const OpParts& p) {
   if (p.regions.size() != 1)
-    return error_at(p.pos, str_cat("stablehlo.sort needs one region (the comparator), got ",
-                                   p.regions.size()));
+    return error_at(
+        p.pos, str_cat("stablehlo.sort needs one region (the comparator), got ", p.regions.size()));
   SortAttrs a{-1, false};  // MLIR's defaults
   if (find_attr(p.attrs, "dimension")) {
     PJRT_LITE_ASSIGN_OR_RETURN(a.dimension, int_attr(p.attrs, "dimension", op.name, p.pos));
@@ -482,15 +479,16 @@ inline StatusOr<Attributes> read_triangular_solve(const Context&, const OpSyntax
   PJRT_LITE_ASSIGN_OR_RETURN(a.lower, bool_attr(p.attrs, "lower"));
   PJRT_LITE_ASSIGN_OR_RETURN(a.unit_diagonal, bool_attr(p.attrs, "unit_diagonal"));
   PJRT_LITE_ASSIGN_OR_RETURN(
-      a.transpose_a, required_enum_attr(p.attrs, "transpose_a", transpose_from_name, op.name, p.pos));
+      a.transpose_a,
+      required_enum_attr(p.attrs, "transpose_a", transpose_from_name, op.name, p.pos));
   return a;
 }
 
 inline StatusOr<Attributes> read_rng_bit_generator(const Context&, const OpSyntax& op,
                                                    const OpParts& p) {
-  PJRT_LITE_ASSIGN_OR_RETURN(RngAlgorithm algorithm,
-                             required_enum_attr(p.attrs, "rng_algorithm", rng_algorithm_from_name,
-                                                op.name, p.pos));
+  PJRT_LITE_ASSIGN_OR_RETURN(
+      RngAlgorithm algorithm,
+      required_enum_attr(p.attrs, "rng_algorithm", rng_algorithm_from_name, op.name, p.pos));
   PJRT_LITE_ASSIGN_OR_RETURN(Shape bits, rng_output_type(p.type, op.name));
   return RngBitGeneratorAttrs{algorithm, std::move(bits)};
 }

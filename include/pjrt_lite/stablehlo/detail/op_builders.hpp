@@ -26,9 +26,8 @@ namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 /// The CHLO ops the IR has only in real form (erf, lgamma, top_k, ...) on complex numbers
 /// are valid CHLO the IR has no op for: UNIMPLEMENTED.
-inline Status check_chlo_operands(const Context& ctx, OpCode op,
-                                  const std::vector<Value>& operands, std::string_view name,
-                                  SourcePos pos) {
+inline Status check_chlo_operands(const Context& ctx, OpCode op, const std::vector<Value>& operands,
+                                  std::string_view name, SourcePos pos) {
   if (!is_chlo(op) || is_in(DType::kC64, accepted_types(op))) return ok_status();
   for (Value v : operands) {
     StatusOr<Shape> s = ctx.b.shape(v);
@@ -57,7 +56,8 @@ inline StatusOr<OpResult> build_node(Context& ctx, const OpSyntax& op, OpParts& 
 
 /// stablehlo.dot: dot_general contracting lhs's last dimension with rhs's first.
 inline StatusOr<OpResult> build_dot(Context& ctx, const OpSyntax& op, OpParts& p) {
-  if (find_attr(p.attrs, "algorithm")) return unsupported_at(p.pos, "stablehlo.dot with an algorithm");
+  if (find_attr(p.attrs, "algorithm"))
+    return unsupported_at(p.pos, "stablehlo.dot with an algorithm");
   PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                              declared_types(ctx, p.type, p.operands, op.type_rule, op.name, p.pos));
   if (p.operands.size() != 2) return error_at(p.pos, str_cat(op.name, " takes 2 operands"));
@@ -122,9 +122,9 @@ inline StatusOr<OpResult> build_control_flow(Context& ctx, const OpSyntax& op, O
     return error_at(pos, str_cat(name, " needs ", has_variadic_bodies(op.code) ? "at least " : "",
                                  body_count(op.code), " region(s), got ", regions.size()));
   if (!is_while && operands.size() != 1)
-    return error_at(pos, str_cat(name, " takes one operand (the ",
-                                 op.code == OpCode::kIf ? "predicate" : "index", "), got ",
-                                 operands.size()));
+    return error_at(
+        pos, str_cat(name, " takes one operand (the ",
+                     op.code == OpCode::kIf ? "predicate" : "index", "), got ", operands.size()));
   // Block arguments: the loop-carried values for while, none for case and if.
   const std::size_t args = is_while ? operands.size() : 0;
   std::vector<Value> all = operands;
@@ -152,9 +152,9 @@ inline StatusOr<OpResult> build_control_flow(Context& ctx, const OpSyntax& op, O
     std::vector<std::size_t> parameter_of;
     for (std::size_t j = 0; j < args; ++j) parameter_of.push_back(j);
     for (Value v : list)
-      parameter_of.push_back(args + static_cast<std::size_t>(
-                                        std::find(captured.begin(), captured.end(), v) -
-                                        captured.begin()));
+      parameter_of.push_back(
+          args + static_cast<std::size_t>(std::find(captured.begin(), captured.end(), v) -
+                                          captured.begin()));
     std::vector<std::size_t> pass_through;
     if (is_while && k == 1)
       for (std::size_t j = args; j < parameters.size(); ++j) pass_through.push_back(j);

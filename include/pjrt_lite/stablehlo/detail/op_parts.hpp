@@ -20,8 +20,8 @@
 
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/core/status.hpp"
-#include "pjrt_lite/ir/builder.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
+#include "pjrt_lite/ir/builder.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/op.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
@@ -51,8 +51,8 @@ struct Scope {
   };
   std::unordered_map<std::string, Def> defs;
   Scope* parent = nullptr;
-  GraphBuilder* builder = nullptr;          // where this scope's values live
-  std::vector<Value>* captured = nullptr;   // set when captures are allowed; parent's values
+  GraphBuilder* builder = nullptr;         // where this scope's values live
+  std::vector<Value>* captured = nullptr;  // set when captures are allowed; parent's values
   std::unordered_map<std::string, Value> captured_by_use;  // "name#index" -> parameter
   std::int64_t next_parameter = 0;
 
@@ -68,7 +68,7 @@ class BodyReader;
 
 /// Where ops are being added: a function body or a region.
 struct Context {
-  BodyReader& reader;          // reads regions and inlines calls
+  BodyReader& reader;  // reads regions and inlines calls
   GraphBuilder& b;
   Scope& scope;
   std::vector<Check>* checks;  // null inside regions, which cannot hold checks
@@ -97,8 +97,7 @@ class BodyReader {
   /// order; reads through the closing '}'. With `captured`, the region may use outside
   /// values: they become parameters args.size().. and are listed in `captured`.
   virtual StatusOr<Graph> read_region_body(Reader& r, Context& ctx,
-                                           const std::vector<BlockArg>& args,
-                                           std::string_view name,
+                                           const std::vector<BlockArg>& args, std::string_view name,
                                            std::vector<Value>* captured) = 0;
   /// Adds the body of function @callee, applied to `args`, to ctx.
   virtual StatusOr<OpResult> inline_call(Context& ctx, const std::string& callee,
@@ -143,14 +142,14 @@ inline constexpr int kVariadic = -1;
 
 /// One entry of the op table (op_table.hpp): how an op is spelled, read and added.
 struct OpSyntax {
-  std::string_view name;       // as written: "stablehlo.add", "chlo.erf", "func.return"
-  OpCode code;                 // the node it adds; kParameter: none of its own
-  int operands;                // how many, or kVariadic
-  int results;                 // how many, or kVariadic
-  PrettyForm pretty;           // null: the op has only the generic form
-  AttributeReader attributes;  // null: no attributes
-  OpBuilder build;             // build_node unless the op is more than one node
-  bool generic = true;         // false: the pretty form only (`return`, `call`, checks)
+  std::string_view name;                 // as written: "stablehlo.add", "chlo.erf", "func.return"
+  OpCode code;                           // the node it adds; kParameter: none of its own
+  int operands;                          // how many, or kVariadic
+  int results;                           // how many, or kVariadic
+  PrettyForm pretty;                     // null: the op has only the generic form
+  AttributeReader attributes;            // null: no attributes
+  OpBuilder build;                       // build_node unless the op is more than one node
+  bool generic = true;                   // false: the pretty form only (`return`, `call`, checks)
   TypeRule type_rule = TypeRule::kSame;  // how a pretty form's `: T` reads
 };
 
@@ -329,8 +328,8 @@ inline Status check_listed_types(const Context& ctx, const std::vector<Value>& v
                                  const std::vector<Shape>& types, std::string_view op,
                                  SourcePos pos) {
   if (types.size() != values.size())
-    return error_at(pos, str_cat(op, " has ", values.size(), " operand(s) but lists ",
-                                 types.size(), " type(s)"));
+    return error_at(pos, str_cat(op, " has ", values.size(), " operand(s) but lists ", types.size(),
+                                 " type(s)"));
   for (std::size_t k = 0; k < values.size(); ++k) {
     PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(values[k]));
     if (!s.same_type_and_dims(types[k]))

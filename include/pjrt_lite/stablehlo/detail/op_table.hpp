@@ -162,9 +162,9 @@ static_assert(
 
 /// The entry of the op spelled `name` ("stablehlo.add", "func.return"), or null.
 inline const OpSyntax* find_op(std::string_view name) {
-  const auto* it = std::lower_bound(
-      kOpsByName.begin(), kOpsByName.end(), name,
-      [](std::uint16_t i, std::string_view n) { return kOpTable[i].name < n; });
+  const auto* it =
+      std::lower_bound(kOpsByName.begin(), kOpsByName.end(), name,
+                       [](std::uint16_t i, std::string_view n) { return kOpTable[i].name < n; });
   if (it == kOpsByName.end() || kOpTable[*it].name != name) return nullptr;
   return &kOpTable[*it];
 }

@@ -48,7 +48,8 @@ inline AttrValue int_list_value_at(std::vector<std::int64_t> ints, SourcePos pos
 template <class E>
 StatusOr<AttrValue> enum_value_at(std::string_view kind, const Token& word,
                                   StatusOr<E> (*from_name)(std::string_view)) {
-  if (StatusOr<E> e = from_name(word.text); !e.ok()) return error_at(word.pos, e.status().message());
+  if (StatusOr<E> e = from_name(word.text); !e.ok())
+    return error_at(word.pos, e.status().message());
   AttrValue v;
   v.kind = AttrValue::Kind::kEnum;
   v.text = std::string(kind);
@@ -155,17 +156,16 @@ inline Status pretty_compare(Reader& r, Context& ctx, const OpSyntax& op, OpPart
   PJRT_LITE_ASSIGN_OR_RETURN(
       Token dir, r.expect_kind(TokenKind::kIdent, "a comparison direction (EQ, NE, GE, GT, LE, LT)",
                                str_cat("after ", op.name)));
-  PJRT_LITE_ASSIGN_OR_RETURN(
-      AttrValue direction,
-      enum_value_at("comparison_direction", dir, comparison_direction_from_name));
+  PJRT_LITE_ASSIGN_OR_RETURN(AttrValue direction, enum_value_at("comparison_direction", dir,
+                                                                comparison_direction_from_name));
   p.attrs.emplace_back("comparison_direction", std::move(direction));
   PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after the comparison direction"));
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 2, op.name));
   if (r.consume_if(',')) {
     PJRT_LITE_ASSIGN_OR_RETURN(
-        Token t, r.expect_kind(TokenKind::kIdent,
-                               "a comparison type (FLOAT, TOTALORDER, SIGNED, UNSIGNED)",
-                               "after the operands"));
+        Token t,
+        r.expect_kind(TokenKind::kIdent, "a comparison type (FLOAT, TOTALORDER, SIGNED, UNSIGNED)",
+                      "after the operands"));
     PJRT_LITE_ASSIGN_OR_RETURN(AttrValue type,
                                enum_value_at("compare_type", t, comparison_type_from_name));
     p.attrs.emplace_back("compare_type", std::move(type));
@@ -316,9 +316,9 @@ inline Status pretty_dot_general(Reader& r, Context& ctx, const OpSyntax& op, Op
   dn.pos = p.pos;
   while (r.consume_if(',')) {
     PJRT_LITE_ASSIGN_OR_RETURN(
-        Token key, r.expect_kind(TokenKind::kIdent,
-                                 "batching_dims, contracting_dims, precision or algorithm",
-                                 str_cat("in ", op.name)));
+        Token key,
+        r.expect_kind(TokenKind::kIdent, "batching_dims, contracting_dims, precision or algorithm",
+                      str_cat("in ", op.name)));
     PJRT_LITE_RETURN_IF_ERROR(r.expect('=', str_cat("after ", key.text)));
     if (key.text == "batching_dims" || key.text == "contracting_dims") {
       const std::string_view which = key.text == "batching_dims" ? "batching" : "contracting";
@@ -438,10 +438,9 @@ inline Status pretty_convolution(Reader& r, Context& ctx, const OpSyntax& op, Op
 /// `stablehlo.rng_bit_generator %s, algorithm = THREE_FRY : (S) -> (S, R)`.
 inline Status pretty_rng_bit_generator(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(keyword_enum(r, p, "algorithm", "rng_algorithm",
-                                         str_cat("after the operand of ", op.name),
-                                         "an rng algorithm (DEFAULT, THREE_FRY, PHILOX)",
-                                         rng_algorithm_from_name));
+  PJRT_LITE_RETURN_IF_ERROR(
+      keyword_enum(r, p, "algorithm", "rng_algorithm", str_cat("after the operand of ", op.name),
+                   "an rng algorithm (DEFAULT, THREE_FRY, PHILOX)", rng_algorithm_from_name));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
@@ -449,10 +448,9 @@ inline Status pretty_rng_bit_generator(Reader& r, Context& ctx, const OpSyntax& 
 /// `stablehlo.fft %x, type = RFFT, length = [17] : (T) -> R`.
 inline Status pretty_fft(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(keyword_enum(r, p, "type", "fft_type",
-                                         str_cat("after the operand of ", op.name),
-                                         "an fft type (FFT, IFFT, RFFT, IRFFT)",
-                                         fft_type_from_name));
+  PJRT_LITE_RETURN_IF_ERROR(
+      keyword_enum(r, p, "type", "fft_type", str_cat("after the operand of ", op.name),
+                   "an fft type (FFT, IFFT, RFFT, IRFFT)", fft_type_from_name));
   PJRT_LITE_RETURN_IF_ERROR(
       keyword_list(r, p, "length", "fft_length", "after the fft type", "after the fft type"));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));

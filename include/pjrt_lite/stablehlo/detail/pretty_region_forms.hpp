@@ -116,8 +116,8 @@ inline Status pretty_while(Reader& r, Context& ctx, const OpSyntax& op, OpParts&
       Token t = r.next();
       if (t.is(')')) break;
       if (!t.is(','))
-        return error_at(t.pos, str_cat("expected ',' or ')' after an iteration argument, found ",
-                                       describe(t)));
+        return error_at(
+            t.pos, str_cat("expected ',' or ')' after an iteration argument, found ", describe(t)));
     }
   }
   // The listed types are the operands', the block arguments' and the results'.

@@ -1,8 +1,9 @@
 #pragma once
 // IWYU pragma: private, include "pjrt_lite/stablehlo/parser.hpp"
 // The pieces of MLIR syntax that every op shares: types (tensor types and function types),
-// attribute values and dictionaries, integer lists, `loc(...)` trailers. Reader wraps the
-// Lexer with expect-style helpers whose errors say "L:C: expected X, found Y".
+// attribute values and dictionaries (syntax_values.hpp), integer lists, `loc(...)` trailers.
+// Reader wraps the Lexer with expect-style helpers whose errors say "L:C: expected X, found
+// Y".
 
 #include <charconv>
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/stablehlo/detail/dense.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
+#include "pjrt_lite/stablehlo/detail/syntax_values.hpp"
 #include "pjrt_lite/stablehlo/types.hpp"
 
 namespace pjrt_lite::inline v0_1::stablehlo::detail {
@@ -28,82 +30,6 @@ namespace pjrt_lite::inline v0_1::stablehlo::detail {
 inline constexpr std::int64_t kMaxRank = 64;
 /// The deepest nesting of attribute values ([[[...]]], {a = {b = ...}}) accepted.
 inline constexpr std::int64_t kMaxAttributeDepth = 64;
-
-/// `(T0, T1) -> (R0)`.
-struct FunctionType {
-  std::vector<Shape> inputs;
-  std::vector<Shape> results;
-};
-
-/// The trailing type of an op: a function type, or a plain list of types whose meaning the
-/// op decides (`: tensor<2xf32>` for same-type ops, `: tensor<i1>, tensor<2xf32>` for select).
-struct OpType {
-  bool functional = false;
-  FunctionType function;     // when functional
-  std::vector<Shape> types;  // otherwise
-  SourcePos pos;
-};
-
-struct AttrEntry;
-
-/// One attribute value. Only what the parser needs is kept structured; everything else (a
-/// #dialect<...> it does not know, loc(...), affine maps) is kOpaque with its text.
-struct AttrValue {
-  enum class Kind : std::uint8_t {
-    kUnit,
-    kBool,
-    kInt,
-    kFloat,
-    kString,
-    kSymbol,
-    kList,
-    kDict,
-    kIntArray,  // array<i64: 1, 2> (and array<i1: ...> as 0 / 1)
-    kDense,     // dense<...> : tensor<...>
-    kEnum,      // #stablehlo<comparison_direction LT>: text = "comparison_direction", word = "LT"
-    kType,
-    kOpaque,
-  };
-  Kind kind = Kind::kUnit;
-  SourcePos pos;
-  bool b = false;
-  std::int64_t i = 0;
-  double f = 0;
-  std::string text;  // string contents, symbol name, enum kind, dialect attribute name, word
-  std::string word;  // enum value
-  std::vector<AttrValue> list;
-  std::vector<AttrEntry> dict;  // kDict, and #stablehlo.dot<k = v>
-  std::vector<std::int64_t> ints;
-  std::shared_ptr<const Literal> dense;
-  Shape type;
-
-  /// The entry `key` of a dict, or nullptr.
-  [[nodiscard]] const AttrValue* find(std::string_view key) const;
-};
-
-/// One `key = value` of a dictionary. A struct rather than std::pair<std::string, AttrValue>:
-/// clang cannot instantiate that pair while AttrValue, which holds a vector of them, is
-/// being completed.
-struct AttrEntry {
-  AttrEntry(std::string key, AttrValue value) : first(std::move(key)), second(std::move(value)) {}
-  std::string first;
-  AttrValue second;
-};
-
-inline const AttrValue* AttrValue::find(std::string_view key) const {
-  for (const auto& [k, v] : dict)
-    if (k == key) return &v;
-  return nullptr;
-}
-
-/// An attribute dictionary: `{key = value, unit_key}`, and `<{...}>` properties.
-using AttrDict = std::vector<AttrEntry>;
-
-inline const AttrValue* find_attr(const AttrDict& dict, std::string_view key) {
-  for (const auto& [k, v] : dict)
-    if (k == key) return &v;
-  return nullptr;
-}
 
 /// Names of builtin scalar types: a value of one of them is valid MLIR but not a tensor.
 inline bool is_builtin_scalar_type(std::string_view name) {

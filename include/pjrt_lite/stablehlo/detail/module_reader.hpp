@@ -1,0 +1,435 @@
+#pragma once
+// IWYU pragma: private, include "pjrt_lite/stablehlo/parser.hpp"
+// The module reader: the module and its func.func's, each function's body and every region's,
+// block by block. It reads an op's result names and its name, and hands the rest to the
+// pretty-form reader (an identifier) or the generic-form reader (a quoted name), which call
+// back into it (as BodyReader) for nested regions and for calls, which it inlines.
+//
+// Functions are found in a first pass that skips their bodies, so that a function may call
+// one defined after it; a body is read when its function is built, callees first.
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/ir/builder.hpp"
+#include "pjrt_lite/ir/graph.hpp"
+#include "pjrt_lite/stablehlo/detail/generic_reader.hpp"
+#include "pjrt_lite/stablehlo/detail/lexer.hpp"
+#include "pjrt_lite/stablehlo/detail/op_parts.hpp"
+#include "pjrt_lite/stablehlo/detail/pretty_reader.hpp"
+#include "pjrt_lite/stablehlo/detail/syntax.hpp"
+#include "pjrt_lite/stablehlo/module.hpp"
+#include "pjrt_lite/stablehlo/types.hpp"
+
+namespace pjrt_lite::stablehlo::detail {
+
+/// A name bound by an op (`%0`, or `%0:2` for two results).
+struct ResultName {
+  std::string name;
+  std::int64_t count = 1;
+  SourcePos pos;
+};
+
+/// A func.func as found by the first pass: its signature and where its body starts.
+struct FunctionSource {
+  std::string name;
+  Visibility visibility = Visibility::kPublic;
+  SourcePos pos;
+  std::vector<std::pair<std::string, SourcePos>> arg_names;
+  std::vector<Shape> arg_types;
+  std::vector<Shape> result_types;
+  bool has_body = false;
+  Lexer body{std::string_view()};  // just after the body's '{'
+  enum class State : std::uint8_t { kPending, kBuilding, kBuilt } state = State::kPending;
+  Function built;
+};
+
+/// Reads one module text; parse_module makes one per call, so that parsing shares no state.
+class ModuleReader final : public BodyReader {
+ public:
+  explicit ModuleReader(std::string_view text) : top_(Lexer(text)) {}
+
+  StatusOr<Module> parse() {
+    PJRT_LITE_RETURN_IF_ERROR(parse_top_level());
+    for (std::size_t i = 0; i < sources_.size(); ++i) PJRT_LITE_RETURN_IF_ERROR(build(i));
+    Module m;
+    m.name = module_name_;
+    for (FunctionSource& f : sources_)
+      if (f.has_body) m.functions.push_back(std::move(f.built));
+    return m;
+  }
+
+ private:
+  // ---- Module level ---------------------------------------------------------------------
+
+  Status parse_top_level() {
+    bool seen_module = false;
+    while (true) {
+      Token t = top_.peek();
+      if (t.kind == TokenKind::kEof) return ok_status();
+      if (t.kind == TokenKind::kHashId) {  // #loc = loc(...), other attribute aliases
+        top_.next();
+        PJRT_LITE_RETURN_IF_ERROR(top_.expect('=', str_cat("after the alias ", t.text)));
+        PJRT_LITE_RETURN_IF_ERROR(top_.parse_attr_value().status());
+        continue;
+      }
+      if (t.kind == TokenKind::kBangId) return unsupported_at(t.pos, "type aliases");
+      if (t.is_ident("module")) {
+        if (seen_module) return unsupported_at(t.pos, "several or nested modules");
+        seen_module = true;
+        top_.next();
+        if (top_.peek().kind == TokenKind::kSymbol)
+          module_name_ = Reader::symbol_name(top_.next().text);
+        if (top_.consume_ident_if("attributes"))
+          PJRT_LITE_RETURN_IF_ERROR(top_.parse_dict().status());
+        PJRT_LITE_RETURN_IF_ERROR(top_.expect('{', "to start the module body"));
+        while (!top_.peek().is('}')) {
+          Token u = top_.peek();
+          if (u.kind == TokenKind::kEof)
+            return error_at(u.pos, "expected '}' to end the module, found end of input");
+          if (u.kind == TokenKind::kHashId) {
+            top_.next();
+            PJRT_LITE_RETURN_IF_ERROR(top_.expect('=', str_cat("after the alias ", u.text)));
+            PJRT_LITE_RETURN_IF_ERROR(top_.parse_attr_value().status());
+            continue;
+          }
+          PJRT_LITE_RETURN_IF_ERROR(parse_module_item());
+        }
+        top_.next();
+        PJRT_LITE_RETURN_IF_ERROR(top_.skip_loc());
+        continue;
+      }
+      PJRT_LITE_RETURN_IF_ERROR(parse_module_item());
+    }
+  }
+
+  Status parse_module_item() {
+    Token t = top_.peek();
+    if (t.is_ident("func.func")) return parse_function_header();
+    if (t.is_ident("sdy.mesh")) {
+      // `sdy.mesh @mesh = <["x"=2]>`: a device mesh for sharding annotations, which do not
+      // change what a program computes.
+      top_.next();
+      PJRT_LITE_RETURN_IF_ERROR(
+          top_.expect_kind(TokenKind::kSymbol, "a mesh name", "after sdy.mesh").status());
+      PJRT_LITE_RETURN_IF_ERROR(top_.expect('=', "after the mesh name"));
+      PJRT_LITE_RETURN_IF_ERROR(top_.lexer().skip_balanced('<', '>').status());
+      return top_.skip_loc();
+    }
+    if (t.kind == TokenKind::kString)
+      return unsupported_at(t.pos, str_cat("the generic-form op ", t.text, " at module level"));
+    if (t.is_ident("ml_program.global") || t.is_ident("memref.global") || t.is_ident("util.global"))
+      return unsupported_at(t.pos, str_cat("the module-level op ", t.text));
+    return error_at(t.pos, str_cat("expected func.func, found ", describe(t)));
+  }
+
+  Status parse_function_header() {
+    top_.next();  // func.func
+    FunctionSource f;
+    if (top_.consume_ident_if("private") || top_.consume_ident_if("nested"))
+      f.visibility = Visibility::kPrivate;
+    else
+      top_.consume_ident_if("public");
+    PJRT_LITE_ASSIGN_OR_RETURN(
+        Token sym,
+        top_.expect_kind(TokenKind::kSymbol, "a function name such as @main", "after func.func"));
+    f.name = Reader::symbol_name(sym.text);
+    f.pos = sym.pos;
+    if (by_name_.count(f.name))
+      return error_at(sym.pos, str_cat("redefinition of @", f.name, " (first defined at ",
+                                       to_string(sources_[by_name_[f.name]].pos), ")"));
+    PJRT_LITE_RETURN_IF_ERROR(top_.expect('(', str_cat("to start the arguments of @", f.name)));
+    if (!top_.consume_if(')')) {
+      while (true) {
+        Token a = top_.peek();
+        if (a.kind == TokenKind::kValueId) {
+          top_.next();
+          f.arg_names.emplace_back(std::string(a.text.substr(1)), a.pos);
+          PJRT_LITE_RETURN_IF_ERROR(top_.expect(':', "after the argument name"));
+        } else {
+          f.arg_names.emplace_back("", a.pos);  // a declaration: types only
+        }
+        PJRT_LITE_ASSIGN_OR_RETURN(Shape type, top_.parse_type());
+        f.arg_types.push_back(std::move(type));
+        if (top_.peek().is('{')) PJRT_LITE_RETURN_IF_ERROR(top_.parse_dict().status());
+        PJRT_LITE_RETURN_IF_ERROR(top_.skip_loc());
+        Token u = top_.next();
+        if (u.is(')')) break;
+        if (!u.is(','))
+          return error_at(u.pos, str_cat("expected ',' or ')' after an argument of @", f.name,
+                                         ", found ", describe(u)));
+      }
+    }
+    if (top_.peek().kind == TokenKind::kArrow) {
+      top_.next();
+      if (top_.peek().is('(')) {
+        PJRT_LITE_ASSIGN_OR_RETURN(f.result_types, top_.parse_paren_types(/*attributes=*/true));
+      } else {
+        // A bare result type takes no attributes: a '{' after it starts the body.
+        PJRT_LITE_ASSIGN_OR_RETURN(Shape type, top_.parse_type());
+        f.result_types.push_back(std::move(type));
+      }
+    }
+    if (top_.consume_ident_if("attributes")) PJRT_LITE_RETURN_IF_ERROR(top_.parse_dict().status());
+    if (top_.peek().is('{')) {
+      for (const auto& [name, pos] : f.arg_names)
+        if (name.empty())
+          return error_at(pos, str_cat("the arguments of @", f.name,
+                                       " need names (%arg0: type) when it has a body"));
+      f.has_body = true;
+      top_.lexer().skip_trivia();
+      Lexer body = top_.lexer();
+      body.advance();  // '{'
+      f.body = body;
+      // The body is only skipped here (callees may come later) and parsed by build().
+      Status skipped = top_.lexer().skip_balanced('{', '}', /*only_this_pair=*/true).status();
+      if (!skipped.ok()) {
+        // No closing brace: parsing the body now says precisely where it goes wrong.
+        by_name_[f.name] = sources_.size();
+        sources_.push_back(std::move(f));
+        PJRT_LITE_RETURN_IF_ERROR(build(sources_.size() - 1));
+        return skipped;
+      }
+    }
+    PJRT_LITE_RETURN_IF_ERROR(top_.skip_loc());
+    by_name_[f.name] = sources_.size();
+    sources_.push_back(std::move(f));
+    return ok_status();
+  }
+
+  // ---- Functions ------------------------------------------------------------------------
+
+  /// Builds function i (and, on demand, the functions it calls).
+  Status build(std::size_t i) {
+    FunctionSource& f = sources_[i];
+    if (f.state == FunctionSource::State::kBuilt || !f.has_body) return ok_status();
+    if (f.state == FunctionSource::State::kBuilding)
+      return unsupported_at(f.pos, str_cat("the recursive function @", f.name));
+    if (call_depth_ >= kMaxCallDepth)
+      return error_at(f.pos, str_cat("calls nest deeper than ", kMaxCallDepth, " functions"));
+    f.state = FunctionSource::State::kBuilding;
+    ++call_depth_;
+    StatusOr<Function> built = build_function(i);
+    --call_depth_;
+    if (!built.ok()) return built.status();
+    sources_[i].built = std::move(built).value();
+    sources_[i].state = FunctionSource::State::kBuilt;
+    return ok_status();
+  }
+
+  StatusOr<Function> build_function(std::size_t i) {
+    // sources_ no longer grows once functions are built, so this reference stays valid
+    // while callees are built.
+    const FunctionSource& source = sources_[i];
+    const std::string& name = source.name;
+    const std::vector<Shape>& arg_types = source.arg_types;
+    const std::vector<Shape>& result_types = source.result_types;
+    const auto& arg_names = source.arg_names;
+    Reader r(source.body);
+
+    GraphBuilder b(name);
+    Scope scope;
+    scope.builder = &b;
+    std::vector<Check> checks;
+    Context ctx{*this, b, scope, &checks, 0};
+    for (std::size_t k = 0; k < arg_types.size(); ++k) {
+      Value v = b.parameter(static_cast<std::int64_t>(k), arg_types[k]);
+      PJRT_LITE_RETURN_IF_ERROR(define(scope, arg_names[k].first, {v}, arg_names[k].second));
+    }
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> returned, parse_block(r, ctx));
+    const SourcePos end = last_terminator_pos_;
+    if (returned.size() != result_types.size())
+      return error_at(end, str_cat("@", name, " returns ", returned.size(),
+                                   " value(s) but its signature declares ", result_types.size()));
+    for (std::size_t k = 0; k < returned.size(); ++k) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, b.shape(returned[k]));
+      if (!s.same_type_and_dims(result_types[k]))
+        return error_at(end,
+                        str_cat("@", name, " returns ", tensor_type_name(s), " as result ", k,
+                                " but its signature declares ", tensor_type_name(result_types[k])));
+    }
+    Function fn;
+    fn.name = name;
+    fn.visibility = source.visibility;
+    fn.num_results = static_cast<std::int64_t>(returned.size());
+    std::vector<Value> outputs = returned;
+    for (Check& c : checks) {
+      c.actual_output = static_cast<std::int64_t>(outputs.size());
+      outputs.push_back(c.actual);
+      c.actual = c.actual.detached();
+      if (c.expected.valid()) {
+        c.expected_output = static_cast<std::int64_t>(outputs.size());
+        outputs.push_back(c.expected);
+        c.expected = c.expected.detached();
+      }
+    }
+    StatusOr<Graph> g = b.build(outputs);
+    if (!g.ok()) return error_at(source.pos, g.status().message());
+    fn.graph = std::move(g).value();
+    fn.checks = std::move(checks);
+    return fn;
+  }
+
+  // ---- Blocks and ops -------------------------------------------------------------------
+
+  /// Ops up to and including the terminator and the closing '}'; returns the terminator's
+  /// operands.
+  StatusOr<std::vector<Value>> parse_block(Reader& r, Context& ctx) {
+    while (true) {
+      Token t = r.peek();
+      if (t.is('}') || t.kind == TokenKind::kEof)
+        return error_at(t.pos, str_cat("expected an op or a return before ", describe(t)));
+      if (t.kind == TokenKind::kBlockId)
+        return unsupported_at(t.pos, "regions with several blocks");
+      PJRT_LITE_ASSIGN_OR_RETURN(OpResult op, parse_op(r, ctx));
+      if (op.terminator) {
+        Token close = r.next();
+        if (close.kind == TokenKind::kBlockId)
+          return unsupported_at(close.pos, "regions with several blocks");
+        if (!close.is('}'))
+          return error_at(close.pos,
+                          str_cat("expected '}' after the return, found ", describe(close)));
+        return op.values;
+      }
+    }
+  }
+
+  StatusOr<OpResult> parse_op(Reader& r, Context& ctx) {
+    std::vector<ResultName> names;
+    if (r.peek().kind == TokenKind::kValueId) {
+      while (true) {
+        Token t = r.next();
+        if (t.kind != TokenKind::kValueId)
+          return error_at(t.pos, str_cat("expected a result name such as %0, found ", describe(t)));
+        if (t.text.find('#') != std::string_view::npos)
+          return error_at(t.pos, str_cat("a result name cannot select a result: ", t.text));
+        ResultName n{std::string(t.text.substr(1)), 1, t.pos};
+        if (r.consume_if(':')) {
+          PJRT_LITE_ASSIGN_OR_RETURN(n.count, r.parse_int("(the number of results)"));
+          if (n.count < 1 || n.count > kMaxResults)
+            return error_at(t.pos, str_cat("result count ", n.count, " is out of range"));
+        }
+        names.push_back(std::move(n));
+        if (!r.consume_if(',')) break;
+      }
+      PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after the result names"));
+    }
+    Token name = r.next();
+    OpResult result;
+    if (name.kind == TokenKind::kString) {
+      const std::string quoted = unquote(name.text);
+      PJRT_LITE_ASSIGN_OR_RETURN(result, read_generic_op(r, ctx, quoted, name.pos));
+    } else if (name.kind == TokenKind::kIdent) {
+      PJRT_LITE_ASSIGN_OR_RETURN(result, read_pretty_op(r, ctx, name.text, name.pos));
+    } else {
+      return error_at(name.pos,
+                      str_cat("expected an op such as stablehlo.add, found ", describe(name)));
+    }
+    PJRT_LITE_RETURN_IF_ERROR(r.skip_loc());
+    if (result.terminator) {
+      if (!names.empty()) return error_at(names.front().pos, "a return has no results to name");
+      last_terminator_pos_ = name.pos;
+      return result;
+    }
+    std::int64_t named = 0;
+    for (const ResultName& n : names) named += n.count;
+    if (named != static_cast<std::int64_t>(result.values.size()))
+      return error_at(
+          names.empty() ? name.pos : names.front().pos,
+          str_cat("the op has ", result.values.size(), " result(s) but ", named, " are named"));
+    std::size_t next = 0;
+    for (const ResultName& n : names) {
+      std::vector<Value> values(
+          result.values.begin() + static_cast<std::ptrdiff_t>(next),
+          result.values.begin() + static_cast<std::ptrdiff_t>(next + n.count));
+      next += static_cast<std::size_t>(n.count);
+      PJRT_LITE_RETURN_IF_ERROR(define(ctx.scope, n.name, std::move(values), n.pos));
+    }
+    return result;
+  }
+
+  // ---- Regions and calls (BodyReader) -----------------------------------------------------
+
+  // Regions are read here for the op readers, with the same parse_block as function bodies.
+  StatusOr<Graph> read_region_body(Reader& r, Context& ctx, const std::vector<BlockArg>& args,
+                                   std::string_view name, std::vector<Value>* captured) override {
+    if (ctx.depth + 1 > kMaxRegionDepth)
+      return error_at(r.peek().pos, str_cat("regions nest deeper than ", kMaxRegionDepth));
+    GraphBuilder b{std::string(name)};
+    Scope scope;
+    scope.parent = &ctx.scope;
+    scope.builder = &b;
+    scope.captured = captured;
+    scope.next_parameter = static_cast<std::int64_t>(args.size());
+    Context inner{*this, b, scope, nullptr, ctx.depth + 1};
+    for (std::size_t k = 0; k < args.size(); ++k) {
+      Value v = b.parameter(static_cast<std::int64_t>(k), args[k].type);
+      PJRT_LITE_RETURN_IF_ERROR(define(scope, args[k].name, {v}, args[k].pos));
+    }
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> outputs, parse_block(r, inner));
+    StatusOr<Graph> g = b.build(outputs);
+    if (!g.ok()) return error_at(last_terminator_pos_, g.status().message());
+    return g;
+  }
+
+  // A call builds its callee first (which must not be on the call chain), then adds a copy
+  // of its graph; the callee's checks become the caller's.
+  StatusOr<OpResult> inline_call(Context& ctx, const std::string& callee,
+                                 const std::vector<Value>& args, const OpType& type,
+                                 SourcePos pos) override {
+    if (!type.functional) return error_at(type.pos, "a call's type must be a function type");
+    auto it = by_name_.find(callee);
+    if (it == by_name_.end()) return error_at(pos, str_cat("call to undefined function @", callee));
+    const std::size_t index = it->second;
+    if (!sources_[index].has_body)
+      return unsupported_at(pos, str_cat("a call to the external function @", callee));
+    PJRT_LITE_RETURN_IF_ERROR(build(index));
+    const Function& f = sources_[index].built;
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                               declared_types(ctx, type, args, TypeRule::kSame, "call", pos));
+    if (args.size() != static_cast<std::size_t>(f.graph.num_parameters()))
+      return error_at(pos, str_cat("@", callee, " takes ", f.graph.num_parameters(),
+                                   " argument(s), got ", args.size()));
+    for (std::size_t k = 0; k < args.size(); ++k) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(args[k]));
+      const Shape& want = f.graph.shape(f.graph.parameters()[k]);
+      if (!s.same_type_and_dims(want))
+        return error_at(
+            pos, str_cat("argument ", k, " of the call to @", callee, " has type ",
+                         tensor_type_name(s), " but @", callee, " takes ", tensor_type_name(want)));
+    }
+    std::vector<Value> outs = ctx.b.inline_graph(f.graph, args);
+    if (!ctx.b.ok()) return error_at(pos, ctx.b.status().message());
+    OpResult out;
+    out.values.assign(outs.begin(), outs.begin() + f.num_results);
+    PJRT_LITE_RETURN_IF_ERROR(
+        check_results(ctx, out.values, declared, str_cat("call @", callee), pos));
+    if (!f.checks.empty() && ctx.checks == nullptr)
+      return unsupported_at(
+          pos, str_cat("a call inside a region to @", callee, ", which makes checks,"));
+    for (const Check& c : f.checks) {
+      Check mapped = c;
+      mapped.actual = outs[static_cast<std::size_t>(c.actual_output)];
+      if (c.expected_output >= 0)
+        mapped.expected = outs[static_cast<std::size_t>(c.expected_output)];
+      ctx.checks->push_back(std::move(mapped));
+    }
+    return out;
+  }
+
+  Reader top_;
+  std::string module_name_;
+  std::vector<FunctionSource> sources_;
+  std::map<std::string, std::size_t> by_name_;
+  std::int64_t call_depth_ = 0;
+  SourcePos last_terminator_pos_;
+};
+
+}  // namespace pjrt_lite::stablehlo::detail

@@ -1,0 +1,96 @@
+#pragma once
+// IWYU pragma: private, include "pjrt_lite/stablehlo/parser.hpp"
+// What the syntax reader (syntax.hpp) returns besides tensor types: an op's trailing type
+// (OpType) and attribute values and dictionaries (AttrValue, AttrDict), kept as structured
+// as the parser needs and no more.
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/stablehlo/detail/lexer.hpp"
+
+namespace pjrt_lite::stablehlo::detail {
+
+/// `(T0, T1) -> (R0)`.
+struct FunctionType {
+  std::vector<Shape> inputs;
+  std::vector<Shape> results;
+};
+
+/// The trailing type of an op: a function type, or a plain list of types whose meaning the
+/// op decides (`: tensor<2xf32>` for same-type ops, `: tensor<i1>, tensor<2xf32>` for select).
+struct OpType {
+  bool functional = false;
+  FunctionType function;     // when functional
+  std::vector<Shape> types;  // otherwise
+  SourcePos pos;
+};
+
+struct AttrEntry;
+
+/// One attribute value. Only what the parser needs is kept structured; everything else (a
+/// #dialect<...> it does not know, loc(...), affine maps) is kOpaque with its text.
+struct AttrValue {
+  enum class Kind : std::uint8_t {
+    kUnit,
+    kBool,
+    kInt,
+    kFloat,
+    kString,
+    kSymbol,
+    kList,
+    kDict,
+    kIntArray,  // array<i64: 1, 2> (and array<i1: ...> as 0 / 1)
+    kDense,     // dense<...> : tensor<...>
+    kEnum,      // #stablehlo<comparison_direction LT>: text = "comparison_direction", word = "LT"
+    kType,
+    kOpaque,
+  };
+  Kind kind = Kind::kUnit;
+  SourcePos pos;
+  bool b = false;
+  std::int64_t i = 0;
+  double f = 0;
+  std::string text;  // string contents, symbol name, enum kind, dialect attribute name, word
+  std::string word;  // enum value
+  std::vector<AttrValue> list;
+  std::vector<AttrEntry> dict;  // kDict, and #stablehlo.dot<k = v>
+  std::vector<std::int64_t> ints;
+  std::shared_ptr<const Literal> dense;
+  Shape type;
+
+  /// The entry `key` of a dict, or nullptr.
+  [[nodiscard]] const AttrValue* find(std::string_view key) const;
+};
+
+/// One `key = value` of a dictionary. A struct rather than std::pair<std::string, AttrValue>:
+/// clang cannot instantiate that pair while AttrValue, which holds a vector of them, is
+/// being completed.
+struct AttrEntry {
+  AttrEntry(std::string key, AttrValue value) : first(std::move(key)), second(std::move(value)) {}
+  std::string first;
+  AttrValue second;
+};
+
+inline const AttrValue* AttrValue::find(std::string_view key) const {
+  for (const auto& [k, v] : dict)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+/// An attribute dictionary: `{key = value, unit_key}`, and `<{...}>` properties.
+using AttrDict = std::vector<AttrEntry>;
+
+inline const AttrValue* find_attr(const AttrDict& dict, std::string_view key) {
+  for (const auto& [k, v] : dict)
+    if (k == key) return &v;
+  return nullptr;
+}
+
+}  // namespace pjrt_lite::stablehlo::detail
