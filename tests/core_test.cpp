@@ -141,7 +141,7 @@ TEST_CASE("dtype: element conversion follows StableHLO convert") {
   CHECK(dst == std::array<std::int16_t, 4>{1, -2, 32767, 0});
 }
 
-TEST_CASE("hex: digits, padding and letter case match printf; digit values match strtol") {
+TEST_CASE("hex: digits, padding and letter case match printf, digit values match strtol") {
   CHECK(to_hex(0) == "0");
   CHECK(to_hex(0xbeef, 8) == "0000beef");
   CHECK(to_hex(0x1234, 2) == "1234");  // a minimum, never a cut
