@@ -37,12 +37,14 @@
 #include "pjrt_lite/ir/builder.hpp"
 #include "pjrt_lite/stablehlo/parser.hpp"
 #include "sanitizers.hpp"
+#include "test_util.hpp"
 
 #if !defined(EIGEN_RUNTIME_NO_MALLOC)
 #error "the test binaries are built with EIGEN_RUNTIME_NO_MALLOC (tests/CMakeLists.txt)"
 #endif
 
 using namespace pjrt_lite;
+using namespace pjrt_lite::testing;
 
 // Sanitizers interpose the allocator and pthread_mutex_lock themselves.
 #define PJRT_LITE_INTERPOSE (!PJRT_LITE_TEST_ASAN && !PJRT_LITE_TEST_TSAN)
@@ -261,22 +263,10 @@ void check_no_lock(const Counts& counts) {
     CHECK_COUNT(counts.locks == 0, "mutex locks in 100 executes: ", counts.locks);
 }
 
-Graph build(GraphBuilder& b, std::vector<Value> outputs) {
-  auto g = b.build(outputs);
-  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-  return std::move(g).value();
-}
-
 /// 16 bytes of host memory aligned for zero-copy.
 struct AlignedHost {
   pjrt_lite::detail::AlignedBytes bytes = pjrt_lite::detail::allocate_aligned(16);
 };
-
-ExecuteOptions sync_options() {
-  ExecuteOptions o;
-  o.mode = ExecutionMode::kSynchronous;
-  return o;
-}
 
 // The MLP layer: tanh(x . w + b), big enough that the pool splits the product across workers.
 constexpr std::int64_t kBatch = 64, kIn = 128, kOut = 64;
@@ -369,7 +359,7 @@ void check_mlp_layer(cpu::Client<E>& client) {
   Value w = b.parameter(Shape(DType::kF32, {kIn, kOut}));
   Value bias = b.parameter(Shape(DType::kF32, {kOut}));
   Value y = b.tanh(b.add(b.dot(x, w), b.broadcast_in_dim(bias, {kBatch, kOut}, {1})));
-  Graph graph = build(b, {y});
+  Graph graph = build_ok(b, {y});
 
   std::vector<float> xs(kBatch * kIn), ws(kIn * kOut), bs(kOut);
   for (std::int64_t i = 0; i < kBatch; ++i)
@@ -408,7 +398,7 @@ void check_elementwise_chain(cpu::Client<E>& client) {
   Value first =
       b.add(b.multiply(b.tanh(b.add(b.multiply(u, v), b.exponential(b.negate(u)))), half), v);
   Value second = b.add(b.multiply(u, u), v);
-  Graph graph = build(b, {first, second});
+  Graph graph = build_ok(b, {first, second});
 
   std::vector<float> us(kChain), vs(kChain);
   for (std::int64_t i = 0; i < kChain; ++i) {
@@ -450,22 +440,22 @@ void check_control_flow(cpu::Client<E>& client) {
   GraphBuilder cb("cond");
   Value ci = cb.parameter(s32);
   cb.parameter(vec);
-  Graph cond = build(cb, {cb.compare(ci, cb.constant(kHalvings), ComparisonDirection::kLt)});
+  Graph cond = build_ok(cb, {cb.compare(ci, cb.constant(kHalvings), ComparisonDirection::kLt)});
   GraphBuilder bb("body");
   Value bi = bb.parameter(s32);
   Value bx = bb.parameter(vec);
   Value half = bb.broadcast_in_dim(bb.constant(0.5f), {kChain}, {});
   Value one = bb.broadcast_in_dim(bb.constant(1.0f), {kChain}, {});
-  Graph body = build(bb, {bb.add(bi, bb.constant(1)), bb.add(bb.multiply(bx, half), one)});
+  Graph body = build_ok(bb, {bb.add(bi, bb.constant(1)), bb.add(bb.multiply(bx, half), one)});
   GraphBuilder kb("keep");
-  Graph keep = build(kb, {kb.parameter(vec)});
+  Graph keep = build_ok(kb, {kb.parameter(vec)});
   GraphBuilder nb("negate");
-  Graph negate = build(nb, {nb.negate(nb.parameter(vec))});
+  Graph negate = build_ok(nb, {nb.negate(nb.parameter(vec))});
   GraphBuilder b("halvings");
   Value x = b.parameter(vec);
   std::vector<Value> loop = b.while_loop({b.constant(0), x}, cond, body);
   Value done = b.compare(loop[0], b.constant(kHalvings), ComparisonDirection::kEq);
-  Graph graph = build(b, b.if_op(done, {loop[1]}, keep, negate));
+  Graph graph = build_ok(b, b.if_op(done, {loop[1]}, keep, negate));
 
   std::vector<float> us(kChain);
   for (std::int64_t i = 0; i < kChain; ++i) us[static_cast<std::size_t>(i)] = u_at(i);
@@ -495,7 +485,7 @@ void check_sort_and_top_k(cpu::Client<E>& client) {
   std::vector<Value> sorted = b.sort({u, v}, std::move(by_u), 0, true);
   Value top = b.top_k(u, 5)[0];
   Value rounded = b.reduce_precision(u, 8, 7);
-  Graph graph = build(b, {sorted[0], sorted[1], top, rounded});
+  Graph graph = build_ok(b, {sorted[0], sorted[1], top, rounded});
 
   std::vector<float> us(n), vs(n);
   for (std::int64_t i = 0; i < n; ++i) {
@@ -852,7 +842,7 @@ void check_large_sort(cpu::Client<E>& client) {
   Value keys = b.parameter(Shape(DType::kF32, {n}));
   Value positions = b.parameter(Shape(DType::kF32, {n}));
   Graph by_key = make_sort_comparator(ComparisonDirection::kLt, DType::kF32, {DType::kF32}).value();
-  Graph graph = build(b, b.sort({keys, positions}, std::move(by_key), 0, true));
+  Graph graph = build_ok(b, b.sort({keys, positions}, std::move(by_key), 0, true));
   Literal key_values = f32_input(15, {n}), position_values(Shape(DType::kF32, {n}));
   for (std::int64_t i = 0; i < n; ++i) {
     auto& k = key_values.data<float>()[static_cast<std::size_t>(i)];
@@ -915,7 +905,7 @@ TEST_CASE(
   GraphBuilder b("async_chain");
   Value u = b.parameter(Shape(DType::kF32, {kChain}));
   Value v = b.parameter(Shape(DType::kF32, {kChain}));
-  Graph graph = build(b, {b.add(b.multiply(u, v), b.tanh(u))});
+  Graph graph = build_ok(b, {b.add(b.multiply(u, v), b.tanh(u))});
   std::vector<float> us(kChain), vs(kChain);
   for (std::int64_t i = 0; i < kChain; ++i) {
     us[static_cast<std::size_t>(i)] = u_at(i);
@@ -946,7 +936,7 @@ TEST_CASE("allocation: a donating state-update loop allocates nothing and update
   Value bias = b.parameter(Shape(DType::kF32, {kWidth}));
   auto exe =
       client
-          ->compile(build(
+          ->compile(build_ok(
               b, {b.tanh(b.add(b.dot(s, w), b.broadcast_in_dim(bias, {kRows, kWidth}, {1})))}))
           .value();
   REQUIRE(exe.donation_targets()[0] == 0);
@@ -1015,7 +1005,7 @@ TEST_CASE("allocation: with the memory pool off the same loop allocates and the 
   auto client = cpu::Client<cpu::InlineExecutor>::create({.memory_pool_bytes = 0}).value();
   GraphBuilder b("negate");
   Value x = b.parameter(Shape(DType::kF32, {256}));
-  Graph graph = build(b, {b.negate(x)});
+  Graph graph = build_ok(b, {b.negate(x)});
   std::vector<float> xs(256, 2.0f);
   auto xb = upload(*client, xs, {256});
   std::vector<std::vector<float>> host{std::vector<float>(256)};

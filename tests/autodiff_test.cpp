@@ -18,27 +18,14 @@
 #include "pjrt_lite/transforms/autodiff.hpp"
 #include "pjrt_lite/transforms/batching.hpp"
 #include "control_flow.hpp"
+#include "test_util.hpp"
 
 namespace autodiff_test {
 
 using namespace pjrt_lite;
+using namespace pjrt_lite::testing;
 
 namespace {
-
-constexpr DType kF64 = DType::kF64;
-
-Literal random_literal(std::mt19937_64& rng, const Shape& s, double lo, double hi) {
-  Literal l(s);
-  std::uniform_real_distribution<double> u(lo, hi);
-  for (double& x : l.data<double>()) x = u(rng);
-  return l;
-}
-
-std::vector<Literal> eval(const Graph& g, const std::vector<Literal>& args) {
-  StatusOr<std::vector<Literal>> r = reference::evaluate(g, args);
-  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
-  return std::move(*r);
-}
 
 double dot(const Literal& a, const Literal& b) {
   double s = 0;
@@ -72,17 +59,17 @@ void check_case(const Case& c, std::mt19937_64& rng) {
   const Graph g = make(c);
   const Shape out_shape = g.output_shapes()[0];
   std::vector<Literal> x;
-  for (const Shape& s : c.inputs) x.push_back(random_literal(rng, s, c.lo, c.hi));
-  const Literal w = random_literal(rng, out_shape, -1, 1);
+  for (const Shape& s : c.inputs) x.push_back(random_literal<double>(rng, s, c.lo, c.hi));
+  const Literal w = random_literal<double>(rng, out_shape, -1, 1);
   const std::vector<bool> all(c.inputs.size(), true);
 
   StatusOr<Graph> vjp = vjp_graph(g, all);
   REQUIRE_MESSAGE(vjp.ok(), vjp.status().to_string());
   std::vector<Literal> vjp_args = x;
   vjp_args.push_back(w);
-  const std::vector<Literal> vjp_out = eval(*vjp, vjp_args);
+  const std::vector<Literal> vjp_out = evaluate_ok(*vjp, vjp_args);
   REQUIRE(vjp_out.size() == 1 + c.inputs.size());
-  CHECK(vjp_out[0] == eval(g, x)[0]);  // the primal output is the function's
+  CHECK(vjp_out[0] == evaluate_ok(g, x)[0]);  // the primal output is the function's
 
   // Finite differences of <w, f(x)> per input element.
   const double h = 1e-6;
@@ -91,7 +78,7 @@ void check_case(const Case& c, std::mt19937_64& rng) {
       std::vector<Literal> xp = x, xm = x;
       xp[k].data<double>()[i] += h;
       xm[k].data<double>()[i] -= h;
-      const double fd = (dot(w, eval(g, xp)[0]) - dot(w, eval(g, xm)[0])) / (2 * h);
+      const double fd = (dot(w, evaluate_ok(g, xp)[0]) - dot(w, evaluate_ok(g, xm)[0])) / (2 * h);
       const double ad = vjp_out[1 + k].data<double>()[i];
       CAPTURE(k);
       CAPTURE(i);
@@ -104,11 +91,11 @@ void check_case(const Case& c, std::mt19937_64& rng) {
   REQUIRE_MESSAGE(jvp.ok(), jvp.status().to_string());
   std::vector<Literal> jvp_args = x;
   std::vector<Literal> v;
-  for (const Shape& s : c.inputs) v.push_back(random_literal(rng, s, -1, 1));
+  for (const Shape& s : c.inputs) v.push_back(random_literal<double>(rng, s, -1, 1));
   jvp_args.insert(jvp_args.end(), v.begin(), v.end());
-  const std::vector<Literal> jvp_out = eval(*jvp, jvp_args);
+  const std::vector<Literal> jvp_out = evaluate_ok(*jvp, jvp_args);
   REQUIRE(jvp_out.size() == 2);
-  CHECK(jvp_out[0] == eval(g, x)[0]);
+  CHECK(jvp_out[0] == evaluate_ok(g, x)[0]);
   double lhs = 0;
   for (std::size_t k = 0; k < x.size(); ++k) lhs += dot(vjp_out[1 + k], v[k]);
   const double rhs = dot(w, jvp_out[1]);
@@ -310,7 +297,7 @@ TEST_CASE("autodiff: second derivatives match closed forms") {
     Graph df = b2.build({b2.inline_graph(d1, {x2, b2.scalar(kF64, 1)})[1]}).value();
     Graph d2 = vjp_graph(df, {true}).value();
     for (double v : {-1.3, 0.2, 0.9}) {
-      auto r = eval(d2, {Literal::scalar(v), Literal::scalar(1.0)});
+      auto r = evaluate_ok(d2, {Literal::scalar(v), Literal::scalar(1.0)});
       CHECK(r[1].data<double>()[0] == doctest::Approx(f.second(v)).epsilon(1e-13));
     }
   }
@@ -327,7 +314,7 @@ TEST_CASE("autodiff: second derivatives match closed forms") {
   Graph dp = b2.build({b2.inline_graph(d1, {y, b2.scalar(kF64, 1)})[1]}).value();
   Graph d2 = vjp_graph(dp, {true}).value();
   for (double v : {-2.0, 0.5, 3.0})
-    CHECK(eval(d2, {Literal::scalar(v), Literal::scalar(1.0)})[1].data<double>()[0] ==
+    CHECK(evaluate_ok(d2, {Literal::scalar(v), Literal::scalar(1.0)})[1].data<double>()[0] ==
           doctest::Approx(36 * v * v - 12 * v).epsilon(1e-13));
 }
 
@@ -464,9 +451,9 @@ TEST_CASE("autodiff: reduce_precision rounds tangents and cotangents to its form
     return Literal::from_span<double>(out, {5}).value();
   };
   const Literal lv = Literal::from_span<double>(v, {5}).value();
-  const std::vector<Literal> jvp = eval(jvp_graph(g, {true}).value(), {lv, lv});
+  const std::vector<Literal> jvp = evaluate_ok(jvp_graph(g, {true}).value(), {lv, lv});
   CHECK(jvp[1] == rounded());
-  const std::vector<Literal> vjp = eval(vjp_graph(g, {true}).value(), {lv, lv});
+  const std::vector<Literal> vjp = evaluate_ok(vjp_graph(g, {true}).value(), {lv, lv});
   CHECK(vjp[1] == rounded());
 }
 
@@ -484,11 +471,11 @@ TEST_CASE("batching: batch_graph equals the graph run per batch element") {
         batched.push_back(k % 2 == 0);
         std::vector<std::int64_t> dims(c.inputs[k].dims().begin(), c.inputs[k].dims().end());
         if (batched.back()) dims.insert(dims.begin(), batch);
-        args.push_back(random_literal(rng, f64(dims), c.lo, c.hi));
+        args.push_back(random_literal<double>(rng, f64(dims), c.lo, c.hi));
       }
       StatusOr<Graph> bg = batch_graph(g, batched, batch);
       REQUIRE_MESSAGE(bg.ok(), bg.status().to_string());
-      const Literal out = eval(*bg, args)[0];
+      const Literal out = evaluate_ok(*bg, args)[0];
       const std::int64_t per = out.element_count() / batch;
       for (std::int64_t i = 0; i < batch; ++i) {
         std::vector<Literal> one;
@@ -504,7 +491,7 @@ TEST_CASE("batching: batch_graph equals the graph run per batch element") {
                 args[k].data<double>()[static_cast<std::size_t>(i * n + j)];
           one.push_back(std::move(e));
         }
-        const Literal expected = eval(g, one)[0];
+        const Literal expected = evaluate_ok(g, one)[0];
         for (std::int64_t j = 0; j < per; ++j)
           CHECK(out.data<double>()[static_cast<std::size_t>(i * per + j)] ==
                 expected.data<double>()[static_cast<std::size_t>(j)]);
@@ -522,7 +509,7 @@ TEST_CASE("batching: ops without a rule unroll, and bad inputs are statuses") {
   Graph bg = batch_graph(g, {false, true}, 3).value();
   Literal xs = Literal::vector<double>({0, 1, 2, 3, 4, 5});
   Literal is = Literal::vector<std::int32_t>({4, 0, 9});  // 9 clamps to 4
-  CHECK(eval(bg, {xs, is})[0] ==
+  CHECK(evaluate_ok(bg, {xs, is})[0] ==
         Literal::from_span<double>(std::vector<double>{4, 5, 0, 1, 4, 5}, {3, 2}).value());
   // reduce_window has no batching rule either: it unrolls, and each batch row is pooled alone.
   GraphBuilder wb("pool");
@@ -532,7 +519,7 @@ TEST_CASE("batching: ops without a rule unroll, and bad inputs are statuses") {
   Graph wbg = batch_graph(wg, {true}, 2).value();
   const Literal rows =
       Literal::from_span<double>(std::vector<double>{1, 2, 3, 4, 10, 20, 30, 40}, {2, 4}).value();
-  CHECK(eval(wbg, {rows})[0] ==
+  CHECK(evaluate_ok(wbg, {rows})[0] ==
         Literal::from_span<double>(std::vector<double>{3, 5, 7, 30, 50, 70}, {2, 3}).value());
   CHECK(batch_graph(g, {true}, 3).status().code() == StatusCode::kInvalidArgument);
   CHECK(batch_graph(g, {true, false}, -1).status().code() == StatusCode::kInvalidArgument);
@@ -556,12 +543,12 @@ TEST_CASE("autodiff: jvp carries tangents through while, case and if, and vjp is
   const double xv = 1.1, yv = -0.7;
   StatusOr<Graph> dx = jvp_graph(g, {true, false});
   REQUIRE_MESSAGE(dx.ok(), dx.status().to_string());
-  std::vector<Literal> out = eval(*dx, {Literal::scalar(xv), Literal::scalar(yv), Literal::scalar(1.0)});
+  std::vector<Literal> out = evaluate_ok(*dx, {Literal::scalar(xv), Literal::scalar(yv), Literal::scalar(1.0)});
   CHECK(out[0].data<double>()[0] == doctest::Approx(std::pow(xv, 8) * yv).epsilon(1e-14));
   CHECK(out[1].data<double>()[0] == doctest::Approx(8 * std::pow(xv, 7) * yv).epsilon(1e-14));
   StatusOr<Graph> both = jvp_graph(g, {true, true});
   REQUIRE_MESSAGE(both.ok(), both.status().to_string());
-  out = eval(*both, {Literal::scalar(xv), Literal::scalar(yv), Literal::scalar(0.5), Literal::scalar(2.0)});
+  out = evaluate_ok(*both, {Literal::scalar(xv), Literal::scalar(yv), Literal::scalar(0.5), Literal::scalar(2.0)});
   CHECK(out[1].data<double>()[0] ==
         doctest::Approx(0.5 * 8 * std::pow(xv, 7) * yv + 2.0 * std::pow(xv, 8)).epsilon(1e-14));
   // Reverse mode names the op.
@@ -571,7 +558,7 @@ TEST_CASE("autodiff: jvp carries tangents through while, case and if, and vjp is
   // With respect to y only, the loop is a constant: d/dy (x^8 * y) = x^8 in reverse mode too.
   StatusOr<Graph> dy = vjp_graph(g, {false, true});
   REQUIRE_MESSAGE(dy.ok(), dy.status().to_string());
-  out = eval(*dy, {Literal::scalar(xv), Literal::scalar(yv), Literal::scalar(1.0)});
+  out = evaluate_ok(*dy, {Literal::scalar(xv), Literal::scalar(yv), Literal::scalar(1.0)});
   CHECK(out.back().data<double>()[0] == doctest::Approx(std::pow(xv, 8)).epsilon(1e-14));
   // case: branch k is x * k + y, so its tangent is tx * k + ty; the s32 result has none.
   const Graph cg = testing::case_graph(3);
@@ -582,7 +569,7 @@ TEST_CASE("autodiff: jvp carries tangents through while, case and if, and vjp is
   for (std::int32_t index : {0, 2, 5}) {
     CAPTURE(index);
     const std::vector<Literal> d =
-        eval(*dc, {Literal::scalar(index), xs, Literal::scalar(1.0f), tx, Literal::scalar(0.25f)});
+        evaluate_ok(*dc, {Literal::scalar(index), xs, Literal::scalar(1.0f), tx, Literal::scalar(0.25f)});
     const auto k = static_cast<float>(testing::selected_branch(index, 3));
     CHECK(d[2] == Literal::vector<float>({0.5f * k + 0.25f, -1 * k + 0.25f, 2 * k + 0.25f}));
     CHECK(d[3] == Literal::scalar(std::int32_t{0}));  // zeros for the integer result
@@ -595,17 +582,17 @@ TEST_CASE("autodiff: jvp carries tangents through while, case and if, and vjp is
 TEST_CASE("batching: while, case and if unroll over the batch and equal per-element runs") {
   const Graph sum = testing::sum_to_n();
   const Graph bsum = batch_graph(sum, {true}, 4).value();
-  const std::vector<Literal> sums = eval(bsum, {Literal::vector<std::int32_t>({0, 1, 4, 10})});
+  const std::vector<Literal> sums = evaluate_ok(bsum, {Literal::vector<std::int32_t>({0, 1, 4, 10})});
   CHECK(sums[0] == Literal::vector<std::int32_t>({0, 1, 10, 55}));
   // A batched index picks a branch per element; x is shared.
   const Graph cases = testing::case_graph(3);
   const Graph bcases = batch_graph(cases, {true, false, false}, 3).value();
   const Literal x = Literal::vector<float>({1, 2, 3});
   const std::vector<Literal> r =
-      eval(bcases, {Literal::vector<std::int32_t>({2, 0, 9}), x, Literal::scalar(0.5f)});
+      evaluate_ok(bcases, {Literal::vector<std::int32_t>({2, 0, 9}), x, Literal::scalar(0.5f)});
   for (std::int32_t e = 0; e < 3; ++e) {
     const std::int32_t index = std::vector<std::int32_t>{2, 0, 9}[static_cast<std::size_t>(e)];
-    const std::vector<Literal> one = eval(cases, {Literal::scalar(index), x, Literal::scalar(0.5f)});
+    const std::vector<Literal> one = evaluate_ok(cases, {Literal::scalar(index), x, Literal::scalar(0.5f)});
     for (std::int64_t j = 0; j < 3; ++j)
       CHECK(r[0].data<float>()[static_cast<std::size_t>(e * 3 + j)] ==
             one[0].data<float>()[static_cast<std::size_t>(j)]);

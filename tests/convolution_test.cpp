@@ -19,10 +19,12 @@
 #include "pjrt_lite/stablehlo/parser.hpp"
 #include "pjrt_lite/stablehlo/printer.hpp"
 #include "pjrt_lite/transforms/autodiff.hpp"
+#include "test_util.hpp"
 
 namespace convolution_test {
 
 using namespace pjrt_lite;
+using namespace pjrt_lite::testing;
 
 namespace {
 
@@ -55,19 +57,6 @@ Literal iota_literal(const Shape& s, double scale, double offset) {
   for (std::size_t i = 0; i < data.size(); ++i)
     data[i] = offset + scale * static_cast<double>((i * 7) % 11);
   return l;
-}
-
-Literal random_literal(std::mt19937_64& rng, const Shape& s) {
-  Literal l(s);
-  std::uniform_real_distribution<float> u(-2, 2);
-  for (float& x : l.data<float>()) x = u(rng);
-  return l;
-}
-
-std::vector<Literal> reference_run(const Graph& g, const std::vector<Literal>& args) {
-  StatusOr<std::vector<Literal>> r = reference::evaluate(g, args);
-  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
-  return std::move(*r);
 }
 
 std::vector<Literal> cpu_run(const Graph& g, const std::vector<Literal>& args) {
@@ -209,7 +198,7 @@ TEST_CASE("convolution: a 1-D convolution is the sum written out by hand") {
                                                                      .rhs_dilation = {2}});
   const Graph g = conv_graph(lhs, rhs, a);
   const Literal x = iota_literal(lhs, 0.5, -2), k = iota_literal(rhs, 0.25, -1);
-  const std::vector<Literal> ref = reference_run(g, {x, k});
+  const std::vector<Literal> ref = evaluate_ok(g, {x, k});
   const std::vector<Literal> cpu = cpu_run(g, {x, k});
   // dilated width 13, padded 16, dilated window 5: (16 - 5) / 2 + 1 = 6 windows.
   REQUIRE(ref[0].shape() == Shape(DType::kF64, {2, 6, 2}));
@@ -240,7 +229,7 @@ TEST_CASE("convolution: the spec's example, window reversal and groups by hand")
     const Graph g = conv_graph(lhs, rhs,
                                conv("[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]",
                                     {.window_strides = {4, 4}, .lhs_dilation = {2, 2}}));
-    for (const Literal& out : {reference_run(g, {x, k})[0], cpu_run(g, {x, k})[0]}) {
+    for (const Literal& out : {evaluate_ok(g, {x, k})[0], cpu_run(g, {x, k})[0]}) {
       REQUIRE(out.shape() == Shape(DType::kS64, {1, 2, 2, 1}));
       CHECK(out.data<std::int64_t>()[0] == 10);
       CHECK(out.data<std::int64_t>()[1] == 26);
@@ -260,7 +249,7 @@ TEST_CASE("convolution: the spec's example, window reversal and groups by hand")
     k.data<std::int32_t>()[2] = 100;
     const Graph g =
         conv_graph(lhs, rhs, conv("[b, f, 0]x[o, i, 0]->[b, f, 0]", {.window_reversal = {1}}));
-    for (const Literal& out : {reference_run(g, {x, k})[0], cpu_run(g, {x, k})[0]}) {
+    for (const Literal& out : {evaluate_ok(g, {x, k})[0], cpu_run(g, {x, k})[0]}) {
       REQUIRE(out.shape() == Shape(DType::kS32, {1, 1, 3}));
       CHECK(out.data<std::int32_t>()[0] == 123);
       CHECK(out.data<std::int32_t>()[1] == 234);
@@ -276,7 +265,7 @@ TEST_CASE("convolution: the spec's example, window reversal and groups by hand")
     for (std::size_t i = 0; i < 8; ++i) k.data<double>()[i] = static_cast<double>(1 << i);
     const Graph fg =
         conv_graph(lhs, rhs, conv("[b, 0, f]x[0, i, o]->[b, 0, f]", {.feature_group_count = 2}));
-    for (const Literal& out : {reference_run(fg, {x, k})[0], cpu_run(fg, {x, k})[0]}) {
+    for (const Literal& out : {evaluate_ok(fg, {x, k})[0], cpu_run(fg, {x, k})[0]}) {
       REQUIRE(out.shape() == Shape(DType::kF64, {2, 1, 4}));
       for (std::int64_t b = 0; b < 2; ++b)
         for (std::int64_t o = 0; o < 4; ++o) {
@@ -292,7 +281,7 @@ TEST_CASE("convolution: the spec's example, window reversal and groups by hand")
     for (std::size_t i = 0; i < 16; ++i) k4.data<double>()[i] = static_cast<double>(i % 5);
     const Graph bg =
         conv_graph(lhs, rhs4, conv("[b, 0, f]x[0, i, o]->[b, 0, f]", {.batch_group_count = 2}));
-    for (const Literal& out : {reference_run(bg, {x, k4})[0], cpu_run(bg, {x, k4})[0]}) {
+    for (const Literal& out : {evaluate_ok(bg, {x, k4})[0], cpu_run(bg, {x, k4})[0]}) {
       REQUIRE(out.shape() == Shape(DType::kF64, {1, 1, 4}));
       for (std::int64_t o = 0; o < 4; ++o) {
         const std::int64_t batch = o / 2;
@@ -336,8 +325,8 @@ TEST_CASE("convolution: CPU equals the reference on large and odd layouts") {
   for (const Case& c : cases) {
     const Shape lhs(DType::kF32, c.lhs), rhs(DType::kF32, c.rhs);
     const Graph g = conv_graph(lhs, rhs, conv(c.dn, c.window));
-    const Literal x = random_literal(rng, lhs), k = random_literal(rng, rhs);
-    const Literal ref = reference_run(g, {x, k})[0];
+    const Literal x = random_literal<float>(rng, lhs, -2, 2), k = random_literal<float>(rng, rhs, -2, 2);
+    const Literal ref = evaluate_ok(g, {x, k})[0];
     const Literal cpu = cpu_run(g, {x, k})[0];
     REQUIRE(ref.shape() == cpu.shape());
     double worst = 0;
@@ -428,10 +417,10 @@ TEST_CASE("convolution: jvp is conv(dlhs, rhs) + conv(lhs, drhs), and vjp is UNI
   REQUIRE_MESSAGE(jvp.ok(), jvp.status().to_string());
   const Literal x = iota_literal(lhs, 0.5, -1), k = iota_literal(rhs, -0.25, 1);
   const Literal dx = iota_literal(lhs, 0.125, 0.5), dk = iota_literal(rhs, 0.75, -2);
-  const std::vector<Literal> out = reference_run(*jvp, {x, k, dx, dk});
+  const std::vector<Literal> out = evaluate_ok(*jvp, {x, k, dx, dk});
   REQUIRE(out.size() == 2);
-  const Literal expected_a = reference_run(g, {dx, k})[0];
-  const Literal expected_b = reference_run(g, {x, dk})[0];
+  const Literal expected_a = evaluate_ok(g, {dx, k})[0];
+  const Literal expected_b = evaluate_ok(g, {x, dk})[0];
   for (std::size_t i = 0; i < out[1].data<double>().size(); ++i)
     CHECK(out[1].data<double>()[i] ==
           doctest::Approx(expected_a.data<double>()[i] + expected_b.data<double>()[i])

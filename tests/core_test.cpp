@@ -28,6 +28,7 @@
 #include "pjrt_lite/core/strided_copy.hpp"
 #include "pjrt_lite/core/unique_function.hpp"
 #include "pjrt_lite/core/version.hpp"
+#include "test_util.hpp"
 
 #if defined(__unix__)
 #include <csignal>
@@ -39,6 +40,7 @@
 namespace core_test {
 
 using namespace pjrt_lite;
+using namespace pjrt_lite::testing;
 
 namespace {
 StatusOr<int> half_of(int x) {
@@ -49,9 +51,6 @@ Status quarter(int x, int* out) {
   PJRT_LITE_ASSIGN_OR_RETURN(int h, half_of(x));
   PJRT_LITE_ASSIGN_OR_RETURN(*out, half_of(h));
   return ok_status();
-}
-bool contains(std::string_view haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string_view::npos;
 }
 }  // namespace
 

@@ -12,10 +12,12 @@
 
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/builder.hpp"
+#include "test_util.hpp"
 
 namespace cpu_client_test {
 
 using namespace pjrt_lite;
+using namespace pjrt_lite::testing;
 
 namespace {
 
@@ -29,10 +31,6 @@ std::unique_ptr<cpu::Client<E>> make_client(int devices = 2, std::int64_t async_
   options.thread_count = 2;
   options.async_transfer_threshold_bytes = async_threshold;
   return cpu::Client<E>::create(options).value();
-}
-
-bool contains(std::string_view haystack, std::string_view needle) {
-  return haystack.find(needle) != std::string_view::npos;
 }
 
 template <class T>

@@ -17,10 +17,12 @@
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/frontend.hpp"
+#include "test_util.hpp"
 
 namespace frontend_test {
 
 using namespace pjrt_lite;
+using namespace pjrt_lite::testing;
 
 namespace {
 
@@ -40,14 +42,6 @@ std::unique_ptr<cpu::Client<cpu::InlineExecutor>> make_client() {
 
 Literal matrix(std::vector<double> v, std::int64_t rows, std::int64_t cols) {
   return Literal::from_span<double>(v, {rows, cols}).value();
-}
-
-Literal random(std::mt19937_64& rng, std::vector<std::int64_t> dims, double lo = -1,
-               double hi = 1) {
-  Literal l(Shape(DType::kF64, std::move(dims)));
-  std::uniform_real_distribution<double> u(lo, hi);
-  for (double& x : l.data<double>()) x = u(rng);
-  return l;
 }
 
 double scalar(const Literal& l) { return l.data<double>()[0]; }
@@ -329,8 +323,11 @@ TEST_CASE("frontend: grad, value_and_grad and argnums over trees") {
     Tensor h = tanh(matmul(x, p.hidden.w) + p.hidden.b);
     return sum(square(matmul(h, p.out.w) + p.out.b));
   };
-  Mlp<Literal> p{{random(rng, {3, 4}), random(rng, {4})}, {random(rng, {4, 2}), random(rng, {2})}};
-  Literal x = random(rng, {5, 3});
+  auto draw = [&](std::vector<std::int64_t> dims) {
+    return random_literal<double>(rng, Shape(kF64, std::move(dims)), -1, 1);
+  };
+  Mlp<Literal> p{{draw({3, 4}), draw({4})}, {draw({4, 2}), draw({2})}};
+  Literal x = draw({5, 3});
   auto vg = jit(client, value_and_grad(loss));
   auto [value, g] = vg(p, x).value();
   CHECK(scalar(value) == doctest::Approx(scalar(jit(client, loss)(p, x).value())).epsilon(1e-14));

@@ -17,31 +17,18 @@
 
 #include "pjrt_lite/ir/ir.hpp"
 #include "control_flow.hpp"
+#include "test_util.hpp"
 
 namespace ir_test {
 
 using namespace pjrt_lite;
+using namespace pjrt_lite::testing;
 
 namespace {
 
-constexpr DType kPred = DType::kPred;
-constexpr DType kS8 = DType::kS8;
-constexpr DType kS32 = DType::kS32;
-constexpr DType kS64 = DType::kS64;
-constexpr DType kU8 = DType::kU8;
-constexpr DType kU32 = DType::kU32;
-constexpr DType kF16 = DType::kF16;
-constexpr DType kBF16 = DType::kBF16;
-constexpr DType kF32 = DType::kF32;
-constexpr DType kF64 = DType::kF64;
-constexpr DType kC64 = DType::kC64;
-constexpr DType kC128 = DType::kC128;
-
 /// The error must be INVALID_ARGUMENT and its message must contain `fragment`.
 void check_invalid(const Status& s, std::string_view fragment) {
-  CHECK_MESSAGE(s.code() == StatusCode::kInvalidArgument, s.to_string());
-  CHECK_MESSAGE(s.message().find(fragment) != std::string_view::npos, "message: '", s.message(),
-                "' lacks '", fragment, "'");
+  check_error(s, StatusCode::kInvalidArgument, fragment);
 }
 
 /// Runs `f` on a fresh builder and returns the builder's status.
@@ -59,11 +46,6 @@ Shape shape_of(const GraphBuilder& b, Value v) {
   return *s;
 }
 
-Graph build_ok(const GraphBuilder& b, const std::vector<Value>& outputs) {
-  StatusOr<Graph> g = b.build(outputs);
-  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-  return *std::move(g);
-}
 
 }  // namespace
 

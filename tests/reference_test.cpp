@@ -29,27 +29,14 @@
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/transforms/autodiff.hpp"
 #include "control_flow.hpp"
+#include "test_util.hpp"
 
 namespace reference_test {
 
 using namespace pjrt_lite;
+using namespace pjrt_lite::testing;
 
 namespace {
-
-constexpr DType kPred = DType::kPred;
-constexpr DType kS8 = DType::kS8;
-constexpr DType kS32 = DType::kS32;
-constexpr DType kS64 = DType::kS64;
-constexpr DType kU8 = DType::kU8;
-constexpr DType kU16 = DType::kU16;
-constexpr DType kU32 = DType::kU32;
-constexpr DType kU64 = DType::kU64;
-constexpr DType kF16 = DType::kF16;
-constexpr DType kBF16 = DType::kBF16;
-constexpr DType kF32 = DType::kF32;
-constexpr DType kF64 = DType::kF64;
-constexpr DType kC64 = DType::kC64;
-constexpr DType kC128 = DType::kC128;
 
 constexpr ComparisonDirection kEq = ComparisonDirection::kEq;
 constexpr ComparisonDirection kNe = ComparisonDirection::kNe;
@@ -84,21 +71,13 @@ Literal make_from(const std::vector<T>& values, const std::vector<std::int64_t>&
   return *std::move(l);
 }
 
-template <Element T>
-std::vector<T> elements(const Literal& l) {
-  std::span<const T> d = l.data<T>();
-  return std::vector<T>(d.begin(), d.end());
-}
 
 /// Evaluates the graph of `b` returning `outputs` on `args`; every step must succeed.
 std::vector<Literal> run(const GraphBuilder& b, const std::vector<Value>& outputs,
                          const std::vector<Literal>& args = {}) {
-  StatusOr<Graph> g = b.build(outputs);
-  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-  StatusOr<std::vector<Literal>> r = reference::evaluate(*g, args);
-  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
-  REQUIRE(r->size() == outputs.size());
-  return *std::move(r);
+  std::vector<Literal> r = evaluate_ok(build_ok(b, outputs), args);
+  REQUIRE(r.size() == outputs.size());
+  return r;
 }
 Literal run1(const GraphBuilder& b, Value output, const std::vector<Literal>& args = {}) {
   return run(b, {output}, args).front();
@@ -200,11 +179,6 @@ void expect_preds(const Literal& got, std::initializer_list<bool> want) {
   }
 }
 
-void check_error(const Status& s, StatusCode code, std::string_view fragment) {
-  CHECK_MESSAGE(s.code() == code, s.to_string());
-  CHECK_MESSAGE(s.message().find(fragment) != std::string_view::npos, "message: '", s.message(),
-                "' lacks '", fragment, "'");
-}
 
 // ---- Sample values for the sweep ----------------------------------------------------------
 
@@ -361,7 +335,7 @@ TEST_CASE_TEMPLATE("reference: unary float ops are the std:: functions", T, floa
   auto check = [&](OpCode op, auto f) {
     CAPTURE(op_name(op));
     std::vector<T> want;
-    for (T v : elements<T>(x)) want.push_back(static_cast<T>(f(v)));
+    for (T v : values_of<T>(x)) want.push_back(static_cast<T>(f(v)));
     expect<T>(apply(op, x), want);
   };
   check(OpCode::kExponential, [](T v) { return std::exp(v); });
@@ -410,32 +384,32 @@ TEST_CASE("reference: CHLO functions against closed forms and identities") {
   };
   // Closed forms: psi(1) = -gamma, psi(1/2) = -gamma - 2 ln 2, psi(n + 1) = H_n - gamma, and
   // lgamma(n) = ln (n-1)!, lgamma(1/2) = ln sqrt(pi).
-  std::vector<double> dg = elements<double>(apply(OpCode::kDigamma, f64s({1, 0.5, 11, -0.5})));
+  std::vector<double> dg = values_of<double>(apply(OpCode::kDigamma, f64s({1, 0.5, 11, -0.5})));
   near(dg[0], -gamma, 1e-15);
   near(dg[1], -gamma - 2 * std::log(2.0), 1e-15);
   double h10 = 0;
   for (int k = 1; k <= 10; ++k) h10 += 1.0 / k;
   near(dg[2], h10 - gamma, 1e-15);
   near(dg[3], -gamma - 2 * std::log(2.0) + 2, 1e-14);  // psi(1/2) = psi(-1/2) + 1/(-1/2)
-  std::vector<double> lg = elements<double>(apply(OpCode::kLgamma, f64s({5, 0.5, 1})));
+  std::vector<double> lg = values_of<double>(apply(OpCode::kLgamma, f64s({5, 0.5, 1})));
   near(lg[0], std::log(24.0), 1e-15);
   near(lg[1], 0.5 * std::log(pi), 1e-15);
   CHECK(lg[2] == 0.0);
   // Poles of digamma are NaN.
-  for (double v : elements<double>(apply(OpCode::kDigamma, f64s({0, -3})))) CHECK(std::isnan(v));
+  for (double v : values_of<double>(apply(OpCode::kDigamma, f64s({0, -3})))) CHECK(std::isnan(v));
   // erf_inv inverts erf, also deep in the tail; ±1 map to ±inf, outside [-1, 1] is NaN.
   const std::vector<double> ys = {-0.999999, -0.5, -1e-12, 0.1, 0.7, 1 - 1e-15};
-  std::vector<double> xi = elements<double>(apply(OpCode::kErfInv, f64s(ys)));
+  std::vector<double> xi = values_of<double>(apply(OpCode::kErfInv, f64s(ys)));
   for (std::size_t i = 0; i < ys.size(); ++i) near(std::erf(xi[i]), ys[i], 1e-15);
   near(std::erfc(xi.back()), 1e-15, 1e-9);
-  std::vector<double> edge = elements<double>(apply(OpCode::kErfInv, f64s({1, -1, 1.5})));
+  std::vector<double> edge = values_of<double>(apply(OpCode::kErfInv, f64s({1, -1, 1.5})));
   CHECK(edge[0] == std::numeric_limits<double>::infinity());
   CHECK(edge[1] == -std::numeric_limits<double>::infinity());
   CHECK(std::isnan(edge[2]));
   // bessel_i1e against its power series exp(-|x|) sum (x/2)^(2k+1) / (k! (k+1)!), summed in
   // long double; odd in x.
   const std::vector<double> bx = {-3, 0.5, 10, 600};
-  std::vector<double> bi = elements<double>(apply(OpCode::kBesselI1e, f64s(bx)));
+  std::vector<double> bi = values_of<double>(apply(OpCode::kBesselI1e, f64s(bx)));
   for (std::size_t i = 0; i < bx.size(); ++i) {
     const long double h = std::fabs(bx[i]) / 2;
     long double term = h, sum = 0;
@@ -447,16 +421,16 @@ TEST_CASE("reference: CHLO functions against closed forms and identities") {
   }
   // The elementary ones against their defining identities.
   const std::vector<double> xs = {-0.9, -0.3, 0.0, 0.4, 0.8};
-  std::vector<double> as = elements<double>(apply(OpCode::kAsin, f64s(xs)));
-  std::vector<double> cs = elements<double>(apply(OpCode::kCosh, f64s(xs)));
-  std::vector<double> ac = elements<double>(apply(OpCode::kAcosh, f64s(cs)));
-  std::vector<double> at = elements<double>(apply(OpCode::kAtan, f64s(xs)));
-  std::vector<double> ah = elements<double>(apply(OpCode::kAsinh, f64s(xs)));
-  std::vector<double> th = elements<double>(apply(OpCode::kAtanh, f64s(xs)));
-  std::vector<double> ch = elements<double>(apply(OpCode::kCosh, f64s(xs)));
-  std::vector<double> sh = elements<double>(apply(OpCode::kSinh, f64s(xs)));
-  std::vector<double> ef = elements<double>(apply(OpCode::kErf, f64s(xs)));
-  std::vector<double> ec = elements<double>(apply(OpCode::kErfc, f64s(xs)));
+  std::vector<double> as = values_of<double>(apply(OpCode::kAsin, f64s(xs)));
+  std::vector<double> cs = values_of<double>(apply(OpCode::kCosh, f64s(xs)));
+  std::vector<double> ac = values_of<double>(apply(OpCode::kAcosh, f64s(cs)));
+  std::vector<double> at = values_of<double>(apply(OpCode::kAtan, f64s(xs)));
+  std::vector<double> ah = values_of<double>(apply(OpCode::kAsinh, f64s(xs)));
+  std::vector<double> th = values_of<double>(apply(OpCode::kAtanh, f64s(xs)));
+  std::vector<double> ch = values_of<double>(apply(OpCode::kCosh, f64s(xs)));
+  std::vector<double> sh = values_of<double>(apply(OpCode::kSinh, f64s(xs)));
+  std::vector<double> ef = values_of<double>(apply(OpCode::kErf, f64s(xs)));
+  std::vector<double> ec = values_of<double>(apply(OpCode::kErfc, f64s(xs)));
   for (std::size_t i = 0; i < xs.size(); ++i) {
     const double x = xs[i];
     near(std::sin(as[i]), x, 1e-15);
@@ -490,7 +464,7 @@ TEST_CASE("reference: complex acosh .. sinh are the principal branches of their 
   const std::vector<C> zs = {{0.3, 0.4}, {-1.5, 0.2}, {2.0, -0.1}, {-0.7, -2.5}, {0.1, 3.0},
                              {-0.2, -1.7}, {5.0, 7.0}, {0.0, 0.0}, {3.0, 1e-3}, {-3.0, -1e-3}};
   auto run_c = [&](OpCode op) {
-    return elements<C>(apply(op, make_from<C>(zs, {static_cast<std::int64_t>(zs.size())})));
+    return values_of<C>(apply(op, make_from<C>(zs, {static_cast<std::int64_t>(zs.size())})));
   };
   const std::vector<C> acosh = run_c(OpCode::kAcosh), asin = run_c(OpCode::kAsin),
                        asinh = run_c(OpCode::kAsinh), atan = run_c(OpCode::kAtan),
@@ -516,7 +490,7 @@ TEST_CASE("reference: complex acosh .. sinh are the principal branches of their 
   // c64 is computed in complex<double> and rounded once.
   const std::vector<std::complex<float>> zf = {{0.3f, 0.4f}, {-1.5f, 0.2f}};
   const std::vector<std::complex<float>> af =
-      elements<std::complex<float>>(apply(OpCode::kAsin, make_from<std::complex<float>>(zf, {2})));
+      values_of<std::complex<float>>(apply(OpCode::kAsin, make_from<std::complex<float>>(zf, {2})));
   for (std::size_t k = 0; k < zf.size(); ++k) {
     const C want = std::asin(C(zf[k]));
     CHECK(af[k] == std::complex<float>(static_cast<float>(want.real()),
@@ -691,7 +665,7 @@ TEST_CASE("reference: next_after steps one value of the element type") {
                      make_from<bf16>({bf16(0.0f)}, {1})),
                {bf16(1.0f - 0x1p-8f)});
   std::vector<float> nan =
-      elements<float>(apply(OpCode::kNextAfter, Literal::vector<float>({kNaN<float>, 1}),
+      values_of<float>(apply(OpCode::kNextAfter, Literal::vector<float>({kNaN<float>, 1}),
                             Literal::vector<float>({1, kNaN<float>})));
   CHECK(std::isnan(nan[0]));
   CHECK(std::isnan(nan[1]));
@@ -707,7 +681,7 @@ Literal reduce_precision(const Literal& x, std::int64_t e, std::int64_t m) {
 TEST_CASE("reference: reduce_precision (spec example) rounds to even, overflows and flushes") {
   // The spec's example: +Inf, NaN, +denormal, 0.0, 65519.0, 65520.0 to e5m10.
   const double nan = std::bit_cast<double>(std::uint64_t{0x7FFFFFFFFFFFFFFF});
-  std::vector<double> got = elements<double>(reduce_precision(
+  std::vector<double> got = values_of<double>(reduce_precision(
       Literal::vector<double>({kInf<double>, nan, 0x1p-1074, 0.0, 65519.0, 65520.0}), 5, 10));
   CHECK(got[0] == kInf<double>);
   CHECK(bits_of(got[1]) == bits_of(nan));  // the NaN itself, payload and all
@@ -739,24 +713,24 @@ TEST_CASE("reference: reduce_precision to zero mantissa bits makes NaN +infinity
   // whenever mantissa bits remain.
   const float nan = std::bit_cast<float>(std::uint32_t{0x7FC00123});
   const float negative_nan = std::bit_cast<float>(std::uint32_t{0xFFC00001});
-  std::vector<float> got = elements<float>(
+  std::vector<float> got = values_of<float>(
       reduce_precision(Literal::vector<float>({nan, negative_nan, 3.0f, -kInf<float>}), 8, 0));
   CHECK(bits_of(got[0]) == bits_of(kInf<float>));
   CHECK(bits_of(got[1]) == bits_of(kInf<float>));
   CHECK(got[2] == 2.0f);
   CHECK(got[3] == -kInf<float>);
-  std::vector<float> kept = elements<float>(reduce_precision(Literal::vector<float>({nan, negative_nan}), 8, 1));
+  std::vector<float> kept = values_of<float>(reduce_precision(Literal::vector<float>({nan, negative_nan}), 8, 1));
   CHECK(bits_of(kept[0]) == bits_of(nan));
   CHECK(bits_of(kept[1]) == bits_of(negative_nan));
-  std::vector<double> wide = elements<double>(reduce_precision(Literal::vector<double>({kNaN<double>, -kNaN<double>}), 11, 0));
+  std::vector<double> wide = values_of<double>(reduce_precision(Literal::vector<double>({kNaN<double>, -kNaN<double>}), 11, 0));
   CHECK(wide[0] == kInf<double>);
   CHECK(wide[1] == kInf<double>);
   const Literal h = make_from<f16>({f16(kNaN<float>), f16(1.5f)}, {2});
-  std::vector<f16> narrow = elements<f16>(reduce_precision(h, 5, 0));
+  std::vector<f16> narrow = values_of<f16>(reduce_precision(h, 5, 0));
   CHECK(static_cast<float>(narrow[0]) == kInf<float>);
   CHECK(static_cast<float>(narrow[1]) == 2.0f);  // 1.5 is a tie between 1 and 2: to the even exponent
   const Literal bh = make_from<bf16>({bf16(kNaN<float>)}, {1});
-  CHECK(static_cast<float>(elements<bf16>(reduce_precision(bh, 8, 0))[0]) == kInf<float>);
+  CHECK(static_cast<float>(values_of<bf16>(reduce_precision(bh, 8, 0))[0]) == kInf<float>);
 }
 
 TEST_CASE("reference: convert from complex to pred keeps the real part only") {
@@ -767,14 +741,14 @@ TEST_CASE("reference: convert from complex to pred keeps the real part only") {
   GraphBuilder b("convert");
   Value x = b.parameter(Shape(DType::kC64, {static_cast<std::int64_t>(values.size())}));
   Literal out = run1(b, b.convert(x, DType::kPred), {make_from<c64>(values, {static_cast<std::int64_t>(values.size())})});
-  std::vector<bool> got = elements<bool>(out);
+  std::vector<bool> got = values_of<bool>(out);
   for (std::size_t i = 0; i < values.size(); ++i) {
     INFO("element ", i);
     CHECK(got[i] == (values[i].real() != 0.0f || std::isnan(values[i].real())));
   }
   GraphBuilder b2("convert128");
   Value y = b2.parameter(Shape(DType::kC128, {2}));
-  CHECK(elements<bool>(run1(b2, b2.convert(y, DType::kPred), {make_from<c128>({c128(0, 7), c128(1e-300, 0)}, {2})})) ==
+  CHECK(values_of<bool>(run1(b2, b2.convert(y, DType::kPred), {make_from<c128>({c128(0, 7), c128(1e-300, 0)}, {2})})) ==
         std::vector<bool>{false, true});
 }
 
@@ -800,8 +774,8 @@ TEST_CASE("reference: reduce_precision to e5m10 and e8m7 is converting to f16 an
     if (!std::isnan(x)) xs.push_back(x);
   }
   const Literal x = make_from<float>(xs, {static_cast<std::int64_t>(xs.size())});
-  const std::vector<float> half = elements<float>(reduce_precision(x, 5, 10));
-  const std::vector<float> brain = elements<float>(reduce_precision(x, 8, 7));
+  const std::vector<float> half = values_of<float>(reduce_precision(x, 5, 10));
+  const std::vector<float> brain = values_of<float>(reduce_precision(x, 8, 7));
   for (std::size_t i = 0; i < xs.size(); ++i) {
     CAPTURE(xs[i]);
     const float ax = std::abs(xs[i]);
@@ -852,8 +826,8 @@ TEST_CASE("reference: sort equals std::stable_sort, along any dimension, ascendi
           want_w[static_cast<std::size_t>(row[j])] = where[static_cast<std::size_t>(sorted[j])];
         }
       }
-      CHECK(elements<std::int32_t>(got[0]) == want_k);
-      CHECK(elements<std::int32_t>(got[1]) == want_w);
+      CHECK(values_of<std::int32_t>(got[0]) == want_k);
+      CHECK(values_of<std::int32_t>(got[1]) == want_w);
     }
   }
   // Floats in totalOrder: -NaN < -inf < -0 < +0 < inf < NaN.
@@ -862,7 +836,7 @@ TEST_CASE("reference: sort equals std::stable_sort, along any dimension, ascendi
   Value f = b.parameter(Shape(kF32, {7}));
   const std::vector<float> fs = {nan, 1.0f, -0.0f, -kInf<float>, 0.0f, -nan, kInf<float>};
   const std::vector<float> sorted =
-      elements<float>(run1(b, b.sort(f, 0), {make_from<float>(fs, {7})}));
+      values_of<float>(run1(b, b.sort(f, 0), {make_from<float>(fs, {7})}));
   std::vector<float> want = fs;
   auto total_order = [](float v) {  // IEEE totalOrder as an integer
     const auto i = std::bit_cast<std::int32_t>(v);
@@ -888,7 +862,7 @@ TEST_CASE("reference: sort with a comparator that is no strict weak order still 
     Graph bad = cb.build({which == 0 ? cb.compare(p, q, kLe) : cb.compare(p, p, kEq)}).value();
     GraphBuilder b("sort");
     Value in = b.parameter(x.shape());
-    std::vector<std::int32_t> got = elements<std::int32_t>(run1(b, b.sort({in}, bad, 0)[0], {x}));
+    std::vector<std::int32_t> got = values_of<std::int32_t>(run1(b, b.sort({in}, bad, 0)[0], {x}));
     std::vector<std::int32_t> a = v;
     std::sort(got.begin(), got.end());
     std::sort(a.begin(), a.end());
@@ -905,14 +879,14 @@ TEST_CASE("reference: top_k (hand-worked): largest first, ties by index, NaN on 
   std::vector<Value> four = b.top_k(x, 4);
   std::vector<Value> none = b.top_k(x, 0);
   const std::vector<Literal> got = run(b, {two[0], two[1], four[0], four[1], none[0]}, {lx});
-  const std::vector<float> v2 = elements<float>(got[0]);
+  const std::vector<float> v2 = values_of<float>(got[0]);
   CHECK(v2[0] == 3);
   CHECK(v2[1] == 3);
   CHECK(std::isnan(v2[2]));
   CHECK(bits_of(v2[3]) == bits_of(0.0f));
-  CHECK(elements<std::int32_t>(got[1]) == std::vector<std::int32_t>{1, 2, 0, 2});
-  CHECK(elements<std::int32_t>(got[3]) == std::vector<std::int32_t>{1, 2, 3, 0, 0, 2, 3, 1});
-  const std::vector<float> v4 = elements<float>(got[2]);
+  CHECK(values_of<std::int32_t>(got[1]) == std::vector<std::int32_t>{1, 2, 0, 2});
+  CHECK(values_of<std::int32_t>(got[3]) == std::vector<std::int32_t>{1, 2, 3, 0, 0, 2, 3, 1});
+  const std::vector<float> v4 = values_of<float>(got[2]);
   CHECK(bits_of(v4[6]) == bits_of(-0.0f));
   CHECK(v4[7] == -kInf<float>);
   CHECK(got[4].shape() == Shape(kF32, {2, 0}));
@@ -920,13 +894,13 @@ TEST_CASE("reference: top_k (hand-worked): largest first, ties by index, NaN on 
   GraphBuilder u("u8");
   std::vector<Value> ut = u.top_k(u.parameter(Shape(kU8, {4})), 3);
   const std::vector<Literal> ug = run(u, ut, {make<std::uint8_t>({5, 255, 0, 255}, {4})});
-  CHECK(elements<std::uint8_t>(ug[0]) == std::vector<std::uint8_t>{255, 255, 5});
-  CHECK(elements<std::int32_t>(ug[1]) == std::vector<std::int32_t>{1, 3, 0});
+  CHECK(values_of<std::uint8_t>(ug[0]) == std::vector<std::uint8_t>{255, 255, 5});
+  CHECK(values_of<std::int32_t>(ug[1]) == std::vector<std::int32_t>{1, 3, 0});
   GraphBuilder pb("pred");
   std::vector<Value> pt = pb.top_k(pb.parameter(Shape(kPred, {3})), 2);
   const std::vector<Literal> pg = run(pb, pt, {make<bool>({false, true, true}, {3})});
   expect_preds(pg[0], {true, true});
-  CHECK(elements<std::int32_t>(pg[1]) == std::vector<std::int32_t>{1, 2});
+  CHECK(values_of<std::int32_t>(pg[1]) == std::vector<std::int32_t>{1, 2});
 }
 
 TEST_CASE("reference: spec examples of unary ops") {
@@ -1568,7 +1542,7 @@ TEST_CASE("reference: bitcast_convert keeps the bits, splitting or joining the m
   Value back = b.bitcast_convert(halves, kF64);
   std::vector<Literal> out = run(b, {parts, halves, back}, {Literal::scalar(d)});
   expect<std::uint16_t>(out[0], {0xCDEF, 0x89AB, 0x4567, 0x0123}, {4});
-  const std::vector<f16> hs = elements<f16>(out[1]);
+  const std::vector<f16> hs = values_of<f16>(out[1]);
   REQUIRE(hs.size() == 4);
   CHECK(bits_of(hs[0]) == 0xCDEF);
   CHECK(bits_of(hs[3]) == 0x0123);

@@ -19,6 +19,7 @@
 
 #include "control_flow.hpp"
 #include "sanitizers.hpp"
+#include "test_util.hpp"
 #include "pjrt_lite/ir/byte_io.hpp"
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/ir/serialize.hpp"
@@ -26,26 +27,11 @@
 namespace serialize_test {
 
 using namespace pjrt_lite;
+using namespace pjrt_lite::testing;
 
 namespace {
 
-constexpr DType kPred = DType::kPred;
-constexpr DType kS32 = DType::kS32;
-constexpr DType kU8 = DType::kU8;
-constexpr DType kF32 = DType::kF32;
-constexpr DType kC64 = DType::kC64;
 
-void check_error(const Status& s, StatusCode code, std::string_view fragment) {
-  CHECK_MESSAGE(s.code() == code, s.to_string());
-  CHECK_MESSAGE(s.message().find(fragment) != std::string_view::npos, "message: '", s.message(),
-                "' lacks '", fragment, "'");
-}
-
-Graph build_ok(const GraphBuilder& b, const std::vector<Value>& outputs) {
-  StatusOr<Graph> g = b.build(outputs);
-  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-  return *std::move(g);
-}
 
 /// Serializes, deserializes and checks that nothing changed, not even the bytes.
 Graph round_trip(const Graph& g) {

@@ -24,6 +24,7 @@
 
 #include "control_flow.hpp"
 #include "corpus.hpp"
+#include "test_util.hpp"
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/stablehlo/detail/op_table.hpp"
@@ -32,42 +33,16 @@
 namespace stablehlo_test {
 
 using namespace pjrt_lite;
+using namespace pjrt_lite::testing;
 
 namespace {
 
-constexpr DType kPred = DType::kPred;
-constexpr DType kS8 = DType::kS8;
-constexpr DType kS16 = DType::kS16;
-constexpr DType kS32 = DType::kS32;
-constexpr DType kS64 = DType::kS64;
-constexpr DType kU8 = DType::kU8;
-constexpr DType kU16 = DType::kU16;
-constexpr DType kU32 = DType::kU32;
-constexpr DType kU64 = DType::kU64;
-constexpr DType kF16 = DType::kF16;
-constexpr DType kBF16 = DType::kBF16;
-constexpr DType kF32 = DType::kF32;
-constexpr DType kF64 = DType::kF64;
-constexpr DType kC64 = DType::kC64;
-constexpr DType kC128 = DType::kC128;
-
-stablehlo::Module parse_ok(std::string_view text) {
-  StatusOr<stablehlo::Module> m = stablehlo::parse_module(text);
-  REQUIRE_MESSAGE(m.ok(), m.status().to_string());
-  return *std::move(m);
-}
+stablehlo::Module parse_ok(std::string_view text) { return require_ok(stablehlo::parse_module(text)); }
 
 Graph graph_ok(std::string_view text, std::string_view entry = "main") {
-  StatusOr<Graph> g = parse_stablehlo(text, entry);
-  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-  return *std::move(g);
+  return require_ok(parse_stablehlo(text, entry));
 }
 
-Graph build_ok(const GraphBuilder& b, const std::vector<Value>& outputs) {
-  StatusOr<Graph> g = b.build(outputs);
-  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-  return *std::move(g);
-}
 
 std::int64_t count_ops(const Graph& g, OpCode op) {
   return std::count_if(g.nodes().begin(), g.nodes().end(),
@@ -125,11 +100,6 @@ std::optional<std::string> read_corpus(std::string_view name) {
 }
 
 
-template <class T>
-std::vector<T> values_of(const Literal& lit) {
-  std::span<const T> d = lit.data<T>();
-  return std::vector<T>(d.begin(), d.end());
-}
 
 /// The literal of the first constant node of the graph of `text`'s @main.
 Literal first_constant(std::string_view text) {

@@ -18,32 +18,16 @@
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/transforms/simplify.hpp"
+#include "test_util.hpp"
 
 namespace transforms_test {
 
 using namespace pjrt_lite;
+using namespace pjrt_lite::testing;
 
 namespace {
 
-constexpr DType kPred = DType::kPred;
-constexpr DType kS32 = DType::kS32;
-constexpr DType kF16 = DType::kF16;
-constexpr DType kBF16 = DType::kBF16;
-constexpr DType kF32 = DType::kF32;
-constexpr DType kF64 = DType::kF64;
-constexpr DType kC64 = DType::kC64;
-constexpr DType kC128 = DType::kC128;
 
-Graph build_ok(const GraphBuilder& b, const std::vector<Value>& outputs) {
-  StatusOr<Graph> g = b.build(outputs);
-  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-  return *std::move(g);
-}
-
-Graph ok(StatusOr<Graph> g) {
-  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
-  return *std::move(g);
-}
 
 /// Adds and multiplies f32 arrays; anything else is UNIMPLEMENTED. Counts its calls.
 struct TinyEvaluator {
@@ -72,8 +56,8 @@ void check_unchanged(const Graph& g, const Graph& after) {
 
 /// Runs `pass` twice: the second run must change nothing.
 void check_idempotent(const std::function<StatusOr<Graph>(const Graph&)>& pass, const Graph& g) {
-  const Graph once = ok(pass(g));
-  const Graph twice = ok(pass(once));
+  const Graph once = require_ok(pass(g));
+  const Graph twice = require_ok(pass(once));
   CHECK(twice == once);
   CHECK(to_string(twice) == to_string(once));
 }
@@ -120,7 +104,7 @@ TEST_CASE("transforms: dead_code_elimination drops what no output needs, keeps p
   Value out = b.negate(a);
   const Graph g = build_ok(b, {out, am[1]});
   const Graph before = g;
-  const Graph d = ok(dead_code_elimination(g));
+  const Graph d = require_ok(dead_code_elimination(g));
   CHECK(g == before);  // the input is untouched
   CHECK(d.num_nodes() == g.num_nodes() - 2);
   CHECK(fingerprint(d) != fingerprint(g));
@@ -142,13 +126,13 @@ TEST_CASE("transforms: dead_code_elimination drops what no output needs, keeps p
                      "}\n"));
   check_idempotent(dead_code_elimination, g);
   // Nothing dead: the same graph comes back.
-  check_unchanged(d, ok(dead_code_elimination(d)));
+  check_unchanged(d, require_ok(dead_code_elimination(d)));
 
   // A graph with no outputs keeps its parameters and nothing else.
   GraphBuilder e("empty");
   Value p = e.parameter(Shape(kF32, {}));
   e.exponential(p);
-  const Graph only_params = ok(dead_code_elimination(build_ok(e, {})));
+  const Graph only_params = require_ok(dead_code_elimination(build_ok(e, {})));
   CHECK(to_string(only_params) ==
         "graph empty {\n"
         "  %0 = parameter {number=0} : f32[]\n"
@@ -165,7 +149,7 @@ TEST_CASE("transforms: dead_code_elimination works inside reduce bodies") {
   GraphBuilder b("outer");
   Value x = b.parameter(Shape(kF32, {4}));
   const Graph g = build_ok(b, {b.reduce(x, b.constant(0.0f), body, {0})});
-  const Graph d = ok(dead_code_elimination(g));
+  const Graph d = require_ok(dead_code_elimination(g));
   CHECK(to_string(d) ==
         "graph outer {\n"
         "  %0 = parameter {number=0} : f32[4]\n"
@@ -198,7 +182,7 @@ TEST_CASE("transforms: common_subexpression_elimination merges equal computation
   Value n2 = b.constant(std::bit_cast<float>(0x7fc00001u));  // NaNs with equal bits merge
   const Graph g = build_ok(b, {a1, a2, s1, s2, m1, m2, z1, z2, n1, n2, x, y});
   const Graph before = g;
-  const Graph c = ok(common_subexpression_elimination(g));
+  const Graph c = require_ok(common_subexpression_elimination(g));
   CHECK(g == before);
   CHECK(to_string(c) ==
         "graph cse {\n"
@@ -219,7 +203,7 @@ TEST_CASE("transforms: common_subexpression_elimination merges equal computation
   CHECK(c.num_parameters() == 2);
   CHECK(fingerprint(c) != fingerprint(g));
   check_idempotent(common_subexpression_elimination, g);
-  check_unchanged(c, ok(common_subexpression_elimination(c)));
+  check_unchanged(c, require_ok(common_subexpression_elimination(c)));
 }
 
 TEST_CASE("transforms: common_subexpression_elimination compares bodies up to names") {
@@ -237,7 +221,7 @@ TEST_CASE("transforms: common_subexpression_elimination compares bodies up to na
   Value r3 = b.reduce(x, zero, max_body, {1});   // other body: stays
   Value r4 = b.reduce(x, zero, add_body, {0});   // other dimensions: stays
   const Graph g = build_ok(b, {r1, r2, r3, r4});
-  const Graph c = ok(common_subexpression_elimination(g));
+  const Graph c = require_ok(common_subexpression_elimination(g));
   CHECK(c.num_nodes() == g.num_nodes() - 1);
   CHECK(c.outputs()[0] == c.outputs()[1]);
   CHECK(c.outputs()[0] != c.outputs()[2]);
@@ -253,7 +237,7 @@ TEST_CASE("transforms: common_subexpression_elimination compares bodies up to na
   GraphBuilder ob("outer");
   Value y = ob.parameter(Shape(kF32, {4}));
   const Graph outer = build_ok(ob, {ob.reduce(y, ob.constant(0.0f), body, {0})});
-  const Graph co = ok(common_subexpression_elimination(outer));
+  const Graph co = require_ok(common_subexpression_elimination(outer));
   CHECK(to_string(co.node(2).bodies[0]) ==
         "graph dup_body {\n"
         "  %0 = parameter {number=0} : f32[]\n"
@@ -277,7 +261,7 @@ TEST_CASE("transforms: fold_constants folds chains and leaves what it cannot eva
   const Graph g = build_ok(b, {r, q, t});
   const Graph before = g;
   int calls = 0;
-  const Graph f = ok(fold_constants(g, TinyEvaluator{&calls}));
+  const Graph f = require_ok(fold_constants(g, TinyEvaluator{&calls}));
   CHECK(g == before);
   CHECK(calls == 3);  // s, p, q
   CHECK(to_string(f) ==
@@ -295,7 +279,7 @@ TEST_CASE("transforms: fold_constants folds chains and leaves what it cannot eva
   CHECK(fingerprint(f) != fingerprint(g));
   check_idempotent(fold_tiny, g);
   // With DCE after it, the spent constants go.
-  CHECK(ok(dead_code_elimination(f)).num_nodes() == 7);
+  CHECK(require_ok(dead_code_elimination(f)).num_nodes() == 7);
 }
 
 TEST_CASE("transforms: fold_constants respects max_elements and never evaluates big nodes") {
@@ -303,9 +287,9 @@ TEST_CASE("transforms: fold_constants respects max_elements and never evaluates 
   Value c = b.constant(Literal::vector<float>({1, 2, 3, 4}));
   Value s = b.add(c, c);
   const Graph g = build_ok(b, {s});
-  check_unchanged(g, ok(fold_constants(g, TinyEvaluator{}, 3)));
-  CHECK(ok(fold_constants(g, TinyEvaluator{}, 4)).node(1).op == OpCode::kConstant);
-  check_unchanged(g, ok(fold_constants(g, TinyEvaluator{}, -1)));
+  check_unchanged(g, require_ok(fold_constants(g, TinyEvaluator{}, 3)));
+  CHECK(require_ok(fold_constants(g, TinyEvaluator{}, 4)).node(1).op == OpCode::kConstant);
+  check_unchanged(g, require_ok(fold_constants(g, TinyEvaluator{}, -1)));
 
   // A broadcast to a million elements and a big iota are never handed to the evaluator.
   GraphBuilder big("big");
@@ -315,7 +299,7 @@ TEST_CASE("transforms: fold_constants respects max_elements and never evaluates 
   Value small = big.iota(Shape(kF32, {4}), 0);
   const Graph bg = build_ok(big, {big.add(wide, io), small});
   int calls = 0;
-  const Graph folded = ok(fold_constants(bg, TinyEvaluator{&calls}));
+  const Graph folded = require_ok(fold_constants(bg, TinyEvaluator{&calls}));
   CHECK(calls == 1);  // only the small iota, which the tiny evaluator declines
   check_unchanged(bg, folded);
 
@@ -344,7 +328,7 @@ TEST_CASE("transforms: fold_constants works inside reduce bodies") {
   GraphBuilder b("outer");
   Value x = b.parameter(Shape(kF32, {4}));
   const Graph g = build_ok(b, {b.reduce(x, b.constant(0.0f), body, {0})});
-  const Graph f = ok(simplify(g, TinyEvaluator{}));
+  const Graph f = require_ok(simplify(g, TinyEvaluator{}));
   CHECK(to_string(f.node(2).bodies[0]) ==
         "graph plus_three {\n"
         "  %0 = parameter {number=0} : f32[]\n"
@@ -413,7 +397,7 @@ TEST_CASE("transforms: float x + 0.0 is never simplified, x + (-0.0) always is")
             return build_ok(b, {left ? b.binary(op, z, x) : b.binary(op, x, z)});
           };
           const Graph add = make(OpCode::kAdd, zero_on_left);
-          const Graph simplified_add = ok(algebraic_simplify(add));
+          const Graph simplified_add = require_ok(algebraic_simplify(add));
           if (negative) {
             CHECK(simplified_add.outputs()[0] == add.parameters()[0]);
             CHECK(fingerprint(simplified_add) != fingerprint(add));
@@ -422,7 +406,7 @@ TEST_CASE("transforms: float x + 0.0 is never simplified, x + (-0.0) always is")
           }
           // Subtraction is the mirror image: x - 0.0 is x, x - (-0.0) is not; 0 - x never.
           const Graph sub = make(OpCode::kSubtract, zero_on_left);
-          const Graph simplified_sub = ok(algebraic_simplify(sub));
+          const Graph simplified_sub = require_ok(algebraic_simplify(sub));
           if (negative || zero_on_left)
             check_unchanged(sub, simplified_sub);
           else
@@ -438,7 +422,7 @@ TEST_CASE("transforms: float x + 0.0 is never simplified, x + (-0.0) always is")
   Value mixed = b.constant(Literal::vector<float>({-0.0f, 0.0f}));
   Value nan = b.broadcast_in_dim(b.constant(std::numeric_limits<float>::quiet_NaN()), {2}, {});
   const Graph g = build_ok(b, {b.add(x, mixed), b.add(nan, x), b.multiply(x, nan)});
-  check_unchanged(g, ok(algebraic_simplify(g)));
+  check_unchanged(g, require_ok(algebraic_simplify(g)));
 }
 
 TEST_CASE("transforms: algebraic_simplify of 0 and 1 depends on the element type") {
@@ -447,7 +431,7 @@ TEST_CASE("transforms: algebraic_simplify of 0 and 1 depends on the element type
     Value x = b.parameter(Shape(t, {3}));
     Value k = b.broadcast_in_dim(b.scalar(t, c), {3}, {});
     const Graph g = build_ok(b, {c_on_left ? b.binary(op, k, x) : b.binary(op, x, k)});
-    const Graph s = ok(algebraic_simplify(g));
+    const Graph s = require_ok(algebraic_simplify(g));
     if (s == g) return std::string("kept");
     const Value out = s.outputs()[0];
     if (out == s.parameters()[0]) return std::string("x");
@@ -496,7 +480,7 @@ TEST_CASE("transforms: algebraic_simplify structural rules") {
       b.select(p, x, x),                                                               // 15: x
   };
   const Graph g = build_ok(b, outs);
-  const Graph s1 = ok(algebraic_simplify(g));
+  const Graph s1 = require_ok(algebraic_simplify(g));
   CHECK(s1.parameter_shapes() == g.parameter_shapes());
   for (int k : {0, 2, 3, 5, 6, 8, 9, 10, 11, 12, 13, 14, 15}) {
     CAPTURE(k);
@@ -515,7 +499,7 @@ TEST_CASE("transforms: algebraic_simplify structural rules") {
   CHECK(fingerprint(s1) != fingerprint(g));
   check_idempotent(algebraic_simplify, g);
   // And DCE tidies up what the rewrites left behind.
-  const std::string text = to_string(ok(dead_code_elimination(s1)));
+  const std::string text = to_string(require_ok(dead_code_elimination(s1)));
   CHECK(text ==
         "graph rules {\n"
         "  %0 = parameter {number=0} : f32[2,3,4]\n"
@@ -537,7 +521,7 @@ TEST_CASE("transforms: algebraic_simplify structural rules") {
           k.select(k.constant(Literal::vector<bool>({true, false, true, false, true, false})),
                    k.reshape(y, {6}), k.reshape(y, {6})),
           k.broadcast_in_dim(v, {2, 3}, {0, 1}), k.convert(y, kF64)});
-  const Graph kept_s = ok(algebraic_simplify(kept));
+  const Graph kept_s = require_ok(algebraic_simplify(kept));
   CHECK(kept_s.num_nodes() == kept.num_nodes());
   // The select's branches are equal computations but two nodes: only CSE can tell.
   check_unchanged(kept, kept_s);
@@ -552,7 +536,7 @@ TEST_CASE("transforms: a transpose that swaps a dot's free blocks becomes the do
   const Graph g = build_ok(b, {b.transpose(b.dot_general(a, c, dims), {0, 3, 1, 2}),  // swaps: one dot
                                b.transpose(b.dot_general(a, c, dims), {0, 2, 1, 3}),  // within a block: kept
                                b.transpose(shared, {0, 3, 1, 2}), shared});            // dot used twice: kept
-  const Graph s = ok(dead_code_elimination(ok(algebraic_simplify(g))));
+  const Graph s = require_ok(dead_code_elimination(require_ok(algebraic_simplify(g))));
   const Node& swapped = s.node(s.outputs()[0]);
   REQUIRE(swapped.op == OpCode::kDotGeneral);
   CHECK(swapped.operands == std::vector<Value>{s.parameters()[1], s.parameters()[0]});
@@ -577,7 +561,7 @@ TEST_CASE("transforms: slices that keep everything, reverses of size-1 dimension
   Value x = b.parameter(Shape(kF32, {1, 3, 0}));
   const Graph g = build_ok(
       b, {b.slice(x, {0, 0, 0}, {1, 3, 0}, {5, 1, 7}), b.reverse(x, {0, 2}), b.reverse(x, {1})});
-  const Graph s = ok(algebraic_simplify(g));
+  const Graph s = require_ok(algebraic_simplify(g));
   CHECK(s.outputs()[0] == s.parameters()[0]);
   CHECK(s.outputs()[1] == s.parameters()[0]);
   CHECK(s.node(s.outputs()[2]).op == OpCode::kReverse);
@@ -598,7 +582,7 @@ TEST_CASE("transforms: simplify runs the passes to a fixed point") {
   Value t = b.multiply(e, b.broadcast_in_dim(b.constant(2.0f), {3}, {}));
   const Graph g = build_ok(b, {d, e, t, b.negate(b.negate(x))});
   const Graph before = g;
-  const Graph s = ok(simplify(g, TinyEvaluator{}));
+  const Graph s = require_ok(simplify(g, TinyEvaluator{}));
   CHECK(g == before);
   CHECK(to_string(s) ==
         "graph simplify {\n"
@@ -615,10 +599,10 @@ TEST_CASE("transforms: simplify runs the passes to a fixed point") {
   CHECK(s.output_shapes() == g.output_shapes());
   CHECK(fingerprint(s) != fingerprint(g));
   check_idempotent(simplify_tiny, g);
-  check_unchanged(s, ok(simplify(s, TinyEvaluator{})));
+  check_unchanged(s, require_ok(simplify(s, TinyEvaluator{})));
 
   // One round at most: a correct graph, though not the fixed point.
-  const Graph one_round = ok(simplify(g, TinyEvaluator{}, SimplifyOptions{.max_rounds = 1}));
+  const Graph one_round = require_ok(simplify(g, TinyEvaluator{}, SimplifyOptions{.max_rounds = 1}));
   CHECK(verify(one_round).ok());
   CHECK(one_round.output_shapes() == g.output_shapes());
 }
@@ -636,7 +620,7 @@ TEST_CASE("transforms: every pass keeps unused parameters and the outputs") {
     const std::string_view name = entry.first;
     const auto& pass = entry.second;
     CAPTURE(name);
-    const Graph out = ok(pass(g));
+    const Graph out = require_ok(pass(g));
     CHECK(out.num_parameters() == 3);
     CHECK(out.parameter_shapes() == g.parameter_shapes());
     CHECK(out.output_shapes() == g.output_shapes());

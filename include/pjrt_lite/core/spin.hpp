@@ -1,9 +1,9 @@
 #pragma once
 // Bounded spinning before a thread sleeps. Waking a sleeping thread costs a system call on
-// one side and a scheduler round trip on the other, tens of microseconds on a virtual
-// machine; the kernels of a program hand work to the pool a few microseconds apart. So a
-// thread that runs out of work polls for a short while first, then sleeps: an idle pool
-// stops using CPU within kSpinBeforeSleep.
+// one side and a scheduler round trip on the other, longer than the gaps at which the
+// kernels of a program hand work to the pool (measured: docs/DECISIONS.md, "The
+// steady-state execute path takes no lock"). So a thread that runs out of work polls for a
+// short while first, then sleeps: an idle pool stops using CPU within kSpinBeforeSleep.
 
 #include <chrono>
 #include <cstdint>

@@ -28,7 +28,7 @@
 #include "pjrt_lite/stablehlo/module.hpp"
 #include "pjrt_lite/stablehlo/types.hpp"
 
-namespace pjrt_lite::stablehlo::detail {
+namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 /// A name bound by an op (`%0`, or `%0:2` for two results).
 struct ResultName {

@@ -15,7 +15,7 @@
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 
-namespace pjrt_lite::stablehlo::detail {
+namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 /// `(T0, T1) -> (R0)`.
 struct FunctionType {

@@ -211,8 +211,8 @@ class DotKernel final : public Kernel {
         with_rhs.template operator()<false>(ab + r0 * k_, k_);
       };
       // One block of rows per worker: each block packs all of B again, and the pool's
-      // threads poll before they sleep, so they start within microseconds of each other
-      // (four blocks per worker took 8% longer for 256 x 256 x 256, gemm_1024 2% longer).
+      // threads poll before they sleep, so they start close together (finer blocks were
+      // slower; the figures are in docs/DECISIONS.md, "GEMM splits rows").
       if (splits()) ctx.parallel(m_, std::max<std::int64_t>(8, (m_ + ctx.max_workers - 1) / ctx.max_workers), rows);
       else rows(0, m_, 0);
     }

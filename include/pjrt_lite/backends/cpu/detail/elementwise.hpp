@@ -202,8 +202,9 @@ template <class T> inline bool exp_range(T x) {
 
 /// exp in one pass over the tile: each packet's exp is stored while its inputs are checked
 /// against exp_range in the same loop, where vector_with_edges would scan the tile a second
-/// time (a third of exp's cost); a tile with any input outside is then fixed up with the C
-/// library's exp. The same Eigen packet exp as vector_with_edges, so the same results.
+/// time (what that costs: docs/DECISIONS.md, "Eigen's vectorized exp"); a tile with any
+/// input outside is then fixed up with the C library's exp. The same Eigen packet exp as
+/// vector_with_edges, so the same results.
 /// kNegated computes exp(-x): the superinstruction TileProgram makes of a negate feeding
 /// only an exp, bit for bit the two ops' result with one pass over the tile less.
 template <class T, bool kNegated = false>

@@ -53,8 +53,8 @@ class Kernel {
 };
 
 /// A fused group runs on several workers from kParallelMinElements elements on, in blocks
-/// of at least kParallelGrain: waking a worker costs microseconds, and a few thousand
-/// elements of arithmetic cost about one.
+/// of at least kParallelGrain: waking a worker costs as much as a few thousand elements of
+/// arithmetic (docs/DECISIONS.md, "A fused group runs on several workers").
 inline constexpr std::int64_t kParallelMinElements = 4096;
 inline constexpr std::int64_t kParallelGrain = 16384;
 

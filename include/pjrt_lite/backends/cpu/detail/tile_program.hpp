@@ -25,11 +25,11 @@ namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// Elements per tile: 256 f32 are 1 KiB, so dozens of registers fit in L1. Smaller tiles
 /// cost more dispatch per element; larger ones run each op longer over freshly streamed
-/// memory before the next op's arithmetic can overlap with the loads (chain_16M ran 1.5x the
-/// Eigen twin with 1024-element tiles, 1.25x with 512, 1.1x with 256, 1.4x with 128).
+/// memory before the next op's arithmetic can overlap with the loads. 256 ran fastest of
+/// 128 to 1024 (the figures are in docs/DECISIONS.md, "Fusion groups").
 inline constexpr std::int64_t kTileElements = 256;
 /// A program of one instruction has no next op to overlap with: it streams in longer tiles,
-/// with less dispatch (axpy_16M: 1.0x the twin with 1024 elements, 1.06x with 256).
+/// with less dispatch (measured: docs/DECISIONS.md, "Fusion groups").
 inline constexpr std::int64_t kSingleOpTileElements = 1024;
 
 class TileProgram {
