@@ -141,6 +141,47 @@ TEST_CASE("cpu buffer: ImmutableOnlyDuringCall copies and calls on_done before r
   CHECK(buffer->acquire_external_reference().value().data() != host.data());
 }
 
+TEST_CASE("cpu buffer: nullptr, or nothing, for the place is the first device's default memory space") {
+  auto client = make_client();
+  const std::vector<std::int32_t> host = {5, -6};
+  const std::vector<std::int64_t> dims = {2};
+  const Literal expected = Literal::vector<std::int32_t>({5, -6});
+  cpu::MemorySpace<>* default_space = client->devices()[0]->default_memory_space().value();
+  // A bare nullptr names neither a memory space nor a device: it means "the default".
+  int done = 0;
+  auto with_null = client->buffer_from_host_buffer(bytes_of(host), DType::kS32, dims, std::nullopt,
+                                                   HostBufferSemantics::kImmutableOnlyDuringCall,
+                                                   [&] { ++done; }, nullptr);
+  REQUIRE(with_null.ok());
+  CHECK(done == 1);
+  CHECK(with_null->memory_space() == default_space);
+  CHECK(read(*with_null) == expected);
+  // Leaving the place out, and on_done too, means the same.
+  auto without_place = client->buffer_from_host_buffer(bytes_of(host), DType::kS32, dims, std::nullopt,
+                                                       HostBufferSemantics::kImmutableOnlyDuringCall);
+  REQUIRE(without_place.ok());
+  CHECK(without_place->memory_space() == default_space);
+  CHECK(read(*without_place) == expected);
+  // Typed null pointers still pick their overloads, with the same default.
+  auto null_space = client->buffer_from_host_buffer(bytes_of(host), DType::kS32, dims, std::nullopt,
+                                                    HostBufferSemantics::kImmutableOnlyDuringCall, nullptr,
+                                                    static_cast<cpu::MemorySpace<>*>(nullptr));
+  auto null_device = client->buffer_from_host_buffer(bytes_of(host), DType::kS32, dims, std::nullopt,
+                                                     HostBufferSemantics::kImmutableOnlyDuringCall, nullptr,
+                                                     static_cast<cpu::Device<>*>(nullptr));
+  CHECK(null_space->memory_space() == default_space);
+  CHECK(null_device->memory_space() == default_space);
+  // Errors are the memory-space overload's, and on_done still runs once.
+  done = 0;
+  const std::vector<std::int64_t> wrong_dims = {3};
+  auto bad = client->buffer_from_host_buffer(bytes_of(host), DType::kS32, wrong_dims, std::nullopt,
+                                             HostBufferSemantics::kImmutableOnlyDuringCall, [&] { ++done; },
+                                             nullptr);
+  CHECK(bad.status().code() == StatusCode::kInvalidArgument);
+  CHECK(contains(bad.status().message(), "8 bytes of data for s32[3], which needs 12"));
+  CHECK(done == 1);
+}
+
 TEST_CASE("cpu buffer: ImmutableUntilTransferCompletes copies on the pool, then on_done, then ready") {
   auto client = make_client(1, /*async_threshold=*/0);  // every transfer is asynchronous
   std::vector<std::int32_t> host(100000);

@@ -15,6 +15,7 @@
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/builder.hpp"
+#include "pjrt_lite/trace/traced.hpp"
 #include "control_flow.hpp"
 #include "test_util.hpp"
 
@@ -694,6 +695,91 @@ TEST_CASE("cpu executable: the three doors and the devices they run on") {
   CHECK(portable[0].to_literal().await().value() == Literal::vector<std::int64_t>({-2, 8}));
   auto again = client->compile(g, {.device_ids = {0, 2}}).value();
   CHECK(client->compile_cache_stats().first == 1);  // the same graph and options: a cache hit
+}
+
+TEST_CASE("cpu executable: arguments listed in place, and execute on a one-device executable") {
+  auto client = make_client(2);
+  cpu::Device<>* d0 = client->devices()[0];
+  cpu::Device<>* d1 = client->devices()[1];
+  GraphBuilder b("difference");
+  Value x = b.parameter(Shape(DType::kS64, {2}));
+  Value y = b.parameter(Shape(DType::kS64, {2}));
+  Graph g = build(b, {b.subtract(x, y)});  // not symmetric: swapped arguments would show
+  auto exe = client->compile(g).value();     // loaded on device 0
+  auto a = client->buffer_from_literal(Literal::vector<std::int64_t>({10, 20})).value();
+  auto c = client->buffer_from_literal(Literal::vector<std::int64_t>({1, 2})).value();
+  const Literal a_minus_c = Literal::vector<std::int64_t>({9, 18});
+  auto value = [](const cpu::Buffer<>& out) { return out.to_literal().await().value(); };
+
+  // execute_sharded and execute_portable take a braced list of buffer pointers.
+  auto sharded = exe.execute_sharded({&a, &c}, d0);
+  REQUIRE(sharded.ok());
+  CHECK(value(sharded->at(0)) == a_minus_c);
+  auto a1 = client->buffer_from_literal(Literal::vector<std::int64_t>({10, 20}), d1->memory_spaces()[0]).value();
+  auto c1 = client->buffer_from_literal(Literal::vector<std::int64_t>({1, 2}), d1->memory_spaces()[0]).value();
+  auto portable = exe.execute_portable({&a1, &c1}, d1);
+  REQUIRE(portable.ok());
+  CHECK(portable->at(0).device() == d1);
+  CHECK(value(portable->at(0)) == a_minus_c);
+
+  // execute with one argument list runs on the executable's one device.
+  static_assert(std::is_same_v<decltype(exe.execute({&a, &c})), StatusOr<std::vector<cpu::Buffer<>>>>);
+  auto single = exe.execute({&a, &c});
+  REQUIRE(single.ok());
+  REQUIRE(single->size() == 1);
+  CHECK(single->at(0).device() == d0);
+  CHECK(value(single->at(0)) == a_minus_c);
+  std::vector<cpu::Buffer<>*> swapped = {&c, &a};
+  CHECK(value(exe.execute(swapped).value().at(0)) == Literal::vector<std::int64_t>({-9, -18}));
+  // Options pass through: a donated argument is deleted.
+  auto donated = client->buffer_from_literal(Literal::vector<std::int64_t>({10, 20})).value();
+  auto after_donation = exe.execute({&donated, &c}, {.donated_arguments = {0}});
+  REQUIRE(after_donation.ok());
+  CHECK(donated.is_deleted());
+  CHECK(value(after_donation->at(0)) == a_minus_c);
+  // The per-device form is unchanged: one list per device, a list of outputs per device.
+  std::vector<std::vector<cpu::Buffer<>*>> lists = {{&a, &c}};
+  auto per_device = exe.execute(lists);
+  REQUIRE(per_device.ok());
+  CHECK(value(per_device->at(0).at(0)) == a_minus_c);
+
+  // The listed form reports the span form's errors.
+  CHECK(contains(exe.execute_sharded({&a}, d0).status().message(), "1 arguments given, the program takes 2"));
+  CHECK(contains(exe.execute({&a, nullptr}).status().message(), "argument 1 is null"));
+  // An executable on two devices wants a list per device, and says so.
+  auto both = client->compile(g, {.device_ids = {0, 1}}).value();
+  Status s = both.execute({&a, &c}).status();
+  CHECK(s.code() == StatusCode::kInvalidArgument);
+  CHECK(contains(s.message(), "execute: the executable is loaded on 2 devices"));
+}
+
+TEST_CASE("cpu executable: a traced executable takes the same listed arguments, one record per call") {
+  using Recorded = Traced<cpu::Client<>, trace::RecordingSink>;
+  auto client = Recorded::create(cpu::ClientOptions{.device_count = 1, .thread_count = 2}).value();
+  GraphBuilder b("difference");
+  Value x = b.parameter(Shape(DType::kS64, {2}));
+  Value y = b.parameter(Shape(DType::kS64, {2}));
+  auto exe = client->compile(build(b, {b.subtract(x, y)})).value();
+  auto a = client->buffer_from_literal(Literal::vector<std::int64_t>({10, 20})).value();
+  auto c = client->buffer_from_literal(Literal::vector<std::int64_t>({1, 2})).value();
+  Recorded::device_type* d0 = client->devices()[0];
+  // Nothing for the place: the default memory space, through the traced client too.
+  const std::vector<std::int64_t> host = {3, 4};
+  const std::int64_t dims[] = {2};
+  auto e = client->buffer_from_host_buffer(std::as_bytes(std::span(host)), DType::kS64, dims, std::nullopt,
+                                           HostBufferSemantics::kImmutableOnlyDuringCall, nullptr, nullptr).value();
+  CHECK(e.memory_space() == client->devices()[0]->default_memory_space().value());
+  client->sink().take();
+  const Literal a_minus_c = Literal::vector<std::int64_t>({9, 18});
+  CHECK(exe.execute_sharded({&a, &c}, d0).value().at(0).inner().to_literal().await().value() == a_minus_c);
+  CHECK(exe.execute_portable({&a, &c}, d0).value().at(0).inner().to_literal().await().value() == a_minus_c);
+  CHECK(exe.execute({&a, &c}).value().at(0).inner().to_literal().await().value() ==
+        Literal::vector<std::int64_t>({9, 18}));
+  CHECK(exe.execute({&e, &c}).value().at(0).inner().to_literal().await().value() ==
+        Literal::vector<std::int64_t>({2, 2}));
+  std::vector<std::string> methods;
+  for (const auto& r : client->sink().records()) methods.push_back(r.method);
+  CHECK(methods == std::vector<std::string>{"execute_sharded", "execute_portable", "execute", "execute"});
 }
 
 TEST_CASE("cpu executable: bad execute calls get a clear status") {

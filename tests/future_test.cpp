@@ -41,6 +41,34 @@ static_assert(!std::is_copy_constructible_v<Promise<int>>);
 static_assert(std::is_nothrow_move_constructible_v<Promise<int>>);
 static_assert(std::is_same_v<decltype(std::declval<Future<int>&>().await()), const StatusOr<int>&>);
 static_assert(std::is_same_v<decltype(std::declval<Future<>&>().await()), Status>);
+// The rvalue await returns the result by value: it is moved out, not referenced.
+static_assert(std::is_same_v<decltype(std::declval<Future<int>>().await()), StatusOr<int>>);
+static_assert(std::is_same_v<decltype(std::declval<Future<>>().await()), Status>);
+static_assert(std::is_same_v<decltype(std::declval<const Future<int>&>().await()), const StatusOr<int>&>);
+
+// A value that counts its copies and moves (per test: reset() first).
+struct Counted {
+  static inline std::atomic<int> copies{0};
+  static inline std::atomic<int> moves{0};
+  static void reset() {
+    copies = 0;
+    moves = 0;
+  }
+  explicit Counted(std::vector<int> v) : values(std::move(v)) {}
+  Counted(const Counted& other) : values(other.values) { ++copies; }
+  Counted(Counted&& other) noexcept : values(std::move(other.values)) { ++moves; }
+  Counted& operator=(const Counted& other) {
+    values = other.values;
+    ++copies;
+    return *this;
+  }
+  Counted& operator=(Counted&& other) noexcept {
+    values = std::move(other.values);
+    ++moves;
+    return *this;
+  }
+  std::vector<int> values;
+};
 
 }  // namespace
 
@@ -155,6 +183,134 @@ TEST_CASE("future: callbacks run in registration order") {
   CHECK(order.empty());
   promise.set_value();
   CHECK(order == std::vector<int>{0, 1, 2, 3, 4, 5});
+}
+
+TEST_CASE("future: await() && moves the value out of the last Future, without a copy") {
+  Counted::reset();
+  auto [promise, future] = make_promise<Counted>();
+  std::thread fulfiller([p = std::move(promise)]() mutable { p.set_value(Counted({1, 2, 3})); });
+  StatusOr<Counted> r = std::move(future).await();
+  fulfiller.join();
+  REQUIRE(r.ok());
+  CHECK(r->values == std::vector<int>{1, 2, 3});
+  CHECK(Counted::copies == 0);
+  CHECK(Counted::moves > 0);
+  // Like a move, it leaves the future invalid.
+  CHECK_FALSE(future.valid());  // NOLINT(bugprone-use-after-move)
+  CHECK(code_name(future.await()) == "FAILED_PRECONDITION");
+
+  // The spelling of `buffer.to_literal().await().value()`: a temporary future, no copy.
+  Counted::reset();
+  Counted taken = make_ready_future(Counted({4, 5})).await().value();
+  CHECK(taken.values == std::vector<int>{4, 5});
+  CHECK(Counted::copies == 0);
+}
+
+TEST_CASE("future: await() && copies while another Future shares the value") {
+  Counted::reset();
+  auto [promise, future] = make_promise<Counted>();
+  Future<Counted> other = future;
+  promise.set_value(Counted({7, 8}));
+  StatusOr<Counted> r = std::move(future).await();
+  REQUIRE(r.ok());
+  CHECK(r->values == std::vector<int>{7, 8});
+  CHECK(Counted::copies == 1);
+  // The other copy still reads the value, whole.
+  REQUIRE(other.await().ok());
+  CHECK(other.await()->values == std::vector<int>{7, 8});
+  // Once it is the last one, it moves.
+  Counted::reset();
+  StatusOr<Counted> last = std::move(other).await();
+  CHECK(last->values == std::vector<int>{7, 8});
+  CHECK(Counted::copies == 0);
+}
+
+TEST_CASE("future: await() && copies while a queued callback is still reading the value") {
+  Counted::reset();
+  auto [promise, future] = make_promise<Counted>();
+  std::atomic<bool> release{false};
+  std::vector<int> seen_by_callback;
+  {
+    Future<Counted> watcher = future;  // registers, then goes away: `future` is the last one
+    watcher.on_ready([&](const StatusOr<Counted>& r) {
+      while (!release.load()) std::this_thread::yield();
+      seen_by_callback = r->values;  // must still be whole
+    });
+  }
+  std::thread fulfiller([p = std::move(promise)]() mutable { p.set_value(Counted({3, 1, 4})); });
+  // The await returns as soon as the value is published, while the callback still blocks.
+  StatusOr<Counted> r = std::move(future).await();
+  release = true;
+  fulfiller.join();
+  REQUIRE(r.ok());
+  CHECK(r->values == std::vector<int>{3, 1, 4});
+  CHECK(seen_by_callback == std::vector<int>{3, 1, 4});
+  CHECK(Counted::copies == 1);
+}
+
+TEST_CASE("future: await() && of a move-only value moves it, or refuses while it is shared") {
+  auto [promise, future] = make_promise<std::unique_ptr<int>>();
+  auto owned = std::make_unique<int>(42);
+  const int* address = owned.get();
+  promise.set_value(std::move(owned));
+  {
+    Future<std::unique_ptr<int>> other = future;
+    StatusOr<std::unique_ptr<int>> refused = std::move(other).await();
+    CHECK(code_name(refused) == "FAILED_PRECONDITION");
+    CHECK(refused.status().message().find("only the last copy may move it out") != std::string::npos);
+    // `future` still holds the pointer, untouched.
+    CHECK(future.await()->get() == address);
+  }
+  StatusOr<std::unique_ptr<int>> r = std::move(future).await();
+  REQUIRE(r.ok());
+  CHECK(r->get() == address);
+  CHECK(**r == 42);
+}
+
+TEST_CASE("future: await() && of a move-only value waits for the queued callbacks first") {
+  auto [promise, future] = make_promise<std::unique_ptr<int>>();
+  std::atomic<bool> release{false};
+  std::atomic<bool> callback_done{false};
+  int seen_by_callback = 0;
+  {
+    Future<std::unique_ptr<int>> watcher = future;
+    watcher.on_ready([&](const StatusOr<std::unique_ptr<int>>& r) {
+      while (!release.load()) std::this_thread::yield();
+      seen_by_callback = **r;  // still there: the await has not taken it yet
+      callback_done = true;
+    });
+  }
+  std::thread fulfiller([p = std::move(promise)]() mutable { p.set_value(std::make_unique<int>(9)); });
+  std::thread releaser([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    release = true;
+  });
+  StatusOr<std::unique_ptr<int>> r = std::move(future).await();
+  CHECK(callback_done.load());  // the await returned only after the callback
+  fulfiller.join();
+  releaser.join();
+  REQUIRE(r.ok());
+  CHECK(**r == 9);
+  CHECK(seen_by_callback == 9);
+}
+
+TEST_CASE("future: await() && on a void future, on an error and on an invalid future") {
+  auto [promise, future] = make_promise<>();
+  promise.set_value();
+  CHECK(std::move(future).await().ok());
+  CHECK_FALSE(future.valid());  // NOLINT(bugprone-use-after-move)
+  CHECK(std::move(future).await().code() == StatusCode::kFailedPrecondition);  // NOLINT
+  StatusOr<Counted> error = make_error_future<Counted>(pjrt_lite::not_found_error("gone")).await();
+  CHECK(error.status() == pjrt_lite::not_found_error("gone"));
+  CHECK(code_name(Future<Counted>().await()) == "FAILED_PRECONDITION");
+}
+
+TEST_CASE("future: a queued callback may return a value, which is ignored") {
+  auto [promise, future] = make_promise<int>();
+  int seen = 0;
+  future.on_ready([&](const StatusOr<int>& r) { return seen = *r; });  // returns an int
+  promise.set_value(6);
+  CHECK(seen == 6);
 }
 
 TEST_CASE("future: void promise and future") {

@@ -6,14 +6,19 @@
 // Design notes:
 //  - One heap allocation per promise/future pair holds the shared state (none for
 //    make_ready_future(), whose OK state is shared by all callers), and one per callback
-//    registered before the result. Nothing takes a lock: readiness is an atomic word that
-//    polling reads and blocked threads sleep on (std::atomic::wait), and callbacks wait on
-//    a lock-free list.
+//    registered before the result (its list node, which holds a UniqueFunction: a callable
+//    of up to UniqueFunction's kInlineBytes inside it, a larger one in a second block).
+//    Nothing takes a lock: readiness is an atomic word that polling reads and blocked
+//    threads sleep on (std::atomic::wait), and callbacks wait on a lock-free list.
 //  - Each callback runs exactly once: the fulfilling thread closes the list and runs what it
 //    held, in registration order; a callback registered after that runs at once on the
 //    registering thread.
 //  - A promise that dies unfulfilled fulfils its future with ABORTED, so an abandoned
 //    producer can never leave a consumer blocked forever.
+//  - `std::move(future).await()` moves the result out, as PJRT's `Await() &&`, when no one
+//    else can still read it: the state counts the Future objects that share it (for a
+//    non-void T; Future<void> has nothing to move and counts nothing), and records when the
+//    callbacks queued before the result have all run.
 
 #include <atomic>
 #include <concepts>
@@ -28,6 +33,7 @@
 #include <vector>
 
 #include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/core/unique_function.hpp"
 
 namespace pjrt_lite::inline v0_1 {
 
@@ -68,48 +74,35 @@ inline Status ensure_error(Status error) {
   return error;
 }
 
-// std::function needs copyable targets, but the callbacks that map/then/join register own a
-// move-only Promise, so this is the minimal move-only equivalent.
-template <class Arg>
-class UniqueCallback {
- public:
-  template <class F>
-    requires(!std::is_same_v<std::remove_cvref_t<F>, UniqueCallback>)
-  explicit UniqueCallback(F&& f)
-      : impl_(std::make_unique<Impl<std::decay_t<F>>>(std::forward<F>(f))) {}
-
-  void operator()(const Arg& arg) { impl_->call(arg); }
-
- private:
-  struct Base {
-    virtual ~Base() = default;
-    virtual void call(const Arg& arg) = 0;
-  };
-  template <class F>
-  struct Impl final : Base {
-    template <class G>
-    explicit Impl(G&& g) : f(std::forward<G>(g)) {}
-    void call(const Arg& arg) override { std::invoke(f, arg); }
-    F f;
-  };
-  std::unique_ptr<Base> impl_;
-};
+// Whether a T can be copied out of a shared state. std::vector reports itself copyable
+// whatever its elements are, so look inside it.
+template <class T>
+struct IsCopyable : std::bool_constant<std::is_copy_constructible_v<T>> {};
+template <class T, class A>
+struct IsCopyable<std::vector<T, A>> : IsCopyable<T> {};
 
 // The state shared by a Promise and its Futures, without a lock. The first fulfil() claims
-// the state, writes the result, then publishes it through ready_ (release), so a reader that
-// saw ready_ may read the result. Callbacks wait on a LIFO list pushed by compare-and-swap;
-// fulfil() swaps in a sentinel that closes it and runs what it took, oldest first; a
-// callback that finds the list closed runs on its own thread. Waiters sleep on ready_
-// (std::atomic::wait, a futex where there is one).
+// the state, writes the result, closes the callback list, then publishes the result through
+// ready_ (release), so a reader that saw ready_ may read the result. Callbacks wait on a
+// LIFO list pushed by compare-and-swap; fulfil() swaps in a sentinel that closes it and runs
+// what it took, oldest first, then sets ready_ to kCallbacksRun; a callback that finds the
+// list closed runs on its own thread. Waiters sleep on ready_ (std::atomic::wait, a futex
+// where there is one). For a non-void T, futures_ counts the Future objects holding the
+// state, so that one that is alone may move the result out.
 template <class T>
 class FutureState {
  public:
   using Result = FutureResult<T>;
-  using Callback = UniqueCallback<Result>;
+  using Callback = UniqueFunction<void(const Result&)>;
+
+  // ready_'s values.
+  static constexpr std::uint32_t kPending = 0;
+  static constexpr std::uint32_t kReady = 1;         // the result is readable
+  static constexpr std::uint32_t kCallbacksRun = 2;  // ... and no queued callback reads it
 
   FutureState() = default;
   explicit FutureState(Result ready)
-      : result_(std::move(ready)), callbacks_(closed()), claimed_(true), ready_(1) {}
+      : result_(std::move(ready)), callbacks_(closed()), claimed_(true), ready_(kCallbacksRun) {}
   FutureState(const FutureState&) = delete;
   FutureState& operator=(const FutureState&) = delete;
   ~FutureState() {
@@ -118,24 +111,62 @@ class FutureState {
     while (n != nullptr) delete std::exchange(n, n->next);  // never fulfilled: never run
   }
 
-  bool is_ready() const noexcept { return ready_.load(std::memory_order_acquire) != 0; }
+  bool is_ready() const noexcept { return ready_.load(std::memory_order_acquire) != kPending; }
 
   // Only after is_ready() returned true (or wait() returned).
   const Result& result() const noexcept { return *result_; }
 
   const Result& wait() {
-    while (!is_ready()) ready_.wait(0, std::memory_order_acquire);
+    while (!is_ready()) ready_.wait(kPending, std::memory_order_acquire);
     return *result_;
+  }
+
+  // For a non-void T: the Future objects that hold this state. A new one counts itself
+  // (relaxed: it is made from one that already counts); one that lets go releases what it
+  // read of the result to take_result().
+  void add_future() noexcept { futures_.fetch_add(1, std::memory_order_relaxed); }
+  void remove_future() noexcept { futures_.fetch_sub(1, std::memory_order_release); }
+
+  // After wait(), by the caller's Future, which still counts itself: the result, moved out
+  // if that Future is the only one left and no queued callback is still reading it, else
+  // copied. A T that cannot be copied waits for the callbacks to finish, and is refused
+  // with FAILED_PRECONDITION while other Futures share it.
+  Result take_result() requires(!std::is_void_v<T>) {
+    if (futures_.load(std::memory_order_acquire) == 1) {
+      if constexpr (!IsCopyable<T>::value) {
+        std::uint32_t r = ready_.load(std::memory_order_acquire);
+        while (r != kCallbacksRun) {
+          ready_.wait(r, std::memory_order_acquire);
+          r = ready_.load(std::memory_order_acquire);
+        }
+      }
+      if (ready_.load(std::memory_order_acquire) == kCallbacksRun) return std::move(*result_);
+    }
+    if constexpr (IsCopyable<T>::value) {
+      return *result_;
+    } else {
+      return failed_precondition_error(
+          "await() && on a Future whose move-only value other Futures share: only the last "
+          "copy may move it out");
+    }
   }
 
   // Returns false, and drops `result`, if someone else got there first.
   bool fulfil(Result result) {
     if (claimed_.exchange(true, std::memory_order_acq_rel)) return false;
     result_.emplace(std::move(result));
-    ready_.store(1, std::memory_order_release);
+    // Closed before the result is published, so that with no callback queued the state is
+    // at once kCallbacksRun. A callback registered in between finds the list closed and runs
+    // on its own thread (the exchange publishes result_ to it).
+    Node* newest_first = callbacks_.exchange(closed(), std::memory_order_acq_rel);
+    if (newest_first == nullptr) {
+      ready_.store(kCallbacksRun, std::memory_order_release);
+      ready_.notify_all();
+      return true;
+    }
+    ready_.store(kReady, std::memory_order_release);
     ready_.notify_all();
     // Oldest first: the list holds the newest at its head.
-    Node* newest_first = callbacks_.exchange(closed(), std::memory_order_acq_rel);
     Node* oldest_first = nullptr;
     while (newest_first != nullptr) {
       Node* n = std::exchange(newest_first, newest_first->next);
@@ -147,6 +178,8 @@ class FutureState {
       n->callback(*result_);
       delete n;
     }
+    ready_.store(kCallbacksRun, std::memory_order_release);
+    ready_.notify_all();  // for take_result() of a move-only value
     return true;
   }
 
@@ -180,7 +213,8 @@ class FutureState {
   std::optional<Result> result_;
   std::atomic<Node*> callbacks_{nullptr};
   std::atomic<bool> claimed_{false};
-  std::atomic<std::uint32_t> ready_{0};
+  std::atomic<std::uint32_t> ready_{kPending};
+  std::atomic<std::uint32_t> futures_{0};  // non-void T only
 };
 
 // A reference into static storage lets await() on an invalid future return the same
@@ -268,6 +302,23 @@ class Future {
 
   /// Invalid: there is no promise behind it, so await() reports FAILED_PRECONDITION.
   Future() noexcept = default;
+  Future(const Future& other) noexcept : state_(other.state_) { add_future(); }
+  /// Leaves `other` invalid.
+  Future(Future&& other) noexcept = default;
+  Future& operator=(const Future& other) noexcept {
+    // Counted in before the old state is let go: a count never dips below its true value.
+    Future copy(other);
+    return *this = std::move(copy);
+  }
+  /// Leaves `other` invalid.
+  Future& operator=(Future&& other) noexcept {
+    if (this != &other) {
+      remove_future();
+      state_ = std::move(other.state_);
+    }
+    return *this;
+  }
+  ~Future() { remove_future(); }
 
   /// False for a default-constructed or moved-from future.
   [[nodiscard]] bool valid() const noexcept { return state_ != nullptr; }
@@ -276,9 +327,26 @@ class Future {
   [[nodiscard]] bool is_ready() const noexcept { return state_ != nullptr && state_->is_ready(); }
 
   /// Sleeps rather than spins; the reference lives as long as any copy of this future.
-  AwaitResult await() const {
+  AwaitResult await() const& {
     if (!state_) return detail::invalid_future_result<T>();
     return state_->wait();
+  }
+
+  /// As PJRT's `Await() &&`: sleeps until the result is there, then moves it out, so
+  /// `buffer.to_literal().await().value()` copies no array. It moves only what no one else
+  /// can still read: when this is the last Future of its promise and every on_ready callback
+  /// queued before the result has run; otherwise it copies (a move-only value instead waits
+  /// for those callbacks, and is FAILED_PRECONDITION while other Futures share it). Leaves
+  /// this future invalid, as a move does.
+  [[nodiscard]] FutureResult<T> await() && {
+    if (!state_) return detail::status_of(detail::invalid_future_result<T>());
+    Future self(std::move(*this));  // counted until the end of the call
+    self.state_->wait();
+    if constexpr (std::is_void_v<T>) {
+      return self.state_->result();
+    } else {
+      return self.state_->take_result();
+    }
   }
 
   /// Thread-safe: f runs once, here if ready, else on the fulfilling thread in registration order.
@@ -346,7 +414,18 @@ class Future {
  private:
   friend struct detail::FutureAccess;
   explicit Future(std::shared_ptr<detail::FutureState<T>> state) noexcept
-      : state_(std::move(state)) {}
+      : state_(std::move(state)) {
+    add_future();
+  }
+
+  void add_future() noexcept {
+    if constexpr (!std::is_void_v<T>)
+      if (state_ != nullptr) state_->add_future();
+  }
+  void remove_future() noexcept {
+    if constexpr (!std::is_void_v<T>)
+      if (state_ != nullptr) state_->remove_future();
+  }
 
   std::shared_ptr<detail::FutureState<T>> state_;
 };

@@ -2,7 +2,9 @@
 // UniqueFunction<R(Args...)>: a move-only callable wrapper. Unlike std::function it accepts
 // move-only callables (a lambda owning a Promise or a unique_ptr), and it stores callables of
 // up to kInlineBytes without touching the heap, so hot paths can schedule work without
-// allocating.
+// allocating. The one callback type of the library: executor tasks, on_done of host
+// buffers, and the ready-callbacks of futures (future.hpp). For R = void, whatever the
+// callable returns is discarded, as with std::function.
 
 #include <cstddef>
 #include <new>
@@ -85,8 +87,16 @@ class UniqueFunction<R(Args...)> {
   }
 
   template <class Fn>
+  static R call(Fn& fn, Args&&... a) {
+    if constexpr (std::is_void_v<R>)
+      static_cast<void>(fn(std::forward<Args>(a)...));
+    else
+      return fn(std::forward<Args>(a)...);
+  }
+
+  template <class Fn>
   static constexpr Ops kInlineOps = {
-      [](void* s, Args&&... a) -> R { return (*static_cast<Fn*>(s))(std::forward<Args>(a)...); },
+      [](void* s, Args&&... a) -> R { return call(*static_cast<Fn*>(s), std::forward<Args>(a)...); },
       [](void* from, void* to) noexcept {
         ::new (to) Fn(std::move(*static_cast<Fn*>(from)));
         static_cast<Fn*>(from)->~Fn();
@@ -95,7 +105,7 @@ class UniqueFunction<R(Args...)> {
 
   template <class Fn>
   static constexpr Ops kHeapOps = {
-      [](void* s, Args&&... a) -> R { return (**static_cast<Fn**>(s))(std::forward<Args>(a)...); },
+      [](void* s, Args&&... a) -> R { return call(**static_cast<Fn**>(s), std::forward<Args>(a)...); },
       [](void* from, void* to) noexcept { *static_cast<Fn**>(to) = *static_cast<Fn**>(from); },
       [](void* s) noexcept { delete *static_cast<Fn**>(s); }};
 

@@ -136,6 +136,16 @@ class Traced {
                               memory_space != nullptr ? memory_space->inner() : nullptr));
                         });
   }
+  /// buffer_from_host_buffer with `nullptr` for the place, or none: as C does with a null
+  /// memory space (the CPU client: the first device's default). Without it a bare nullptr
+  /// would match both the memory-space and the device overload.
+  [[nodiscard]] StatusOr<buffer_type> buffer_from_host_buffer(
+      std::span<const std::byte> data, DType dtype, std::span<const std::int64_t> dims,
+      std::optional<std::span<const std::int64_t>> byte_strides, HostBufferSemantics semantics,
+      UniqueFunction<void()> on_done = nullptr, std::nullptr_t = nullptr) {
+    return buffer_from_host_buffer(data, dtype, dims, byte_strides, semantics, std::move(on_done),
+                                   static_cast<memory_space_type*>(nullptr));
+  }
   /// buffer_from_host_buffer onto `device`'s default memory space, where C has it.
   [[nodiscard]] StatusOr<buffer_type> buffer_from_host_buffer(
       std::span<const std::byte> data, DType dtype, std::span<const std::int64_t> dims,

@@ -3,6 +3,7 @@
 // reports it; arguments are unwrapped on the way in and results wrapped on the way out.
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -62,6 +63,32 @@ class TracedExecutable {
                            return out;
                          });
   }
+  /// For an executable on one device, where the inner executable has this door: runs there
+  /// and returns that device's outputs.
+  [[nodiscard]] StatusOr<std::vector<TracedBuffer<C, S>>> execute(
+      std::span<TracedBuffer<C, S>* const> args, const ExecuteOptions& options = {}) requires
+      requires(inner_type& x, std::span<typename C::buffer_type* const> a, const ExecuteOptions& o) {
+    { x.execute(a, o) } -> std::same_as<StatusOr<std::vector<typename C::buffer_type>>>;
+  }
+  {
+    return tracer().call("executable", id(), "execute", describe(args),
+                         [&]() -> StatusOr<std::vector<TracedBuffer<C, S>>> {
+                           std::vector<typename C::buffer_type*> inner_args = unwrap(args);
+                           auto r = inner_->execute(
+                               std::span<typename C::buffer_type* const>(inner_args), options);
+                           if (!r.ok()) return r.status();
+                           return wrap(std::move(r).value());
+                         });
+  }
+  /// As above, with the arguments listed in place: `exe.execute({&x, &y})`.
+  [[nodiscard]] StatusOr<std::vector<TracedBuffer<C, S>>> execute(
+      std::initializer_list<TracedBuffer<C, S>*> args, const ExecuteOptions& options = {}) requires
+      requires(inner_type& x, std::span<typename C::buffer_type* const> a, const ExecuteOptions& o) {
+    { x.execute(a, o) } -> std::same_as<StatusOr<std::vector<typename C::buffer_type>>>;
+  }
+  {
+    return execute(std::span<TracedBuffer<C, S>* const>(args.begin(), args.size()), options);
+  }
   /// Runs on one of the addressable devices.
   [[nodiscard]] StatusOr<std::vector<TracedBuffer<C, S>>> execute_sharded(
       std::span<TracedBuffer<C, S>* const> args, TracedDevice<C, S>* device,
@@ -70,6 +97,13 @@ class TracedExecutable {
       return inner_->execute_sharded(inner_args, d, options);
     });
   }
+  /// As above, with the arguments listed in place: `exe.execute_sharded({&x, &y}, device)`.
+  [[nodiscard]] StatusOr<std::vector<TracedBuffer<C, S>>> execute_sharded(
+      std::initializer_list<TracedBuffer<C, S>*> args, TracedDevice<C, S>* device,
+      const ExecuteOptions& options = {}) {
+    return execute_sharded(std::span<TracedBuffer<C, S>* const>(args.begin(), args.size()),
+                           device, options);
+  }
   /// Runs on any device of the client (an executable compiled for one device).
   [[nodiscard]] StatusOr<std::vector<TracedBuffer<C, S>>> execute_portable(
       std::span<TracedBuffer<C, S>* const> args, TracedDevice<C, S>* device,
@@ -77,6 +111,13 @@ class TracedExecutable {
     return run_on_device("execute_portable", args, device, [&](auto inner_args, auto* d) {
       return inner_->execute_portable(inner_args, d, options);
     });
+  }
+  /// As above, with the arguments listed in place: `exe.execute_portable({&x, &y}, device)`.
+  [[nodiscard]] StatusOr<std::vector<TracedBuffer<C, S>>> execute_portable(
+      std::initializer_list<TracedBuffer<C, S>*> args, TracedDevice<C, S>* device,
+      const ExecuteOptions& options = {}) {
+    return execute_portable(std::span<TracedBuffer<C, S>* const>(args.begin(), args.size()),
+                            device, options);
   }
   void delete_executable() {
     tracer().call("executable", id(), "delete_executable", {},

@@ -213,6 +213,17 @@ class Client {
     return detail::BufferAccess::make(this, target, shape, std::move(memory), std::move(ready));
   }
 
+  /// buffer_from_host_buffer with `nullptr` for the place, or none: the first device's default
+  /// memory space. Without it a bare nullptr would match both the memory-space and the device
+  /// overload.
+  [[nodiscard]] StatusOr<Buffer<E>> buffer_from_host_buffer(
+      std::span<const std::byte> data, DType dtype, std::span<const std::int64_t> dims,
+      std::optional<std::span<const std::int64_t>> byte_strides, HostBufferSemantics semantics,
+      UniqueFunction<void()> on_done = nullptr, std::nullptr_t = nullptr) {
+    return buffer_from_host_buffer(data, dtype, dims, byte_strides, semantics, std::move(on_done),
+                                   static_cast<MemorySpace<E>*>(nullptr));
+  }
+
   /// buffer_from_host_buffer onto `device`'s default memory space.
   [[nodiscard]] StatusOr<Buffer<E>> buffer_from_host_buffer(
       std::span<const std::byte> data, DType dtype, std::span<const std::int64_t> dims,

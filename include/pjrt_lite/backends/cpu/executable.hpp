@@ -6,6 +6,7 @@
 #include <atomic>
 #include <functional>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -133,12 +134,34 @@ class LoadedExecutable {
     return results;
   }
 
+  /// For an executable loaded on one device: runs there, as
+  /// `execute_sharded(args, addressable_devices()[0])` (Python PJRT's execute), and returns
+  /// that device's outputs. INVALID_ARGUMENT for an executable loaded on several devices.
+  [[nodiscard]] StatusOr<std::vector<Buffer<E>>> execute(std::span<Buffer<E>* const> args,
+                                                         const ExecuteOptions& options = {}) {
+    if (devices_.size() != 1)
+      return invalid_argument_error(str_cat("execute: the executable is loaded on ", devices_.size(),
+                                            " devices; give one argument list per device, or use "
+                                            "execute_sharded(args, device)"));
+    return execute_sharded(args, devices_[0], options);
+  }
+  /// As above, with the arguments listed in place: `exe.execute({&x, &y})`.
+  [[nodiscard]] StatusOr<std::vector<Buffer<E>>> execute(std::initializer_list<Buffer<E>*> args,
+                                                         const ExecuteOptions& options = {}) {
+    return execute(std::span<Buffer<E>* const>(args.begin(), args.size()), options);
+  }
+
   /// Runs on one of the addressable devices.
   [[nodiscard]] StatusOr<std::vector<Buffer<E>>> execute_sharded(std::span<Buffer<E>* const> args, Device<E>* device,
                                                                  const ExecuteOptions& options = {}) {
     std::vector<Buffer<E>> results;
     PJRT_LITE_RETURN_IF_ERROR(execute_sharded(args, device, options, results));
     return results;
+  }
+  /// As above, with the arguments listed in place: `exe.execute_sharded({&x, &y}, device)`.
+  [[nodiscard]] StatusOr<std::vector<Buffer<E>>> execute_sharded(std::initializer_list<Buffer<E>*> args,
+                                                                 Device<E>* device, const ExecuteOptions& options = {}) {
+    return execute_sharded(std::span<Buffer<E>* const>(args.begin(), args.size()), device, options);
   }
   /// The same, writing into `results` (cleared first). Reusing one vector across calls keeps
   /// a control loop free of allocations for the result list.
@@ -161,6 +184,11 @@ class LoadedExecutable {
     std::vector<Buffer<E>> results;
     PJRT_LITE_RETURN_IF_ERROR(launch(args, device, options, results));
     return results;
+  }
+  /// As above, with the arguments listed in place: `exe.execute_portable({&x, &y}, device)`.
+  [[nodiscard]] StatusOr<std::vector<Buffer<E>>> execute_portable(std::initializer_list<Buffer<E>*> args,
+                                                                  Device<E>* device, const ExecuteOptions& options = {}) {
+    return execute_portable(std::span<Buffer<E>* const>(args.begin(), args.size()), device, options);
   }
 
  private:
