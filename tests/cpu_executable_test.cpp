@@ -704,53 +704,46 @@ TEST_CASE("cpu executable: arguments listed in place, and execute on a one-devic
   GraphBuilder b("difference");
   Value x = b.parameter(Shape(DType::kS64, {2}));
   Value y = b.parameter(Shape(DType::kS64, {2}));
-  Graph g = build(b, {b.subtract(x, y)});  // not symmetric: swapped arguments would show
-  auto exe = client->compile(g).value();     // loaded on device 0
+  Graph g = build_ok(b, {b.subtract(x, y)});  // not symmetric: swapped arguments would show
+  auto exe = require_ok(client->compile(g));  // loaded on device 0
   auto a = client->buffer_from_literal(Literal::vector<std::int64_t>({10, 20})).value();
   auto c = client->buffer_from_literal(Literal::vector<std::int64_t>({1, 2})).value();
   const Literal a_minus_c = Literal::vector<std::int64_t>({9, 18});
   auto value = [](const cpu::Buffer<>& out) { return out.to_literal().await().value(); };
 
   // execute_sharded and execute_portable take a braced list of buffer pointers.
-  auto sharded = exe.execute_sharded({&a, &c}, d0);
-  REQUIRE(sharded.ok());
-  CHECK(value(sharded->at(0)) == a_minus_c);
+  auto sharded = require_ok(exe.execute_sharded({&a, &c}, d0));
+  CHECK(value(sharded.at(0)) == a_minus_c);
   auto a1 = client->buffer_from_literal(Literal::vector<std::int64_t>({10, 20}), d1->memory_spaces()[0]).value();
   auto c1 = client->buffer_from_literal(Literal::vector<std::int64_t>({1, 2}), d1->memory_spaces()[0]).value();
-  auto portable = exe.execute_portable({&a1, &c1}, d1);
-  REQUIRE(portable.ok());
-  CHECK(portable->at(0).device() == d1);
-  CHECK(value(portable->at(0)) == a_minus_c);
+  auto portable = require_ok(exe.execute_portable({&a1, &c1}, d1));
+  CHECK(portable.at(0).device() == d1);
+  CHECK(value(portable.at(0)) == a_minus_c);
 
   // execute with one argument list runs on the executable's one device.
   static_assert(std::is_same_v<decltype(exe.execute({&a, &c})), StatusOr<std::vector<cpu::Buffer<>>>>);
-  auto single = exe.execute({&a, &c});
-  REQUIRE(single.ok());
-  REQUIRE(single->size() == 1);
-  CHECK(single->at(0).device() == d0);
-  CHECK(value(single->at(0)) == a_minus_c);
+  auto single = require_ok(exe.execute({&a, &c}));
+  REQUIRE(single.size() == 1);
+  CHECK(single[0].device() == d0);
+  CHECK(value(single[0]) == a_minus_c);
   std::vector<cpu::Buffer<>*> swapped = {&c, &a};
   CHECK(value(exe.execute(swapped).value().at(0)) == Literal::vector<std::int64_t>({-9, -18}));
   // Options pass through: a donated argument is deleted.
   auto donated = client->buffer_from_literal(Literal::vector<std::int64_t>({10, 20})).value();
-  auto after_donation = exe.execute({&donated, &c}, {.donated_arguments = {0}});
-  REQUIRE(after_donation.ok());
+  auto after_donation = require_ok(exe.execute({&donated, &c}, {.donated_arguments = {0}}));
   CHECK(donated.is_deleted());
-  CHECK(value(after_donation->at(0)) == a_minus_c);
+  CHECK(value(after_donation.at(0)) == a_minus_c);
   // The per-device form is unchanged: one list per device, a list of outputs per device.
   std::vector<std::vector<cpu::Buffer<>*>> lists = {{&a, &c}};
-  auto per_device = exe.execute(lists);
-  REQUIRE(per_device.ok());
-  CHECK(value(per_device->at(0).at(0)) == a_minus_c);
+  auto per_device = require_ok(exe.execute(lists));
+  CHECK(value(per_device.at(0).at(0)) == a_minus_c);
 
   // The listed form reports the span form's errors.
-  CHECK(contains(exe.execute_sharded({&a}, d0).status().message(), "1 arguments given, the program takes 2"));
-  CHECK(contains(exe.execute({&a, nullptr}).status().message(), "argument 1 is null"));
+  check_error(exe.execute_sharded({&a}, d0), StatusCode::kInvalidArgument, "1 arguments given, the program takes 2");
+  check_error(exe.execute({&a, nullptr}), StatusCode::kInvalidArgument, "argument 1 is null");
   // An executable on two devices wants a list per device, and says so.
-  auto both = client->compile(g, {.device_ids = {0, 1}}).value();
-  Status s = both.execute({&a, &c}).status();
-  CHECK(s.code() == StatusCode::kInvalidArgument);
-  CHECK(contains(s.message(), "execute: the executable is loaded on 2 devices"));
+  auto both = require_ok(client->compile(g, {.device_ids = {0, 1}}));
+  check_error(both.execute({&a, &c}), StatusCode::kInvalidArgument, "execute: the executable is loaded on 2 devices");
 }
 
 TEST_CASE("cpu executable: a traced executable takes the same listed arguments, one record per call") {
@@ -759,7 +752,7 @@ TEST_CASE("cpu executable: a traced executable takes the same listed arguments, 
   GraphBuilder b("difference");
   Value x = b.parameter(Shape(DType::kS64, {2}));
   Value y = b.parameter(Shape(DType::kS64, {2}));
-  auto exe = client->compile(build(b, {b.subtract(x, y)})).value();
+  auto exe = require_ok(client->compile(build_ok(b, {b.subtract(x, y)})));
   auto a = client->buffer_from_literal(Literal::vector<std::int64_t>({10, 20})).value();
   auto c = client->buffer_from_literal(Literal::vector<std::int64_t>({1, 2})).value();
   Recorded::device_type* d0 = client->devices()[0];
