@@ -7,7 +7,7 @@
 // (see fusion.hpp), so each op rounds once, as the reference does.
 //
 // This header instantiates a few hundred kernels; include it only where programs are
-// compiled (backends/cpu/compiler.hpp).
+// compiled (backends/cpu/detail/compiler.hpp).
 
 #include <bit>
 #include <cmath>
