@@ -142,14 +142,15 @@ inline constexpr int kVariadic = -1;
 
 /// One entry of the op table (op_table.hpp): how an op is spelled, read and added.
 struct OpSyntax {
-  std::string_view name;                 // as written: "stablehlo.add", "chlo.erf", "func.return"
-  OpCode code;                           // the node it adds; kParameter: none of its own
-  int operands;                          // how many, or kVariadic
-  int results;                           // how many, or kVariadic
-  PrettyForm pretty;                     // null: the op has only the generic form
-  AttributeReader attributes;            // null: no attributes
-  OpBuilder build;                       // build_node unless the op is more than one node
-  bool generic = true;                   // false: the pretty form only (`return`, `call`, checks)
+  std::string_view name;       // as written: "stablehlo.add", "chlo.erf", "func.return"
+  OpCode code;                 // the node it adds; kParameter: none of its own
+  int operands;                // how many the text lists, or kVariadic
+  int results;                 // how many it defines (`%0:2 = ...`), or kVariadic
+  PrettyForm pretty;           // null: the op has only the generic form
+  AttributeReader attributes;  // null: no attributes
+  // build_node for one node of `code`; the ops that are something else have their own.
+  OpBuilder build;
+  bool generic = true;                   // false: no generic form (`return`, `call`, checks)
   TypeRule type_rule = TypeRule::kSame;  // how a pretty form's `: T` reads
 };
 

@@ -73,34 +73,27 @@ inline Status pretty_operands(Reader& r, Context& ctx, const OpSyntax& op, OpPar
   return ok_status();
 }
 
-/// `%x, KEY =`: one operand, then the name of a keyword argument whose value comes next.
-inline Status operand_then_key(Reader& r, const Context& ctx, const OpSyntax& op, OpParts& p,
-                               std::string_view key) {
-  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident(key, str_cat("after the operand of ", op.name)));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('=', str_cat("after ", key)));
-  return ok_status();
-}
-
-/// `op %x, dims = [...] : T`, the list being the attribute `attr`.
-inline Status operand_and_dims(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p,
-                               std::string_view attr) {
-  PJRT_LITE_RETURN_IF_ERROR(operand_then_key(r, ctx, op, p, "dims"));
-  const SourcePos at = r.peek().pos;
-  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> dims, r.parse_int_list("after dims ="));
-  p.attrs.emplace_back(std::string(attr), int_list_value_at(std::move(dims), at));
-  PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
-  return ok_status();
-}
-
-/// `, KEY = [...]` after the operands, the list being the attribute `attr`; `where` says
-/// what the comma follows and `in` what the keyword is part of, for errors.
-inline Status keyword_list(Reader& r, OpParts& p, std::string_view key, std::string_view attr,
-                           std::string_view where, std::string_view in) {
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', where));
+/// `KEY =`: the name of a keyword argument whose value comes next; `in` says where it
+/// stands, for errors.
+inline Status key_equals(Reader& r, std::string_view key, std::string_view in) {
   PJRT_LITE_RETURN_IF_ERROR(r.expect_ident(key, in));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('=', str_cat("after ", key)));
+  return r.expect('=', str_cat("after ", key));
+}
+
+/// `KEY = N`: the integer attribute `attr`.
+inline Status key_int(Reader& r, OpParts& p, std::string_view key, std::string_view attr,
+                      std::string_view in) {
+  PJRT_LITE_RETURN_IF_ERROR(key_equals(r, key, in));
+  const SourcePos at = r.peek().pos;
+  PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t i, r.parse_int(str_cat("after ", key, " =")));
+  p.attrs.emplace_back(std::string(attr), int_value_at(i, at));
+  return ok_status();
+}
+
+/// `KEY = [...]`: the integer-list attribute `attr`.
+inline Status key_list(Reader& r, OpParts& p, std::string_view key, std::string_view attr,
+                       std::string_view in) {
+  PJRT_LITE_RETURN_IF_ERROR(key_equals(r, key, in));
   const SourcePos at = r.peek().pos;
   PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> list,
                              r.parse_int_list(str_cat("after ", key, " =")));
@@ -108,19 +101,27 @@ inline Status keyword_list(Reader& r, OpParts& p, std::string_view key, std::str
   return ok_status();
 }
 
-/// `, key = WORD` in an op's pretty form: the enum attribute `attr` (of kind `attr`).
+/// `KEY = WORD`: the enum attribute `attr` (of kind `attr`), WORD one that `from_name` reads.
 template <class E>
-Status keyword_enum(Reader& r, OpParts& p, std::string_view key, std::string_view attr,
-                    std::string_view where, std::string_view expected,
-                    StatusOr<E> (*from_name)(std::string_view)) {
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', where));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident(key, where));
-  const std::string after = str_cat("after ", key);
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('=', after));
-  PJRT_LITE_ASSIGN_OR_RETURN(Token t,
-                             r.expect_kind(TokenKind::kIdent, expected, str_cat(after, " =")));
+Status key_enum(Reader& r, OpParts& p, std::string_view key, std::string_view attr,
+                std::string_view in, std::string_view expected,
+                StatusOr<E> (*from_name)(std::string_view)) {
+  PJRT_LITE_RETURN_IF_ERROR(key_equals(r, key, in));
+  PJRT_LITE_ASSIGN_OR_RETURN(
+      Token t, r.expect_kind(TokenKind::kIdent, expected, str_cat("after ", key, " =")));
   PJRT_LITE_ASSIGN_OR_RETURN(AttrValue v, enum_value_at(attr, t, from_name));
   p.attrs.emplace_back(std::string(attr), std::move(v));
+  return ok_status();
+}
+
+/// `op %x, dims = [...] : T`, the list being the attribute `attr`.
+inline Status operand_and_dims(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p,
+                               std::string_view attr) {
+  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
+  PJRT_LITE_RETURN_IF_ERROR(
+      key_list(r, p, "dims", attr, str_cat("after the operand of ", op.name)));
+  PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
 
@@ -142,11 +143,7 @@ inline Status pretty_constant(Reader& r, Context&, const OpSyntax& op, OpParts& 
 
 /// `stablehlo.iota dim = 0 : T`.
 inline Status pretty_iota(Reader& r, Context&, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("dim", str_cat("after ", op.name)));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after dim"));
-  const SourcePos at = r.peek().pos;
-  PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t dim, r.parse_int("after dim ="));
-  p.attrs.emplace_back("iota_dimension", int_value_at(dim, at));
+  PJRT_LITE_RETURN_IF_ERROR(key_int(r, p, "dim", "iota_dimension", str_cat("after ", op.name)));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
@@ -199,7 +196,9 @@ inline Status precision_format(const Token& t, OpParts& p) {
 
 /// `stablehlo.reduce_precision %x, format = e5m10 : T`.
 inline Status pretty_reduce_precision(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_RETURN_IF_ERROR(operand_then_key(r, ctx, op, p, "format"));
+  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
+  PJRT_LITE_RETURN_IF_ERROR(key_equals(r, "format", str_cat("after the operand of ", op.name)));
   PJRT_LITE_ASSIGN_OR_RETURN(
       Token f, r.expect_kind(TokenKind::kIdent, "a format such as e5m10", "after format ="));
   PJRT_LITE_RETURN_IF_ERROR(precision_format(f, p));
@@ -255,11 +254,7 @@ inline Status pretty_slice(Reader& r, Context& ctx, const OpSyntax& op, OpParts&
 inline Status pretty_concatenate(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
   PJRT_LITE_RETURN_IF_ERROR(r.expect(',', str_cat("after the operands of ", op.name)));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("dim", "after the operands"));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after dim"));
-  const SourcePos at = r.peek().pos;
-  PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t dim, r.parse_int("after dim ="));
-  p.attrs.emplace_back("dimension", int_value_at(dim, at));
+  PJRT_LITE_RETURN_IF_ERROR(key_int(r, p, "dim", "dimension", "after the operands"));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
@@ -268,10 +263,12 @@ inline Status pretty_concatenate(Reader& r, Context& ctx, const OpSyntax& op, Op
 inline Status pretty_pad(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 2, op.name));
   const std::string in = str_cat("in ", op.name);
-  PJRT_LITE_RETURN_IF_ERROR(keyword_list(r, p, "low", "edge_padding_low", "before low", in));
-  PJRT_LITE_RETURN_IF_ERROR(keyword_list(r, p, "high", "edge_padding_high", "before high", in));
-  PJRT_LITE_RETURN_IF_ERROR(
-      keyword_list(r, p, "interior", "interior_padding", "before interior", in));
+  const std::pair<std::string_view, std::string_view> fields[3] = {
+      {"low", "edge_padding_low"}, {"high", "edge_padding_high"}, {"interior", "interior_padding"}};
+  for (const auto& [key, attr] : fields) {
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(',', str_cat("before ", key)));
+    PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, key, attr, in));
+  }
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
@@ -279,9 +276,8 @@ inline Status pretty_pad(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p
 /// `stablehlo.dynamic_slice %x, %i, %j, sizes = [...] : T`.
 inline Status pretty_dynamic_slice(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
-  PJRT_LITE_RETURN_IF_ERROR(keyword_list(r, p, "sizes", "slice_sizes",
-                                         str_cat("after the operands of ", op.name),
-                                         "after the operands"));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', str_cat("after the operands of ", op.name)));
+  PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, "sizes", "slice_sizes", "after the operands"));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
@@ -289,8 +285,8 @@ inline Status pretty_dynamic_slice(Reader& r, Context& ctx, const OpSyntax& op, 
 /// `stablehlo.broadcast %x, sizes = [...] : T`.
 inline Status pretty_broadcast(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(
-      keyword_list(r, p, "sizes", "broadcast_sizes", "after operand", str_cat("in ", op.name)));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
+  PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, "sizes", "broadcast_sizes", str_cat("in ", op.name)));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
@@ -438,9 +434,11 @@ inline Status pretty_convolution(Reader& r, Context& ctx, const OpSyntax& op, Op
 /// `stablehlo.rng_bit_generator %s, algorithm = THREE_FRY : (S) -> (S, R)`.
 inline Status pretty_rng_bit_generator(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(
-      keyword_enum(r, p, "algorithm", "rng_algorithm", str_cat("after the operand of ", op.name),
-                   "an rng algorithm (DEFAULT, THREE_FRY, PHILOX)", rng_algorithm_from_name));
+  const std::string where = str_cat("after the operand of ", op.name);
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', where));
+  PJRT_LITE_RETURN_IF_ERROR(key_enum(r, p, "algorithm", "rng_algorithm", where,
+                                     "an rng algorithm (DEFAULT, THREE_FRY, PHILOX)",
+                                     rng_algorithm_from_name));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
@@ -448,11 +446,12 @@ inline Status pretty_rng_bit_generator(Reader& r, Context& ctx, const OpSyntax& 
 /// `stablehlo.fft %x, type = RFFT, length = [17] : (T) -> R`.
 inline Status pretty_fft(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(
-      keyword_enum(r, p, "type", "fft_type", str_cat("after the operand of ", op.name),
-                   "an fft type (FFT, IFFT, RFFT, IRFFT)", fft_type_from_name));
-  PJRT_LITE_RETURN_IF_ERROR(
-      keyword_list(r, p, "length", "fft_length", "after the fft type", "after the fft type"));
+  const std::string where = str_cat("after the operand of ", op.name);
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', where));
+  PJRT_LITE_RETURN_IF_ERROR(key_enum(r, p, "type", "fft_type", where,
+                                     "an fft type (FFT, IFFT, RFFT, IRFFT)", fft_type_from_name));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after the fft type"));
+  PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, "length", "fft_length", "after the fft type"));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
@@ -462,12 +461,9 @@ inline Status pretty_top_k(Reader& r, Context& ctx, const OpSyntax& op, OpParts&
   PJRT_LITE_RETURN_IF_ERROR(r.expect('(', str_cat("after ", op.name)));
   PJRT_LITE_ASSIGN_OR_RETURN(Value operand, parse_operand(r, ctx, str_cat("for ", op.name)));
   p.operands = {operand};
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', str_cat("after the operand of ", op.name)));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("k", str_cat("after the operand of ", op.name)));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after k"));
-  const SourcePos at = r.peek().pos;
-  PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t k, r.parse_int("after k ="));
-  p.attrs.emplace_back("k", int_value_at(k, at));
+  const std::string where = str_cat("after the operand of ", op.name);
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', where));
+  PJRT_LITE_RETURN_IF_ERROR(key_int(r, p, "k", "k", where));
   PJRT_LITE_RETURN_IF_ERROR(r.expect(')', "after k = ..."));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();

@@ -53,12 +53,7 @@ inline Status pretty_reduce(Reader& r, Context& ctx, const OpSyntax& op, OpParts
     applies = *code;
   }
   PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("across", str_cat("in ", op.name)));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("dimensions", "after across"));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after dimensions"));
-  const SourcePos dims_pos = r.peek().pos;
-  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> dims,
-                             r.parse_int_list("after dimensions ="));
-  p.attrs.emplace_back("dimensions", int_list_value_at(std::move(dims), dims_pos));
+  PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, "dimensions", "dimensions", "after across"));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   p.operands = inputs;
   p.operands.insert(p.operands.end(), inits.begin(), inits.end());
