@@ -29,7 +29,7 @@ inline Status pretty_return(Reader& r, Context& ctx, const OpSyntax& op, OpParts
   if (r.peek().is('{')) PJRT_LITE_RETURN_IF_ERROR(r.parse_dict().status());
   p.type.functional = true;
   if (p.operands.empty()) return ok_status();
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(':', str_cat("before the types of ", op.name)));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(':', {"before the types of ", op.name}));
   p.type.pos = r.lexer().next_pos();
   PJRT_LITE_ASSIGN_OR_RETURN(p.type.function.inputs, r.parse_type_list());
   return ok_status();
@@ -50,8 +50,8 @@ inline StatusOr<OpResult> build_return(Context& ctx, const OpSyntax& op, OpParts
 
 /// `call @f(%a, %b) : (T, U) -> R`.
 inline Status pretty_call(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_ASSIGN_OR_RETURN(Token callee, r.expect_kind(TokenKind::kSymbol, "a function name",
-                                                         str_cat("after ", op.name)));
+  PJRT_LITE_ASSIGN_OR_RETURN(
+      Token callee, r.expect_kind(TokenKind::kSymbol, "a function name", {"after ", op.name}));
   AttrValue symbol;
   symbol.kind = AttrValue::Kind::kSymbol;
   symbol.text = Reader::symbol_name(callee.text);
@@ -156,9 +156,9 @@ inline Status pretty_check(Reader& r, Context& ctx, const OpSyntax& op, OpParts&
       PJRT_LITE_ASSIGN_OR_RETURN(literal, r.parse_attr_value());  // reads ': type' too
       continue;
     }
-    PJRT_LITE_ASSIGN_OR_RETURN(
-        Token key, r.expect_kind(TokenKind::kIdent, "a field name", str_cat("in ", op.name)));
-    PJRT_LITE_RETURN_IF_ERROR(r.expect('=', str_cat("after ", key.text)));
+    PJRT_LITE_ASSIGN_OR_RETURN(Token key,
+                               r.expect_kind(TokenKind::kIdent, "a field name", {"in ", op.name}));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('=', {"after ", key.text}));
     PJRT_LITE_ASSIGN_OR_RETURN(AttrValue v, r.parse_attr_value());
     p.attrs.emplace_back(std::string(key.text), std::move(v));
   }
@@ -167,7 +167,7 @@ inline Status pretty_check(Reader& r, Context& ctx, const OpSyntax& op, OpParts&
     for (auto& kv : d) p.attrs.push_back(std::move(kv));
   }
   if (!literal || r.peek().is(':')) {
-    PJRT_LITE_RETURN_IF_ERROR(r.expect(':', str_cat("before the type of ", op.name)));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(':', {"before the type of ", op.name}));
     PJRT_LITE_RETURN_IF_ERROR(r.parse_op_type().status());
   }
   // The literal is the expected value: first among the dense attributes.
@@ -191,7 +191,7 @@ inline bool is_known_custom_call(std::string_view target) {
 inline Status pretty_custom_call(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(
       Token target,
-      r.expect_kind(TokenKind::kSymbol, "a call target such as @foo", str_cat("after ", op.name)));
+      r.expect_kind(TokenKind::kSymbol, "a call target such as @foo", {"after ", op.name}));
   AttrValue name;
   name.kind = AttrValue::Kind::kString;
   name.text = Reader::symbol_name(target.text);

@@ -58,9 +58,9 @@ inline StatusOr<OpResult> read_generic_op(Reader& r, Context& ctx, std::string_v
   if (op == nullptr || !op->generic) return unknown_generic_op(name, pos);
   OpParts p;
   p.pos = pos;
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('(', str_cat("to start the operands of \"", name, "\"")));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect('(', {"to start the operands of \"", name, "\""}));
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(')', str_cat("after the operands of \"", name, "\"")));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(')', {"after the operands of \"", name, "\""}));
   if (r.peek().is('<')) {
     r.next();
     PJRT_LITE_ASSIGN_OR_RETURN(p.attrs, r.parse_dict());
@@ -83,7 +83,7 @@ inline StatusOr<OpResult> read_generic_op(Reader& r, Context& ctx, std::string_v
     PJRT_LITE_ASSIGN_OR_RETURN(AttrDict more, r.parse_dict());
     for (auto& kv : more) p.attrs.push_back(std::move(kv));
   }
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(':', str_cat("before the type of \"", name, "\"")));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(':', {"before the type of \"", name, "\""}));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, r.parse_op_type());
   if (!p.type.functional)
     return error_at(p.type.pos, "a generic op's type must be a function type (...) -> ...");

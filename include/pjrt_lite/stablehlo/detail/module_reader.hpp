@@ -76,7 +76,7 @@ class ModuleReader final : public BodyReader {
       if (t.kind == TokenKind::kEof) return ok_status();
       if (t.kind == TokenKind::kHashId) {  // #loc = loc(...), other attribute aliases
         top_.next();
-        PJRT_LITE_RETURN_IF_ERROR(top_.expect('=', str_cat("after the alias ", t.text)));
+        PJRT_LITE_RETURN_IF_ERROR(top_.expect('=', {"after the alias ", t.text}));
         PJRT_LITE_RETURN_IF_ERROR(top_.parse_attr_value().status());
         continue;
       }
@@ -96,7 +96,7 @@ class ModuleReader final : public BodyReader {
             return error_at(u.pos, "expected '}' to end the module, found end of input");
           if (u.kind == TokenKind::kHashId) {
             top_.next();
-            PJRT_LITE_RETURN_IF_ERROR(top_.expect('=', str_cat("after the alias ", u.text)));
+            PJRT_LITE_RETURN_IF_ERROR(top_.expect('=', {"after the alias ", u.text}));
             PJRT_LITE_RETURN_IF_ERROR(top_.parse_attr_value().status());
             continue;
           }
@@ -145,7 +145,7 @@ class ModuleReader final : public BodyReader {
     if (by_name_.count(f.name))
       return error_at(sym.pos, str_cat("redefinition of @", f.name, " (first defined at ",
                                        to_string(sources_[by_name_[f.name]].pos), ")"));
-    PJRT_LITE_RETURN_IF_ERROR(top_.expect('(', str_cat("to start the arguments of @", f.name)));
+    PJRT_LITE_RETURN_IF_ERROR(top_.expect('(', {"to start the arguments of @", f.name}));
     if (!top_.consume_if(')')) {
       while (true) {
         Token a = top_.peek();
@@ -409,8 +409,7 @@ class ModuleReader final : public BodyReader {
     if (!ctx.b.ok()) return error_at(pos, ctx.b.status().message());
     OpResult out;
     out.values.assign(outs.begin(), outs.begin() + f.num_results);
-    PJRT_LITE_RETURN_IF_ERROR(
-        check_results(ctx, out.values, declared, str_cat("call @", callee), pos));
+    PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, {"call @", callee}, pos));
     if (!f.checks.empty() && ctx.checks == nullptr)
       return unsupported_at(
           pos, str_cat("a call inside a region to @", callee, ", which makes checks,"));

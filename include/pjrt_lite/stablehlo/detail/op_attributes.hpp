@@ -199,6 +199,15 @@ inline Status read_dimension_numbers(
   return ok_status();
 }
 
+/// The attribute `key` written `#WHAT<field = ..., ...>`, read as a dictionary of fields.
+inline StatusOr<const AttrValue*> fields_attr(const OpParts& p, std::string_view key,
+                                              std::string_view what, std::string_view op) {
+  const AttrValue* v = find_attr(p.attrs, key);
+  if (!v || v->kind != AttrValue::Kind::kDict)
+    return error_at(p.pos, str_cat(op, " needs ", key, " = #", what, "<...>"));
+  return v;
+}
+
 /// A convolution's feature_group_count and batch_group_count (1 when absent).
 inline Status group_counts(const AttrDict& attrs, ConvolutionAttrs& a) {
   const std::pair<std::string_view, std::int64_t*> counts[] = {
@@ -346,13 +355,11 @@ inline StatusOr<Attributes> read_reduce(const Context&, const OpSyntax& op, cons
   return ReduceAttrs{std::move(d)};
 }
 
-inline StatusOr<Attributes> read_dot_general(const Context&, const OpSyntax&, const OpParts& p) {
+inline StatusOr<Attributes> read_dot_general(const Context&, const OpSyntax& op, const OpParts& p) {
   if (find_attr(p.attrs, "algorithm"))
-    return unsupported_at(p.pos, "stablehlo.dot_general with an algorithm");
-  const AttrValue* v = find_attr(p.attrs, "dot_dimension_numbers");
-  if (!v || v->kind != AttrValue::Kind::kDict)
-    return error_at(p.pos,
-                    "stablehlo.dot_general needs dot_dimension_numbers = #stablehlo.dot<...>");
+    return unsupported_at(p.pos, str_cat(op.name, " with an algorithm"));
+  PJRT_LITE_ASSIGN_OR_RETURN(const AttrValue* v,
+                             fields_attr(p, "dot_dimension_numbers", "stablehlo.dot", op.name));
   DotDimensionNumbers dn;
   const std::pair<std::string_view, std::vector<std::int64_t>*> fields[4] = {
       {"lhs_batching_dimensions", &dn.lhs_batching_dimensions},
@@ -367,9 +374,8 @@ inline StatusOr<Attributes> read_dot_general(const Context&, const OpSyntax&, co
 }
 
 inline StatusOr<Attributes> read_gather(const Context&, const OpSyntax& op, const OpParts& p) {
-  const AttrValue* v = find_attr(p.attrs, "dimension_numbers");
-  if (!v || v->kind != AttrValue::Kind::kDict)
-    return error_at(p.pos, "stablehlo.gather needs dimension_numbers = #stablehlo.gather<...>");
+  PJRT_LITE_ASSIGN_OR_RETURN(const AttrValue* v,
+                             fields_attr(p, "dimension_numbers", "stablehlo.gather", op.name));
   GatherAttrs a;
   const std::pair<std::string_view, std::vector<std::int64_t>*> fields[5] = {
       {"offset_dims", &a.offset_dims},
@@ -384,15 +390,13 @@ inline StatusOr<Attributes> read_gather(const Context&, const OpSyntax& op, cons
   return a;
 }
 
-inline StatusOr<Attributes> read_scatter(const Context&, const OpSyntax&, const OpParts& p) {
-  if (p.regions.size() != 1) return error_at(p.pos, "stablehlo.scatter needs one region");
+inline StatusOr<Attributes> read_scatter(const Context&, const OpSyntax& op, const OpParts& p) {
+  if (p.regions.size() != 1) return error_at(p.pos, str_cat(op.name, " needs one region"));
   if (p.operands.size() != 3)
     return unsupported_at(
-        p.pos, str_cat("stablehlo.scatter of ", p.operands.size(), " operands (several inputs)"));
-  const AttrValue* v = find_attr(p.attrs, "scatter_dimension_numbers");
-  if (!v || v->kind != AttrValue::Kind::kDict)
-    return error_at(p.pos,
-                    "stablehlo.scatter needs scatter_dimension_numbers = #stablehlo.scatter<...>");
+        p.pos, str_cat(op.name, " of ", p.operands.size(), " operands (several inputs)"));
+  PJRT_LITE_ASSIGN_OR_RETURN(const AttrValue* v, fields_attr(p, "scatter_dimension_numbers",
+                                                             "stablehlo.scatter", op.name));
   ScatterAttrs a;
   const std::pair<std::string_view, std::vector<std::int64_t>*> fields[5] = {
       {"update_window_dims", &a.update_window_dims},

@@ -142,14 +142,15 @@ inline constexpr int kVariadic = -1;
 
 /// One entry of the op table (op_table.hpp): how an op is spelled, read and added.
 struct OpSyntax {
-  std::string_view name;                 // as written: "stablehlo.add", "chlo.erf", "func.return"
-  OpCode code;                           // the node it adds; kParameter: none of its own
-  int operands;                          // how many, or kVariadic
-  int results;                           // how many, or kVariadic
-  PrettyForm pretty;                     // null: the op has only the generic form
-  AttributeReader attributes;            // null: no attributes
-  OpBuilder build;                       // build_node unless the op is more than one node
-  bool generic = true;                   // false: the pretty form only (`return`, `call`, checks)
+  std::string_view name;       // as written: "stablehlo.add", "chlo.erf", "func.return"
+  OpCode code;                 // the node it adds; kParameter: none of its own
+  int operands;                // how many the text lists, or kVariadic
+  int results;                 // how many it defines (`%0:2 = ...`), or kVariadic
+  PrettyForm pretty;           // null: the op has only the generic form
+  AttributeReader attributes;  // null: no attributes
+  // build_node for one node of `code`; the ops that are something else have their own.
+  OpBuilder build;
+  bool generic = true;                   // false: no generic form (`return`, `call`, checks)
   TypeRule type_rule = TypeRule::kSame;  // how a pretty form's `: T` reads
 };
 
@@ -183,7 +184,7 @@ inline StatusOr<Value> lookup(Scope& scope, const std::string& name, std::int64_
   if (scope.captured == nullptr)
     return unsupported_at(t.pos,
                           str_cat("a region using %", name, ", a value defined outside it,"));
-  const std::string key = str_cat(name, "#", index);
+  const std::string key = name + "#" + std::to_string(index);
   if (auto it = scope.captured_by_use.find(key); it != scope.captured_by_use.end())
     return it->second;
   PJRT_LITE_ASSIGN_OR_RETURN(Value outer, lookup(*scope.parent, name, index, t));
@@ -208,7 +209,7 @@ inline StatusOr<Value> resolve(const Context& ctx, const Token& t) {
   return lookup(ctx.scope, std::string(text), index, t);
 }
 
-inline StatusOr<Value> parse_operand(Reader& r, const Context& ctx, std::string_view context) {
+inline StatusOr<Value> parse_operand(Reader& r, const Context& ctx, const Where& context) {
   Token t = r.next();
   if (t.kind != TokenKind::kValueId)
     return error_at(t.pos,
@@ -235,7 +236,7 @@ inline StatusOr<std::vector<Value>> parse_operands_exact(Reader& r, const Contex
   std::vector<Value> out;
   for (std::size_t k = 0; k < n; ++k) {
     if (k > 0) PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
-    PJRT_LITE_ASSIGN_OR_RETURN(Value v, parse_operand(r, ctx, str_cat("for ", op)));
+    PJRT_LITE_ASSIGN_OR_RETURN(Value v, parse_operand(r, ctx, {"for ", op}));
     out.push_back(v);
   }
   if (r.peek().is(',') && r.peek2().kind == TokenKind::kValueId)
@@ -264,7 +265,7 @@ inline StatusOr<OpType> parse_type_tail(Reader& r, std::string_view op, AttrDict
     PJRT_LITE_ASSIGN_OR_RETURN(AttrDict d, r.parse_dict());
     if (dict) *dict = std::move(d);
   }
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(':', str_cat("before the type of ", op)));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(':', {"before the type of ", op}));
   return r.parse_op_type();
 }
 
@@ -307,8 +308,7 @@ inline StatusOr<std::vector<Shape>> declared_types(const Context& ctx, const OpT
 /// After adding an op: reports a builder error, and compares the results with the
 /// declared types.
 inline Status check_results(const Context& ctx, const std::vector<Value>& values,
-                            const std::vector<Shape>& declared, std::string_view op,
-                            SourcePos pos) {
+                            const std::vector<Shape>& declared, const Where& op, SourcePos pos) {
   if (!ctx.b.ok()) return error_at(pos, ctx.b.status().message());
   if (values.size() != declared.size())
     return error_at(pos, str_cat(op, " has ", values.size(), " result(s) but its type declares ",

@@ -4,7 +4,8 @@
 // results it has, how its pretty form reads, which attribute reader makes its attributes and
 // how it is added. The pretty-form reader and the generic-form reader both look ops up here,
 // so adding an op is one entry below plus its attribute reader (op_attributes.hpp), and its
-// pretty form (pretty_forms.hpp) if it has a syntax of its own.
+// pretty form (pretty_forms.hpp) if it has a syntax of its own. The table is a constant:
+// lookups are thread-safe.
 
 #include <algorithm>
 #include <array>

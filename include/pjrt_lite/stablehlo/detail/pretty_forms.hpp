@@ -73,54 +73,53 @@ inline Status pretty_operands(Reader& r, Context& ctx, const OpSyntax& op, OpPar
   return ok_status();
 }
 
-/// `%x, KEY =`: one operand, then the name of a keyword argument whose value comes next.
-inline Status operand_then_key(Reader& r, const Context& ctx, const OpSyntax& op, OpParts& p,
-                               std::string_view key) {
-  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident(key, str_cat("after the operand of ", op.name)));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('=', str_cat("after ", key)));
+/// `KEY =`: the name of a keyword argument whose value comes next; `in` says where it
+/// stands, for errors.
+inline Status key_equals(Reader& r, std::string_view key, const Where& in) {
+  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident(key, in));
+  return r.expect('=', {"after ", key});
+}
+
+/// `KEY = N`: the integer attribute `attr`.
+inline Status key_int(Reader& r, OpParts& p, std::string_view key, std::string_view attr,
+                      const Where& in) {
+  PJRT_LITE_RETURN_IF_ERROR(key_equals(r, key, in));
+  const SourcePos at = r.peek().pos;
+  PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t i, r.parse_int({"after ", key, " ="}));
+  p.attrs.emplace_back(std::string(attr), int_value_at(i, at));
+  return ok_status();
+}
+
+/// `KEY = [...]`: the integer-list attribute `attr`.
+inline Status key_list(Reader& r, OpParts& p, std::string_view key, std::string_view attr,
+                       const Where& in) {
+  PJRT_LITE_RETURN_IF_ERROR(key_equals(r, key, in));
+  const SourcePos at = r.peek().pos;
+  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> list,
+                             r.parse_int_list({"after ", key, " ="}));
+  p.attrs.emplace_back(std::string(attr), int_list_value_at(std::move(list), at));
+  return ok_status();
+}
+
+/// `KEY = WORD`: the enum attribute `attr` (of kind `attr`), WORD one that `from_name` reads.
+template <class E>
+Status key_enum(Reader& r, OpParts& p, std::string_view key, std::string_view attr, const Where& in,
+                std::string_view expected, StatusOr<E> (*from_name)(std::string_view)) {
+  PJRT_LITE_RETURN_IF_ERROR(key_equals(r, key, in));
+  PJRT_LITE_ASSIGN_OR_RETURN(Token t,
+                             r.expect_kind(TokenKind::kIdent, expected, {"after ", key, " ="}));
+  PJRT_LITE_ASSIGN_OR_RETURN(AttrValue v, enum_value_at(attr, t, from_name));
+  p.attrs.emplace_back(std::string(attr), std::move(v));
   return ok_status();
 }
 
 /// `op %x, dims = [...] : T`, the list being the attribute `attr`.
 inline Status operand_and_dims(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p,
                                std::string_view attr) {
-  PJRT_LITE_RETURN_IF_ERROR(operand_then_key(r, ctx, op, p, "dims"));
-  const SourcePos at = r.peek().pos;
-  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> dims, r.parse_int_list("after dims ="));
-  p.attrs.emplace_back(std::string(attr), int_list_value_at(std::move(dims), at));
+  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
+  PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, "dims", attr, {"after the operand of ", op.name}));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
-  return ok_status();
-}
-
-/// `, KEY = [...]` after the operands, the list being the attribute `attr`; `where` says
-/// what the comma follows and `in` what the keyword is part of, for errors.
-inline Status keyword_list(Reader& r, OpParts& p, std::string_view key, std::string_view attr,
-                           std::string_view where, std::string_view in) {
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', where));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident(key, in));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('=', str_cat("after ", key)));
-  const SourcePos at = r.peek().pos;
-  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> list,
-                             r.parse_int_list(str_cat("after ", key, " =")));
-  p.attrs.emplace_back(std::string(attr), int_list_value_at(std::move(list), at));
-  return ok_status();
-}
-
-/// `, key = WORD` in an op's pretty form: the enum attribute `attr` (of kind `attr`).
-template <class E>
-Status keyword_enum(Reader& r, OpParts& p, std::string_view key, std::string_view attr,
-                    std::string_view where, std::string_view expected,
-                    StatusOr<E> (*from_name)(std::string_view)) {
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', where));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident(key, where));
-  const std::string after = str_cat("after ", key);
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('=', after));
-  PJRT_LITE_ASSIGN_OR_RETURN(Token t,
-                             r.expect_kind(TokenKind::kIdent, expected, str_cat(after, " =")));
-  PJRT_LITE_ASSIGN_OR_RETURN(AttrValue v, enum_value_at(attr, t, from_name));
-  p.attrs.emplace_back(std::string(attr), std::move(v));
   return ok_status();
 }
 
@@ -142,11 +141,7 @@ inline Status pretty_constant(Reader& r, Context&, const OpSyntax& op, OpParts& 
 
 /// `stablehlo.iota dim = 0 : T`.
 inline Status pretty_iota(Reader& r, Context&, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("dim", str_cat("after ", op.name)));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after dim"));
-  const SourcePos at = r.peek().pos;
-  PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t dim, r.parse_int("after dim ="));
-  p.attrs.emplace_back("iota_dimension", int_value_at(dim, at));
+  PJRT_LITE_RETURN_IF_ERROR(key_int(r, p, "dim", "iota_dimension", {"after ", op.name}));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
@@ -155,7 +150,7 @@ inline Status pretty_iota(Reader& r, Context&, const OpSyntax& op, OpParts& p) {
 inline Status pretty_compare(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(
       Token dir, r.expect_kind(TokenKind::kIdent, "a comparison direction (EQ, NE, GE, GT, LE, LT)",
-                               str_cat("after ", op.name)));
+                               {"after ", op.name}));
   PJRT_LITE_ASSIGN_OR_RETURN(AttrValue direction, enum_value_at("comparison_direction", dir,
                                                                 comparison_direction_from_name));
   p.attrs.emplace_back("comparison_direction", std::move(direction));
@@ -199,7 +194,9 @@ inline Status precision_format(const Token& t, OpParts& p) {
 
 /// `stablehlo.reduce_precision %x, format = e5m10 : T`.
 inline Status pretty_reduce_precision(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_RETURN_IF_ERROR(operand_then_key(r, ctx, op, p, "format"));
+  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
+  PJRT_LITE_RETURN_IF_ERROR(key_equals(r, "format", {"after the operand of ", op.name}));
   PJRT_LITE_ASSIGN_OR_RETURN(
       Token f, r.expect_kind(TokenKind::kIdent, "a format such as e5m10", "after format ="));
   PJRT_LITE_RETURN_IF_ERROR(precision_format(f, p));
@@ -254,12 +251,8 @@ inline Status pretty_slice(Reader& r, Context& ctx, const OpSyntax& op, OpParts&
 /// `stablehlo.concatenate %a, %b, dim = 0 : T`.
 inline Status pretty_concatenate(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', str_cat("after the operands of ", op.name)));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("dim", "after the operands"));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after dim"));
-  const SourcePos at = r.peek().pos;
-  PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t dim, r.parse_int("after dim ="));
-  p.attrs.emplace_back("dimension", int_value_at(dim, at));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', {"after the operands of ", op.name}));
+  PJRT_LITE_RETURN_IF_ERROR(key_int(r, p, "dim", "dimension", "after the operands"));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
@@ -267,11 +260,13 @@ inline Status pretty_concatenate(Reader& r, Context& ctx, const OpSyntax& op, Op
 /// `stablehlo.pad %x, %v, low = [...], high = [...], interior = [...] : T`.
 inline Status pretty_pad(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 2, op.name));
-  const std::string in = str_cat("in ", op.name);
-  PJRT_LITE_RETURN_IF_ERROR(keyword_list(r, p, "low", "edge_padding_low", "before low", in));
-  PJRT_LITE_RETURN_IF_ERROR(keyword_list(r, p, "high", "edge_padding_high", "before high", in));
-  PJRT_LITE_RETURN_IF_ERROR(
-      keyword_list(r, p, "interior", "interior_padding", "before interior", in));
+  const Where in{"in ", op.name};
+  const std::pair<std::string_view, std::string_view> fields[3] = {
+      {"low", "edge_padding_low"}, {"high", "edge_padding_high"}, {"interior", "interior_padding"}};
+  for (const auto& [key, attr] : fields) {
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(',', {"before ", key}));
+    PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, key, attr, in));
+  }
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
@@ -279,9 +274,8 @@ inline Status pretty_pad(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p
 /// `stablehlo.dynamic_slice %x, %i, %j, sizes = [...] : T`.
 inline Status pretty_dynamic_slice(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
-  PJRT_LITE_RETURN_IF_ERROR(keyword_list(r, p, "sizes", "slice_sizes",
-                                         str_cat("after the operands of ", op.name),
-                                         "after the operands"));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', {"after the operands of ", op.name}));
+  PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, "sizes", "slice_sizes", "after the operands"));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
@@ -289,8 +283,8 @@ inline Status pretty_dynamic_slice(Reader& r, Context& ctx, const OpSyntax& op, 
 /// `stablehlo.broadcast %x, sizes = [...] : T`.
 inline Status pretty_broadcast(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(
-      keyword_list(r, p, "sizes", "broadcast_sizes", "after operand", str_cat("in ", op.name)));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
+  PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, "sizes", "broadcast_sizes", {"in ", op.name}));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
@@ -299,7 +293,7 @@ inline Status pretty_broadcast(Reader& r, Context& ctx, const OpSyntax& op, OpPa
 inline Status pretty_dot(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 2, op.name));
   if (r.consume_if(',')) {
-    PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("precision", str_cat("in ", op.name)));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("precision", {"in ", op.name}));
     PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after precision"));
     PJRT_LITE_RETURN_IF_ERROR(r.parse_attr_value().status());  // numerics hint only
   }
@@ -318,16 +312,16 @@ inline Status pretty_dot_general(Reader& r, Context& ctx, const OpSyntax& op, Op
     PJRT_LITE_ASSIGN_OR_RETURN(
         Token key,
         r.expect_kind(TokenKind::kIdent, "batching_dims, contracting_dims, precision or algorithm",
-                      str_cat("in ", op.name)));
-    PJRT_LITE_RETURN_IF_ERROR(r.expect('=', str_cat("after ", key.text)));
+                      {"in ", op.name}));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('=', {"after ", key.text}));
     if (key.text == "batching_dims" || key.text == "contracting_dims") {
       const std::string_view which = key.text == "batching_dims" ? "batching" : "contracting";
       const SourcePos at = r.peek().pos;
       PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> lhs,
-                                 r.parse_int_list(str_cat("after ", key.text, " =")));
+                                 r.parse_int_list({"after ", key.text, " ="}));
       PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("x", "between the lhs and rhs dimensions"));
       PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> rhs,
-                                 r.parse_int_list(str_cat("after ", key.text, " = [...] x")));
+                                 r.parse_int_list({"after ", key.text, " = [...] x"}));
       dn.dict.emplace_back(str_cat("lhs_", which, "_dimensions"),
                            int_list_value_at(std::move(lhs), at));
       dn.dict.emplace_back(str_cat("rhs_", which, "_dimensions"),
@@ -350,11 +344,10 @@ inline Status pretty_dot_general(Reader& r, Context& ctx, const OpSyntax& op, Op
 /// [..], reverse = [..]}`, then the attribute dictionary (batch_group_count,
 /// feature_group_count, precision_config) and the type.
 inline Status pretty_convolution(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('(', str_cat("before the operands of ", op.name)));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect('(', {"before the operands of ", op.name}));
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 2, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(')', str_cat("after the operands of ", op.name)));
-  PJRT_LITE_RETURN_IF_ERROR(
-      r.expect_ident("dim_numbers", str_cat("after the operands of ", op.name)));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(')', {"after the operands of ", op.name}));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("dim_numbers", {"after the operands of ", op.name}));
   PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after dim_numbers"));
   // The three lists, spelled again as the text of #stablehlo.conv<...>.
   AttrValue dims;
@@ -438,9 +431,11 @@ inline Status pretty_convolution(Reader& r, Context& ctx, const OpSyntax& op, Op
 /// `stablehlo.rng_bit_generator %s, algorithm = THREE_FRY : (S) -> (S, R)`.
 inline Status pretty_rng_bit_generator(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(
-      keyword_enum(r, p, "algorithm", "rng_algorithm", str_cat("after the operand of ", op.name),
-                   "an rng algorithm (DEFAULT, THREE_FRY, PHILOX)", rng_algorithm_from_name));
+  const Where where{"after the operand of ", op.name};
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', where));
+  PJRT_LITE_RETURN_IF_ERROR(key_enum(r, p, "algorithm", "rng_algorithm", where,
+                                     "an rng algorithm (DEFAULT, THREE_FRY, PHILOX)",
+                                     rng_algorithm_from_name));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
@@ -448,26 +443,24 @@ inline Status pretty_rng_bit_generator(Reader& r, Context& ctx, const OpSyntax& 
 /// `stablehlo.fft %x, type = RFFT, length = [17] : (T) -> R`.
 inline Status pretty_fft(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(
-      keyword_enum(r, p, "type", "fft_type", str_cat("after the operand of ", op.name),
-                   "an fft type (FFT, IFFT, RFFT, IRFFT)", fft_type_from_name));
-  PJRT_LITE_RETURN_IF_ERROR(
-      keyword_list(r, p, "length", "fft_length", "after the fft type", "after the fft type"));
+  const Where where{"after the operand of ", op.name};
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', where));
+  PJRT_LITE_RETURN_IF_ERROR(key_enum(r, p, "type", "fft_type", where,
+                                     "an fft type (FFT, IFFT, RFFT, IRFFT)", fft_type_from_name));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after the fft type"));
+  PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, "length", "fft_length", "after the fft type"));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
 }
 
 /// CHLO's top_k: `chlo.top_k(%x, k = 3) : T -> (T, tensor<...xi32>)`.
 inline Status pretty_top_k(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('(', str_cat("after ", op.name)));
-  PJRT_LITE_ASSIGN_OR_RETURN(Value operand, parse_operand(r, ctx, str_cat("for ", op.name)));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect('(', {"after ", op.name}));
+  PJRT_LITE_ASSIGN_OR_RETURN(Value operand, parse_operand(r, ctx, {"for ", op.name}));
   p.operands = {operand};
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', str_cat("after the operand of ", op.name)));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("k", str_cat("after the operand of ", op.name)));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after k"));
-  const SourcePos at = r.peek().pos;
-  PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t k, r.parse_int("after k ="));
-  p.attrs.emplace_back("k", int_value_at(k, at));
+  const Where where{"after the operand of ", op.name};
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', where));
+  PJRT_LITE_RETURN_IF_ERROR(key_int(r, p, "k", "k", where));
   PJRT_LITE_RETURN_IF_ERROR(r.expect(')', "after k = ..."));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();

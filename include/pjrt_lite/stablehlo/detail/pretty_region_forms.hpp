@@ -52,13 +52,8 @@ inline Status pretty_reduce(Reader& r, Context& ctx, const OpSyntax& op, OpParts
                               describe(body_op)));
     applies = *code;
   }
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("across", str_cat("in ", op.name)));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("dimensions", "after across"));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('=', "after dimensions"));
-  const SourcePos dims_pos = r.peek().pos;
-  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> dims,
-                             r.parse_int_list("after dimensions ="));
-  p.attrs.emplace_back("dimensions", int_list_value_at(std::move(dims), dims_pos));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("across", {"in ", op.name}));
+  PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, "dimensions", "dimensions", "after across"));
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   p.operands = inputs;
   p.operands.insert(p.operands.end(), inits.begin(), inits.end());
@@ -74,7 +69,7 @@ inline Status pretty_reduce(Reader& r, Context& ctx, const OpSyntax& op, OpParts
     p.regions.push_back(std::move(made).value());
     return ok_status();
   }
-  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("reducer", str_cat("(or applies) in ", op.name)));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("reducer", {"(or applies) in ", op.name}));
   // Each pair is (accumulator i, element i); the body takes all accumulators first.
   const std::size_t n = inputs.size();
   std::vector<BlockArg> args(2 * n);
@@ -97,13 +92,13 @@ inline Status pretty_reduce(Reader& r, Context& ctx, const OpSyntax& op, OpParts
 //    cond { ... stablehlo.return %p : tensor<i1> } do { ... stablehlo.return %x, %y : ... }
 // Both regions see the iteration arguments as their block arguments.
 inline Status pretty_while(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_RETURN_IF_ERROR(r.expect('(', str_cat("to start the operands of ", op.name)));
+  PJRT_LITE_RETURN_IF_ERROR(r.expect('(', {"to start the operands of ", op.name}));
   std::vector<BlockArg> args;
   if (!r.consume_if(')')) {
     while (true) {
       PJRT_LITE_ASSIGN_OR_RETURN(
           Token arg, r.expect_kind(TokenKind::kValueId, "an iteration argument such as %iterArg",
-                                   str_cat("in ", op.name)));
+                                   {"in ", op.name}));
       if (arg.text.find('#') != std::string_view::npos)
         return error_at(arg.pos,
                         str_cat("an iteration argument cannot select a result: ", arg.text));
@@ -135,8 +130,8 @@ inline Status pretty_while(Reader& r, Context& ctx, const OpSyntax& op, OpParts&
   if (r.peek().is('{')) PJRT_LITE_RETURN_IF_ERROR(r.parse_dict().status());
   p.captures.resize(2);
   for (std::string_view keyword : {std::string_view("cond"), std::string_view("do")}) {
-    PJRT_LITE_RETURN_IF_ERROR(r.expect_ident(keyword, str_cat("in ", op.name)));
-    PJRT_LITE_RETURN_IF_ERROR(r.expect('{', str_cat("to start the ", keyword, " region")));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect_ident(keyword, {"in ", op.name}));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect('{', {"to start the ", keyword, " region"}));
     PJRT_LITE_ASSIGN_OR_RETURN(
         Graph g, ctx.reader.read_region_body(r, ctx, args, keyword, &p.captures[p.regions.size()]));
     p.regions.push_back(std::move(g));

@@ -58,22 +58,22 @@ class Reader {
     return true;
   }
   /// Consumes `c` or fails with "expected 'c' <context>, found X".
-  Status expect(char c, std::string_view context) {
+  Status expect(char c, const Where& context) {
     Token t = lex_.next();
     if (t.is(c)) return ok_status();
     return error_at(t.pos, str_cat("expected '", c, "' ", context, ", found ", describe(t)));
   }
-  Status expect_arrow(std::string_view context) {
+  Status expect_arrow(const Where& context) {
     Token t = lex_.next();
     if (t.kind == TokenKind::kArrow) return ok_status();
     return error_at(t.pos, str_cat("expected '->' ", context, ", found ", describe(t)));
   }
-  Status expect_ident(std::string_view word, std::string_view context) {
+  Status expect_ident(std::string_view word, const Where& context) {
     Token t = lex_.next();
     if (t.is_ident(word)) return ok_status();
     return error_at(t.pos, str_cat("expected '", word, "' ", context, ", found ", describe(t)));
   }
-  StatusOr<Token> expect_kind(TokenKind kind, std::string_view what, std::string_view context) {
+  StatusOr<Token> expect_kind(TokenKind kind, std::string_view what, const Where& context) {
     Token t = lex_.next();
     if (t.kind == kind) return t;
     return error_at(t.pos, str_cat("expected ", what, " ", context, ", found ", describe(t)));
@@ -90,7 +90,7 @@ class Reader {
 
   // ---- Numbers ------------------------------------------------------------------------
 
-  StatusOr<std::int64_t> parse_int(std::string_view context) {
+  StatusOr<std::int64_t> parse_int(const Where& context) {
     Token t = lex_.next();
     if (t.kind != TokenKind::kInt)
       return error_at(t.pos, str_cat("expected an integer ", context, ", found ", describe(t)));
@@ -112,12 +112,16 @@ class Reader {
     return v;
   }
   /// `[1, -2, 3]`.
-  StatusOr<std::vector<std::int64_t>> parse_int_list(std::string_view context) {
+  StatusOr<std::vector<std::int64_t>> parse_int_list(const Where& context) {
     PJRT_LITE_RETURN_IF_ERROR(expect('[', context));
     std::vector<std::int64_t> out;
     if (consume_if(']')) return out;
     while (true) {
-      PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t v, parse_int(str_cat("in the list ", context)));
+      Token item = lex_.next();
+      if (item.kind != TokenKind::kInt)
+        return error_at(item.pos, str_cat("expected an integer in the list ", context, ", found ",
+                                          describe(item)));
+      PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t v, int_value(item));
       out.push_back(v);
       Token t = lex_.next();
       if (t.is(']')) return out;
@@ -365,9 +369,9 @@ class Reader {
       v.kind = K::kDict;
       if (consume_if('>')) return v;
       while (true) {
-        PJRT_LITE_ASSIGN_OR_RETURN(Token key, expect_kind(TokenKind::kIdent, "a field name",
-                                                          str_cat("in ", t.text, "<...>")));
-        PJRT_LITE_RETURN_IF_ERROR(expect('=', str_cat("after ", key.text)));
+        PJRT_LITE_ASSIGN_OR_RETURN(
+            Token key, expect_kind(TokenKind::kIdent, "a field name", {"in ", t.text, "<...>"}));
+        PJRT_LITE_RETURN_IF_ERROR(expect('=', {"after ", key.text}));
         PJRT_LITE_ASSIGN_OR_RETURN(AttrValue value, parse_attr_value(1));
         v.dict.emplace_back(std::string(key.text), std::move(value));
         Token u = lex_.next();
@@ -482,7 +486,7 @@ class Reader {
     }
     v.kind = K::kIntArray;
     if (consume_if('>')) return v;
-    PJRT_LITE_RETURN_IF_ERROR(expect(':', str_cat("after array<", elem.text)));
+    PJRT_LITE_RETURN_IF_ERROR(expect(':', {"after array<", elem.text}));
     while (true) {
       Token u = lex_.next();
       if (u.is_ident("true") || u.is_ident("false")) {

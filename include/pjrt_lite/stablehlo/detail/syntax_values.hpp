@@ -2,10 +2,12 @@
 // IWYU pragma: private, include "pjrt_lite/stablehlo/parser.hpp"
 // What the syntax reader (syntax.hpp) returns besides tensor types: an op's trailing type
 // (OpType) and attribute values and dictionaries (AttrValue, AttrDict), kept as structured
-// as the parser needs and no more.
+// as the parser needs and no more; and what it takes to say where a token was expected
+// (Where).
 
 #include <cstdint>
 #include <memory>
+#include <ostream>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -92,5 +94,22 @@ inline const AttrValue* find_attr(const AttrDict& dict, std::string_view key) {
     if (k == key) return &v;
   return nullptr;
 }
+
+/// Where an expected token belongs, for the error when it is missing ("after the operands of
+/// stablehlo.add"): up to three pieces, joined only if the error is reported. Most contexts
+/// name the op they are in, and joining them for every op would cost more than reading it.
+/// It refers to its pieces: pass it on, do not keep it.
+struct Where {
+  // Implicit, so that a plain string is a Where.
+  Where(const char* text) : a(text) {}
+  Where(std::string_view text) : a(text) {}
+  Where(const std::string& text) : a(text) {}
+  Where(std::string_view first, std::string_view second, std::string_view third = {})
+      : a(first), b(second), c(third) {}
+  friend std::ostream& operator<<(std::ostream& os, const Where& w) {
+    return os << w.a << w.b << w.c;
+  }
+  std::string_view a, b, c;
+};
 
 }  // namespace pjrt_lite::stablehlo::detail
