@@ -1,7 +1,7 @@
 #pragma once
 // Compiles the CPU backend's heavy parts (the compiler and every kernel for every op and dtype,
-// the client and executable classes for both executors) and the reference interpreter's op
-// implementations in one translation unit.
+// the client and executable classes for both executors), the reference interpreter's op
+// implementations, shape inference and graph verification in one translation unit.
 //
 // A large application that compiles programs from many files can pay for the kernels once:
 //   1. define PJRT_LITE_CPU_EXTERN_KERNELS for every translation unit of the program
@@ -14,7 +14,10 @@
 // this header only instantiates the classes once more (harmless, and no saving).
 
 #include "pjrt_lite/backends/cpu/detail/compiler.hpp"  // the non-inline definition of compile_program
+#include "pjrt_lite/backends/cpu/detail/executable_impl.hpp"  // the executable's members, Client::compile
 #include "pjrt_lite/backends/reference/eval_node.hpp"  // and of the reference interpreter's eval_node
+#include "pjrt_lite/ir/detail/infer_shapes.hpp"       // shape inference
+#include "pjrt_lite/ir/detail/verify_graph.hpp"       // and graph verification
 #include "pjrt_lite/cpu.hpp"
 
 namespace pjrt_lite::inline v0_1::cpu {

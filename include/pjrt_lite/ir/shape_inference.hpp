@@ -21,6 +21,7 @@
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/compiled_once.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/op.hpp"
@@ -1483,107 +1484,12 @@ inline StatusOr<std::vector<Shape>> infer_case(OpCode op, const Shape& selector,
 /// the number of bodies, then applies the op's rule above. `bodies` are the signatures of
 /// the node's regions (body_count(op) of them, or at least that many for case). The builder and the verifier
 /// both come through here, so they cannot disagree.
-inline StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shape> operands,
-                                                 const Attributes& attrs,
-                                                 std::span<const Signature> bodies = {}) {
-  if (!is_valid(op))
-    return invalid_argument_error(
-        str_cat("invalid opcode (enum value ", static_cast<int>(op), ")"));
-  if (!attributes_fit(op, attrs))
-    return detail::op_error(op, "has attributes ", attributes_name(attrs.index()), " but takes ",
-                            attributes_name(attributes_index_for(op)));
-  const int expected = operand_count(op);
-  if (expected >= 0 && operands.size() != static_cast<std::size_t>(expected))
-    return detail::op_error(op, "takes ", expected, " operand(s), got ", operands.size());
-  if (!body_count_fits(op, bodies.size()))
-    return detail::op_error(op, "takes ", has_variadic_bodies(op) ? "at least " : "",
-                            body_count(op), " body(ies), got ", bodies.size());
-  for (std::size_t i = 0; i < operands.size(); ++i)
-    if (!is_valid(operands[i].dtype()))
-      return detail::op_error(op, "operand ", i, " has an invalid shape");
-
-  auto one = [](StatusOr<Shape> s) -> StatusOr<std::vector<Shape>> {
-    if (!s.ok()) return s.status();
-    return std::vector<Shape>{std::move(s).value()};
-  };
-  if (is_unary(op)) return one(infer_unary(op, operands[0]));
-  if (is_binary(op)) return one(infer_binary(op, operands[0], operands[1]));
-  switch (op) {
-    case OpCode::kParameter: return one(infer_parameter(std::get<ParameterAttrs>(attrs)));
-    case OpCode::kConstant: return one(infer_constant(std::get<ConstantAttrs>(attrs)));
-    case OpCode::kIota: return one(infer_iota(std::get<IotaAttrs>(attrs)));
-    case OpCode::kCompare:
-      return one(infer_compare(operands[0], operands[1], std::get<CompareAttrs>(attrs)));
-    case OpCode::kSelect: return one(infer_select(operands[0], operands[1], operands[2]));
-    case OpCode::kClamp: return one(infer_clamp(operands[0], operands[1], operands[2]));
-    case OpCode::kConvert:
-      return one(infer_convert(operands[0], std::get<ConvertAttrs>(attrs).dtype));
-    case OpCode::kBitcastConvert:
-      return one(infer_bitcast_convert(operands[0], std::get<ConvertAttrs>(attrs).dtype));
-    case OpCode::kBroadcastInDim:
-      return one(infer_broadcast_in_dim(operands[0], std::get<BroadcastInDimAttrs>(attrs)));
-    case OpCode::kReshape: return one(infer_reshape(operands[0], std::get<ReshapeAttrs>(attrs)));
-    case OpCode::kTranspose:
-      return one(infer_transpose(operands[0], std::get<TransposeAttrs>(attrs)));
-    case OpCode::kSlice: return one(infer_slice(operands[0], std::get<SliceAttrs>(attrs)));
-    case OpCode::kConcatenate:
-      return one(infer_concatenate(operands, std::get<ConcatenateAttrs>(attrs)));
-    case OpCode::kPad: return one(infer_pad(operands[0], operands[1], std::get<PadAttrs>(attrs)));
-    case OpCode::kReverse: return one(infer_reverse(operands[0], std::get<ReverseAttrs>(attrs)));
-    case OpCode::kDynamicSlice:
-      if (operands.empty()) return detail::op_error(op, "needs an operand");
-      return one(infer_dynamic_slice(operands[0], operands.subspan(1),
-                                     std::get<DynamicSliceAttrs>(attrs)));
-    case OpCode::kDynamicUpdateSlice:
-      if (operands.size() < 2) return detail::op_error(op, "needs an operand and an update");
-      return one(infer_dynamic_update_slice(operands[0], operands[1], operands.subspan(2)));
-    case OpCode::kReduce: {
-      if (operands.empty() || operands.size() % 2 != 0)
-        return detail::op_error(op, "takes 2N operands (N inputs, then N init values), got ",
-                                operands.size());
-      const std::size_t n = operands.size() / 2;
-      return infer_reduce(operands.first(n), operands.subspan(n), bodies[0],
-                          std::get<ReduceAttrs>(attrs));
-    }
-    case OpCode::kDotGeneral:
-      return one(infer_dot_general(operands[0], operands[1], std::get<DotDimensionNumbers>(attrs)));
-    case OpCode::kGather:
-      return one(infer_gather(operands[0], operands[1], std::get<GatherAttrs>(attrs)));
-    case OpCode::kScatter:
-      return one(infer_scatter(operands[0], operands[1], operands[2], bodies[0],
-                               std::get<ScatterAttrs>(attrs)));
-    case OpCode::kReduceWindow: {
-      if (operands.empty() || operands.size() % 2 != 0)
-        return detail::op_error(op, "takes 2N operands (N inputs, then N init values), got ",
-                                operands.size());
-      const std::size_t n = operands.size() / 2;
-      return infer_reduce_window(operands.first(n), operands.subspan(n), bodies[0],
-                                 std::get<WindowAttrs>(attrs));
-    }
-    case OpCode::kSelectAndScatter:
-      return one(infer_select_and_scatter(operands[0], operands[1], operands[2], bodies[0],
-                                          bodies[1], std::get<WindowAttrs>(attrs)));
-    case OpCode::kConvolution:
-      return one(infer_convolution(operands[0], operands[1], std::get<ConvolutionAttrs>(attrs)));
-    case OpCode::kFft: return one(infer_fft(operands[0], std::get<FftAttrs>(attrs)));
-    case OpCode::kTriangularSolve:
-      return one(infer_triangular_solve(operands[0], operands[1],
-                                        std::get<TriangularSolveAttrs>(attrs)));
-    case OpCode::kWhile: return infer_while(operands, bodies[0], bodies[1]);
-    case OpCode::kCase:
-    case OpCode::kIf:
-      if (operands.empty())
-        return detail::op_error(op, "needs operand 0 (the ",
-                                op == OpCode::kIf ? "predicate" : "index", ")");
-      return infer_case(op, operands[0], operands.subspan(1), bodies);
-    case OpCode::kReducePrecision:
-      return one(infer_reduce_precision(operands[0], std::get<ReducePrecisionAttrs>(attrs)));
-    case OpCode::kSort: return infer_sort(operands, bodies[0], std::get<SortAttrs>(attrs));
-    case OpCode::kTopK: return infer_top_k(operands[0], std::get<TopKAttrs>(attrs));
-    case OpCode::kRngBitGenerator:
-      return infer_rng_bit_generator(operands[0], std::get<RngBitGeneratorAttrs>(attrs));
-    default: return detail::op_error(op, "has no shape rule");
-  }
-}
+PJRT_LITE_COMPILED_ONCE StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shape> operands,
+                                                          const Attributes& attrs,
+                                                          std::span<const Signature> bodies = {});
 
 }  // namespace pjrt_lite
+
+#if !defined(PJRT_LITE_CPU_EXTERN_KERNELS)
+#include "pjrt_lite/ir/detail/infer_shapes.hpp"  // IWYU pragma: export
+#endif

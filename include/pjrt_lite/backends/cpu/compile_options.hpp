@@ -1,6 +1,7 @@
 #pragma once
-// Options of compiling a program for the CPU.
+// Options of compiling a program for the CPU, and what the compiled program costs.
 
+#include <cstdint>
 #include <vector>
 
 namespace pjrt_lite::inline v0_1::cpu {
@@ -16,6 +17,26 @@ struct CompileOptions {
   std::vector<int> device_ids = {0};
 
   friend bool operator==(const CompileOptions&, const CompileOptions&) = default;
+};
+
+/// What an execution costs, summed over the program's kernels.
+struct CostAnalysis {
+  double flops = 0;
+  double transcendentals = 0;
+  std::int64_t bytes_accessed = 0;
+};
+
+/// The memory one execution uses.
+struct MemoryStats {
+  std::int64_t argument_bytes = 0;
+  std::int64_t output_bytes = 0;
+  /// The arena: temporaries (sharing space where their lifetimes allow) plus kernel scratch.
+  std::int64_t temp_bytes = 0;
+  /// The part of temp_bytes that is kernel scratch: the tiles a fused loop computes in (per
+  /// worker, L1-sized) and packed operands of matrix products. The rest are temporaries,
+  /// intermediate arrays that are not fused away.
+  std::int64_t scratch_bytes = 0;
+  std::int64_t constant_bytes = 0;
 };
 
 }  // namespace pjrt_lite::cpu

@@ -1,10 +1,11 @@
 #pragma once
-// LoadedExecutable: a compiled program loaded on CPU devices, run through PJRT's three doors,
-// and Client::compile, which makes one from a graph or from StableHLO text.
+// LoadedExecutable: a compiled program loaded on CPU devices, run through PJRT's three doors.
+// The members that run or inspect the program, and Client::compile, which makes one from a
+// graph or from StableHLO text, are defined in detail/executable_impl.hpp: included at the end
+// of this header, or compiled once in pjrt_lite::cpu_kernels (PJRT_LITE_CPU_EXTERN_KERNELS),
+// so that a translation unit linking that library parses neither the compiler nor the kernels.
 
-#include <algorithm>
 #include <atomic>
-#include <functional>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -15,20 +16,18 @@
 
 #include "pjrt_lite/backends/cpu/buffer.hpp"
 #include "pjrt_lite/backends/cpu/client.hpp"
-#include "pjrt_lite/backends/cpu/detail/compile_program.hpp"
-#include "pjrt_lite/backends/cpu/detail/executable_format.hpp"
-#include "pjrt_lite/backends/cpu/detail/program.hpp"
+#include "pjrt_lite/backends/cpu/compile_options.hpp"
 #include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/core/runtime_types.hpp"
 #include "pjrt_lite/future.hpp"
-#include "pjrt_lite/ir/fingerprint.hpp"
-#include "pjrt_lite/ir/printer.hpp"
-#if !defined(PJRT_LITE_CPU_EXTERN_KERNELS)
-#include "pjrt_lite/backends/cpu/detail/compiler.hpp"
-#endif
-#include "pjrt_lite/stablehlo/parser.hpp"
+#include "pjrt_lite/ir/graph.hpp"
 
 namespace pjrt_lite::inline v0_1::cpu {
+
+namespace detail {
+class Program;
+struct RunState;
+}  // namespace detail
 
 /// A program compiled for the CPU and loaded on devices. Move-only. execute* are thread-safe
 /// and may run concurrently on one executable; each execution has its own arena.
@@ -63,76 +62,38 @@ class LoadedExecutable {
   [[nodiscard]] const CompileOptions& compile_options() const { return options_; }
 
   // ---- Introspection
-  [[nodiscard]] std::span<const Shape> parameter_shapes() const { return program_->parameter_shapes; }
-  [[nodiscard]] std::span<const Shape> output_shapes() const { return program_->output_shapes; }
-  [[nodiscard]] const CostAnalysis& cost_analysis() const { return program_->cost; }
-  [[nodiscard]] const MemoryStats& memory_stats() const { return program_->memory; }
+  [[nodiscard]] std::span<const Shape> parameter_shapes() const;
+  [[nodiscard]] std::span<const Shape> output_shapes() const;
+  [[nodiscard]] const CostAnalysis& cost_analysis() const;
+  [[nodiscard]] const MemoryStats& memory_stats() const;
   /// The program after optimization, then the kernels it runs, one per line.
-  [[nodiscard]] std::string optimized_program_text() const {
-    return str_cat(to_string(program_->graph), "\n", program_->text);
-  }
+  [[nodiscard]] std::string optimized_program_text() const;
   /// The graph as given to compile (what serialize() records).
   [[nodiscard]] const Graph& source_graph() const { return source_; }
   /// The graph the kernels compute: the source after simplification.
-  [[nodiscard]] const Graph& optimized_graph() const { return program_->graph; }
+  [[nodiscard]] const Graph& optimized_graph() const;
   /// The kernels an execution runs, in order, as lines of the optimized program.
-  [[nodiscard]] std::vector<std::string_view> kernel_names() const {
-    std::vector<std::string_view> names;
-    for (const auto& k : program_->kernels) names.push_back(k->text);
-    return names;
-  }
+  [[nodiscard]] std::vector<std::string_view> kernel_names() const;
   /// For each node of optimized_graph(), the index of the kernel that computes it, or -1:
   /// nodes sharing a fused kernel are one fusion group.
-  [[nodiscard]] std::span<const std::int32_t> node_kernels() const { return program_->node_kernel; }
+  [[nodiscard]] std::span<const std::int32_t> node_kernels() const;
   /// For each parameter, the output a donated argument's memory may become, or -1.
-  [[nodiscard]] std::span<const std::int32_t> donation_targets() const { return program_->donation_target; }
+  [[nodiscard]] std::span<const std::int32_t> donation_targets() const;
 
   /// The source graph and compile options as version-tagged, checksummed bytes, which
   /// Client::deserialize_executable turns back into an executable (by compiling again).
-  [[nodiscard]] std::vector<std::byte> serialize() const { return detail::write_executable(source_, options_); }
+  [[nodiscard]] std::vector<std::byte> serialize() const;
 
   /// Marks the executable unusable; executions in flight finish. Thread-safe, also while
   /// other threads execute it.
   void delete_executable() { deleted_.store(true, std::memory_order_release); }
   [[nodiscard]] bool is_deleted() const { return deleted_.load(std::memory_order_acquire); }
 
-  /// Runs on every addressable device, `per_device_args[d]` on addressable_devices()[d].
+  /// Runs on every addressable device, `per_device_args[d]` on addressable_devices()[d]. All
+  /// devices or none: every device's execution is prepared before any starts, and an error on
+  /// any device lets every argument go as it was.
   [[nodiscard]] StatusOr<std::vector<std::vector<Buffer<E>>>> execute(
-      std::span<const std::vector<Buffer<E>*>> per_device_args, const ExecuteOptions& options = {}) {
-    if (per_device_args.size() != devices_.size())
-      return invalid_argument_error(str_cat("execute: ", per_device_args.size(), " argument lists given for ",
-                                            devices_.size(), " addressable devices"));
-    // All devices or none: every device's execution is prepared (arguments held, donations
-    // reserved, outputs allocated) before any starts, and an error on any device lets every
-    // argument go as it was. A donated buffer may appear in no other device's list (its
-    // reservation would wait on itself).
-    for (std::size_t d = 0; d < devices_.size(); ++d) {
-      Status s = validate(per_device_args[d], devices_[d], options);
-      for (std::size_t k = 0; s.ok() && k < options.donated_arguments.size(); ++k) {
-        const Buffer<E>* given = per_device_args[d][static_cast<std::size_t>(options.donated_arguments[k])];
-        for (std::size_t other = 0; other < devices_.size(); ++other)
-          if (other != d && std::find(per_device_args[other].begin(), per_device_args[other].end(), given) !=
-                                per_device_args[other].end())
-            s = invalid_argument_error(str_cat("execute: argument ", options.donated_arguments[k],
-                                               " is donated but is also passed to device ",
-                                               devices_[other]->debug_string()));
-      }
-      if (!s.ok()) return s.with_context(str_cat("device ", devices_[d]->debug_string()));
-    }
-    std::vector<std::unique_ptr<detail::RunState>> prepared(devices_.size());
-    for (std::size_t d = 0; d < devices_.size(); ++d) {
-      StatusOr<std::unique_ptr<detail::RunState>> state = prepare(per_device_args[d], options);
-      if (!state.ok()) {
-        for (std::size_t e = 0; e < d; ++e) cancel(std::move(prepared[e]), per_device_args[e], options);
-        return state.status().with_context(str_cat("device ", devices_[d]->debug_string()));
-      }
-      prepared[d] = std::move(state).value();
-    }
-    std::vector<std::vector<Buffer<E>>> results(devices_.size());
-    for (std::size_t d = 0; d < devices_.size(); ++d)
-      start(std::move(prepared[d]), per_device_args[d], devices_[d], options, results[d]);
-    return results;
-  }
+      std::span<const std::vector<Buffer<E>*>> per_device_args, const ExecuteOptions& options = {});
 
   /// For an executable loaded on one device: runs there, as
   /// `execute_sharded(args, addressable_devices()[0])` (Python PJRT's execute), and returns
@@ -166,25 +127,11 @@ class LoadedExecutable {
   /// The same, writing into `results` (cleared first). Reusing one vector across calls keeps
   /// a control loop free of allocations for the result list.
   Status execute_sharded(std::span<Buffer<E>* const> args, Device<E>* device, const ExecuteOptions& options,
-                         std::vector<Buffer<E>>& results) {
-    if (device == nullptr || std::find(devices_.begin(), devices_.end(), device) == devices_.end())
-      return invalid_argument_error(str_cat("execute_sharded: ", device ? device->debug_string() : std::string("null device"),
-                                            " is not one of the executable's addressable devices"));
-    return launch(args, device, options, results);
-  }
+                         std::vector<Buffer<E>>& results);
 
   /// Runs on any device of the client; the executable must have been compiled for one device.
   [[nodiscard]] StatusOr<std::vector<Buffer<E>>> execute_portable(std::span<Buffer<E>* const> args, Device<E>* device,
-                                                                  const ExecuteOptions& options = {}) {
-    if (devices_.size() != 1)
-      return invalid_argument_error(str_cat("execute_portable: the executable is compiled for ", devices_.size(),
-                                            " devices; portable execution needs one"));
-    if (device == nullptr || device->client() != client_)
-      return invalid_argument_error("execute_portable: the device is null or belongs to another client");
-    std::vector<Buffer<E>> results;
-    PJRT_LITE_RETURN_IF_ERROR(launch(args, device, options, results));
-    return results;
-  }
+                                                                  const ExecuteOptions& options = {});
   /// As above, with the arguments listed in place: `exe.execute_portable({&x, &y}, device)`.
   [[nodiscard]] StatusOr<std::vector<Buffer<E>>> execute_portable(std::initializer_list<Buffer<E>*> args,
                                                                   Device<E>* device, const ExecuteOptions& options = {}) {
@@ -192,191 +139,19 @@ class LoadedExecutable {
   }
 
  private:
-  Status validate(std::span<Buffer<E>* const> args, Device<E>* device, const ExecuteOptions& options) const {
-    if (is_deleted()) return failed_precondition_error("execute: the executable has been deleted");
-    const auto& params = program_->parameter_shapes;
-    if (args.size() != params.size())
-      return invalid_argument_error(str_cat("execute: ", args.size(), " arguments given, the program takes ", params.size()));
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      const Buffer<E>* a = args[i];
-      if (a == nullptr) return invalid_argument_error(str_cat("execute: argument ", i, " is null"));
-      if (a->client() == nullptr) return invalid_argument_error(str_cat("execute: argument ", i, " was moved from"));
-      if (a->client() != client_) return invalid_argument_error(str_cat("execute: argument ", i, " belongs to another client"));
-      if (a->device() != device)
-        return invalid_argument_error(str_cat("execute: argument ", i, " is on ", a->device()->debug_string(),
-                                              " but the execution runs on ", device->debug_string()));
-      if (!a->on_device_shape().same_type_and_dims(params[i]))
-        return invalid_argument_error(str_cat("execute: argument ", i, " has shape ", a->on_device_shape(), " but parameter ",
-                                              i, " takes ", params[i]));
-    }
-    for (std::size_t k = 0; k < options.donated_arguments.size(); ++k) {
-      const int d = options.donated_arguments[k];
-      if (d < 0 || d >= static_cast<int>(args.size()))
-        return invalid_argument_error(str_cat("execute: donated_arguments[", k, "] = ", d, " is not an argument index (0..",
-                                              static_cast<int>(args.size()) - 1, ")"));
-      for (std::size_t j = 0; j < k; ++j)
-        if (options.donated_arguments[j] == d)
-          return invalid_argument_error(str_cat("execute: argument ", d, " is donated twice"));
-      for (std::size_t i = 0; i < args.size(); ++i)
-        if (static_cast<int>(i) != d && args[i] == args[static_cast<std::size_t>(d)])
-          return invalid_argument_error(str_cat("execute: argument ", d, " is donated but is also passed as argument ", i));
-    }
-    return ok_status();
-  }
-
-  static bool donated(const ExecuteOptions& options, std::size_t i) {
-    return std::find(options.donated_arguments.begin(), options.donated_arguments.end(), static_cast<int>(i)) !=
-           options.donated_arguments.end();
-  }
-
+  Status validate(std::span<Buffer<E>* const> args, Device<E>* device, const ExecuteOptions& options) const;
+  static bool donated(const ExecuteOptions& options, std::size_t i);
   Status launch(std::span<Buffer<E>* const> args, Device<E>* device, const ExecuteOptions& options,
-                std::vector<Buffer<E>>& results) {
-    PJRT_LITE_RETURN_IF_ERROR(validate(args, device, options));
-    PJRT_LITE_ASSIGN_OR_RETURN(std::unique_ptr<detail::RunState> state, prepare(args, options));
-    start(std::move(state), args, device, options, results);
-    return ok_status();
-  }
-
+                std::vector<Buffer<E>>& results);
   /// An execution made ready to start, of validated arguments: every argument held, every
   /// donated argument reserved, every output allocated. start() commits and runs it;
   /// cancel() lets every argument go as it was.
-  StatusOr<std::unique_ptr<detail::RunState>> prepare(std::span<Buffer<E>* const> args, const ExecuteOptions& options) {
-    const detail::Program& program = *program_;
-    std::unique_ptr<detail::RunState> state = program.acquire_state();
-    // A new run state (another execution holds the cached one) allocates its arena here.
-    if (program.arena_bytes > 0 && state->arena == nullptr)  // dropped, not cached
-      return resource_exhausted_error(
-          str_cat("execute: the arena of ", program.arena_bytes, " bytes for a concurrent execution could not be allocated"));
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      if (donated(options, i)) continue;
-      StatusOr<detail::BufferHold> hold = detail::BufferAccess::acquire(*args[i], "execute: argument", i);
-      if (!hold.ok()) {
-        program.release_state(std::move(state));
-        return hold.status();
-      }
-      state->holds[i] = std::move(hold).value();
-    }
-    // Donation is a transaction: every donated argument is reserved (in the order of the
-    // buffers' ids, so concurrent executes donating the same buffers cannot wait on each
-    // other) before any is taken, and an error on any of them, or in allocating the outputs,
-    // leaves them all as they were.
-    const std::size_t donations = options.donated_arguments.size();
-    std::span<int> order(state->donation_order.data(), donations);
-    std::copy(options.donated_arguments.begin(), options.donated_arguments.end(), order.begin());
-    std::sort(order.begin(), order.end(), [&](int x, int y) {
-      return std::less<const void*>()(args[static_cast<std::size_t>(x)]->id(), args[static_cast<std::size_t>(y)]->id());
-    });
-    auto fail = [&](std::size_t reserved, Status error) {
-      for (std::size_t k = 0; k < reserved; ++k) args[static_cast<std::size_t>(order[k])]->cancel_donation();
-      program.release_state(std::move(state));
-      return error;
-    };
-    for (std::size_t k = 0; k < donations; ++k)
-      if (Status s = args[static_cast<std::size_t>(order[k])]->reserve_donation("execute: donated argument",
-                                                                                static_cast<std::size_t>(order[k]));
-          !s.ok())
-        return fail(k, std::move(s));
-
-    // An output may take over a donated argument's memory when nobody else can see it: no
-    // pending reads, no external references, not the caller's read-only zero-copy data.
-    for (std::size_t j = 0; j < program.output_shapes.size(); ++j) state->outputs[j] = nullptr;
-    for (std::size_t k = 0; k < donations; ++k) {
-      const auto i = static_cast<std::size_t>(order[k]);
-      const std::int32_t target = program.donation_target[i];
-      const detail::MemoryRef& memory = args[i]->reserved_memory();
-      if (target >= 0 && memory->writable && memory.use_count() == 1 && !state->outputs[static_cast<std::size_t>(target)])
-        state->outputs[static_cast<std::size_t>(target)] = memory;  // the same block after commit_donation()
-    }
-    for (std::size_t j = 0; j < program.output_shapes.size(); ++j) {
-      if (state->outputs[j]) continue;
-      const auto bytes = static_cast<std::size_t>(program.output_shapes[j].byte_size());
-      detail::MemoryRef memory = client_->allocate_memory(bytes);
-      if (!memory || (bytes > 0 && memory->data == nullptr)) {
-        return fail(donations, resource_exhausted_error(str_cat("execute: output ", j, " (", program.output_shapes[j],
-                                                                ", ", bytes, " bytes) could not be allocated")));
-      }
-      state->outputs[j] = std::move(memory);
-    }
-    return state;
-  }
-
-  void cancel(std::unique_ptr<detail::RunState> state, std::span<Buffer<E>* const> args, const ExecuteOptions& options) {
-    for (int d : options.donated_arguments) args[static_cast<std::size_t>(d)]->cancel_donation();
-    program_->release_state(std::move(state));
-  }
-
+  StatusOr<std::unique_ptr<detail::RunState>> prepare(std::span<Buffer<E>* const> args, const ExecuteOptions& options);
+  void cancel(std::unique_ptr<detail::RunState> state, std::span<Buffer<E>* const> args, const ExecuteOptions& options);
   /// Commits a prepared execution's donations and runs it (on the caller, or handed to a
   /// worker); nothing fails from here on, errors reach the outputs' ready futures.
   void start(std::unique_ptr<detail::RunState> state, std::span<Buffer<E>* const> args, Device<E>* device,
-             const ExecuteOptions& options, std::vector<Buffer<E>>& results) {
-    const detail::Program& program = *program_;
-    for (int d : options.donated_arguments)
-      state->holds[static_cast<std::size_t>(d)] = args[static_cast<std::size_t>(d)]->commit_donation();
-    // The arguments are held now, so the previous results can go (even if some of them are
-    // arguments): their memory returns to the pool in time to back this execution's outputs.
-    results.clear();
-
-    bool all_ready = true;
-    for (const auto& h : state->holds) all_ready &= h.ready.is_ready();
-    const bool threaded = client_->executor().num_threads() > 0;
-    const bool synchronous =
-        options.mode == ExecutionMode::kSynchronous || !threaded ||
-        (options.mode == ExecutionMode::kDefault && all_ready && program.cost.bytes_accessed < kInlineBytes &&
-         program.cost.flops < kInlineFlops);
-
-    MemorySpace<E>* memory_space = device->memory_spaces().front();
-    Observer* const observer = client_->observer();
-    if (synchronous) {
-      Status status;
-      for (const auto& h : state->holds) {
-        Status s = h.ready.await();
-        if (!s.ok() && status.ok()) status = s;
-      }
-      if (status.ok()) {
-        detail::ObservedSpan span(observer, SpanKind::kExecute, name(), program.cost.bytes_accessed);
-        program.run(*state, &client_->executor(), observer);
-      }
-      Future<void> ready = status.ok() ? make_ready_future() : make_error_future<void>(status);
-      for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
-        results.push_back(
-            detail::BufferAccess::make(client_, memory_space, program.output_shapes[j], std::move(state->outputs[j]), ready));
-      program.release_state(std::move(state));
-      return;
-    }
-
-    auto [promise, ready] = make_promise<void>();
-    for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
-      results.push_back(detail::BufferAccess::make(client_, memory_space, program.output_shapes[j], state->outputs[j], ready));
-    std::vector<Future<void>> pending;
-    for (const auto& h : state->holds)
-      if (!h.ready.is_ready() || !h.ready.await().ok()) pending.push_back(h.ready);
-    // The task holds the program, the run state, the promise and the client (whose executor
-    // outlives every task it runs): it fits UniqueFunction's inline storage, so handing it to
-    // a worker allocates nothing.
-    join(pending).on_ready([program = program_, state = std::move(state), promise = std::move(promise),
-                            client = client_](const Status& status) mutable {
-      if (!status.ok()) {
-        program->release_state(std::move(state));
-        promise.set_error(status);
-        return;
-      }
-      auto task = [program = std::move(program), state = std::move(state), promise = std::move(promise),
-                   client]() mutable {
-        E* executor = &client->executor();
-        Observer* const observer = client->observer();
-        {
-          // The program's graph outlives the span: the program is held here.
-          detail::ObservedSpan span(observer, SpanKind::kExecute, program->graph.name(), program->cost.bytes_accessed);
-          program->run(*state, executor, observer);
-        }
-        program->release_state(std::move(state));
-        promise.set_value();
-      };
-      static_assert(UniqueFunction<void()>::template stores_inline<decltype(task)>(),
-                    "an asynchronous execute's task must fit a UniqueFunction without allocating");
-      client->executor().schedule(std::move(task));
-    });
-  }
+             const ExecuteOptions& options, std::vector<Buffer<E>>& results);
 
   /// Programs below both limits run on the caller when their arguments are ready: handing
   /// them to a worker would cost more than running them.
@@ -391,60 +166,6 @@ class LoadedExecutable {
   std::atomic<bool> deleted_{false};
 };
 
-template <class E>
-StatusOr<LoadedExecutable<E>> Client<E>::compile(const Graph& graph, const CompileOptions& options) {
-  if (options.device_ids.empty()) return invalid_argument_error("compile: CompileOptions.device_ids is empty");
-  std::vector<Device<E>*> devices;
-  for (int id : options.device_ids) {
-    StatusOr<Device<E>*> d = lookup_device(id);
-    if (!d.ok()) return d.status().with_context("compile: CompileOptions.device_ids");
-    if (std::find(devices.begin(), devices.end(), *d) != devices.end())
-      return invalid_argument_error(str_cat("compile: device ", id, " appears twice in CompileOptions.device_ids"));
-    devices.push_back(*d);
-  }
-  detail::ObservedSpan span(observer(), SpanKind::kCompile, graph.name());
-  const std::uint64_t key = fingerprint(graph);
-  if (std::shared_ptr<const detail::Program> cached = cache_lookup(key, graph, options))
-    return LoadedExecutable<E>(this, std::move(cached), std::move(devices), options, graph);
-  StatusOr<std::shared_ptr<detail::Program>> program =
-      detail::compile_program(graph, options, executor_.num_threads() + 1);
-  if (!program.ok()) return program.status().with_context(str_cat("compile '", graph.name(), "'"));
-  std::shared_ptr<const detail::Program> shared = std::move(program).value();
-  PJRT_LITE_RETURN_IF_ERROR(prepare_first_run(*shared).with_context(str_cat("compile '", graph.name(), "'")));
-  cache_insert(key, graph, options, shared);
-  return LoadedExecutable<E>(this, std::move(shared), std::move(devices), options, graph);
-}
-
-template <class E>
-StatusOr<LoadedExecutable<E>> Client<E>::deserialize_executable(std::span<const std::byte> bytes) {
-  PJRT_LITE_ASSIGN_OR_RETURN(auto parts, detail::read_executable(bytes));
-  StatusOr<LoadedExecutable<E>> exe = compile(parts.first, parts.second);
-  if (!exe.ok()) return exe.status().with_context("deserialize_executable");
-  return exe;
-}
-
-template <class E>
-StatusOr<LoadedExecutable<E>> Client<E>::compile(std::string_view stablehlo_text, const CompileOptions& options) {
-  StatusOr<stablehlo::Module> module = stablehlo::parse_module(stablehlo_text);
-  if (!module.ok()) return module.status().with_context("compile");
-  const stablehlo::Function* entry = module->find("main");
-  if (entry == nullptr) {
-    for (const stablehlo::Function& f : module->functions) {
-      if (f.visibility != stablehlo::Visibility::kPublic) continue;
-      if (entry != nullptr)
-        return invalid_argument_error("compile: the module has no @main and several public functions");
-      entry = &f;
-    }
-  }
-  if (entry == nullptr) return invalid_argument_error("compile: the module has no @main and no public function");
-  if (static_cast<std::int64_t>(entry->graph.outputs().size()) == entry->num_results) return compile(entry->graph, options);
-  // The checked values are extra outputs of a test program's graph; a compiled program returns
-  // only the function's results.
-  GraphParts parts = entry->graph.to_parts();
-  parts.outputs.resize(static_cast<std::size_t>(entry->num_results));
-  return compile(Graph::from_parts(std::move(parts)), options);
-}
-
 }  // namespace pjrt_lite::cpu
 
 #if defined(PJRT_LITE_CPU_EXTERN_KERNELS)
@@ -455,4 +176,6 @@ extern template class Client<InlineExecutor>;
 extern template class LoadedExecutable<ThreadPool>;
 extern template class LoadedExecutable<InlineExecutor>;
 }  // namespace pjrt_lite::cpu
+#else
+#include "pjrt_lite/backends/cpu/detail/executable_impl.hpp"  // IWYU pragma: export
 #endif

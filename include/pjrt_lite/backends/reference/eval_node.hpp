@@ -495,7 +495,7 @@ inline StatusOr<Literal> eval_convolution(const Literal& lhs, const Literal& rhs
 /// Results of at least this many bytes are allocated once as a test before evaluating.
 inline constexpr std::int64_t kProbedResultBytes = std::int64_t{1} << 20;
 
-PJRT_LITE_REFERENCE_KERNELS_INLINE StatusOr<std::vector<Literal>> eval_node(
+PJRT_LITE_COMPILED_ONCE StatusOr<std::vector<Literal>> eval_node(
     const Node& node, std::span<const Literal* const> operands) {
   auto one = [](StatusOr<Literal> literal) -> StatusOr<std::vector<Literal>> {
     if (!literal.ok()) return literal.status();

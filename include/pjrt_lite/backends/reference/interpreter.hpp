@@ -27,6 +27,7 @@
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/compiled_once.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/graph.hpp"
@@ -37,11 +38,6 @@
 // With PJRT_LITE_CPU_EXTERN_KERNELS the op implementations are compiled once, in the
 // translation unit that includes <pjrt_lite/cpu_instantiate.hpp>; elsewhere eval_node is only
 // declared (see cpu_instantiate.hpp).
-#if defined(PJRT_LITE_CPU_EXTERN_KERNELS)
-#define PJRT_LITE_REFERENCE_KERNELS_INLINE
-#else
-#define PJRT_LITE_REFERENCE_KERNELS_INLINE inline
-#endif
 
 namespace pjrt_lite::inline v0_1::reference {
 
@@ -53,7 +49,7 @@ inline StatusOr<std::vector<Literal>> run_graph(const Graph& graph,
 /// One node's results from its operands, which are row-major literals of the shapes the
 /// node was inferred from; parameters are bound by run_graph, not here. Where every op for
 /// every element type gets instantiated: defined in eval_node.hpp.
-PJRT_LITE_REFERENCE_KERNELS_INLINE StatusOr<std::vector<Literal>> eval_node(
+PJRT_LITE_COMPILED_ONCE StatusOr<std::vector<Literal>> eval_node(
     const Node& node, std::span<const Literal* const> operands);
 
 /// Runs a verified graph on row-major arguments of its parameter shapes, in parameter-number

@@ -13,20 +13,15 @@
 
 #include "pjrt_lite/backends/cpu/compile_options.hpp"
 #include "pjrt_lite/backends/cpu/forward.hpp"
+#include "pjrt_lite/core/compiled_once.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/graph.hpp"
-
-#if defined(PJRT_LITE_CPU_EXTERN_KERNELS)
-#define PJRT_LITE_CPU_KERNELS_INLINE
-#else
-#define PJRT_LITE_CPU_KERNELS_INLINE inline
-#endif
 
 namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// Compiles a verified `graph` for CPU executors with `max_workers` threads (the caller
 /// included).
-PJRT_LITE_CPU_KERNELS_INLINE StatusOr<std::shared_ptr<Program>> compile_program(const Graph& graph,
+PJRT_LITE_COMPILED_ONCE StatusOr<std::shared_ptr<Program>> compile_program(const Graph& graph,
                                                                                 const CompileOptions& options,
                                                                                 int max_workers);
 

@@ -826,7 +826,7 @@ class Compiler {
 /// Results of constant folding up to this many elements become constants.
 inline constexpr std::int64_t kMaxFoldElements = 1024;
 
-PJRT_LITE_CPU_KERNELS_INLINE StatusOr<std::shared_ptr<Program>> compile_program(const Graph& graph,
+PJRT_LITE_COMPILED_ONCE StatusOr<std::shared_ptr<Program>> compile_program(const Graph& graph,
                                                                                 const CompileOptions& options,
                                                                                 int max_workers) {
   PJRT_LITE_RETURN_IF_ERROR(verify(graph));

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/buffer.hpp"
+#include "pjrt_lite/backends/cpu/compile_options.hpp"
 #include "pjrt_lite/backends/cpu/detail/kernels.hpp"
 #include "pjrt_lite/backends/cpu/observer.hpp"
 #include "pjrt_lite/core/literal.hpp"
@@ -21,26 +22,6 @@
 #include "pjrt_lite/ir/graph.hpp"
 
 namespace pjrt_lite::inline v0_1::cpu {
-
-/// What an execution costs, summed over the program's kernels.
-struct CostAnalysis {
-  double flops = 0;
-  double transcendentals = 0;
-  std::int64_t bytes_accessed = 0;
-};
-
-/// The memory one execution uses.
-struct MemoryStats {
-  std::int64_t argument_bytes = 0;
-  std::int64_t output_bytes = 0;
-  /// The arena: temporaries (sharing space where their lifetimes allow) plus kernel scratch.
-  std::int64_t temp_bytes = 0;
-  /// The part of temp_bytes that is kernel scratch: the tiles a fused loop computes in (per
-  /// worker, L1-sized) and packed operands of matrix products. The rest are temporaries,
-  /// intermediate arrays that are not fused away.
-  std::int64_t scratch_bytes = 0;
-  std::int64_t constant_bytes = 0;
-};
 
 namespace detail {
 

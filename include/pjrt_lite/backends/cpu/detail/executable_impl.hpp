@@ -1,0 +1,390 @@
+#pragma once
+// IWYU pragma: private, include "pjrt_lite/cpu.hpp"
+// The members of LoadedExecutable that run or inspect its program, and Client::compile and
+// deserialize_executable. executable.hpp includes this header unless
+// PJRT_LITE_CPU_EXTERN_KERNELS is defined; pjrt_lite/cpu_instantiate.hpp always does.
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pjrt_lite/backends/cpu/buffer.hpp"
+#include "pjrt_lite/backends/cpu/client.hpp"
+#include "pjrt_lite/backends/cpu/detail/compile_program.hpp"
+#include "pjrt_lite/backends/cpu/detail/executable_format.hpp"
+#include "pjrt_lite/backends/cpu/detail/program.hpp"
+#include "pjrt_lite/backends/cpu/executable.hpp"
+#include "pjrt_lite/core/runtime_types.hpp"
+#include "pjrt_lite/future.hpp"
+#include "pjrt_lite/ir/fingerprint.hpp"
+#include "pjrt_lite/ir/printer.hpp"
+#include "pjrt_lite/stablehlo/parser.hpp"
+#if !defined(PJRT_LITE_CPU_EXTERN_KERNELS)
+#include "pjrt_lite/backends/cpu/detail/compiler.hpp"
+#endif
+
+namespace pjrt_lite::inline v0_1::cpu {
+
+template <class E>
+std::span<const Shape> LoadedExecutable<E>::parameter_shapes() const {
+  return program_->parameter_shapes;
+}
+
+template <class E>
+std::span<const Shape> LoadedExecutable<E>::output_shapes() const {
+  return program_->output_shapes;
+}
+
+template <class E>
+const CostAnalysis& LoadedExecutable<E>::cost_analysis() const {
+  return program_->cost;
+}
+
+template <class E>
+const MemoryStats& LoadedExecutable<E>::memory_stats() const {
+  return program_->memory;
+}
+
+template <class E>
+std::string LoadedExecutable<E>::optimized_program_text() const {
+  return str_cat(to_string(program_->graph), "\n", program_->text);
+}
+
+template <class E>
+const Graph& LoadedExecutable<E>::optimized_graph() const {
+  return program_->graph;
+}
+
+template <class E>
+std::vector<std::string_view> LoadedExecutable<E>::kernel_names() const {
+  std::vector<std::string_view> names;
+  for (const auto& k : program_->kernels) names.push_back(k->text);
+  return names;
+}
+
+template <class E>
+std::span<const std::int32_t> LoadedExecutable<E>::node_kernels() const {
+  return program_->node_kernel;
+}
+
+template <class E>
+std::span<const std::int32_t> LoadedExecutable<E>::donation_targets() const {
+  return program_->donation_target;
+}
+
+template <class E>
+std::vector<std::byte> LoadedExecutable<E>::serialize() const {
+  return detail::write_executable(source_, options_);
+}
+
+template <class E>
+StatusOr<std::vector<std::vector<Buffer<E>>>> LoadedExecutable<E>::execute(
+    std::span<const std::vector<Buffer<E>*>> per_device_args, const ExecuteOptions& options) {
+  if (per_device_args.size() != devices_.size())
+    return invalid_argument_error(str_cat("execute: ", per_device_args.size(), " argument lists given for ",
+                                          devices_.size(), " addressable devices"));
+  // All devices or none: every device's execution is prepared (arguments held, donations
+  // reserved, outputs allocated) before any starts, and an error on any device lets every
+  // argument go as it was. A donated buffer may appear in no other device's list (its
+  // reservation would wait on itself).
+  for (std::size_t d = 0; d < devices_.size(); ++d) {
+    Status s = validate(per_device_args[d], devices_[d], options);
+    for (std::size_t k = 0; s.ok() && k < options.donated_arguments.size(); ++k) {
+      const Buffer<E>* given = per_device_args[d][static_cast<std::size_t>(options.donated_arguments[k])];
+      for (std::size_t other = 0; other < devices_.size(); ++other)
+        if (other != d && std::find(per_device_args[other].begin(), per_device_args[other].end(), given) !=
+                              per_device_args[other].end())
+          s = invalid_argument_error(str_cat("execute: argument ", options.donated_arguments[k],
+                                             " is donated but is also passed to device ",
+                                             devices_[other]->debug_string()));
+    }
+    if (!s.ok()) return s.with_context(str_cat("device ", devices_[d]->debug_string()));
+  }
+  std::vector<std::unique_ptr<detail::RunState>> prepared(devices_.size());
+  for (std::size_t d = 0; d < devices_.size(); ++d) {
+    StatusOr<std::unique_ptr<detail::RunState>> state = prepare(per_device_args[d], options);
+    if (!state.ok()) {
+      for (std::size_t e = 0; e < d; ++e) cancel(std::move(prepared[e]), per_device_args[e], options);
+      return state.status().with_context(str_cat("device ", devices_[d]->debug_string()));
+    }
+    prepared[d] = std::move(state).value();
+  }
+  std::vector<std::vector<Buffer<E>>> results(devices_.size());
+  for (std::size_t d = 0; d < devices_.size(); ++d)
+    start(std::move(prepared[d]), per_device_args[d], devices_[d], options, results[d]);
+  return results;
+}
+
+template <class E>
+Status LoadedExecutable<E>::execute_sharded(std::span<Buffer<E>* const> args, Device<E>* device,
+                                            const ExecuteOptions& options, std::vector<Buffer<E>>& results) {
+  if (device == nullptr || std::find(devices_.begin(), devices_.end(), device) == devices_.end())
+    return invalid_argument_error(str_cat("execute_sharded: ", device ? device->debug_string() : std::string("null device"),
+                                          " is not one of the executable's addressable devices"));
+  return launch(args, device, options, results);
+}
+
+template <class E>
+StatusOr<std::vector<Buffer<E>>> LoadedExecutable<E>::execute_portable(std::span<Buffer<E>* const> args,
+                                                                        Device<E>* device,
+                                                                        const ExecuteOptions& options) {
+  if (devices_.size() != 1)
+    return invalid_argument_error(str_cat("execute_portable: the executable is compiled for ", devices_.size(),
+                                          " devices; portable execution needs one"));
+  if (device == nullptr || device->client() != client_)
+    return invalid_argument_error("execute_portable: the device is null or belongs to another client");
+  std::vector<Buffer<E>> results;
+  PJRT_LITE_RETURN_IF_ERROR(launch(args, device, options, results));
+  return results;
+}
+
+template <class E>
+Status LoadedExecutable<E>::validate(std::span<Buffer<E>* const> args, Device<E>* device,
+                                     const ExecuteOptions& options) const {
+  if (is_deleted()) return failed_precondition_error("execute: the executable has been deleted");
+  const auto& params = program_->parameter_shapes;
+  if (args.size() != params.size())
+    return invalid_argument_error(str_cat("execute: ", args.size(), " arguments given, the program takes ", params.size()));
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const Buffer<E>* a = args[i];
+    if (a == nullptr) return invalid_argument_error(str_cat("execute: argument ", i, " is null"));
+    if (a->client() == nullptr) return invalid_argument_error(str_cat("execute: argument ", i, " was moved from"));
+    if (a->client() != client_) return invalid_argument_error(str_cat("execute: argument ", i, " belongs to another client"));
+    if (a->device() != device)
+      return invalid_argument_error(str_cat("execute: argument ", i, " is on ", a->device()->debug_string(),
+                                            " but the execution runs on ", device->debug_string()));
+    if (!a->on_device_shape().same_type_and_dims(params[i]))
+      return invalid_argument_error(str_cat("execute: argument ", i, " has shape ", a->on_device_shape(), " but parameter ",
+                                            i, " takes ", params[i]));
+  }
+  for (std::size_t k = 0; k < options.donated_arguments.size(); ++k) {
+    const int d = options.donated_arguments[k];
+    if (d < 0 || d >= static_cast<int>(args.size()))
+      return invalid_argument_error(str_cat("execute: donated_arguments[", k, "] = ", d, " is not an argument index (0..",
+                                            static_cast<int>(args.size()) - 1, ")"));
+    for (std::size_t j = 0; j < k; ++j)
+      if (options.donated_arguments[j] == d)
+        return invalid_argument_error(str_cat("execute: argument ", d, " is donated twice"));
+    for (std::size_t i = 0; i < args.size(); ++i)
+      if (static_cast<int>(i) != d && args[i] == args[static_cast<std::size_t>(d)])
+        return invalid_argument_error(str_cat("execute: argument ", d, " is donated but is also passed as argument ", i));
+  }
+  return ok_status();
+}
+
+template <class E>
+bool LoadedExecutable<E>::donated(const ExecuteOptions& options, std::size_t i) {
+  return std::find(options.donated_arguments.begin(), options.donated_arguments.end(), static_cast<int>(i)) !=
+         options.donated_arguments.end();
+}
+
+template <class E>
+Status LoadedExecutable<E>::launch(std::span<Buffer<E>* const> args, Device<E>* device,
+                                   const ExecuteOptions& options, std::vector<Buffer<E>>& results) {
+  PJRT_LITE_RETURN_IF_ERROR(validate(args, device, options));
+  PJRT_LITE_ASSIGN_OR_RETURN(std::unique_ptr<detail::RunState> state, prepare(args, options));
+  start(std::move(state), args, device, options, results);
+  return ok_status();
+}
+
+template <class E>
+StatusOr<std::unique_ptr<detail::RunState>> LoadedExecutable<E>::prepare(std::span<Buffer<E>* const> args,
+                                                                        const ExecuteOptions& options) {
+  const detail::Program& program = *program_;
+  std::unique_ptr<detail::RunState> state = program.acquire_state();
+  // A new run state (another execution holds the cached one) allocates its arena here.
+  if (program.arena_bytes > 0 && state->arena == nullptr)  // dropped, not cached
+    return resource_exhausted_error(
+        str_cat("execute: the arena of ", program.arena_bytes, " bytes for a concurrent execution could not be allocated"));
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (donated(options, i)) continue;
+    StatusOr<detail::BufferHold> hold = detail::BufferAccess::acquire(*args[i], "execute: argument", i);
+    if (!hold.ok()) {
+      program.release_state(std::move(state));
+      return hold.status();
+    }
+    state->holds[i] = std::move(hold).value();
+  }
+  // Donation is a transaction: every donated argument is reserved (in the order of the
+  // buffers' ids, so concurrent executes donating the same buffers cannot wait on each
+  // other) before any is taken, and an error on any of them, or in allocating the outputs,
+  // leaves them all as they were.
+  const std::size_t donations = options.donated_arguments.size();
+  std::span<int> order(state->donation_order.data(), donations);
+  std::copy(options.donated_arguments.begin(), options.donated_arguments.end(), order.begin());
+  std::sort(order.begin(), order.end(), [&](int x, int y) {
+    return std::less<const void*>()(args[static_cast<std::size_t>(x)]->id(), args[static_cast<std::size_t>(y)]->id());
+  });
+  auto fail = [&](std::size_t reserved, Status error) {
+    for (std::size_t k = 0; k < reserved; ++k) args[static_cast<std::size_t>(order[k])]->cancel_donation();
+    program.release_state(std::move(state));
+    return error;
+  };
+  for (std::size_t k = 0; k < donations; ++k)
+    if (Status s = args[static_cast<std::size_t>(order[k])]->reserve_donation("execute: donated argument",
+                                                                              static_cast<std::size_t>(order[k]));
+        !s.ok())
+      return fail(k, std::move(s));
+
+  // An output may take over a donated argument's memory when nobody else can see it: no
+  // pending reads, no external references, not the caller's read-only zero-copy data.
+  for (std::size_t j = 0; j < program.output_shapes.size(); ++j) state->outputs[j] = nullptr;
+  for (std::size_t k = 0; k < donations; ++k) {
+    const auto i = static_cast<std::size_t>(order[k]);
+    const std::int32_t target = program.donation_target[i];
+    const detail::MemoryRef& memory = args[i]->reserved_memory();
+    if (target >= 0 && memory->writable && memory.use_count() == 1 && !state->outputs[static_cast<std::size_t>(target)])
+      state->outputs[static_cast<std::size_t>(target)] = memory;  // the same block after commit_donation()
+  }
+  for (std::size_t j = 0; j < program.output_shapes.size(); ++j) {
+    if (state->outputs[j]) continue;
+    const auto bytes = static_cast<std::size_t>(program.output_shapes[j].byte_size());
+    detail::MemoryRef memory = client_->allocate_memory(bytes);
+    if (!memory || (bytes > 0 && memory->data == nullptr)) {
+      return fail(donations, resource_exhausted_error(str_cat("execute: output ", j, " (", program.output_shapes[j],
+                                                              ", ", bytes, " bytes) could not be allocated")));
+    }
+    state->outputs[j] = std::move(memory);
+  }
+  return state;
+}
+
+template <class E>
+void LoadedExecutable<E>::cancel(std::unique_ptr<detail::RunState> state, std::span<Buffer<E>* const> args,
+                                 const ExecuteOptions& options) {
+  for (int d : options.donated_arguments) args[static_cast<std::size_t>(d)]->cancel_donation();
+  program_->release_state(std::move(state));
+}
+
+template <class E>
+void LoadedExecutable<E>::start(std::unique_ptr<detail::RunState> state, std::span<Buffer<E>* const> args,
+                                Device<E>* device, const ExecuteOptions& options, std::vector<Buffer<E>>& results) {
+  const detail::Program& program = *program_;
+  for (int d : options.donated_arguments)
+    state->holds[static_cast<std::size_t>(d)] = args[static_cast<std::size_t>(d)]->commit_donation();
+  // The arguments are held now, so the previous results can go (even if some of them are
+  // arguments): their memory returns to the pool in time to back this execution's outputs.
+  results.clear();
+
+  bool all_ready = true;
+  for (const auto& h : state->holds) all_ready &= h.ready.is_ready();
+  const bool threaded = client_->executor().num_threads() > 0;
+  const bool synchronous =
+      options.mode == ExecutionMode::kSynchronous || !threaded ||
+      (options.mode == ExecutionMode::kDefault && all_ready && program.cost.bytes_accessed < kInlineBytes &&
+       program.cost.flops < kInlineFlops);
+
+  MemorySpace<E>* memory_space = device->memory_spaces().front();
+  Observer* const observer = client_->observer();
+  if (synchronous) {
+    Status status;
+    for (const auto& h : state->holds) {
+      Status s = h.ready.await();
+      if (!s.ok() && status.ok()) status = s;
+    }
+    if (status.ok()) {
+      detail::ObservedSpan span(observer, SpanKind::kExecute, name(), program.cost.bytes_accessed);
+      program.run(*state, &client_->executor(), observer);
+    }
+    Future<void> ready = status.ok() ? make_ready_future() : make_error_future<void>(status);
+    for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
+      results.push_back(
+          detail::BufferAccess::make(client_, memory_space, program.output_shapes[j], std::move(state->outputs[j]), ready));
+    program.release_state(std::move(state));
+    return;
+  }
+
+  auto [promise, ready] = make_promise<void>();
+  for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
+    results.push_back(detail::BufferAccess::make(client_, memory_space, program.output_shapes[j], state->outputs[j], ready));
+  std::vector<Future<void>> pending;
+  for (const auto& h : state->holds)
+    if (!h.ready.is_ready() || !h.ready.await().ok()) pending.push_back(h.ready);
+  // The task holds the program, the run state, the promise and the client (whose executor
+  // outlives every task it runs): it fits UniqueFunction's inline storage, so handing it to
+  // a worker allocates nothing.
+  join(pending).on_ready([program = program_, state = std::move(state), promise = std::move(promise),
+                          client = client_](const Status& status) mutable {
+    if (!status.ok()) {
+      program->release_state(std::move(state));
+      promise.set_error(status);
+      return;
+    }
+    auto task = [program = std::move(program), state = std::move(state), promise = std::move(promise),
+                 client]() mutable {
+      E* executor = &client->executor();
+      Observer* const observer = client->observer();
+      {
+        // The program's graph outlives the span: the program is held here.
+        detail::ObservedSpan span(observer, SpanKind::kExecute, program->graph.name(), program->cost.bytes_accessed);
+        program->run(*state, executor, observer);
+      }
+      program->release_state(std::move(state));
+      promise.set_value();
+    };
+    static_assert(UniqueFunction<void()>::template stores_inline<decltype(task)>(),
+                  "an asynchronous execute's task must fit a UniqueFunction without allocating");
+    client->executor().schedule(std::move(task));
+  });
+}
+
+template <class E>
+StatusOr<LoadedExecutable<E>> Client<E>::compile(const Graph& graph, const CompileOptions& options) {
+  if (options.device_ids.empty()) return invalid_argument_error("compile: CompileOptions.device_ids is empty");
+  std::vector<Device<E>*> devices;
+  for (int id : options.device_ids) {
+    StatusOr<Device<E>*> d = lookup_device(id);
+    if (!d.ok()) return d.status().with_context("compile: CompileOptions.device_ids");
+    if (std::find(devices.begin(), devices.end(), *d) != devices.end())
+      return invalid_argument_error(str_cat("compile: device ", id, " appears twice in CompileOptions.device_ids"));
+    devices.push_back(*d);
+  }
+  detail::ObservedSpan span(observer(), SpanKind::kCompile, graph.name());
+  const std::uint64_t key = fingerprint(graph);
+  if (std::shared_ptr<const detail::Program> cached = cache_lookup(key, graph, options))
+    return LoadedExecutable<E>(this, std::move(cached), std::move(devices), options, graph);
+  StatusOr<std::shared_ptr<detail::Program>> program =
+      detail::compile_program(graph, options, executor_.num_threads() + 1);
+  if (!program.ok()) return program.status().with_context(str_cat("compile '", graph.name(), "'"));
+  std::shared_ptr<const detail::Program> shared = std::move(program).value();
+  PJRT_LITE_RETURN_IF_ERROR(prepare_first_run(*shared).with_context(str_cat("compile '", graph.name(), "'")));
+  cache_insert(key, graph, options, shared);
+  return LoadedExecutable<E>(this, std::move(shared), std::move(devices), options, graph);
+}
+
+template <class E>
+StatusOr<LoadedExecutable<E>> Client<E>::deserialize_executable(std::span<const std::byte> bytes) {
+  PJRT_LITE_ASSIGN_OR_RETURN(auto parts, detail::read_executable(bytes));
+  StatusOr<LoadedExecutable<E>> exe = compile(parts.first, parts.second);
+  if (!exe.ok()) return exe.status().with_context("deserialize_executable");
+  return exe;
+}
+
+template <class E>
+StatusOr<LoadedExecutable<E>> Client<E>::compile(std::string_view stablehlo_text, const CompileOptions& options) {
+  StatusOr<stablehlo::Module> module = stablehlo::parse_module(stablehlo_text);
+  if (!module.ok()) return module.status().with_context("compile");
+  const stablehlo::Function* entry = module->find("main");
+  if (entry == nullptr) {
+    for (const stablehlo::Function& f : module->functions) {
+      if (f.visibility != stablehlo::Visibility::kPublic) continue;
+      if (entry != nullptr)
+        return invalid_argument_error("compile: the module has no @main and several public functions");
+      entry = &f;
+    }
+  }
+  if (entry == nullptr) return invalid_argument_error("compile: the module has no @main and no public function");
+  if (static_cast<std::int64_t>(entry->graph.outputs().size()) == entry->num_results) return compile(entry->graph, options);
+  // The checked values are extra outputs of a test program's graph; a compiled program returns
+  // only the function's results.
+  GraphParts parts = entry->graph.to_parts();
+  parts.outputs.resize(static_cast<std::size_t>(entry->num_results));
+  return compile(Graph::from_parts(std::move(parts)), options);
+}
+
+}  // namespace pjrt_lite::cpu
