@@ -2,6 +2,8 @@
 // planning, PJRT's execution doors, donation, asynchronous execution, and bad input.
 #include <doctest/doctest.h>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <complex>
@@ -1122,6 +1124,46 @@ TEST_CASE("cpu executable: rng_bit_generator split across threads equals the ref
       CHECK(cpu[0] == want[0]);
       CHECK(std::memcmp(cpu[1].untyped_data(), want[1].untyped_data(), want[1].size_bytes()) == 0);
     }
+  }
+}
+
+TEST_CASE("cpu executable: a thread that awaits an asynchronous execution no worker has started runs it itself") {
+  // The client's only worker is kept busy, so an execution handed to it cannot start there:
+  // awaiting an output (directly, or through a host copy or map()) must run it on this thread.
+  auto client = cpu::Client<>::create({.thread_count = 1}).value();
+  GraphBuilder b("neg");
+  Value x = b.parameter(Shape(DType::kF32, {4}));
+  auto exe = client->compile(build_ok(b, {b.negate(x)})).value();
+  auto input = client->buffer_from_literal(Literal::vector<float>({1, -2, 3, -4})).value();
+  for (int how = 0; how < 3; ++how) {
+    CAPTURE(how);
+    std::atomic<bool> release{false}, worker_busy{false};
+    client->executor().schedule([&] {
+      worker_busy.store(true);
+      while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    });
+    while (!worker_busy.load()) std::this_thread::yield();
+    // Should this thread sleep instead, the worker is released after 20 s and the checks
+    // below fail rather than the test hanging.
+    std::thread fallback([&] {
+      for (int i = 0; i < 2000 && !release.load(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      release.store(true);
+    });
+    auto out = exe.execute({&input}, async_options()).value();
+    Literal got;
+    if (how == 0) {
+      CHECK(out[0].get_ready_future().await().ok());
+      got = out[0].to_literal().await().value();
+    } else if (how == 1) {
+      got = out[0].to_literal().await().value();
+    } else {
+      got = out[0].to_literal().map([](const Literal& l) { return l; }).await().value();
+    }
+    const bool ran_here = !release.load();
+    release.store(true);
+    fallback.join();
+    CHECK(ran_here);
+    CHECK(got == Literal::vector<float>({-1, 2, -3, 4}));
   }
 }
 

@@ -755,4 +755,83 @@ TEST_CASE("future: stress many futures joined across threads") {
   }
 }
 
+// ---- Offered work: a waiter runs the work that fulfils its future when nobody has taken it.
+
+namespace {
+
+// The work of fulfilling `promise` with `value`, offered on its future; records the thread
+// that ran it.
+std::shared_ptr<pjrt_lite::detail::OfferedWork> offer_value(Promise<int> promise, int value,
+                                                            std::atomic<std::thread::id>* ran_on) {
+  std::shared_ptr<pjrt_lite::detail::OfferedWork> offered = pjrt_lite::detail::FutureAccess::work(promise);
+  offered->offer([promise = std::move(promise), value, ran_on]() mutable {
+    ran_on->store(std::this_thread::get_id());
+    promise.set_value(value);
+  });
+  return offered;
+}
+
+}  // namespace
+
+TEST_CASE("future: await runs offered work that no worker has started, and the worker then finds it taken") {
+  auto [promise, future] = make_promise<int>();
+  std::atomic<std::thread::id> ran_on{};
+  auto offered = offer_value(std::move(promise), 7, &ran_on);
+  REQUIRE(!future.is_ready());
+  CHECK(future.await().value() == 7);
+  CHECK(ran_on.load() == std::this_thread::get_id());
+  CHECK_FALSE(offered->run_if_offered());  // the worker's turn: already taken
+}
+
+TEST_CASE("future: offered work a worker took first runs once, and the waiter sleeps until it is done") {
+  auto [promise, future] = make_promise<int>();
+  std::atomic<std::thread::id> ran_on{};
+  auto offered = offer_value(std::move(promise), 9, &ran_on);
+  std::thread worker([offered] { CHECK(offered->run_if_offered()); });
+  worker.join();
+  CHECK(future.await().value() == 9);
+  CHECK(ran_on.load() != std::this_thread::get_id());
+  CHECK_FALSE(offered->run_if_offered());
+}
+
+TEST_CASE("future: map, then and follow() let a waiter run the upstream future's offered work") {
+  SUBCASE("map") {
+    auto [promise, future] = make_promise<int>();
+    std::atomic<std::thread::id> ran_on{};
+    auto offered = offer_value(std::move(promise), 20, &ran_on);
+    Future<int> doubled = future.map([](int x) { return 2 * x; });
+    CHECK(doubled.await().value() == 40);
+    CHECK(ran_on.load() == std::this_thread::get_id());
+  }
+  SUBCASE("then") {
+    auto [promise, future] = make_promise<int>();
+    std::atomic<std::thread::id> ran_on{};
+    auto offered = offer_value(std::move(promise), 5, &ran_on);
+    Future<int> next = future.then([](int x) { return make_ready_future(x + 1); });
+    CHECK(next.await().value() == 6);
+    CHECK(ran_on.load() == std::this_thread::get_id());
+  }
+  SUBCASE("follow, two levels") {
+    auto [promise, future] = make_promise<int>();
+    std::atomic<std::thread::id> ran_on{};
+    auto offered = offer_value(std::move(promise), 3, &ran_on);
+    auto [p2, f2] = make_promise<int>();
+    pjrt_lite::detail::follow(f2, future);
+    future.on_ready([p2 = std::move(p2)](const StatusOr<int>& r) mutable { p2.set_value(r.value() * 10); });
+    Future<int> f3 = f2.map([](int x) { return x + 1; });
+    CHECK(f3.await().value() == 31);
+    CHECK(ran_on.load() == std::this_thread::get_id());
+  }
+}
+
+TEST_CASE("future: an error from offered work reaches the waiter that ran it") {
+  auto [promise, future] = make_promise<int>();
+  auto offered = pjrt_lite::detail::FutureAccess::work(promise);
+  offered->offer([promise = std::move(promise)]() mutable { promise.set_error(pjrt_lite::internal_error("boom")); });
+  const StatusOr<int>& r = future.await();
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == StatusCode::kInternal);
+  CHECK(r.status().message().find("boom") != std::string::npos);
+}
+
 }  // namespace future_test

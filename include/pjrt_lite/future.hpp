@@ -15,6 +15,11 @@
 //    registering thread.
 //  - A promise that dies unfulfilled fulfils its future with ABORTED, so an abandoned
 //    producer can never leave a consumer blocked forever.
+//  - A producer may offer the work that fulfils a future (an asynchronous execution does,
+//    when it hands a program to a worker): a thread that awaits the future before any worker
+//    has started that work runs it itself instead of sleeping, so awaiting work that is still
+//    queued costs no hand-off. Futures made by map() and then() follow the future they come
+//    from, so awaiting them runs its offered work too.
 //  - `std::move(future).await()` moves the result out, as PJRT's `Await() &&`, when no one
 //    else can still read it: the state counts the Future objects that share it (for a
 //    non-void T; Future<void> has nothing to move and counts nothing), and records when the
@@ -81,16 +86,55 @@ struct IsCopyable : std::bool_constant<std::is_copy_constructible_v<T>> {};
 template <class T, class A>
 struct IsCopyable<std::vector<T, A>> : IsCopyable<T> {};
 
+// Work that fulfils a future, offered to whichever thread gets to it first: the worker it was
+// handed to, or a thread about to sleep on the future, which then runs it itself rather than
+// waiting for a worker to wake up and start it (what an asynchronous execution offers). A
+// state may follow another, whose work its waiters run instead (a host copy that waits on a
+// buffer's ready future). Offered at most once; taken exactly once.
+class OfferedWork {
+ public:
+  // Once, by the producer; the work must fulfil this state (or the promise it holds will).
+  void offer(UniqueFunction<void()> work) {
+    work_ = std::move(work);
+    offered_.store(kOffered, std::memory_order_release);
+  }
+  // Runs the offered work here if nobody has taken it; true if it ran.
+  bool run_if_offered() {
+    std::uint32_t expected = kOffered;
+    if (!offered_.compare_exchange_strong(expected, kTaken, std::memory_order_acquire,
+                                          std::memory_order_relaxed))
+      return false;
+    UniqueFunction<void()> work = std::move(work_);
+    work();
+    return true;
+  }
+  // Before the state is shared: waiters of this state run `upstream`'s work.
+  void follow(std::shared_ptr<OfferedWork> upstream) noexcept { upstream_ = std::move(upstream); }
+  // What a thread does before it sleeps on the state: runs the first work not yet taken here
+  // or upstream.
+  void help() {
+    for (OfferedWork* w = this; w != nullptr; w = w->upstream_.get())
+      if (w->run_if_offered()) return;
+  }
+
+ private:
+  static constexpr std::uint32_t kNone = 0, kOffered = 1, kTaken = 2;
+  std::atomic<std::uint32_t> offered_{kNone};
+  UniqueFunction<void()> work_;
+  std::shared_ptr<OfferedWork> upstream_;
+};
+
 // The state shared by a Promise and its Futures, without a lock. The first fulfil() claims
 // the state, writes the result, closes the callback list, then publishes the result through
 // ready_ (release), so a reader that saw ready_ may read the result. Callbacks wait on a
 // LIFO list pushed by compare-and-swap; fulfil() swaps in a sentinel that closes it and runs
 // what it took, oldest first, then sets ready_ to kCallbacksRun; a callback that finds the
 // list closed runs on its own thread. Waiters sleep on ready_ (std::atomic::wait, a futex
-// where there is one). For a non-void T, futures_ counts the Future objects holding the
-// state, so that one that is alone may move the result out.
+// where there is one), after running the state's offered work if nobody has taken it. For a
+// non-void T, futures_ counts the Future objects holding the state, so that one that is alone
+// may move the result out.
 template <class T>
-class FutureState {
+class FutureState : public OfferedWork {
  public:
   using Result = FutureResult<T>;
   using Callback = UniqueFunction<void(const Result&)>;
@@ -117,6 +161,7 @@ class FutureState {
   const Result& result() const noexcept { return *result_; }
 
   const Result& wait() {
+    if (!is_ready()) help();
     while (!is_ready()) ready_.wait(kPending, std::memory_order_acquire);
     return *result_;
   }
@@ -283,6 +328,15 @@ struct FutureAccess {
   static Promise<T> promise(std::shared_ptr<FutureState<T>> state) {
     return Promise<T>(std::move(state));
   }
+  // The offered-work side of a promise's or a future's state (null for an invalid one).
+  template <class T>
+  static std::shared_ptr<OfferedWork> work(const Promise<T>& promise) {
+    return promise.state_;
+  }
+  template <class T>
+  static std::shared_ptr<OfferedWork> work(const Future<T>& future) {
+    return future.state_;
+  }
 };
 
 }  // namespace detail
@@ -373,6 +427,7 @@ class Future {
     using R = detail::CallResultT<F, T>;
     using U = detail::MapValueT<R>;
     auto pf = make_promise<U>();
+    if (state_) pf.second.state_->follow(state_);
     on_ready([p = std::move(pf.first), f = std::move(f)](const FutureResult<T>& r) mutable {
       if (!r.ok()) {
         p.set_error(detail::status_of(r));
@@ -400,6 +455,7 @@ class Future {
     static_assert(std::is_void_v<U> || std::is_copy_constructible_v<U>,
                   "then() copies the inner future's result, so its value type must be copyable");
     auto pf = make_promise<U>();
+    if (state_) pf.second.state_->follow(state_);
     on_ready([p = std::move(pf.first), f = std::move(f)](const FutureResult<T>& r) mutable {
       if (!r.ok()) {
         p.set_error(detail::status_of(r));
@@ -413,6 +469,8 @@ class Future {
 
  private:
   friend struct detail::FutureAccess;
+  template <class>
+  friend class Future;
   explicit Future(std::shared_ptr<detail::FutureState<T>> state) noexcept
       : state_(std::move(state)) {
     add_future();
@@ -524,6 +582,13 @@ Future<T> make_error_future(Status error) {
 }
 
 namespace detail {
+
+/// Before `derived` is shared: a thread that awaits it runs `upstream`'s offered work, when
+/// `derived`'s result is computed from `upstream`'s.
+template <class T, class U>
+void follow(const Future<T>& derived, const Future<U>& upstream) {
+  if (std::shared_ptr<OfferedWork> d = FutureAccess::work(derived)) d->follow(FutureAccess::work(upstream));
+}
 
 // Counts arrivals down to zero without a lock. The first error claims first_error_ through
 // has_error_; its write is published to the last arrival by the acq_rel fetch_sub chain.

@@ -552,6 +552,7 @@ class Buffer {
     StatusOr<detail::BufferHold> hold = acquire("to_literal");
     if (!hold.ok()) return make_error_future<Literal>(hold.status());
     auto [promise, future] = make_promise<Literal>();
+    pjrt_lite::detail::follow(future, hold->ready);
     Shape shape = state_->shape;
     const auto bytes = static_cast<std::int64_t>(hold->memory->size);
     run_when_ready(SpanKind::kDeviceToHost, "to_literal", std::move(*hold), bytes,
@@ -594,6 +595,7 @@ class Buffer {
       return make_ready_future();
     }
     auto [promise, future] = make_promise<void>();
+    pjrt_lite::detail::follow(future, hold->ready);
     run_when_ready(SpanKind::kDeviceToHost, "copy_raw_to_host", std::move(*hold), size,
                    [dst, offset, size, promise = std::move(promise)](
                        const Status& status, detail::DeviceMemory& memory) mutable {

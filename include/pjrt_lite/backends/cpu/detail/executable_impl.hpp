@@ -306,8 +306,10 @@ void LoadedExecutable<E>::start(std::unique_ptr<detail::RunState> state, std::sp
   for (const auto& h : state->holds)
     if (!h.ready.is_ready() || !h.ready.await().ok()) pending.push_back(h.ready);
   // The task holds the program, the run state, the promise and the client (whose executor
-  // outlives every task it runs): it fits UniqueFunction's inline storage, so handing it to
-  // a worker allocates nothing.
+  // outlives every task it runs): it fits UniqueFunction's inline storage, so offering it
+  // allocates nothing. It is offered on the outputs' ready future and handed to a worker: a
+  // thread that awaits an output (or a host copy of one) before the worker has started runs
+  // it itself, so the common execute-then-await costs no hand-off and no wake-up.
   join(pending).on_ready([program = program_, state = std::move(state), promise = std::move(promise),
                           client = client_](const Status& status) mutable {
     if (!status.ok()) {
@@ -315,6 +317,7 @@ void LoadedExecutable<E>::start(std::unique_ptr<detail::RunState> state, std::sp
       promise.set_error(status);
       return;
     }
+    std::shared_ptr<pjrt_lite::detail::OfferedWork> offered = pjrt_lite::detail::FutureAccess::work(promise);
     auto task = [program = std::move(program), state = std::move(state), promise = std::move(promise),
                  client]() mutable {
       E* executor = &client->executor();
@@ -329,7 +332,8 @@ void LoadedExecutable<E>::start(std::unique_ptr<detail::RunState> state, std::sp
     };
     static_assert(UniqueFunction<void()>::template stores_inline<decltype(task)>(),
                   "an asynchronous execute's task must fit a UniqueFunction without allocating");
-    client->executor().schedule(std::move(task));
+    offered->offer(std::move(task));
+    client->executor().schedule([offered = std::move(offered)] { offered->run_if_offered(); });
   });
 }
 
