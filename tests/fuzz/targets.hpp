@@ -30,6 +30,7 @@
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/builder.hpp"
 #include "pjrt_lite/ir/fingerprint.hpp"
+#include "pjrt_lite/ir/printer.hpp"
 #include "pjrt_lite/ir/serialize.hpp"
 #include "pjrt_lite/stablehlo/stablehlo.hpp"
 
