@@ -263,6 +263,15 @@ void check_no_lock(const Counts& counts) {
     CHECK_COUNT(counts.locks == 0, "mutex locks in 100 executes: ", counts.locks);
 }
 
+/// No allocation or deallocation on the calling thread, none on any thread, and no lock, in
+/// `what` ("100 executes").
+void check_steady(const Counts& counts, const std::string& what) {
+  CHECK_COUNT(counts.allocations == 0, "allocations in ", what, ": ", counts.allocations);
+  CHECK_COUNT(counts.deallocations == 0, "deallocations in ", what, ": ", counts.deallocations);
+  CHECK_COUNT(counts.any_thread == 0, "allocations on all threads in ", what, ": ", counts.any_thread);
+  check_no_lock(counts);
+}
+
 /// 16 bytes of host memory aligned for zero-copy.
 struct AlignedHost {
   pjrt_lite::detail::AlignedBytes bytes = pjrt_lite::detail::allocate_aligned(16);
@@ -374,11 +383,7 @@ void check_mlp_layer(cpu::Client<E>& client) {
   std::vector<std::vector<float>> host{std::vector<float>(kBatch * kOut)};
   // The input is written in place before every execute, as a control loop feeds each tick.
   Counts counts = count_steady_state<E>(client, graph, {&xb, &wb, &bb}, host, &xs);
-  CHECK_COUNT(counts.allocations == 0, "allocations in 100 executes: ", counts.allocations);
-  CHECK_COUNT(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
-  CHECK_COUNT(counts.any_thread == 0,
-                "allocations on all threads in 100 executes: ", counts.any_thread);
-  check_no_lock(counts);
+  check_steady(counts, "100 executes");
 
   CHECK(max_error(host[0], [](std::size_t index) {
           const auto i = static_cast<std::int64_t>(index) / kOut,
@@ -410,11 +415,7 @@ void check_elementwise_chain(cpu::Client<E>& client) {
 
   std::vector<std::vector<float>> host{std::vector<float>(kChain), std::vector<float>(kChain)};
   Counts counts = count_steady_state<E>(client, graph, {&ub, &vb}, host);
-  CHECK_COUNT(counts.allocations == 0, "allocations in 100 executes: ", counts.allocations);
-  CHECK_COUNT(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
-  CHECK_COUNT(counts.any_thread == 0,
-                "allocations on all threads in 100 executes: ", counts.any_thread);
-  check_no_lock(counts);
+  check_steady(counts, "100 executes");
 
   // Relative to max(1, |expected|), as the fused kernels compute in f32.
   CHECK(max_error(host[0], [](std::size_t i) {
@@ -462,11 +463,7 @@ void check_control_flow(cpu::Client<E>& client) {
   auto ub = upload(client, us, {kChain});
   std::vector<std::vector<float>> host{std::vector<float>(kChain)};
   Counts counts = count_steady_state<E>(client, graph, {&ub}, host);
-  CHECK_COUNT(counts.allocations == 0, "allocations in 100 executes: ", counts.allocations);
-  CHECK_COUNT(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
-  CHECK_COUNT(counts.any_thread == 0,
-                "allocations on all threads in 100 executes: ", counts.any_thread);
-  check_no_lock(counts);
+  check_steady(counts, "100 executes");
   const double scale = std::ldexp(1.0, -kHalvings);
   CHECK(max_error(host[0], [&](std::size_t i) {
           return u_at(static_cast<std::int64_t>(i)) * scale + 2 * (1 - scale);
@@ -497,11 +494,7 @@ void check_sort_and_top_k(cpu::Client<E>& client) {
   std::vector<std::vector<float>> host{std::vector<float>(n), std::vector<float>(n),
                                        std::vector<float>(5), std::vector<float>(n)};
   Counts counts = count_steady_state<E>(client, graph, {&ub, &vb}, host);
-  CHECK_COUNT(counts.allocations == 0, "allocations in 100 executes: ", counts.allocations);
-  CHECK_COUNT(counts.deallocations == 0, "deallocations in 100 executes: ", counts.deallocations);
-  CHECK_COUNT(counts.any_thread == 0,
-                "allocations on all threads in 100 executes: ", counts.any_thread);
-  check_no_lock(counts);
+  check_steady(counts, "100 executes");
 
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -601,10 +594,7 @@ SteadyRun steady_run(cpu::Client<E>& client, const Graph& graph, const std::vect
 }
 
 void check_allocation_free(const Counts& counts, int iterations) {
-  CHECK_COUNT(counts.allocations == 0, "allocations in ", iterations, " executes: ", counts.allocations);
-  CHECK_COUNT(counts.deallocations == 0, "deallocations in ", iterations, " executes: ", counts.deallocations);
-  CHECK_COUNT(counts.any_thread == 0, "allocations on all threads in ", iterations, " executes: ", counts.any_thread);
-  check_no_lock(counts);
+  check_steady(counts, str_cat(iterations, " executes"));
 }
 
 /// The largest error of `got` against expected(i) over every `step`-th element, relative to

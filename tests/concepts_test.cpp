@@ -262,10 +262,22 @@ static_assert(!Executor<user::ExecutorWithoutTag>);
 static_assert(!Executor<user::ExecutorThatMayRefuse>);
 static_assert(!Executor<int>);
 
+// ---- The CPU client's classes, for both executors, and a Traced client's (whose types are
+// its inner client's wrapped), satisfy every concept.
+template <class C>
+constexpr bool client_family_satisfies_all =
+    PjRtClient<C> && CompilingClient<C> && PjRtMemorySpace<typename C::memory_space_type> &&
+    PjRtDevice<typename C::device_type> && PjRtBuffer<typename C::buffer_type> &&
+    PjRtLoadedExecutable<typename C::executable_type>;
+static_assert(client_family_satisfies_all<cpu::Client<>>);
+static_assert(client_family_satisfies_all<cpu::Client<cpu::InlineExecutor>>);
+static_assert(client_family_satisfies_all<Traced<cpu::Client<>>>);
+static_assert(client_family_satisfies_all<Traced<cpu::Client<>, trace::RecordingSink>>);
+static_assert(client_family_satisfies_all<Traced<Traced<cpu::Client<cpu::InlineExecutor>>, trace::RecordingSink>>);
+static_assert(std::is_same_v<cpu::Client<>::buffer_type, cpu::Buffer<>>);
+static_assert(std::is_same_v<cpu::Client<cpu::InlineExecutor>::executable_type, cpu::LoadedExecutable<cpu::InlineExecutor>>);
+
 // ---- PjRtMemorySpace
-static_assert(PjRtMemorySpace<cpu::MemorySpace<>>);
-static_assert(PjRtMemorySpace<cpu::MemorySpace<cpu::InlineExecutor>>);
-static_assert(PjRtMemorySpace<Traced<cpu::Client<>>::memory_space_type>);
 static_assert(PjRtMemorySpace<user::MemorySpace>);
 static_assert(!PjRtMemorySpace<user::Device>);
 static_assert(!PjRtMemorySpace<cpu::Device<>>);
@@ -273,9 +285,6 @@ static_assert(!PjRtMemorySpace<user::MemorySpaceWithoutDeviceType>);
 static_assert(!PjRtMemorySpace<user::MemorySpaceListingMemorySpaces>);
 
 // ---- PjRtDevice
-static_assert(PjRtDevice<cpu::Device<>>);
-static_assert(PjRtDevice<cpu::Device<cpu::InlineExecutor>>);
-static_assert(PjRtDevice<Traced<cpu::Client<>>::device_type>);
 static_assert(PjRtDevice<user::Device>);
 static_assert(!PjRtDevice<user::DeviceWithoutMemory>);
 static_assert(!PjRtDevice<user::MemorySpace>);
@@ -285,9 +294,6 @@ static_assert(!PjRtDevice<user::DeviceWithBareDefault>);
 static_assert(!PjRtDevice<user::DeviceOfIntMemorySpaces>);
 
 // ---- PjRtBuffer
-static_assert(PjRtBuffer<cpu::Buffer<>>);
-static_assert(PjRtBuffer<cpu::Buffer<cpu::InlineExecutor>>);
-static_assert(PjRtBuffer<Traced<cpu::Client<>>::buffer_type>);
 static_assert(PjRtBuffer<user::Buffer>);
 static_assert(!PjRtBuffer<user::UntaggedBuffer>);
 static_assert(!PjRtBuffer<user::BufferWithoutFuture>);
@@ -298,9 +304,6 @@ static_assert(!PjRtBuffer<user::BufferDeletingWithStatus>);
 static_assert(!PjRtBuffer<Literal>);
 
 // ---- PjRtLoadedExecutable
-static_assert(PjRtLoadedExecutable<cpu::LoadedExecutable<>>);
-static_assert(PjRtLoadedExecutable<cpu::LoadedExecutable<cpu::InlineExecutor>>);
-static_assert(PjRtLoadedExecutable<Traced<cpu::Client<>>::executable_type>);
 static_assert(PjRtLoadedExecutable<user::Executable>);
 static_assert(!PjRtLoadedExecutable<user::ExecutableLookAlike>);
 static_assert(!PjRtLoadedExecutable<user::ExecutableWithoutSharded>);
@@ -308,10 +311,6 @@ static_assert(!PjRtLoadedExecutable<user::ExecutableWithDeviceIds>);
 static_assert(!PjRtLoadedExecutable<user::Buffer>);
 
 // ---- PjRtClient
-static_assert(PjRtClient<cpu::Client<>>);
-static_assert(PjRtClient<cpu::Client<cpu::InlineExecutor>>);
-static_assert(PjRtClient<Traced<cpu::Client<>>>);
-static_assert(PjRtClient<Traced<Traced<cpu::Client<cpu::InlineExecutor>>, trace::RecordingSink>>);
 static_assert(PjRtClient<user::Client>);
 static_assert(!PjRtClient<user::ClientOfInts>);
 static_assert(!PjRtClient<user::ClientOfCpuBuffers>);
@@ -320,10 +319,6 @@ static_assert(!PjRtClient<cpu::Device<>>);
 static_assert(!PjRtClient<std::unique_ptr<cpu::Client<>>>);
 
 // ---- CompilingClient
-static_assert(CompilingClient<cpu::Client<>>);
-static_assert(CompilingClient<cpu::Client<cpu::InlineExecutor>>);
-static_assert(CompilingClient<Traced<cpu::Client<>>>);
-static_assert(CompilingClient<Traced<cpu::Client<>, trace::RecordingSink>>);
 static_assert(CompilingClient<user::ClientThatCompiles>);
 static_assert(!CompilingClient<user::Client>);  // no compile()
 static_assert(!CompilingClient<user::ClientCompilingBare>);

@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <complex>
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <initializer_list>
 #include <limits>
+#include <map>
 #include <numbers>
 #include <random>
 #include <span>
@@ -1347,16 +1349,13 @@ TEST_CASE("reference: complex construction, arithmetic and functions") {
 // ---- compare, select, clamp, convert, bitcast_convert -------------------------------------
 
 TEST_CASE("reference: compare, every direction, on integers, unsigned and pred") {
-  auto expected = [](auto a, auto b, ComparisonDirection d) {
-    switch (d) {
-      case ComparisonDirection::kEq: return a == b;
-      case ComparisonDirection::kNe: return a != b;
-      case ComparisonDirection::kGe: return a >= b;
-      case ComparisonDirection::kGt: return a > b;
-      case ComparisonDirection::kLe: return a <= b;
-      case ComparisonDirection::kLt: return a < b;
-    }
-    return false;
+  // Which of a < b, a == b, a > b each direction accepts.
+  const std::map<ComparisonDirection, std::array<bool, 3>> accepts = {
+      {ComparisonDirection::kEq, {false, true, false}}, {ComparisonDirection::kNe, {true, false, true}},
+      {ComparisonDirection::kGe, {false, true, true}},  {ComparisonDirection::kGt, {false, false, true}},
+      {ComparisonDirection::kLe, {true, true, false}},  {ComparisonDirection::kLt, {true, false, false}}};
+  auto expected = [&](auto a, auto b, ComparisonDirection d) {
+    return accepts.at(d)[a < b ? 0 : a == b ? 1 : 2];
   };
   const std::vector<std::int32_t> s = {-2, 0, 3};
   const std::vector<std::uint32_t> u = {0, 1, 0x80000000u};

@@ -664,110 +664,80 @@ TEST_CASE("stablehlo: malformed input is INVALID_ARGUMENT with line:column") {
                                        "  return %arg0 : tensor<2xf32>\n")),
                   "1:32", "expected 'x' after the dimension 2");
   }
+  // One line of @main(%arg0: tensor<2xf32>) -> tensor<2xf32>, returning its result %0.
+  const auto f32_line = [](std::string_view line) {
+    return program("(%arg0: tensor<2xf32>) -> tensor<2xf32>", str_cat("  ", line, "\n  return %0 : tensor<2xf32>\n"));
+  };
+  struct Malformed {
+    std::string text;
+    std::string_view position, fragment;
+  };
+  const auto check_all = [](const std::vector<Malformed>& cases) {
+    for (const Malformed& m : cases) {
+      CAPTURE(m.text);
+      check_invalid(parse_status(m.text), m.position, m.fragment);
+    }
+  };
   SUBCASE("mismatched result type") {
-    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
-                                       "  %0 = stablehlo.add %arg0, %arg0 : tensor<3xf32>\n"
-                                       "  return %0 : tensor<2xf32>\n")),
-                  "2:8", "operand 0 has type tensor<2xf32> but the op's type says tensor<3xf32>");
-    check_invalid(parse_status(program("(%arg0: tensor<2x3xf32>) -> tensor<2xf32>",
-                                       "  %0 = stablehlo.transpose %arg0, dims = [1, 0] : "
-                                       "(tensor<2x3xf32>) -> tensor<2x3xf32>\n"
-                                       "  return %0 : tensor<2xf32>\n")),
-                  "2:8",
-                  "result 0 is declared tensor<2x3xf32> but the operands give tensor<3x2xf32>");
-    check_invalid(
-        parse_status(
-            program("(%arg0: tensor<2xf32>) -> tensor<2xf64>", "  return %arg0 : tensor<2xf32>\n")),
-        "2:3", "@main returns tensor<2xf32> as result 0 but its signature declares tensor<2xf64>");
-    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
-                                       "  %0 = stablehlo.compare  LT, %arg0, %arg0,  SIGNED : "
-                                       "(tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>\n"
-                                       "  return %arg0 : tensor<2xf32>\n")),
-                  "2:8", "compare type SIGNED does not fit element type f32");
+    check_all({
+        {f32_line("%0 = stablehlo.add %arg0, %arg0 : tensor<3xf32>"), "2:8",
+         "operand 0 has type tensor<2xf32> but the op's type says tensor<3xf32>"},
+        {program("(%arg0: tensor<2x3xf32>) -> tensor<2xf32>",
+                 "  %0 = stablehlo.transpose %arg0, dims = [1, 0] : (tensor<2x3xf32>) -> tensor<2x3xf32>\n"
+                 "  return %0 : tensor<2xf32>\n"),
+         "2:8", "result 0 is declared tensor<2x3xf32> but the operands give tensor<3x2xf32>"},
+        {program("(%arg0: tensor<2xf32>) -> tensor<2xf64>", "  return %arg0 : tensor<2xf32>\n"), "2:3",
+         "@main returns tensor<2xf32> as result 0 but its signature declares tensor<2xf64>"},
+        {f32_line("%0 = stablehlo.compare  LT, %arg0, %arg0,  SIGNED : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xi1>"),
+         "2:8", "compare type SIGNED does not fit element type f32"},
+    });
   }
   SUBCASE("undefined or misused values") {
-    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
-                                       "  %0 = stablehlo.add %arg0, %arg1 : tensor<2xf32>\n"
-                                       "  return %0 : tensor<2xf32>\n")),
-                  "2:29", "use of undefined value %arg1");
-    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
-                                       "  %0 = stablehlo.add %arg0, %arg0#1 : tensor<2xf32>\n"
-                                       "  return %0 : tensor<2xf32>\n")),
-                  "2:29", "%arg0 has 1 result(s); %arg0#1 is out of range");
-    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
-                                       "  %arg0 = stablehlo.add %arg0, %arg0 : tensor<2xf32>\n"
-                                       "  return %arg0 : tensor<2xf32>\n")),
-                  "2:3", "redefinition of %arg0");
-    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
-                                       "  %0:2 = stablehlo.add %arg0, %arg0 : tensor<2xf32>\n"
-                                       "  return %0 : tensor<2xf32>\n")),
-                  "2:3", "the op has 1 result(s) but 2 are named");
+    check_all({
+        {f32_line("%0 = stablehlo.add %arg0, %arg1 : tensor<2xf32>"), "2:29", "use of undefined value %arg1"},
+        {f32_line("%0 = stablehlo.add %arg0, %arg0#1 : tensor<2xf32>"), "2:29",
+         "%arg0 has 1 result(s); %arg0#1 is out of range"},
+        {program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
+                 "  %arg0 = stablehlo.add %arg0, %arg0 : tensor<2xf32>\n  return %arg0 : tensor<2xf32>\n"),
+         "2:3", "redefinition of %arg0"},
+        {f32_line("%0:2 = stablehlo.add %arg0, %arg0 : tensor<2xf32>"), "2:3", "the op has 1 result(s) but 2 are named"},
+    });
   }
   SUBCASE("wrong operand count") {
-    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
-                                       "  %0 = stablehlo.add %arg0 : tensor<2xf32>\n"
-                                       "  return %0 : tensor<2xf32>\n")),
-                  "2:28", "expected ',' after operand, found ':'");
-    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
-                                       "  %0 = stablehlo.negate %arg0, %arg0 : tensor<2xf32>\n"
-                                       "  return %0 : tensor<2xf32>\n")),
-                  "2:32", "stablehlo.negate takes 1 operand(s), found more");
-    check_invalid(
-        parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
-                             "  %0 = \"stablehlo.add\"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>\n"
-                             "  return %0 : tensor<2xf32>\n")),
-        "2:8", "add: takes 2 operand(s), got 1");
+    check_all({
+        {f32_line("%0 = stablehlo.add %arg0 : tensor<2xf32>"), "2:28", "expected ',' after operand, found ':'"},
+        {f32_line("%0 = stablehlo.negate %arg0, %arg0 : tensor<2xf32>"), "2:32",
+         "stablehlo.negate takes 1 operand(s), found more"},
+        {f32_line("%0 = \"stablehlo.add\"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>"), "2:8",
+         "add: takes 2 operand(s), got 1"},
+    });
   }
   SUBCASE("bad dense literals") {
-    check_invalid(parse_status(constant_program("dense<[1.0, 2.0]>", "tensor<3xf32>")), "2:33",
-                  "dense literal has 2 entries in dimension 0 but tensor<3xf32> has 3");
-    check_invalid(parse_status(constant_program("dense<[1, x]>", "tensor<2xi32>")), "2:37",
-                  "expected an integer for i32, found 'x'");
-    check_invalid(parse_status(constant_program("dense<300>", "tensor<ui8>")), "2:33",
-                  "integer 300 is out of range for ui8");
-    check_invalid(parse_status(constant_program("dense<1.5>", "tensor<i32>")), "2:33",
-                  "expected an integer for i32, found '1.5'");
-    check_invalid(parse_status(constant_program("dense<[[1, 2], 3]>", "tensor<2x2xi32>")), "2:42",
-                  "a dense list mixes nested lists and elements");
-    check_invalid(parse_status(constant_program("dense<\"0x0102\">", "tensor<3xf32>")), "2:33",
-                  "hex blob has 2 bytes but tensor<3xf32> needs 12");
-    check_invalid(parse_status(constant_program("dense<0x1FFFF>", "tensor<f16>")), "2:33",
-                  "hex value 0x1FFFF does not fit in the 16 bits of f16");
-    check_invalid(parse_status(constant_program("dense<1.0>", "tensor<complex<f32>>")), "2:33",
-                  "expected a complex element (re, im) for complex<f32>");
-    check_invalid(parse_status(constant_program("dense<[1, 2]", "tensor<2xi32>")), "2:40",
-                  "expected '>' to end the dense literal, found ':'");
+    check_all({
+        {constant_program("dense<[1.0, 2.0]>", "tensor<3xf32>"), "2:33", "dense literal has 2 entries in dimension 0 but tensor<3xf32> has 3"},
+        {constant_program("dense<[1, x]>", "tensor<2xi32>"), "2:37", "expected an integer for i32, found 'x'"},
+        {constant_program("dense<300>", "tensor<ui8>"), "2:33", "integer 300 is out of range for ui8"},
+        {constant_program("dense<1.5>", "tensor<i32>"), "2:33", "expected an integer for i32, found '1.5'"},
+        {constant_program("dense<[[1, 2], 3]>", "tensor<2x2xi32>"), "2:42", "a dense list mixes nested lists and elements"},
+        {constant_program("dense<\"0x0102\">", "tensor<3xf32>"), "2:33", "hex blob has 2 bytes but tensor<3xf32> needs 12"},
+        {constant_program("dense<0x1FFFF>", "tensor<f16>"), "2:33", "hex value 0x1FFFF does not fit in the 16 bits of f16"},
+        {constant_program("dense<1.0>", "tensor<complex<f32>>"), "2:33", "expected a complex element (re, im) for complex<f32>"},
+        {constant_program("dense<[1, 2]", "tensor<2xi32>"), "2:40", "expected '>' to end the dense literal, found ':'"},
+    });
   }
   SUBCASE("other syntax errors") {
-    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
-                                       "  %0 = stablehlo.frobnicate %arg0 : tensor<2xf32>\n"
-                                       "  return %0 : tensor<2xf32>\n")),
-                  "2:8", "unknown op stablehlo.frobnicate");
-    check_invalid(parse_status(program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
-                                       "  %0 = stablehlo.add %arg0, %arg0 : tensor<2xf32>\n")),
-                  "3:1", "expected an op or a return before '}'");
-    check_invalid(
-        parse_status("func.func @main() {\n  return\n}\nfunc.func @main() {\n  return\n}\n"),
-        "4:11", "redefinition of @main (first defined at 1:11)");
-    check_invalid(
-        parse_status(
-            program("(%arg0: tensor<2xf32>) -> tensor<2xf32>",
-                    "  %0 = stablehlo.add %arg0, %arg0 : tensor<2xf32>\n"
-                    "  return %0 : tensor<2xf32>\n  %1 = stablehlo.add %0, %0 : tensor<2xf32>\n")),
-        "4:3", "expected '}' after the return, found '%1'");
-    check_invalid(
-        parse_status("func.func @main() {\n  %0 = call @nowhere() : () -> ()\n  return\n}\n"),
-        "2:8", "call to undefined function @nowhere");
-    check_invalid(parse_status("module {\n  func.func @main() {\n    return\n  }\n"), "5:1",
-                  "expected '}' to end the module, found end of input");
-    check_invalid(parse_status("func.func @main() {\n  return \"unterminated\n}\n"), "2:10",
-                  "unterminated string");
-    check_invalid(parse_status("func.func @f() {\n  return\nfunc.func @main() {\n  return\n}\n"),
-                  "3:1", "expected '}' after the return, found identifier 'func.func'");
-    check_invalid(parse_status("func.func @main() {\n  func.frobnicate\n}\n"), "2:3",
-                  "unknown op func.frobnicate");
-    check_invalid(parse_status("module {\n  stablehlo.add\n}\n"), "2:3",
-                  "expected func.func, found identifier 'stablehlo.add'");
+    check_all({
+        {program("(%arg0: tensor<2xf32>) -> tensor<2xf32>", "  %0 = stablehlo.frobnicate %arg0 : tensor<2xf32>\n" "  return %0 : tensor<2xf32>\n"), "2:8", "unknown op stablehlo.frobnicate"},
+        {program("(%arg0: tensor<2xf32>) -> tensor<2xf32>", "  %0 = stablehlo.add %arg0, %arg0 : tensor<2xf32>\n"), "3:1", "expected an op or a return before '}'"},
+        {"func.func @main() {\n  return\n}\nfunc.func @main() {\n  return\n}\n", "4:11", "redefinition of @main (first defined at 1:11)"},
+        {program("(%arg0: tensor<2xf32>) -> tensor<2xf32>", "  %0 = stablehlo.add %arg0, %arg0 : tensor<2xf32>\n" "  return %0 : tensor<2xf32>\n  %1 = stablehlo.add %0, %0 : tensor<2xf32>\n"), "4:3", "expected '}' after the return, found '%1'"},
+        {"func.func @main() {\n  %0 = call @nowhere() : () -> ()\n  return\n}\n", "2:8", "call to undefined function @nowhere"},
+        {"module {\n  func.func @main() {\n    return\n  }\n", "5:1", "expected '}' to end the module, found end of input"},
+        {"func.func @main() {\n  return \"unterminated\n}\n", "2:10", "unterminated string"},
+        {"func.func @f() {\n  return\nfunc.func @main() {\n  return\n}\n", "3:1", "expected '}' after the return, found identifier 'func.func'"},
+        {"func.func @main() {\n  func.frobnicate\n}\n", "2:3", "unknown op func.frobnicate"},
+        {"module {\n  stablehlo.add\n}\n", "2:3", "expected func.func, found identifier 'stablehlo.add'"},
+    });
   }
 }
 

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <limits>
 #include <optional>
 #include <span>
@@ -219,6 +220,48 @@ inline Status check_dimension_list(OpCode op, std::string_view what,
       return op_error(op, what, " ", dims_str(dims), " repeats dimension ", dims[i]);
     seen[static_cast<std::size_t>(dims[i])] = true;
   }
+  return ok_status();
+}
+
+/// Each named list has one entry per dimension of `operand` (slice's and pad's attributes).
+inline Status check_one_per_dimension(
+    OpCode op, const Shape& operand,
+    std::initializer_list<std::pair<std::string_view, const std::vector<std::int64_t>*>> lists) {
+  for (const auto& [name, list] : lists)
+    if (list->size() != static_cast<std::size_t>(operand.rank()))
+      return op_error(op, name, " ", dims_str(*list), " has ", list->size(), " entries for operand ", operand,
+                      " of rank ", operand.rank());
+  return ok_status();
+}
+
+/// An array with batching dimensions, as gather and scatter name them in their messages.
+struct BatchedArray {
+  const Shape& shape;
+  std::string_view name;  // "operand", "start_indices", ...
+  std::span<const std::int64_t> batching_dims;
+};
+
+/// What gather and scatter check alike: the indices' batching dims are valid, 0 <=
+/// index_vector_dim <= rank(indices) and not a batching dim, and the data's and the indices'
+/// batching dims pair up with equal sizes.
+inline Status check_index_batching(OpCode op, const BatchedArray& data, const BatchedArray& indices,
+                                   std::int64_t index_vector_dim) {
+  const std::string indices_dims = str_cat(indices.name, "_batching_dims");
+  PJRT_LITE_RETURN_IF_ERROR(
+      check_dimension_list(op, indices_dims, indices.batching_dims, indices.shape.rank(), indices.name));
+  if (index_vector_dim < 0 || index_vector_dim > indices.shape.rank())
+    return op_error(op, "index_vector_dim = ", index_vector_dim, " is out of range [0, ", indices.shape.rank(),
+                    "] for ", indices.name, " ", indices.shape);
+  if (std::ranges::find(indices.batching_dims, index_vector_dim) != indices.batching_dims.end())
+    return op_error(op, "index_vector_dim ", index_vector_dim, " is one of ", indices_dims);
+  if (data.batching_dims.size() != indices.batching_dims.size())
+    return op_error(op, data.name, "_batching_dims ", dims_str(data.batching_dims), " and ", indices_dims, " ",
+                    dims_str(indices.batching_dims), " have different lengths");
+  for (std::size_t i = 0; i < data.batching_dims.size(); ++i)
+    if (data.shape.dim(data.batching_dims[i]) != indices.shape.dim(indices.batching_dims[i]))
+      return op_error(op, "batching dimension pair ", i, ": ", data.name, " dimension ", data.batching_dims[i],
+                      " has size ", data.shape.dim(data.batching_dims[i]), " but ", indices.name, " dimension ",
+                      indices.batching_dims[i], " has size ", indices.shape.dim(indices.batching_dims[i]));
   return ok_status();
 }
 
@@ -551,14 +594,9 @@ inline StatusOr<Shape> infer_transpose(const Shape& operand, const TransposeAttr
 inline StatusOr<Shape> infer_slice(const Shape& operand, const SliceAttrs& attrs) {
   constexpr OpCode op = OpCode::kSlice;
   const auto rank = static_cast<std::size_t>(operand.rank());
-  const std::pair<const char*, const std::vector<std::int64_t>*> lists[3] = {
-      {"start_indices", &attrs.start_indices},
-      {"limit_indices", &attrs.limit_indices},
-      {"strides", &attrs.strides}};
-  for (const auto& [name, list] : lists)
-    if (list->size() != rank)
-      return detail::op_error(op, name, " ", detail::dims_str(*list), " has ", list->size(),
-                              " entries for operand ", operand, " of rank ", rank);
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_one_per_dimension(
+      op, operand, {{"start_indices", &attrs.start_indices}, {"limit_indices", &attrs.limit_indices},
+                    {"strides", &attrs.strides}}));
   std::vector<std::int64_t> dims(rank);
   for (std::size_t d = 0; d < rank; ++d) {
     const std::int64_t start = attrs.start_indices[d], limit = attrs.limit_indices[d],
@@ -615,14 +653,9 @@ inline StatusOr<Shape> infer_pad(const Shape& operand, const Shape& padding_valu
     return detail::op_error(op, "operand 1 (padding value) has shape ", padding_value,
                             " but must be a rank-0 ", dtype_name(operand.dtype()));
   const auto rank = static_cast<std::size_t>(operand.rank());
-  const std::pair<const char*, const std::vector<std::int64_t>*> lists[3] = {
-      {"edge_padding_low", &attrs.edge_padding_low},
-      {"edge_padding_high", &attrs.edge_padding_high},
-      {"interior_padding", &attrs.interior_padding}};
-  for (const auto& [name, list] : lists)
-    if (list->size() != rank)
-      return detail::op_error(op, name, " ", detail::dims_str(*list), " has ", list->size(),
-                              " entries for operand ", operand, " of rank ", rank);
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_one_per_dimension(
+      op, operand, {{"edge_padding_low", &attrs.edge_padding_low}, {"edge_padding_high", &attrs.edge_padding_high},
+                    {"interior_padding", &attrs.interior_padding}}));
   std::vector<std::int64_t> dims(rank);
   for (std::size_t d = 0; d < rank; ++d) {
     const std::int64_t size = operand.dim(static_cast<std::int64_t>(d));
@@ -851,6 +884,7 @@ inline StatusOr<Shape> infer_scatter(const Shape& input, const Shape& indices, c
                                      const Signature& body, const ScatterAttrs& a) {
   constexpr OpCode op = OpCode::kScatter;
   using detail::check_dimension_list;
+  using detail::check_index_batching;
   using detail::check_sorted;
   using detail::dims_str;
   using detail::op_error;
@@ -878,26 +912,9 @@ inline StatusOr<Shape> infer_scatter(const Shape& input, const Shape& indices, c
   not_window.insert(not_window.end(), a.input_batching_dims.begin(), a.input_batching_dims.end());
   PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(op, "inserted_window_dims and input_batching_dims",
                                                  not_window, rank, "the input"));
-  PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(op, "scatter_indices_batching_dims",
-                                                 a.scatter_indices_batching_dims, indices.rank(),
-                                                 "scatter_indices"));
-  if (a.index_vector_dim < 0 || a.index_vector_dim > indices.rank())
-    return op_error(op, "index_vector_dim = ", a.index_vector_dim, " is out of range [0, ",
-                    indices.rank(), "] for scatter_indices ", indices);
-  if (std::ranges::find(a.scatter_indices_batching_dims, a.index_vector_dim) !=
-      a.scatter_indices_batching_dims.end())
-    return op_error(op, "index_vector_dim ", a.index_vector_dim,
-                    " is one of scatter_indices_batching_dims");
-  if (a.input_batching_dims.size() != a.scatter_indices_batching_dims.size())
-    return op_error(op, "input_batching_dims ", dims_str(a.input_batching_dims),
-                    " and scatter_indices_batching_dims ",
-                    dims_str(a.scatter_indices_batching_dims), " have different lengths");
-  for (std::size_t i = 0; i < a.input_batching_dims.size(); ++i)
-    if (input.dim(a.input_batching_dims[i]) != indices.dim(a.scatter_indices_batching_dims[i]))
-      return op_error(op, "batching dimension pair ", i, ": input dimension ",
-                      a.input_batching_dims[i], " has size ", input.dim(a.input_batching_dims[i]),
-                      " but scatter_indices dimension ", a.scatter_indices_batching_dims[i],
-                      " has size ", indices.dim(a.scatter_indices_batching_dims[i]));
+  PJRT_LITE_RETURN_IF_ERROR(check_index_batching(op, {input, "input", a.input_batching_dims},
+                                                 {indices, "scatter_indices", a.scatter_indices_batching_dims},
+                                                 a.index_vector_dim));
   const std::int64_t index_size =
       a.index_vector_dim < indices.rank() ? indices.dim(a.index_vector_dim) : 1;
   if (static_cast<std::int64_t>(a.scatter_dims_to_operand_dims.size()) != index_size)
@@ -961,6 +978,7 @@ inline StatusOr<Shape> infer_gather(const Shape& operand, const Shape& indices,
                                     const GatherAttrs& a) {
   constexpr OpCode op = OpCode::kGather;
   using detail::check_dimension_list;
+  using detail::check_index_batching;
   using detail::check_sorted;
   using detail::dims_str;
   using detail::op_error;
@@ -993,27 +1011,9 @@ inline StatusOr<Shape> infer_gather(const Shape& operand, const Shape& indices,
     if (a.slice_sizes[static_cast<std::size_t>(d)] > 1)
       return op_error(op, "slice_sizes[", d, "] = ", a.slice_sizes[static_cast<std::size_t>(d)],
                       " but dimension ", d, " is collapsed or batching, so its size must be <= 1");
-  PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(op, "start_indices_batching_dims",
-                                                 a.start_indices_batching_dims, indices.rank(),
-                                                 "start_indices"));
-  if (a.index_vector_dim < 0 || a.index_vector_dim > indices.rank())
-    return op_error(op, "index_vector_dim = ", a.index_vector_dim, " is out of range [0, ",
-                    indices.rank(), "] for start_indices ", indices);
-  if (std::ranges::find(a.start_indices_batching_dims, a.index_vector_dim) !=
-      a.start_indices_batching_dims.end())
-    return op_error(op, "index_vector_dim ", a.index_vector_dim,
-                    " is one of start_indices_batching_dims");
-  if (a.operand_batching_dims.size() != a.start_indices_batching_dims.size())
-    return op_error(op, "operand_batching_dims ", dims_str(a.operand_batching_dims),
-                    " and start_indices_batching_dims ", dims_str(a.start_indices_batching_dims),
-                    " have different lengths");
-  for (std::size_t i = 0; i < a.operand_batching_dims.size(); ++i)
-    if (operand.dim(a.operand_batching_dims[i]) != indices.dim(a.start_indices_batching_dims[i]))
-      return op_error(op, "batching dimension pair ", i, ": operand dimension ",
-                      a.operand_batching_dims[i], " has size ",
-                      operand.dim(a.operand_batching_dims[i]), " but start_indices dimension ",
-                      a.start_indices_batching_dims[i], " has size ",
-                      indices.dim(a.start_indices_batching_dims[i]));
+  PJRT_LITE_RETURN_IF_ERROR(check_index_batching(op, {operand, "operand", a.operand_batching_dims},
+                                                 {indices, "start_indices", a.start_indices_batching_dims},
+                                                 a.index_vector_dim));
   const std::int64_t index_size =
       a.index_vector_dim < indices.rank() ? indices.dim(a.index_vector_dim) : 1;
   if (static_cast<std::int64_t>(a.start_index_map.size()) != index_size)

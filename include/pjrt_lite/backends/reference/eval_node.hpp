@@ -107,6 +107,14 @@ inline Status fold_step(const Graph& body, std::vector<Literal>& accumulators,
   return ok_status();
 }
 
+/// One zero-filled literal per shape.
+inline std::vector<Literal> zero_literals(std::span<const Shape> shapes) {
+  std::vector<Literal> literals;
+  literals.reserve(shapes.size());
+  for (const Shape& shape : shapes) literals.emplace_back(shape);
+  return literals;
+}
+
 /// reduce(inputs..., init_values...): for each result index, the accumulators start at the
 /// init values and take body(accumulators..., elements...) for every element of the reduced
 /// slice in ascending index order (one fixed schedule of the many the spec allows). Inputs
@@ -130,8 +138,7 @@ inline StatusOr<std::vector<Literal>> eval_reduce(const Node& node,
       reduced_sizes.push_back(input_dims[static_cast<std::size_t>(d)]);
   }
 
-  std::vector<Literal> results;
-  for (const Shape& shape : node.results) results.emplace_back(shape);
+  std::vector<Literal> results = zero_literals(node.results);
   std::vector<std::int64_t> input_index(input_dims.size());
   Status status;
   for_each_index(node.results[0].dims(), [&](std::span<const std::int64_t> result_index) {
@@ -171,8 +178,7 @@ inline StatusOr<std::vector<Literal>> eval_sort(const Node& node,
   const auto rank = static_cast<std::int64_t>(dims.size());
   const auto dim = static_cast<std::size_t>(a.dimension < 0 ? a.dimension + rank : a.dimension);
   const std::int64_t length = dims[dim];
-  std::vector<Literal> results;
-  for (const Shape& shape : node.results) results.emplace_back(shape);
+  std::vector<Literal> results = zero_literals(node.results);
   std::vector<std::int64_t> rows(dims.begin(), dims.end());
   rows[dim] = 1;
   std::vector<std::int64_t> order(static_cast<std::size_t>(length)), scratch(order.size());
@@ -229,8 +235,7 @@ inline StatusOr<std::vector<Literal>> eval_top_k(const Node& node, const Literal
             else
               return v;
           };
-          std::vector<Literal> results;
-          for (const Shape& shape : node.results) results.emplace_back(shape);
+          std::vector<Literal> results = zero_literals(node.results);
           const std::int64_t last = operand.dims().empty() ? 0 : operand.dims().back();
           const std::int64_t k = node.attr<TopKAttrs>().k;
           const std::int64_t rows = last == 0 ? 0 : operand.element_count() / last;
@@ -287,8 +292,7 @@ inline StatusOr<std::vector<Literal>> eval_reduce_window(const Node& node,
   std::vector<Literal> inits;
   for (std::size_t i = 0; i < n; ++i)
     inits.push_back(element_as_scalar(*init_values[i], 0, node.results[i].dtype()));
-  std::vector<Literal> results;
-  for (const Shape& shape : node.results) results.emplace_back(shape);
+  std::vector<Literal> results = zero_literals(node.results);
   std::vector<std::int64_t> input_index(input_dims.size());
   Status status;
   for_each_index(node.results[0].dims(), [&](std::span<const std::int64_t> result_index) {

@@ -181,37 +181,23 @@ T logistic(T x) {
   return narrow<T>(one / (one + std::exp(-widen(x))));
 }
 
-template <class T>
-T sine(T x) {
-  return narrow<T>(std::sin(widen(x)));
-}
-template <class T>
-T cosine(T x) {
-  return narrow<T>(std::cos(widen(x)));
-}
-template <class T>
-T tan(T x) {
-  return narrow<T>(std::tan(widen(x)));
-}
-template <class T>
-T floor(T x) {
-  return narrow<T>(std::floor(widen(x)));
-}
-template <class T>
-T ceil(T x) {
-  return narrow<T>(std::ceil(widen(x)));
-}
-/// Ties away from zero: -2.5 -> -3, 2.5 -> 3.
-template <class T>
-T round_nearest_afz(T x) {
-  return narrow<T>(std::round(widen(x)));
-}
-/// Ties to even: -2.5 -> -2, 0.5 -> 0, 1.5 -> 2. nearbyint rounds in the current mode, which
-/// is round-to-nearest-even in the default environment this file assumes.
-template <class T>
-T round_nearest_even(T x) {
-  return narrow<T>(std::nearbyint(widen(x)));
-}
+// Functions computed on the widened value and rounded back to T.
+#define PJRT_LITE_WIDENED_UNARY(name, fn) \
+  template <class T>                      \
+  T name(T x) {                           \
+    return narrow<T>(fn(widen(x)));       \
+  }
+PJRT_LITE_WIDENED_UNARY(sine, std::sin)
+PJRT_LITE_WIDENED_UNARY(cosine, std::cos)
+PJRT_LITE_WIDENED_UNARY(tan, std::tan)
+PJRT_LITE_WIDENED_UNARY(floor, std::floor)
+PJRT_LITE_WIDENED_UNARY(ceil, std::ceil)
+// Ties away from zero: -2.5 -> -3, 2.5 -> 3.
+PJRT_LITE_WIDENED_UNARY(round_nearest_afz, std::round)
+// Ties to even: -2.5 -> -2, 0.5 -> 0, 1.5 -> 2. nearbyint rounds in the current mode, which
+// is round-to-nearest-even in the default environment this file assumes.
+PJRT_LITE_WIDENED_UNARY(round_nearest_even, std::nearbyint)
+#undef PJRT_LITE_WIDENED_UNARY
 
 /// Neither infinite nor NaN.
 template <class T>

@@ -248,13 +248,20 @@ inline Status pretty_slice(Reader& r, Context& ctx, const OpSyntax& op, OpParts&
   return ok_status();
 }
 
-/// `stablehlo.concatenate %a, %b, dim = 0 : T`.
-inline Status pretty_concatenate(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
+/// `stablehlo.OP %a, %b, ..., KEY = V : T`: any number of operands, then one attribute that
+/// `read_key` reads, then the type.
+template <class ReadKey>
+Status operands_then_key(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p, ReadKey read_key) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
   PJRT_LITE_RETURN_IF_ERROR(r.expect(',', {"after the operands of ", op.name}));
-  PJRT_LITE_RETURN_IF_ERROR(key_int(r, p, "dim", "dimension", "after the operands"));
+  PJRT_LITE_RETURN_IF_ERROR(read_key());
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
   return ok_status();
+}
+
+/// `stablehlo.concatenate %a, %b, dim = 0 : T`.
+inline Status pretty_concatenate(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
+  return operands_then_key(r, ctx, op, p, [&] { return key_int(r, p, "dim", "dimension", "after the operands"); });
 }
 
 /// `stablehlo.pad %x, %v, low = [...], high = [...], interior = [...] : T`.
@@ -273,11 +280,7 @@ inline Status pretty_pad(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p
 
 /// `stablehlo.dynamic_slice %x, %i, %j, sizes = [...] : T`.
 inline Status pretty_dynamic_slice(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', {"after the operands of ", op.name}));
-  PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, "sizes", "slice_sizes", "after the operands"));
-  PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
-  return ok_status();
+  return operands_then_key(r, ctx, op, p, [&] { return key_list(r, p, "sizes", "slice_sizes", "after the operands"); });
 }
 
 /// `stablehlo.broadcast %x, sizes = [...] : T`.
