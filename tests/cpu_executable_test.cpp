@@ -1141,6 +1141,7 @@ TEST_CASE("cpu executable: a thread that awaits an asynchronous execution no wor
     client->executor().schedule([&] {
       worker_busy.store(true);
       while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      worker_busy.store(false);
     });
     while (!worker_busy.load()) std::this_thread::yield();
     // Should this thread sleep instead, the worker is released after 20 s and the checks
@@ -1162,6 +1163,7 @@ TEST_CASE("cpu executable: a thread that awaits an asynchronous execution no wor
     const bool ran_here = !release.load();
     release.store(true);
     fallback.join();
+    while (worker_busy.load()) std::this_thread::yield();  // the blocker reads this iteration's flags
     CHECK(ran_here);
     CHECK(got == Literal::vector<float>({-1, 2, -3, 4}));
   }
