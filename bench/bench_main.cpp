@@ -4,196 +4,15 @@
 // of the binary gives all of them and their ratios. bench/run.sh runs it and regenerates
 // bench/RESULTS.md.
 //
-// Threads: the threaded workloads run pjrt_lite on a ThreadPool client with one worker (the
-// calling thread is the second), and the twins the same way through TwinPool: the calling
-// thread and one thread of Eigen's ThreadPool, set up once, claim the same blocks pjrt_lite's
-// parallel_for would split the work into, and wait the way it waits. The single-threaded
-// workloads (tiny, mlp_b1, roundtrip) use an inline client and plain Eigen.
-// Every twin writes into outputs and temporaries allocated before its timing loop, and keeps
-// its result alive (benchmark::DoNotOptimize on the output after the work).
-// Programs execute synchronously (ExecutionMode::kSynchronous) into a reused result list,
-// the control-loop way; clients keep enough pooled memory to recycle 64 MiB outputs.
-#include <benchmark/benchmark.h>
-
-#include <algorithm>
-#include <atomic>
-#include <chrono>
-#include <cmath>
-#include <cstdint>
-#include <cstdio>
-#include <cstdlib>
-#include <limits>
-#include <memory>
-#include <optional>
-#include <span>
-#include <string>
-#include <string_view>
-#include <type_traits>
-#include <vector>
-
-#include <Eigen/Core>
-#include <unsupported/Eigen/CXX11/ThreadPool>
-
-#include "pjrt_lite/cpu.hpp"
+// This file holds the core workloads (per-call overhead, streaming, GEMM, the MLP and its
+// gradient, compiling, round trips), the hooks of workloads.hpp and main; the model workloads
+// are in layers.cpp, conv.cpp and models.cpp, the inline vs pooled sweeps in sweeps.cpp, and
+// what they share (clients, Program, TwinPool) in common.hpp.
+#include "common.hpp"
 #include "pjrt_lite/frontend.hpp"
-#include "pjrt_lite/ir/builder.hpp"
-#include "workloads.hpp"
 
-using namespace pjrt_lite;
-using namespace pjrt_lite_bench;
-
+namespace pjrt_lite_bench {
 namespace {
-
-// ---- Shared set-up
-
-/// Pooled device memory of the bench clients: room to recycle every output of a workload.
-constexpr std::int64_t kPoolBytes = std::int64_t{1} << 30;
-
-[[noreturn]] void die(const Status& s, const char* where) {
-  std::fprintf(stderr, "%s: %s\n", where, s.to_string().c_str());
-  std::abort();
-}
-
-template <class T>
-T take(StatusOr<T> v, const char* where) {
-  if (!v.ok()) die(v.status(), where);
-  return std::move(v).value();
-}
-
-template <class E>
-std::unique_ptr<cpu::Client<E>> make_client() {
-  return take(
-      cpu::Client<E>::create({.thread_count = kThreads - 1, .memory_pool_bytes = kPoolBytes}),
-      "client");
-}
-
-/// A compiled program with its arguments on the device, executed synchronously.
-template <class E>
-class Program {
- public:
-  Program(const Graph& graph, const std::vector<std::vector<float>>& args,
-          const std::vector<std::vector<std::int64_t>>& dims)
-      : client_(make_client<E>()) {
-    exe_.emplace(take(client_->compile(graph), "compile"));
-    for (std::size_t i = 0; i < args.size(); ++i)
-      args_.push_back(take(
-          client_->buffer_from_host_buffer(std::span<const float>(args[i]), dims[i]), "upload"));
-    for (auto& a : args_) arg_ptrs_.push_back(&a);
-    options_.mode = ExecutionMode::kSynchronous;
-    run();  // warm-up: fills the pools and the run-state cache
-  }
-  Program(GraphBuilder& b, const std::vector<Value>& outputs,
-          const std::vector<std::vector<float>>& args,
-          const std::vector<std::vector<std::int64_t>>& dims)
-      : Program(take(b.build(outputs), "build"), args, dims) {}
-
-  void run() {
-    Status s = exe_->execute_sharded(arg_ptrs_, client_->devices()[0], options_, results_);
-    if (!s.ok()) die(s, "execute");
-  }
-
-  /// Output `j` of the last run, on the host.
-  std::vector<float> output(std::size_t j) {
-    Literal l = take(results_[j].to_literal().await(), "to_literal");
-    const auto* p = static_cast<const float*>(l.untyped_data());
-    return std::vector<float>(p, p + l.shape().element_count());
-  }
-
- private:
-  std::unique_ptr<cpu::Client<E>> client_;
-  std::optional<cpu::LoadedExecutable<E>> exe_;
-  std::vector<cpu::Buffer<E>> args_;
-  std::vector<cpu::Buffer<E>*> arg_ptrs_;
-  std::vector<cpu::Buffer<E>> results_;
-  ExecuteOptions options_;
-};
-
-/// The twins' threads: the calling thread and kThreads - 1 threads of Eigen's ThreadPool,
-/// created once for the whole run. Eigen's idle workers poll for new work before they sleep
-/// (5000 / threads attempts to steal a task, Eigen's own count), as pjrt_lite's pool threads
-/// do (for 50 us, core/spin.hpp). A parallel region
-/// follows pjrt_lite's parallel_for: [0, n) is cut into `blocks` equal ranges that the
-/// threads claim one at a time from a shared counter; scheduling a helper allocates nothing
-/// (the task captures one pointer, which std::function keeps inline); and the caller, out of
-/// blocks, polls for up to 50 us before it sleeps on an atomic. So a twin and pjrt_lite pay
-/// the same kind of hand-off per region and differ only in their kernels.
-class TwinPool {
- public:
-  static TwinPool& get() {
-    static TwinPool pool;
-    return pool;
-  }
-
-  /// Runs fn(begin, end) over `blocks` equal parts of [0, n), the caller included; returns
-  /// when all are done. A block index is `begin * blocks / n`; one thread runs a block, so
-  /// per-block scratch needs no lock.
-  template <class F>
-  void parallel_for(std::int64_t n, std::int64_t blocks, F&& fn) {
-    using Fn = std::remove_reference_t<F>;
-    fn_ = &fn;
-    call_ = [](void* f, std::int64_t b, std::int64_t e) { (*static_cast<Fn*>(f))(b, e); };
-    n_ = n;
-    blocks_ = blocks;
-    next_.store(0, std::memory_order_relaxed);
-    running_.store(kThreads - 1);
-    for (int t = 1; t < kThreads; ++t) pool_.Schedule([this] { help(); });
-    drain();
-    wait();
-  }
-
- private:
-  TwinPool() : pool_(kThreads - 1) {}
-
-  void drain() {
-    for (;;) {
-      const std::int64_t b = next_.fetch_add(1, std::memory_order_relaxed);
-      if (b >= blocks_) return;
-      call_(fn_, n_ * b / blocks_, n_ * (b + 1) / blocks_);
-    }
-  }
-  void help() {
-    drain();
-    if (running_.fetch_sub(1) == 1) running_.notify_all();
-  }
-  void wait() {
-    const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(50);
-    for (std::uint32_t i = 1; running_.load() != 0; ++i) {
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause();
-#endif
-      if (i % 64 == 0 && std::chrono::steady_clock::now() >= until) {
-        for (int r = running_.load(); r != 0; r = running_.load()) running_.wait(r);
-        return;
-      }
-    }
-  }
-
-  Eigen::ThreadPool pool_;
-  void* fn_ = nullptr;
-  void (*call_)(void*, std::int64_t, std::int64_t) = nullptr;
-  std::int64_t n_ = 0, blocks_ = 0;
-  std::atomic<std::int64_t> next_{0};
-  std::atomic<int> running_{0};
-};
-
-/// Blocks of an element-wise region: pjrt_lite's parallel_for gives each thread 8.
-constexpr std::int64_t kElementwiseBlocks = kThreads * 8;
-
-template <class F>
-void twin_parallel(std::int64_t n, std::int64_t blocks, F&& fn) {
-  TwinPool::get().parallel_for(n, blocks, fn);
-}
-
-using Array = Eigen::Map<Eigen::ArrayXf>;
-using ConstArray = Eigen::Map<const Eigen::ArrayXf>;
-using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using Row = Eigen::RowVectorXf;
-
-void check_close(benchmark::State& state, const std::vector<float>& got, const float* want,
-                 double tolerance) {
-  pjrt_lite_bench::check_close(state, got.data(), want, got.size(), tolerance,
-                               "pjrt_lite and the Eigen twin disagree");
-}
 
 // ---- tiny_mul_add_4: y = x * 2 + 1 on 4 f32, inline execution: the per-call overhead.
 
@@ -578,255 +397,6 @@ void mlp_grad_b256_eigen(benchmark::State& state) {
               want_w1.data(), 1e-3);
 }
 
-// ---- Model layers (workloads.hpp): layer norm, softmax, a 3x3 convolution, self-attention.
-// pjrt_lite runs the graph a framework would export for the layer; the twin is the layer
-// written by hand over the same rows, blocks or heads on the same threads.
-
-Value broadcast_scalar(GraphBuilder& b, float v, std::vector<std::int64_t> dims) {
-  return b.broadcast_in_dim(b.constant(v), std::move(dims), {});
-}
-
-/// Softmax over the last dimension of `x` (rank 2 or 3): exp(x - max) / sum.
-Value softmax_last(GraphBuilder& b, Value x, const std::vector<std::int64_t>& dims) {
-  const auto last = static_cast<std::int64_t>(dims.size()) - 1;
-  std::vector<std::int64_t> kept(dims.begin(), dims.end() - 1), keep_dims;
-  for (std::int64_t d = 0; d < last; ++d) keep_dims.push_back(d);
-  Value mx = b.reduce(x, b.constant(-std::numeric_limits<float>::infinity()), OpCode::kMaximum,
-                      {last});
-  Value e = b.exponential(b.subtract(x, b.broadcast_in_dim(mx, dims, keep_dims)));
-  Value sum = b.reduce(e, b.constant(0.0f), OpCode::kAdd, {last});
-  return b.divide(e, b.broadcast_in_dim(sum, dims, keep_dims));
-}
-
-/// Layer norm of rows [r0, r1): (x - mean) / sqrt(var + eps) * gamma + beta.
-void layer_norm_rows(const float* x, const float* gamma, const float* beta, float* y,
-                     std::int64_t r0, std::int64_t r1) {
-  ConstArray g(gamma, kCols), bt(beta, kCols);
-  for (std::int64_t r = r0; r < r1; ++r) {
-    ConstArray row(x + r * kCols, kCols);
-    Array out(y + r * kCols, kCols);
-    out = row - row.mean();
-    const float rstd = 1.0f / std::sqrt(out.square().mean() + kLayerNormEps);
-    out = out * rstd * g + bt;
-  }
-}
-
-/// Softmax of rows [r0, r1) of a row-major [.., n] matrix.
-void softmax_rows(const float* x, float* y, std::int64_t n, std::int64_t r0, std::int64_t r1) {
-  for (std::int64_t r = r0; r < r1; ++r) {
-    ConstArray row(x + r * n, n);
-    Array out(y + r * n, n);
-    out = (row - row.maxCoeff()).exp();
-    out /= out.sum();
-  }
-}
-
-void layer_norm_256x1024_pjrt_lite(benchmark::State& state) {
-  GraphBuilder b("layer_norm");
-  const std::vector<std::int64_t> dims{kRows, kCols};
-  Value x = b.parameter(Shape(DType::kF32, dims));
-  Value gamma = b.parameter(Shape(DType::kF32, {kCols}));
-  Value beta = b.parameter(Shape(DType::kF32, {kCols}));
-  Value inv_n = broadcast_scalar(b, 1.0f / kCols, {kRows});
-  Value mean = b.multiply(b.reduce(x, b.constant(0.0f), OpCode::kAdd, {1}), inv_n);
-  Value xc = b.subtract(x, b.broadcast_in_dim(mean, dims, {0}));
-  Value var = b.multiply(b.reduce(b.multiply(xc, xc), b.constant(0.0f), OpCode::kAdd, {1}), inv_n);
-  Value rstd = b.rsqrt(b.add(var, broadcast_scalar(b, kLayerNormEps, {kRows})));
-  Value y = b.add(b.multiply(b.multiply(xc, b.broadcast_in_dim(rstd, dims, {0})),
-                             b.broadcast_in_dim(gamma, dims, {1})),
-                  b.broadcast_in_dim(beta, dims, {1}));
-  Program<cpu::ThreadPool> p(b, {y}, {rows_input(), layer_norm_gamma(), layer_norm_beta()},
-                             {dims, {kCols}, {kCols}});
-  for (auto _ : state) p.run();
-  check_close(state, p.output(0), model_reference("layer_norm_256x1024").data(), 1e-5);
-}
-
-void layer_norm_256x1024_eigen(benchmark::State& state) {
-  const auto x = rows_input(), gamma = layer_norm_gamma(), beta = layer_norm_beta();
-  std::vector<float> y(x.size());
-  for (auto _ : state) {
-    twin_parallel(kRows, kElementwiseBlocks, [&](std::int64_t r0, std::int64_t r1) {
-      layer_norm_rows(x.data(), gamma.data(), beta.data(), y.data(), r0, r1);
-    });
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-  }
-  check_close(state, y, model_reference("layer_norm_256x1024").data(), 1e-5);
-}
-
-void softmax_256x1024_pjrt_lite(benchmark::State& state) {
-  GraphBuilder b("softmax");
-  const std::vector<std::int64_t> dims{kRows, kCols};
-  Value x = b.parameter(Shape(DType::kF32, dims));
-  Program<cpu::ThreadPool> p(b, {softmax_last(b, x, dims)}, {rows_input()}, {dims});
-  for (auto _ : state) p.run();
-  check_close(state, p.output(0), model_reference("softmax_256x1024").data(), 1e-6);
-}
-
-void softmax_256x1024_eigen(benchmark::State& state) {
-  const auto x = rows_input();
-  std::vector<float> y(x.size());
-  for (auto _ : state) {
-    twin_parallel(kRows, kElementwiseBlocks, [&](std::int64_t r0, std::int64_t r1) {
-      softmax_rows(x.data(), y.data(), kCols, r0, r1);
-    });
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-  }
-  check_close(state, y, model_reference("softmax_256x1024").data(), 1e-6);
-}
-
-/// The hand-written convolution: for output positions [p0, p1), in chunks of kConvChunk, an
-/// im2col chunk [positions, 9 * 64] (zeros where the window leaves the image) times the
-/// kernel [9 * 64, 64], plus the bias, then relu. `patches` is the caller's scratch.
-constexpr std::int64_t kConvChunk = 128;
-constexpr std::int64_t kConvDepth = kConvTaps * kConvChannels;
-constexpr std::int64_t kConvPositions = kConvSize * kConvSize;
-
-void conv_positions(const float* x, const float* kernel, const float* bias, float* y,
-                    RowMatrix& patches, std::int64_t p0, std::int64_t p1) {
-  Eigen::Map<const RowMatrix> k(kernel, kConvDepth, kConvChannels);
-  Eigen::Map<const Row> b(bias, kConvChannels);
-  for (std::int64_t c0 = p0; c0 < p1; c0 += kConvChunk) {
-    const std::int64_t n = std::min(kConvChunk, p1 - c0);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t oh = (c0 + i) / kConvSize, ow = (c0 + i) % kConvSize;
-      float* row = patches.data() + i * kConvDepth;
-      for (std::int64_t kh = 0; kh < 3; ++kh)
-        for (std::int64_t kw = 0; kw < 3; ++kw, row += kConvChannels) {
-          const std::int64_t ih = oh + kh - 1, iw = ow + kw - 1;
-          if (ih < 0 || ih >= kConvSize || iw < 0 || iw >= kConvSize)
-            std::fill_n(row, kConvChannels, 0.0f);
-          else
-            std::copy_n(x + (ih * kConvSize + iw) * kConvChannels, kConvChannels, row);
-        }
-    }
-    Eigen::Map<RowMatrix> out(y + c0 * kConvChannels, n, kConvChannels);
-    out.noalias() = patches.topRows(n) * k;
-    out = (out.rowwise() + b).cwiseMax(0.0f);
-  }
-}
-
-/// Blocks of the convolution's output positions: pjrt_lite's kernel cuts them in about
-/// 4 per thread.
-constexpr std::int64_t kConvBlocks = kThreads * 4;
-
-void conv3x3_56x56x64_pjrt_lite(benchmark::State& state) {
-  GraphBuilder b("conv3x3");
-  const std::vector<std::int64_t> dims{1, kConvSize, kConvSize, kConvChannels};
-  Value x = b.parameter(Shape(DType::kF32, dims));
-  Value k = b.parameter(Shape(DType::kF32, {3, 3, kConvChannels, kConvChannels}));
-  Value bias = b.parameter(Shape(DType::kF32, {kConvChannels}));
-  ConvolutionAttrs attrs;
-  attrs.padding_low = {1, 1};
-  attrs.padding_high = {1, 1};
-  attrs.input_batch_dimension = 0;
-  attrs.input_spatial_dimensions = {1, 2};
-  attrs.input_feature_dimension = 3;
-  attrs.kernel_spatial_dimensions = {0, 1};
-  attrs.kernel_input_feature_dimension = 2;
-  attrs.kernel_output_feature_dimension = 3;
-  attrs.output_batch_dimension = 0;
-  attrs.output_spatial_dimensions = {1, 2};
-  attrs.output_feature_dimension = 3;
-  Value y = b.maximum(b.add(b.convolution(x, k, attrs), b.broadcast_in_dim(bias, dims, {3})),
-                      broadcast_scalar(b, 0.0f, dims));
-  Program<cpu::ThreadPool> p(b, {y}, {conv_input(), conv_kernel(), conv_bias()},
-                             {dims, {3, 3, kConvChannels, kConvChannels}, {kConvChannels}});
-  for (auto _ : state) p.run();
-  state.counters["flops"] = benchmark::Counter(2.0 * kConvPositions * kConvDepth * kConvChannels,
-                                               benchmark::Counter::kIsIterationInvariantRate);
-  check_close(state, p.output(0), model_reference("conv3x3_56x56x64").data(), 1e-4);
-}
-
-void conv3x3_56x56x64_eigen(benchmark::State& state) {
-  const auto x = conv_input(), kernel = conv_kernel(), bias = conv_bias();
-  std::vector<float> y(static_cast<std::size_t>(kConvPositions * kConvChannels));
-  std::vector<RowMatrix> patches(kConvBlocks, RowMatrix(kConvChunk, kConvDepth));
-  for (auto _ : state) {
-    twin_parallel(kConvPositions, kConvBlocks, [&](std::int64_t p0, std::int64_t p1) {
-      conv_positions(x.data(), kernel.data(), bias.data(), y.data(),
-                     patches[static_cast<std::size_t>(p0 * kConvBlocks / kConvPositions)], p0, p1);
-    });
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-  }
-  state.counters["flops"] = benchmark::Counter(2.0 * kConvPositions * kConvDepth * kConvChannels,
-                                               benchmark::Counter::kIsIterationInvariantRate);
-  check_close(state, y, model_reference("conv3x3_56x56x64").data(), 1e-4);
-}
-
-/// Self-attention by hand: the projections by blocks of tokens, each head's scores, softmax
-/// and weighted values by head, the output projection by blocks of tokens; every matrix
-/// sized once.
-struct Attention {
-  Attention() : q(kTokens, kModel), k(kTokens, kModel), v(kTokens, kModel), o(kTokens, kModel) {
-    for (int i = 0; i < 4; ++i) w[i] = attention_weight(i);
-    scores.assign(kHeads, RowMatrix(kTokens, kTokens));
-  }
-  Eigen::Map<const RowMatrix> weight(int i) const { return {w[i].data(), kModel, kModel}; }
-
-  void project(const float* x, std::int64_t r0, std::int64_t r1) {
-    Eigen::Map<const RowMatrix> xs(x + r0 * kModel, r1 - r0, kModel);
-    q.middleRows(r0, r1 - r0).noalias() = xs * weight(0);
-    k.middleRows(r0, r1 - r0).noalias() = xs * weight(1);
-    v.middleRows(r0, r1 - r0).noalias() = xs * weight(2);
-  }
-  void head(std::int64_t h) {
-    RowMatrix& s = scores[static_cast<std::size_t>(h)];
-    const auto cols = h * kHeadDim;
-    s.noalias() = q.middleCols(cols, kHeadDim) * k.middleCols(cols, kHeadDim).transpose();
-    s *= 1.0f / std::sqrt(static_cast<float>(kHeadDim));
-    softmax_rows(s.data(), s.data(), kTokens, 0, kTokens);
-    o.middleCols(cols, kHeadDim).noalias() = s * v.middleCols(cols, kHeadDim);
-  }
-  void output(float* y, std::int64_t r0, std::int64_t r1) const {
-    Eigen::Map<RowMatrix>(y + r0 * kModel, r1 - r0, kModel).noalias() =
-        o.middleRows(r0, r1 - r0) * weight(3);
-  }
-
-  std::vector<float> w[4];
-  RowMatrix q, k, v, o;
-  std::vector<RowMatrix> scores;
-};
-
-void attention_128x256_pjrt_lite(benchmark::State& state) {
-  GraphBuilder b("attention");
-  Value x = b.parameter(Shape(DType::kF32, {kTokens, kModel}));
-  Value w[4];
-  for (Value& wi : w) wi = b.parameter(Shape(DType::kF32, {kModel, kModel}));
-  auto heads = [&](Value m) { return b.reshape(b.dot(x, m), {kTokens, kHeads, kHeadDim}); };
-  Value q = heads(w[0]), k = heads(w[1]), v = heads(w[2]);
-  const std::vector<std::int64_t> score_dims{kHeads, kTokens, kTokens};
-  Value scores = b.multiply(b.dot_general(q, k, {{1}, {1}, {2}, {2}}),
-                            broadcast_scalar(b, 1.0f / std::sqrt(float(kHeadDim)), score_dims));
-  Value o = b.dot_general(softmax_last(b, scores, score_dims), v, {{0}, {1}, {2}, {0}});
-  Value merged = b.reshape(b.transpose(o, {1, 0, 2}), {kTokens, kModel});
-  Value y = b.dot(merged, w[3]);
-  std::vector<std::vector<float>> args{attention_input()};
-  std::vector<std::vector<std::int64_t>> dims{{kTokens, kModel}};
-  for (int i = 0; i < 4; ++i) {
-    args.push_back(attention_weight(i));
-    dims.push_back({kModel, kModel});
-  }
-  Program<cpu::ThreadPool> p(b, {y}, args, dims);
-  for (auto _ : state) p.run();
-  check_close(state, p.output(0), model_reference("attention_128x256").data(), 1e-4);
-}
-
-void attention_128x256_eigen(benchmark::State& state) {
-  const auto x = attention_input();
-  Attention a;
-  std::vector<float> y(static_cast<std::size_t>(kTokens * kModel));
-  for (auto _ : state) {
-    twin_parallel(kTokens, kThreads, [&](std::int64_t r0, std::int64_t r1) { a.project(x.data(), r0, r1); });
-    twin_parallel(kHeads, kHeads, [&](std::int64_t h, std::int64_t) { a.head(h); });
-    twin_parallel(kTokens, kThreads, [&](std::int64_t r0, std::int64_t r1) { a.output(y.data(), r0, r1); });
-    benchmark::DoNotOptimize(y.data());
-    benchmark::ClobberMemory();
-  }
-  check_close(state, y, model_reference("attention_128x256").data(), 1e-4);
-}
 
 // ---- jit_call_tiny: a cache-hit call of a jitted y = x * 2 + 1 on 4 f32, buffers in and out,
 // inline execution. Its difference to tiny_mul_add_4/pjrt_lite (the executable called
@@ -915,24 +485,9 @@ void roundtrip_4_eigen(benchmark::State& state) {
   }
 }
 
-// ---- Registration: one line per workload; each side that is missing is left out.
+}  // namespace
 
-/// Times are wall-clock; the CPU column is the whole process's CPU time (every thread), which
-/// a loaded machine disturbs less than the wall clock.
-void add_variant(const std::string& name, BenchFn fn, benchmark::TimeUnit unit) {
-  if (fn != nullptr)
-    benchmark::RegisterBenchmark(name.c_str(), fn)->Unit(unit)->UseRealTime()->MeasureProcessCPUTime();
-}
-
-/// `<name>/pjrt_lite`, then `<name>/eigen` and `<name>/libtorch` when they exist, one after
-/// another so that the three see the machine in the same state.
-void add_workload(const char* name, BenchFn pjrt_lite, BenchFn eigen, benchmark::TimeUnit unit) {
-  add_variant(std::string(name) + "/pjrt_lite", pjrt_lite, unit);
-  add_variant(std::string(name) + "/eigen", eigen, unit);
-  add_variant(std::string(name) + "/libtorch", torch_peer(name), unit);
-}
-
-void register_workloads() {
+void register_core_workloads() {
   using benchmark::kMicrosecond;
   using benchmark::kMillisecond;
   using benchmark::kNanosecond;
@@ -948,20 +503,9 @@ void register_workloads() {
   add_workload("jit_call_tiny", jit_call_tiny_pjrt_lite, tiny_mul_add_4_eigen, kNanosecond);
   add_workload("compile_1000", compile_1000_pjrt_lite, nullptr, kMillisecond);
   add_workload("roundtrip_4", roundtrip_4_pjrt_lite, roundtrip_4_eigen, kNanosecond);
-  add_workload("layer_norm_256x1024", layer_norm_256x1024_pjrt_lite, layer_norm_256x1024_eigen,
-               kMicrosecond);
-  add_workload("softmax_256x1024", softmax_256x1024_pjrt_lite, softmax_256x1024_eigen, kMicrosecond);
-  add_workload("conv3x3_56x56x64", conv3x3_56x56x64_pjrt_lite, conv3x3_56x56x64_eigen,
-               kMicrosecond);
-  add_workload("attention_128x256", attention_128x256_pjrt_lite, attention_128x256_eigen,
-               kMicrosecond);
 }
 
-}  // namespace
-
 // ---- The hooks of workloads.hpp that need Eigen.
-
-namespace pjrt_lite_bench {
 
 void mlp_reference(const float* x, std::int64_t batch, float* out) {
   RowMatrix h1, h2;
@@ -985,29 +529,9 @@ void check_close(benchmark::State& state, const float* got, const float* want, s
 }
 
 std::vector<float> model_reference(std::string_view workload) {
-  std::vector<float> y;
-  if (workload == "layer_norm_256x1024" || workload == "softmax_256x1024") {
-    const auto x = rows_input();
-    y.resize(x.size());
-    if (workload == "softmax_256x1024")
-      softmax_rows(x.data(), y.data(), kCols, 0, kRows);
-    else
-      layer_norm_rows(x.data(), layer_norm_gamma().data(), layer_norm_beta().data(), y.data(), 0,
-                      kRows);
-  } else if (workload == "conv3x3_56x56x64") {
-    y.resize(static_cast<std::size_t>(kConvPositions * kConvChannels));
-    RowMatrix patches(kConvChunk, kConvDepth);
-    conv_positions(conv_input().data(), conv_kernel().data(), conv_bias().data(), y.data(),
-                   patches, 0, kConvPositions);
-  } else if (workload == "attention_128x256") {
-    y.resize(static_cast<std::size_t>(kTokens * kModel));
-    const auto x = attention_input();
-    Attention a;
-    a.project(x.data(), 0, kTokens);
-    for (std::int64_t h = 0; h < kHeads; ++h) a.head(h);
-    a.output(y.data(), 0, kTokens);
-  }
-  return y;
+  if (auto y = layer_reference(workload); !y.empty()) return y;
+  if (auto y = conv_reference(workload); !y.empty()) return y;
+  return models_reference(workload);
 }
 
 #ifndef PJRT_LITE_BENCH_TORCH
@@ -1019,8 +543,13 @@ std::string torch_description() { return {}; }
 }  // namespace pjrt_lite_bench
 
 int main(int argc, char** argv) {
+  using namespace pjrt_lite_bench;
   torch_thread_policy(argv);
-  register_workloads();
+  register_core_workloads();
+  register_layer_workloads();
+  register_conv_workloads();
+  register_model_workloads();
+  register_sweep_workloads();
   if (const std::string torch = torch_description(); !torch.empty())
     benchmark::AddCustomContext("libtorch", torch);
   benchmark::Initialize(&argc, argv);

@@ -36,7 +36,19 @@ WORKLOADS = [
     ("softmax_256x1024", "softmax over the rows of f32[256, 1024]"),
     ("conv3x3_56x56x64", "3x3 convolution 64 -> 64 channels, 56x56 NHWC, SAME, bias + relu, batch 1"),
     ("attention_128x256", "self-attention, 128 tokens, width 256, 4 heads: projections, softmax, output"),
+    ("rms_norm_256x1024", "RMS norm over the rows of f32[256, 1024], with scale (from StableHLO text)"),
+    ("attention_512x256", "self-attention, 512 tokens, width 256, 4 heads"),
+    ("resnet_block_56x56x64", "ResNet basic block, 56x56x64 NHWC, batch 1: conv, batch norm (not folded), relu, "
+     "conv, batch norm, + input, relu"),
+    ("lstm_cell_b32_h512", "one LSTM cell step, batch 32, input and hidden 512"),
+    ("transformer_encoder_128x256", "post-norm transformer encoder layer, 128 tokens, width 256, 4 heads, "
+     "FFN 1024 with tanh-gelu"),
 ]
+
+# The sweeps (bench/sweeps.cpp): `sweep_<op>_<size>/<variant>`, pjrt_lite on the inline and on
+# the pooled client in the default execution mode, alone and beside one busy competitor thread.
+SWEEP_OPS = [("mul", "x * y of two f32[n / 1024, 1024]"), ("sum", "sum over the last dimension of f32[n / 1024, 1024]")]
+SWEEP_SIZES = ["4K", "64K", "256K", "1M"]
 
 UNIT_NS = {"ns": 1.0, "us": 1e3, "ms": 1e6, "s": 1e9}
 
@@ -63,6 +75,12 @@ def medians(doc):
         b["ns"] = b["real_time"] * UNIT_NS[b.get("time_unit", "ns")]
         b["cpu_ns"] = b["cpu_time"] * UNIT_NS[b.get("time_unit", "ns")]
     return out
+
+
+def time_ratio_of(m, workload, a, b):
+    """`<workload>/<a>` over `<workload>/<b>` in median time, or None when either is absent."""
+    x, y = m.get(f"{workload}/{a}"), m.get(f"{workload}/{b}")
+    return None if x is None or y is None or y["ns"] <= 0 else x["ns"] / y["ns"]
 
 
 def targets(m):
@@ -110,6 +128,14 @@ def targets(m):
     grad, fwd = get("mlp_grad_b256/pjrt_lite"), get("mlp_b256/pjrt_lite")
     at_most("mlp_grad_b256: at most 3x the forward mlp_b256", grad["ns"] / fwd["ns"] if grad and fwd else None, 3.0,
             torch=time_ratio("mlp_grad_b256", "libtorch"))
+    sweep_ratios = [(f"sweep_{op}_{size}", time_ratio_of(m, f"sweep_{op}_{size}", "pjrt_lite_pooled", "pjrt_lite_inline"))
+                    for op, _ in SWEEP_OPS for size in SWEEP_SIZES]
+    sweep_ratios = [(w, r) for w, r in sweep_ratios if r is not None]
+    if sweep_ratios:
+        worst_w, worst = max(sweep_ratios, key=lambda wr: wr[1])
+        status = "met" if worst <= 1 / 0.95 else "missed"
+        rows.append(("sweeps: the pooled client at least 0.95x the inline client's speed at every size "
+                     "(pooled / inline time <= 1.05)", f"{status}: worst {worst:.2f} ({worst_w})"))
     c = get("compile_1000/pjrt_lite")
     at_most("compile_1000: under 5 ms", c["ns"] / 1e6 if c else None, 5.0, " ms", c["cpu_ns"] / 1e6 if c else None)
     return rows
@@ -143,6 +169,41 @@ def cell(b, ops=False):
 
 def ratio(p, e, key="ns"):
     return f"{p[key] / e[key]:.2f}" if p and e and e[key] > 0 else "-"
+
+
+def sweep_section(m):
+    """The inline vs pooled sweep: medians and the pooled / inline time ratio per size (above 1:
+    the thread pool makes the call slower), quiet and with one busy competitor thread."""
+    if not any(k.startswith("sweep_") for k in m):
+        return []
+    lines = [
+        "",
+        "### Inline vs pooled client (sweeps, default execution mode)",
+        "",
+        "Each call executes in the default mode (`ExecuteOptions{}`) and awaits its output. "
+        "*pooled / inline* is the pooled client's time over the inline client's: above 1 the "
+        "pool makes the call slower than not using it (target: at most 1/0.95 = 1.05). The "
+        "*busy* columns run the same beside one thread spinning for the whole measurement (a "
+        "competitor keeping a core busy). *eigen* is the arithmetic alone on one thread; "
+        "*libtorch* the ATen op on as many threads as the pooled client.",
+        "",
+        "| sweep | inline | pooled | pooled / inline | inline, busy | pooled, busy | pooled busy / inline busy "
+        "| pooled busy / inline | eigen (1 thread) | libtorch |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for op, what in SWEEP_OPS:
+        for size in SWEEP_SIZES:
+            w = f"sweep_{op}_{size}"
+            get = lambda v: m.get(f"{w}/{v}")
+            i, p, ib, pb = get("pjrt_lite_inline"), get("pjrt_lite_pooled"), get("pjrt_lite_inline_busy"), get(
+                "pjrt_lite_pooled_busy")
+            if not any((i, p, ib, pb)):
+                continue
+            lines.append(f"| {w} | {cell(i)} | {cell(p)} | {ratio(p, i)} | {cell(ib)} | {cell(pb)} | {ratio(pb, ib)} "
+                         f"| {ratio(pb, i)} | {cell(get('eigen'))} | {cell(get('libtorch'))} |")
+    lines.append("")
+    lines.append("Sweeps: " + "; ".join(f"`sweep_{op}_<n>`: {what}" for op, what in SWEEP_OPS) + ".")
+    return lines
 
 
 def section(doc, command, load):
@@ -183,6 +244,7 @@ def section(doc, command, load):
             r, cr = "n/a", "n/a"
         tt = cell(t) if t else "no peer"
         lines.append(f"| {w} | {what} | {cell(p, ops=True)} | {et} | {r} | {cr} | {tt} | {ratio(p, t)} |")
+    lines += sweep_section(m)
     lines += ["", "### Targets", "", "| target | status |", "|---|---|"]
     lines += [f"| {t} | {s} |" for t, s in targets(m)]
     lines.append(END)

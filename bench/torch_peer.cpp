@@ -24,13 +24,15 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cerrno>
+#include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 #include "workloads.hpp"
@@ -249,8 +251,8 @@ void roundtrip_4(benchmark::State& state) {
 
 // ---- Model layers: ATen's own layer norm and softmax into preallocated outputs; the
 // convolution as at::conv2d on channels-last tensors (the NHWC data as it is; torch has no
-// out= form, so its output is allocated per call) then an in-place relu; attention as its
-// matrix products, softmax and head merge into preallocated tensors.
+// out= form, so its output is allocated per call) then an in-place relu; attention (128 and
+// 512 tokens) as its matrix products, softmax and head merge into preallocated tensors.
 
 void layer_norm_256x1024(benchmark::State& state) {
   use_threads(kThreads);
@@ -299,31 +301,188 @@ void conv3x3_56x56x64(benchmark::State& state) {
   check(state, y.permute({0, 2, 3, 1}), model_reference("conv3x3_56x56x64").data(), 1e-4);
 }
 
-void attention_128x256(benchmark::State& state) {
-  use_threads(kThreads);
-  torch::NoGradGuard no_grad;
-  const at::Tensor x = tensor(attention_input(), {kTokens, kModel});
-  at::Tensor w[4];
-  for (int i = 0; i < 4; ++i) w[i] = tensor(attention_weight(i), {kModel, kModel});
-  at::Tensor q = at::empty({kTokens, kModel}), k = at::empty({kTokens, kModel}),
-             v = at::empty({kTokens, kModel}), scores = at::empty({kHeads, kTokens, kTokens}),
-             probs = at::empty({kHeads, kTokens, kTokens}), o = at::empty({kHeads, kTokens, kHeadDim}),
-             merged = at::empty({kTokens, kHeads, kHeadDim}), y = at::empty({kTokens, kModel});
-  auto heads = [](const at::Tensor& m) { return m.view({kTokens, kHeads, kHeadDim}).transpose(0, 1); };
-  const double scale = 1.0 / std::sqrt(double(kHeadDim));
-  for (auto _ : state) {
+/// Self-attention of `tokens` tokens as its matrix products, softmax and head merge into
+/// tensors allocated once.
+struct Attention {
+  explicit Attention(std::int64_t tokens)
+      : tokens(tokens), q(at::empty({tokens, kModel})), k(at::empty({tokens, kModel})),
+        v(at::empty({tokens, kModel})), scores(at::empty({kHeads, tokens, tokens})),
+        probs(at::empty({kHeads, tokens, tokens})), o(at::empty({kHeads, tokens, kHeadDim})),
+        merged(at::empty({tokens, kHeads, kHeadDim})) {
+    for (int i = 0; i < 4; ++i) w[i] = tensor(attention_weight(i), {kModel, kModel});
+  }
+  at::Tensor heads(const at::Tensor& m) const { return m.view({tokens, kHeads, kHeadDim}).transpose(0, 1); }
+  void run(const at::Tensor& x, at::Tensor& y) {
     at::mm_out(q, x, w[0]);
     at::mm_out(k, x, w[1]);
     at::mm_out(v, x, w[2]);
     at::bmm_out(scores, heads(q), heads(k).transpose(1, 2));
-    scores.mul_(scale);
+    scores.mul_(1.0 / std::sqrt(double(kHeadDim)));
     at::_softmax_out(probs, scores, 2, false);
     at::bmm_out(o, probs, heads(v));
     merged.copy_(o.transpose(0, 1));
-    at::mm_out(y, merged.view({kTokens, kModel}), w[3]);
+    at::mm_out(y, merged.view({tokens, kModel}), w[3]);
+  }
+  std::int64_t tokens;
+  at::Tensor w[4], q, k, v, scores, probs, o, merged;
+};
+
+template <std::int64_t Tokens>
+void attention(benchmark::State& state) {
+  use_threads(kThreads);
+  torch::NoGradGuard no_grad;
+  const at::Tensor x = tensor(attention_input(Tokens), {Tokens, kModel});
+  Attention a(Tokens);
+  at::Tensor y = at::empty({Tokens, kModel});
+  for (auto _ : state) {
+    a.run(x, y);
     benchmark::DoNotOptimize(y.data_ptr());
   }
-  check(state, y, model_reference("attention_128x256").data(), 1e-4);
+  check(state, y, model_reference(attention_name(Tokens)).data(), 1e-4);
+}
+
+// ---- rms_norm_256x1024: LibTorch 1.13 has no RMS norm op, so what a user writes:
+// x * rsqrt(mean(x^2, -1, keepdim) + eps) * gamma, into preallocated tensors.
+
+void rms_norm_256x1024(benchmark::State& state) {
+  use_threads(kThreads);
+  torch::NoGradGuard no_grad;
+  const at::Tensor x = tensor(rows_input(), {kRows, kCols}), gamma = tensor(rms_norm_gamma(), {kCols});
+  at::Tensor sq = at::empty({kRows, kCols}), ms = at::empty({kRows, 1}), y = at::empty({kRows, kCols});
+  for (auto _ : state) {
+    at::mul_out(sq, x, x);
+    at::mean_out(ms, sq, {1}, /*keepdim=*/true);
+    ms.add_(kRmsNormEps).rsqrt_();
+    at::mul_out(y, x, ms);
+    y.mul_(gamma);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  check(state, y, model_reference("rms_norm_256x1024").data(), 1e-5);
+}
+
+// ---- resnet_block_56x56x64: what torchvision's BasicBlock runs in eval mode, channels-last:
+// conv2d (no bias), batch_norm with running statistics, relu_, conv2d, batch_norm, add_ the
+// input, relu_. conv2d and batch_norm allocate their outputs (no out= forms).
+
+void resnet_block_56x56x64(benchmark::State& state) {
+  use_threads(kThreads);
+  torch::NoGradGuard no_grad;
+  const at::Tensor x = tensor(conv_input(), {1, kConvSize, kConvSize, kConvChannels}).permute({0, 3, 1, 2});
+  at::Tensor k[2];
+  for (int i = 0; i < 2; ++i)
+    k[i] = tensor(resnet_kernel(i), {3, 3, kConvChannels, kConvChannels})
+               .permute({3, 2, 0, 1})
+               .contiguous(at::MemoryFormat::ChannelsLast);
+  struct Bn {
+    at::Tensor gamma, beta, mean, var;
+  } bn[2];
+  for (int i = 0; i < 2; ++i) {
+    const BatchNorm p(i);
+    bn[i] = {tensor(p.gamma, {kConvChannels}), tensor(p.beta, {kConvChannels}),
+             tensor(p.mean, {kConvChannels}), tensor(p.var, {kConvChannels})};
+  }
+  auto batch_norm = [&](const at::Tensor& v, int i) {
+    return at::batch_norm(v, bn[i].gamma, bn[i].beta, bn[i].mean, bn[i].var, /*training=*/false,
+                          /*momentum=*/0.1, kBatchNormEps, /*cudnn_enabled=*/false);
+  };
+  at::Tensor y;
+  for (auto _ : state) {
+    at::Tensor a = batch_norm(at::conv2d(x, k[0], {}, 1, 1), 0);
+    a.relu_();
+    y = batch_norm(at::conv2d(a, k[1], {}, 1, 1), 1);
+    y.add_(x).relu_();
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.counters["flops"] =
+      benchmark::Counter(2 * 2.0 * kConvSize * kConvSize * kConvTaps * kConvChannels * kConvChannels,
+                         benchmark::Counter::kIsIterationInvariantRate);
+  check(state, y.permute({0, 2, 3, 1}), model_reference("resnet_block_56x56x64").data(), 1e-4);
+}
+
+// ---- lstm_cell_b32_h512: at::lstm_cell, what torch::nn::LSTMCell calls, with its weights
+// in torch's layout ([4 * hidden, in], transposed once before the loop) and the bias as b_ih.
+// It allocates its gates and outputs per call.
+
+void lstm_cell_b32_h512(benchmark::State& state) {
+  use_threads(kThreads);
+  torch::NoGradGuard no_grad;
+  const at::Tensor x = tensor(lstm_x(), {kLstmBatch, kLstmInput});
+  const at::Tensor h = tensor(lstm_h(), {kLstmBatch, kLstmHidden}), c = tensor(lstm_c(), {kLstmBatch, kLstmHidden});
+  const at::Tensor w_ih = tensor(lstm_w(), {kLstmInput, kLstmGates}).t().contiguous();
+  const at::Tensor w_hh = tensor(lstm_u(), {kLstmHidden, kLstmGates}).t().contiguous();
+  const at::Tensor b = tensor(lstm_b(), {kLstmGates});
+  std::tuple<at::Tensor, at::Tensor> hc;
+  for (auto _ : state) {
+    hc = at::lstm_cell(x, {h, c}, w_ih, w_hh, b, {});
+    benchmark::DoNotOptimize(std::get<0>(hc).data_ptr());
+  }
+  check(state, at::cat({std::get<0>(hc).flatten(), std::get<1>(hc).flatten()}),
+        model_reference("lstm_cell_b32_h512").data(), 1e-4);
+}
+
+// ---- transformer_encoder_128x256: the attention above, then add_out, native_layer_norm_out,
+// addmm_out (nn::Linear), gelu_out with approximate="tanh", addmm_out, add_,
+// native_layer_norm_out, all into tensors allocated once.
+
+void transformer_encoder_128x256(benchmark::State& state) {
+  use_threads(kThreads);
+  torch::NoGradGuard no_grad;
+  const at::Tensor x = tensor(attention_input(kTokens), {kTokens, kModel});
+  Attention attn(kTokens);
+  const at::Tensor w1 = tensor(encoder_w1(), {kModel, kFfn}), b1 = tensor(encoder_b1(), {kFfn});
+  const at::Tensor w2 = tensor(encoder_w2(), {kFfn, kModel}), b2 = tensor(encoder_b2(), {kModel});
+  const at::Tensor g1 = tensor(encoder_gamma(0), {kModel}), be1 = tensor(encoder_beta(0), {kModel});
+  const at::Tensor g2 = tensor(encoder_gamma(1), {kModel}), be2 = tensor(encoder_beta(1), {kModel});
+  at::Tensor a = at::empty({kTokens, kModel}), t = at::empty({kTokens, kModel}),
+             y1 = at::empty({kTokens, kModel}), h = at::empty({kTokens, kFfn}),
+             g = at::empty({kTokens, kFfn}), f = at::empty({kTokens, kModel}),
+             y = at::empty({kTokens, kModel}), mean = at::empty({kTokens, 1}), rstd = at::empty({kTokens, 1});
+  for (auto _ : state) {
+    attn.run(x, a);
+    at::add_out(t, x, a);
+    at::native_layer_norm_out(y1, mean, rstd, t, {kModel}, g1, be1, kLayerNormEps);
+    at::addmm_out(h, b1, y1, w1);
+    at::gelu_out(g, h, "tanh");
+    at::addmm_out(f, b2, g, w2);
+    f.add_(y1);
+    at::native_layer_norm_out(y, mean, rstd, f, {kModel}, g2, be2, kLayerNormEps);
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  check(state, y, model_reference("transformer_encoder_128x256").data(), 1e-4);
+}
+
+// ---- Sweeps: at::mul_out and at::sum_out (over the last dimension) into a preallocated
+// output on kThreads threads; ATen's grain size decides whether a size is split.
+
+template <bool Sum, std::int64_t N>
+void sweep(benchmark::State& state) {
+  use_threads(kThreads);
+  torch::NoGradGuard no_grad;
+  const std::int64_t rows = N / kSweepCols;
+  const auto xv = sweep_x(N), yv = sweep_y(N);
+  const at::Tensor x = tensor(xv, {rows, kSweepCols}), y = tensor(yv, {rows, kSweepCols});
+  at::Tensor out = Sum ? at::empty({rows}) : at::empty({rows, kSweepCols});
+  for (auto _ : state) {
+    if constexpr (Sum)
+      at::sum_out(out, x, {1});
+    else
+      at::mul_out(out, x, y);
+    benchmark::DoNotOptimize(out.data_ptr());
+  }
+  state.SetItemsProcessed(state.iterations() * N);
+  std::vector<float> want;
+  for (std::int64_t r = 0; r < rows; ++r) {
+    double s = 0;
+    for (std::int64_t c = 0; c < kSweepCols; ++c) {
+      const auto i = static_cast<std::size_t>(r * kSweepCols + c);
+      if (Sum)
+        s += xv[i];
+      else
+        want.push_back(xv[i] * yv[i]);
+    }
+    if (Sum) want.push_back(static_cast<float>(s));
+  }
+  check(state, out, want.data(), Sum ? 1e-5 : 0);
 }
 
 }  // namespace
@@ -348,7 +507,20 @@ BenchFn torch_peer(std::string_view workload) {
       {"layer_norm_256x1024", layer_norm_256x1024},
       {"softmax_256x1024", softmax_256x1024},
       {"conv3x3_56x56x64", conv3x3_56x56x64},
-      {"attention_128x256", attention_128x256},
+      {"attention_128x256", attention<kTokens>},
+      {"rms_norm_256x1024", rms_norm_256x1024},
+      {"attention_512x256", attention<kLongTokens>},
+      {"resnet_block_56x56x64", resnet_block_56x56x64},
+      {"lstm_cell_b32_h512", lstm_cell_b32_h512},
+      {"transformer_encoder_128x256", transformer_encoder_128x256},
+      {"sweep_mul_4K", sweep<false, 4096>},
+      {"sweep_mul_64K", sweep<false, 65536>},
+      {"sweep_mul_256K", sweep<false, 262144>},
+      {"sweep_mul_1M", sweep<false, 1048576>},
+      {"sweep_sum_4K", sweep<true, 4096>},
+      {"sweep_sum_64K", sweep<true, 65536>},
+      {"sweep_sum_256K", sweep<true, 262144>},
+      {"sweep_sum_1M", sweep<true, 1048576>},
   };
   static const bool interop = [] {
     at::set_num_interop_threads(1);  // only before any inter-op work; none is ever queued

@@ -83,10 +83,93 @@ inline std::vector<float> conv_kernel() {
 inline std::vector<float> conv_bias() { return values(kConvChannels, 0.1f, 0.8f); }
 
 inline constexpr std::int64_t kTokens = 128, kModel = 256, kHeads = 4, kHeadDim = kModel / kHeads;
-inline std::vector<float> attention_input() { return values(kTokens * kModel, 1.0f, 0.25f); }
+/// attention_512x256's tokens (same width and heads).
+inline constexpr std::int64_t kLongTokens = 512;
+/// "attention_128x256", "attention_512x256".
+inline std::string attention_name(std::int64_t tokens) {
+  return "attention_" + std::to_string(tokens) + "x" + std::to_string(kModel);
+}
+inline std::vector<float> attention_input(std::int64_t tokens = kTokens) {
+  return values(tokens * kModel, 1.0f, 0.25f);
+}
 /// The projection `i` (0..3: query, key, value, output), [256 in, 256 out].
 inline std::vector<float> attention_weight(int i) {
   return values(kModel * kModel, 0.0625f, 0.1f + 0.7f * static_cast<float>(i));
+}
+
+// ---- RMS norm over the rows of f32[256, 1024]: x * rsqrt(mean(x^2) + eps) * gamma.
+
+inline constexpr float kRmsNormEps = 1e-6f;
+inline std::vector<float> rms_norm_gamma() { return values(kCols, 0.5f, 0.9f); }
+
+// ---- ResNet basic block, batch 1, NHWC, 56x56x64: conv3x3 -> batch norm -> relu -> conv3x3
+// -> batch norm -> + input -> relu. The convolutions have no bias (as in ResNet); the batch
+// norms are in inference form, their statistics and affine parameters given per channel.
+
+inline constexpr float kBatchNormEps = 1e-5f;
+/// The block's convolution `i` (0, 1), HWIO [3, 3, 64, 64].
+inline std::vector<float> resnet_kernel(int i) {
+  return values(kConvTaps * kConvChannels * kConvChannels, 0.05f, 0.6f + 0.9f * static_cast<float>(i));
+}
+/// Batch norm `i` (0, 1) of the block: y = (x - mean) / sqrt(var + eps) * gamma + beta.
+struct BatchNorm {
+  explicit BatchNorm(int i)
+      : gamma(values(kConvChannels, 0.5f, 0.3f + float(i))), beta(values(kConvChannels, 0.2f, 0.7f + float(i))),
+        mean(values(kConvChannels, 0.3f, 1.3f + float(i))), var(values(kConvChannels, 0.4f, 1.9f + float(i))) {
+    for (float& v : var) v += 1.0f;  // in [0.6, 1.4]
+  }
+  /// The per-channel scale and shift the inference form applies: y = x * scale + shift.
+  std::vector<float> scale() const {
+    std::vector<float> s(gamma.size());
+    for (std::size_t c = 0; c < s.size(); ++c) s[c] = gamma[c] / std::sqrt(var[c] + kBatchNormEps);
+    return s;
+  }
+  std::vector<float> shift() const {
+    const std::vector<float> s = scale();
+    std::vector<float> t(beta.size());
+    for (std::size_t c = 0; c < t.size(); ++c) t[c] = beta[c] - mean[c] * s[c];
+    return t;
+  }
+  std::vector<float> gamma, beta, mean, var;
+};
+
+// ---- One LSTM cell step: gates = x W + h U + b ([32, 2048], in the order input, forget,
+// cell, output, as torch::nn::LSTMCell), c' = sigmoid(f) c + sigmoid(i) tanh(g),
+// h' = sigmoid(o) tanh(c'). W and U row-major [in, 4 * hidden].
+
+inline constexpr std::int64_t kLstmBatch = 32, kLstmInput = 512, kLstmHidden = 512,
+                              kLstmGates = 4 * kLstmHidden;
+inline std::vector<float> lstm_x() { return values(kLstmBatch * kLstmInput, 1.0f, 0.15f); }
+inline std::vector<float> lstm_h() { return values(kLstmBatch * kLstmHidden, 0.8f, 0.45f); }
+inline std::vector<float> lstm_c() { return values(kLstmBatch * kLstmHidden, 1.0f, 0.85f); }
+inline std::vector<float> lstm_w() { return values(kLstmInput * kLstmGates, 0.04f, 0.1f); }
+inline std::vector<float> lstm_u() { return values(kLstmHidden * kLstmGates, 0.04f, 1.1f); }
+inline std::vector<float> lstm_b() { return values(kLstmGates, 0.1f, 2.1f); }
+
+// ---- A post-norm transformer encoder layer, 128 tokens, width 256, 4 heads, FFN 1024:
+// y1 = layer_norm(x + attention(x)) (attention_128x256's projections, no biases),
+// y = layer_norm(y1 + gelu(y1 W1 + b1) W2 + b2), gelu in its tanh form
+// (0.5 x (1 + tanh(sqrt(2 / pi) (x + 0.044715 x^3))), BERT's and GPT-2's).
+
+inline constexpr std::int64_t kFfn = 1024;
+inline std::vector<float> encoder_w1() { return values(kModel * kFfn, 0.0625f, 3.1f); }
+inline std::vector<float> encoder_b1() { return values(kFfn, 0.1f, 3.3f); }
+inline std::vector<float> encoder_w2() { return values(kFfn * kModel, 0.03f, 3.7f); }
+inline std::vector<float> encoder_b2() { return values(kModel, 0.1f, 3.9f); }
+/// Layer norm `i` (0, 1) of the layer, [256].
+inline std::vector<float> encoder_gamma(int i) { return values(kModel, 0.5f, 4.1f + float(i)); }
+inline std::vector<float> encoder_beta(int i) { return values(kModel, 0.2f, 4.5f + float(i)); }
+
+// ---- Sweeps: sweep_mul_<n> (x * y) and sweep_sum_<n> (the sum over the last dimension) of
+// f32[n / 1024, 1024], n = 4K, 64K, 256K and 1M elements.
+
+inline constexpr std::int64_t kSweepCols = 1024;
+inline constexpr std::int64_t kSweepSizes[] = {4096, 65536, 262144, 1048576};
+inline std::vector<float> sweep_x(std::int64_t n) { return values(n, 1.0f, 0.35f); }
+inline std::vector<float> sweep_y(std::int64_t n) { return values(n, 1.0f, 1.35f); }
+/// "4K", "64K", "256K", "1M".
+inline std::string sweep_size_name(std::int64_t n) {
+  return n >= (1 << 20) ? std::to_string(n >> 20) + "M" : std::to_string(n >> 10) + "K";
 }
 
 // ---- Hooks between the translation units.
@@ -96,8 +179,10 @@ void mlp_reference(const float* x, std::int64_t batch, float* out);
 /// dL/dW1 of mlp_grad_b256's loss over `batch` rows (plain Eigen, one thread), [kIn, kHidden].
 void mlp_grad_w1_reference(const float* x, const float* t, std::int64_t batch, float* gw1);
 
-/// The output of a model-layer workload (layer_norm_256x1024, softmax_256x1024,
-/// conv3x3_56x56x64, attention_128x256), computed by plain Eigen on one thread.
+/// The output of a model workload (layer_norm_256x1024, softmax_256x1024, rms_norm_256x1024,
+/// conv3x3_56x56x64, attention_128x256, attention_512x256, resnet_block_56x56x64,
+/// transformer_encoder_128x256; for lstm_cell_b32_h512 h' then c', concatenated), computed by
+/// plain Eigen on one thread; empty for another name.
 std::vector<float> model_reference(std::string_view workload);
 
 /// The largest |got - want| relative to max(1, |want|), as the `max_error` counter; skips the
