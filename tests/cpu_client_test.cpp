@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "pjrt_lite/backends/cpu/detail/parallel.hpp"
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/builder.hpp"
 #include "test_util.hpp"
@@ -686,6 +687,51 @@ TEST_CASE("cpu buffer: concurrent transfers, reads and deletes from many threads
   }
   for (auto& th : threads) th.join();
   CHECK(failures == 0);
+}
+
+TEST_CASE("cpu client: the split governor backs off after a contended loop and recovers") {
+  using cpu::detail::SplitGovernor;
+  SplitGovernor g;
+  CHECK(g.may_split());
+  g.record(10'000, 5'000);  // the helpers kept up: nothing changes
+  CHECK(g.skipping() == 0);
+  g.record(10'000, SplitGovernor::kWaitFactor * 10'000 + SplitGovernor::kSlackNs + 1);  // contended
+  CHECK(g.skipping() == 16);
+  int refused = 0;
+  while (!g.may_split()) ++refused;
+  CHECK(refused == 16);
+  g.record(0, 10'000'000);  // contended again: the stretch doubles
+  CHECK(g.skipping() == 32);
+  for (int i = 0; i < 20; ++i) g.record(0, 10'000'000);
+  CHECK(g.skipping() == SplitGovernor::kMaxSkip);
+  // Loops whose helpers keep up halve the stretch the next contended loop starts from.
+  while (!g.may_split()) {
+  }
+  for (int i = 0; i < 12; ++i) g.record(10'000, 0);
+  g.record(0, 10'000'000);
+  CHECK(g.skipping() == 16);
+}
+
+TEST_CASE("cpu client: a parallel loop whose helper is held up makes the next loops run on the caller") {
+  // The worker's first block stands for a worker the OS descheduled: it takes 100 ms, while
+  // the caller's blocks take nothing.
+  cpu::ThreadPool pool(1);
+  std::atomic<bool> helper_started{false};
+  auto held_up = [&](std::int64_t, std::int64_t, int worker) {
+    if (worker == 0) {
+      for (int i = 0; i < 10'000 && !helper_started.load(); ++i) std::this_thread::sleep_for(std::chrono::microseconds(100));
+      return;
+    }
+    if (!helper_started.exchange(true)) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  };
+  cpu::detail::parallel_for(&pool, 2, 64, 1, held_up);
+  REQUIRE_MESSAGE(helper_started.load(), "the worker never took a block");
+  CHECK(pool.split_governor().skipping() > 0);
+  // The next loop runs every block on the caller (worker 0).
+  std::atomic<int> off_caller{0};
+  auto count = [&](std::int64_t, std::int64_t, int worker) { off_caller += worker != 0; };
+  cpu::detail::parallel_for(&pool, 2, 64, 1, count);
+  CHECK(off_caller.load() == 0);
 }
 
 }  // namespace cpu_client_test

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <thread>
@@ -480,6 +481,50 @@ TEST_CASE("frontend: bad inputs are clear statuses") {
     auto g = jit(client, [](Tensor x) { return x.reshape({4, -1}); });
     CHECK(g(Literal::vector<double>({1, 2, 3})).status().code() == StatusCode::kInvalidArgument);
   }
+}
+
+TEST_CASE("frontend: relu's derivative is jax.nn.relu's: 0 at 0, and NaN stays NaN") {
+  auto client = make_client();
+  auto r = jit(client, [](Tensor x) { return np::relu(x); });
+  auto dr = jit(client, grad([](Tensor x) { return np::relu(x); }));
+  auto d2r = jit(client, grad(grad([](Tensor x) { return np::relu(x); })));
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  // (x, relu(x), relu'(x)) by the definition: max(x, 0); 1 where x > 0, else 0.
+  for (const auto& [x, value, slope] : {std::tuple{-2.0, 0.0, 0.0}, std::tuple{0.0, 0.0, 0.0},
+                                       std::tuple{-0.0, 0.0, 0.0}, std::tuple{1e-300, 1e-300, 1.0},
+                                       std::tuple{3.5, 3.5, 1.0}}) {
+    CAPTURE(x);
+    CHECK(scalar(r(x).value()) == value);
+    CHECK(scalar(dr(x).value()) == slope);
+    CHECK(scalar(d2r(x).value()) == 0.0);
+  }
+  CHECK(std::isnan(scalar(r(nan).value())));
+  // On an integer tensor relu keeps the dtype.
+  Literal ints = jit(client, [](Tensor x) { return np::relu(x); })(Literal::vector<std::int32_t>({-3, 0, 4})).value();
+  CHECK(ints == Literal::vector<std::int32_t>({0, 0, 4}));
+}
+
+TEST_CASE("frontend: pow's derivatives are right at a zero exponent and a zero base, at every order") {
+  auto client = make_client();
+  auto f = [](Tensor x, Tensor y) { return np::power(x, y); };
+  auto dx = grad<0>(f);
+  // d/dy of d/dx x^y = x^(y-1) (1 + y log x), which at y = 0 is 1/x.
+  auto dydx = jit(client, grad<1>([&](Tensor x, Tensor y) { return dx(x, y); }));
+  auto dxdx = jit(client, grad<0>([&](Tensor x, Tensor y) { return dx(x, y); }));
+  auto jdx = jit(client, dx);
+  for (const auto& [x, y] : {std::pair{4.0, 0.0}, std::pair{0.5, 0.0}, std::pair{4.0, 1.5}, std::pair{2.0, -1.0}}) {
+    CAPTURE(x);
+    CAPTURE(y);
+    CHECK(scalar(jdx(x, y).value()) == doctest::Approx(y * std::pow(x, y - 1)).epsilon(1e-14));
+    CHECK(scalar(dydx(x, y).value()) ==
+          doctest::Approx(std::pow(x, y - 1) * (1 + y * std::log(x))).epsilon(1e-13));
+    CHECK(scalar(dxdx(x, y).value()) == doctest::Approx(y * (y - 1) * std::pow(x, y - 2)).epsilon(1e-13));
+  }
+  // At x = y = 0: x^0 = 1 for every x, so d/dx is 0, not 0 * 0^-1 = NaN; d/dy = log(x) x^y
+  // is taken as 0 there, as jax does.
+  CHECK(scalar(jdx(0.0, 0.0).value()) == 0.0);
+  CHECK(scalar(jit(client, grad<1>(f))(0.0, 0.0).value()) == 0.0);
+  CHECK(scalar(jit(client, grad<0>(f))(0.0, 2.0).value()) == 0.0);
 }
 
 }  // namespace frontend_test

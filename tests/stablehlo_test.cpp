@@ -14,6 +14,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <limits>
 #include <map>
 #include <optional>
@@ -501,6 +502,89 @@ module @jit_f attributes {mhlo.num_partitions = 1 : i32, mhlo.num_replicas = 1 :
       return %0 : tensor<2xf32>
     })");
   CHECK(fingerprint(plain) == fingerprint(sharded));
+}
+
+// ---- Syntax other tools write ---------------------------------------------------------------
+
+TEST_CASE("stablehlo: a trailing comma in #stablehlo.scatter and #stablehlo.gather, as StableHLO's parser allows") {
+  const auto gather = [](std::string_view trailing) {
+    return str_cat(R"(func.func @main(%x: tensor<3x4xf32>, %i: tensor<2x1xi32>) -> tensor<2x4xf32> {
+  %0 = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [0], start_index_map = [0], index_vector_dim = 1)",
+                   trailing, R"(>, slice_sizes = array<i64: 1, 4>}> : (tensor<3x4xf32>, tensor<2x1xi32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+)");
+  };
+  const auto scatter = [](std::string_view trailing) {
+    return str_cat(R"(func.func @main(%x: tensor<3xf32>, %i: tensor<1x1xi32>, %u: tensor<1xf32>) -> tensor<3xf32> {
+  %0 = "stablehlo.scatter"(%x, %i, %u) <{scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1)",
+                   trailing, R"(>}> ({
+  ^bb0(%a: tensor<f32>, %b: tensor<f32>):
+    %s = stablehlo.add %a, %b : tensor<f32>
+    stablehlo.return %s : tensor<f32>
+  }) : (tensor<3xf32>, tensor<1x1xi32>, tensor<1xf32>) -> tensor<3xf32>
+  return %0 : tensor<3xf32>
+}
+)");
+  };
+  for (const auto& make : {std::function<std::string(std::string_view)>(gather), std::function<std::string(std::string_view)>(scatter)}) {
+    StatusOr<Graph> plain = parse_stablehlo(make(""));
+    StatusOr<Graph> trailing = parse_stablehlo(make(","));
+    REQUIRE_MESSAGE(plain.ok(), plain.status().to_string());
+    REQUIRE_MESSAGE(trailing.ok(), trailing.status().to_string());
+    CHECK(fingerprint(*plain) == fingerprint(*trailing));
+    // Two commas, or a comma with nothing before it, are still errors.
+    CHECK(parse_status(make(",,")).code() == StatusCode::kInvalidArgument);
+  }
+}
+
+TEST_CASE("stablehlo: the check dialect's parenthesized form reads as its plain form") {
+  const auto with_check = [](std::string_view check) {
+    return str_cat("func.func @main(%x: tensor<2xf32>) -> tensor<2xf32> {\n  ", check,
+                   "\n  return %x : tensor<2xf32>\n}\n");
+  };
+  const std::pair<std::string_view, std::string_view> forms[] = {
+      {"check.expect_eq_const %x, dense<[1.0, 2.0]> : tensor<2xf32>",
+       "check.expect_eq_const(%x, dense<[1.0, 2.0]> : tensor<2xf32>) : tensor<2xf32>"},
+      {"check.expect_close %x, %x : tensor<2xf32>", "check.expect_close(%x, %x) : tensor<2xf32>"},
+      {"check.expect_almost_eq_const %x, dense<0.5> : tensor<2xf32>, tolerance = 1.0e-3 : f64",
+       "check.expect_almost_eq_const(%x, dense<0.5> : tensor<2xf32>, tolerance = 1.0e-3 : f64) : tensor<2xf32>"},
+  };
+  for (const auto& [plain_form, parenthesized_form] : forms) {
+    CAPTURE(parenthesized_form);
+    StatusOr<stablehlo::Module> plain = stablehlo::parse_module(with_check(plain_form));
+    StatusOr<stablehlo::Module> parenthesized = stablehlo::parse_module(with_check(parenthesized_form));
+    REQUIRE_MESSAGE(plain.ok(), plain.status().to_string());
+    REQUIRE_MESSAGE(parenthesized.ok(), parenthesized.status().to_string());
+    const stablehlo::Function& a = *plain->find("main");
+    const stablehlo::Function& b = *parenthesized->find("main");
+    REQUIRE(a.checks.size() == 1);
+    REQUIRE(b.checks.size() == 1);
+    CHECK(a.checks[0].target == b.checks[0].target);
+    CHECK(a.checks[0].expected_literal.has_value() == b.checks[0].expected_literal.has_value());
+    if (a.checks[0].expected_literal && b.checks[0].expected_literal)
+      CHECK(*a.checks[0].expected_literal == *b.checks[0].expected_literal);
+    CHECK(fingerprint(a.graph) == fingerprint(b.graph));
+  }
+  check_invalid(parse_status(with_check("check.expect_eq_const(%x, dense<[1.0, 2.0]> : tensor<2xf32> : tensor<2xf32>")),
+                "2:63", "expected ')' after the operands of check.expect_eq_const");
+}
+
+TEST_CASE("stablehlo: arith.constant with a dense value is a constant, and cf branches are refused by name") {
+  const std::string arith = program("() -> tensor<2xi32>",
+                                    "  %0 = arith.constant dense<[3, -4]> : tensor<2xi32>\n  return %0 : tensor<2xi32>\n");
+  StatusOr<Graph> g = parse_stablehlo(arith);
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  StatusOr<Graph> same = parse_stablehlo(constant_program("dense<[3, -4]>", "tensor<2xi32>"));
+  REQUIRE(same.ok());
+  CHECK(fingerprint(*g) == fingerprint(*same));
+  for (std::string_view branch : {"cf.br ^bb1", "cf.cond_br %p, ^bb1, ^bb2"}) {
+    const std::string text =
+        program("(%p: tensor<i1>) -> tensor<i1>", str_cat("  ", branch, "\n  return %p : tensor<i1>\n"));
+    const Status s = parse_status(text);
+    CHECK_MESSAGE(s.code() == StatusCode::kUnimplemented, s.to_string());
+    CHECK_MESSAGE(contains(s.message(), branch.substr(0, branch.find(' '))), s.to_string());
+  }
 }
 
 // ---- Checks --------------------------------------------------------------------------------
@@ -1881,6 +1965,9 @@ std::map<std::string, Sample, std::less<>> written_samples() {
       "%0 = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>",
       "%0 = \"stablehlo.constant\"() <{value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> "
       "tensor<2xf32>"};
+  s["arith.constant"] = {{"tensor<2xf32>"},
+                         "%0 = arith.constant dense<[1.0, 2.0]> : tensor<2xf32>",
+                         "%0 = \"arith.constant\"() <{value = dense<[1.0, 2.0]> : tensor<2xf32>}> : () -> tensor<2xf32>"};
   s["stablehlo.iota"] = {{"tensor<2x3xi32>"},
                          "%0 = stablehlo.iota dim = 1 : tensor<2x3xi32>",
                          "%0 = \"stablehlo.iota\"() <{iota_dimension = 1 : i64}> : () -> "
@@ -2163,8 +2250,8 @@ TEST_CASE("stablehlo: every op of the op table reads in each of its forms, to on
     entries_of[op.code]++;
     CHECK(stablehlo::detail::find_op(op.name) == &op);
     const bool node = op.code != OpCode::kParameter;
-    // An op that makes a node is named after it (but for two spellings of other ops).
-    if (node && op.name != "stablehlo.dot" && op.name != "stablehlo.broadcast") {
+    // An op that makes a node is named after it (but for three spellings of other ops).
+    if (node && op.name != "stablehlo.dot" && op.name != "stablehlo.broadcast" && op.name != "arith.constant") {
       StatusOr<OpCode> named = op_from_name(op.name);
       CHECK_MESSAGE((named.ok() && *named == op.code), op.name, " names another op");
     }

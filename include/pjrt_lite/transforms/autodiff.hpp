@@ -659,14 +659,15 @@ class JvpRules {
       }
       case OpCode::kPower: {
         const Value a = p[0], e = p[1];
-        // d/da = e * a^(e-1), with the exponent 1 where e == 0 so that 0^-1 does not turn
-        // the zero coefficient into NaN; d/de = log(a) * y, 0 where a == 0.
-        Value e_is_zero = cmp(e, full(e, 0.0), ComparisonDirection::kEq);
-        Value em1 = b_.select(e_is_zero, full(e, 1.0), b_.subtract(e, full(e, 1.0)));
-        Value da = b_.multiply(e, b_.power(a, em1));
+        // d/da = e * a^(e-1), left as that formula wherever it is finite, so that its own
+        // derivatives are right too (d2/da de at e == 0 is 1/a); only at a == e == 0, where
+        // 0 * 0^-1 would be NaN, is the coefficient set to its limit 0. d/de = log(a) * y, 0
+        // where a == 0.
+        Value a_is_zero = cmp(a, full(a, 0.0), ComparisonDirection::kEq);
+        Value both_zero = b_.and_(a_is_zero, cmp(e, full(e, 0.0), ComparisonDirection::kEq));
+        Value da = b_.select(both_zero, full(a, 0.0), b_.multiply(e, b_.power(a, b_.subtract(e, full(e, 1.0)))));
         Lin out = l_.scale(t[0], da);
         if (t[1] != kZero) {
-          Value a_is_zero = cmp(a, full(a, 0.0), ComparisonDirection::kEq);
           Value log_a = b_.select(a_is_zero, full(a, 0.0), b_.log(a));
           out = l_.add(out, l_.scale(t[1], b_.multiply(log_a, y)));
         }

@@ -131,6 +131,47 @@ class TaskRing {
   alignas(64) std::atomic<std::size_t> head_{0};  // the next position to pop
 };
 
+/// Whether parallel loops on a pool should use its workers right now. A loop's caller waits
+/// at its end for every worker that took a block; a worker that the OS has descheduled
+/// mid-block (another process keeps the cores busy) makes it wait a scheduler time slice,
+/// milliseconds for microseconds of work. So each loop reports how long its caller worked
+/// and then waited: a wait far beyond the work marks the pool contended, and the next loops
+/// run on the caller alone, for a stretch that doubles with each contended loop (up to
+/// kMaxSkip loops) and halves with each loop whose helpers kept up. Races between loops only
+/// blur the count. Lock-free.
+class SplitGovernor {
+ public:
+  static constexpr std::int64_t kMaxSkip = 4096;
+  /// A wait counts as contended beyond this many times the caller's own work, plus kSlackNs.
+  static constexpr std::int64_t kWaitFactor = 4;
+  static constexpr std::int64_t kSlackNs = 50'000;
+
+  /// Whether the next loop may hand blocks to workers.
+  bool may_split() {
+    if (skip_left_.load(std::memory_order_relaxed) <= 0) return true;
+    skip_left_.fetch_sub(1, std::memory_order_relaxed);
+    return false;
+  }
+  /// After a loop that used workers: the caller's time on its own blocks, and its wait for
+  /// the workers after that.
+  void record(std::int64_t work_ns, std::int64_t wait_ns) {
+    std::int64_t stretch = stretch_.load(std::memory_order_relaxed);
+    if (wait_ns > kWaitFactor * work_ns + kSlackNs) {
+      stretch = std::min(kMaxSkip, std::max<std::int64_t>(16, 2 * stretch));
+      skip_left_.store(stretch, std::memory_order_relaxed);
+    } else {
+      stretch /= 2;
+    }
+    stretch_.store(stretch, std::memory_order_relaxed);
+  }
+  /// Loops still to run on the caller alone.
+  [[nodiscard]] std::int64_t skipping() const { return skip_left_.load(std::memory_order_relaxed); }
+
+ private:
+  std::atomic<std::int64_t> skip_left_{0};
+  std::atomic<std::int64_t> stretch_{0};
+};
+
 }  // namespace detail
 
 /// A fixed set of worker threads over one task queue. Scheduling and taking a task take no
@@ -192,6 +233,9 @@ class ThreadPool {
     return current_pool() == this;
   }
 
+  /// Whether parallel loops should use the workers now (see detail::SplitGovernor).
+  [[nodiscard]] detail::SplitGovernor& split_governor() { return governor_; }
+
  private:
   static const ThreadPool*& current_pool() {
     thread_local const ThreadPool* pool = nullptr;
@@ -234,6 +278,7 @@ class ThreadPool {
   std::atomic<std::uint32_t> posted_{0};  // bumped by every schedule and by the destructor
   std::atomic<int> sleeping_{0};          // workers in posted_.wait
   std::atomic<bool> stopping_{false};
+  detail::SplitGovernor governor_;
   std::vector<std::thread> workers_;
 };
 

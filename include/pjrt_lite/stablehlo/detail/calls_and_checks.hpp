@@ -147,8 +147,11 @@ inline StatusOr<OpResult> add_check(Context& ctx, std::string_view target,
 }
 
 /// The check dialect's own form: `check.expect_eq %a, %b : T`,
-/// `check.expect_eq_const %a, dense<...> : T`, with optional `, key = value` fields.
+/// `check.expect_eq_const %a, dense<...> : T`, with optional `, key = value` fields; the
+/// operands and fields may also stand in parentheses, `check.expect_eq_const(%a, dense<...> :
+/// T) : T`.
 inline Status pretty_check(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
+  const bool parenthesized = r.consume_if('(');
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
   std::optional<AttrValue> literal;
   while (r.consume_if(',')) {
@@ -162,6 +165,7 @@ inline Status pretty_check(Reader& r, Context& ctx, const OpSyntax& op, OpParts&
     PJRT_LITE_ASSIGN_OR_RETURN(AttrValue v, r.parse_attr_value());
     p.attrs.emplace_back(std::string(key.text), std::move(v));
   }
+  if (parenthesized) PJRT_LITE_RETURN_IF_ERROR(r.expect(')', {"after the operands of ", op.name}));
   if (r.peek().is('{')) {
     PJRT_LITE_ASSIGN_OR_RETURN(AttrDict d, r.parse_dict());
     for (auto& kv : d) p.attrs.push_back(std::move(kv));

@@ -42,6 +42,8 @@ inline constexpr OpSyntax kOpTable[] = {
     {"check.expect_almost_eq_const",      OpCode::kParameter,               1,         0,         pretty_check,            nullptr,                build_check, false},
     // Sources.
     {"stablehlo.constant",                OpCode::kConstant,                0,         1,         pretty_constant,         read_constant,          build_node},
+    // MLIR's arith dialect spells a dense tensor constant this way too (`arith.constant dense<...> : T`).
+    {"arith.constant",                    OpCode::kConstant,                0,         1,         pretty_constant,         read_constant,          build_node},
     {"stablehlo.iota",                    OpCode::kIota,                    0,         1,         pretty_iota,             read_iota,              build_node},
     // Unary element-wise.
     {"stablehlo.abs",                     OpCode::kAbs,                     1,         1,         pretty_operands,         nullptr,                build_node},

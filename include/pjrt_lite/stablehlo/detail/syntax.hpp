@@ -379,6 +379,7 @@ class Reader {
         if (!u.is(','))
           return error_at(u.pos,
                           str_cat("expected ',' or '>' in ", t.text, "<...>, found ", describe(u)));
+        if (consume_if('>')) return v;  // a trailing comma, as StableHLO's own parser allows
       }
     }
     PJRT_LITE_ASSIGN_OR_RETURN(std::string_view body, lex_.skip_balanced('<', '>'));

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -44,6 +45,34 @@ inline std::atomic<std::uint32_t> regions_done{0};
 /// late thread cannot hold up the whole region by its full share.
 inline constexpr std::int64_t kBlocksPerWorker = 8;
 
+/// The end of a parallel loop on the caller: waits until `running` helpers are done, running
+/// queued tasks meanwhile. Returns how long it waited with nothing to run (nanoseconds): the
+/// time the helpers that had started kept it.
+template <class E>
+std::int64_t wait_for_helpers(E* executor, std::atomic<int>& running) {
+  // Help while waiting: when the caller is itself a worker (an asynchronous execution), the
+  // helpers may sit in the queue behind it, and every worker may be waiting the same way.
+  for (;;) {
+    if (running.load() == 0) return 0;
+    if (!executor->try_run_one()) break;
+  }
+  const auto idle_since = std::chrono::steady_clock::now();
+  const auto idle = [&] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - idle_since)
+        .count();
+  };
+  // The queue is empty, so every helper is running somewhere and will finish, most often
+  // within microseconds: poll a while before sleeping.
+  if (pjrt_lite::detail::spin_until([&] { return running.load() == 0; })) return idle();
+  // Then sleep until some region completes, and look again: reading the count after the
+  // epoch means a completion after that read changes the epoch, and wait() returns at once.
+  for (;;) {
+    const std::uint32_t epoch = regions_done.load();
+    if (running.load() == 0) return idle();
+    regions_done.wait(epoch);
+  }
+}
+
 /// Runs fn over [0, n) in blocks of at least `grain` elements on up to `max_workers` threads,
 /// the caller included. Threads claim blocks from a shared counter until none are left.
 /// Worker indices are 0..workers-1 (0 is the caller) and a worker runs its blocks one after
@@ -58,6 +87,17 @@ void parallel_for(E* executor, int max_workers, std::int64_t n, std::int64_t gra
     fn(0, n, 0);
     return;
   }
+  // A pool whose workers have lately kept the caller waiting (the machine is busy) runs the
+  // loop on the caller alone for a while.
+  constexpr bool kGoverned = requires { executor->split_governor(); };
+  if constexpr (kGoverned) {
+    if (!executor->split_governor().may_split()) {
+      fn(0, n, 0);
+      return;
+    }
+  }
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point start = Clock::now();
   // The caller's stack holds the shared state, so every helper must be done touching it
   // before the caller returns. A helper's last touch is its decrement of `running`; the one
   // that brings it to zero then wakes the caller through regions_done, which has static
@@ -86,22 +126,10 @@ void parallel_for(E* executor, int max_workers, std::int64_t n, std::int64_t gra
     });
   }
   shared.drain(0);
-  // Help while waiting: when the caller is itself a worker (an asynchronous execution), the
-  // helpers may sit in the queue behind it, and every worker may be waiting the same way.
-  for (;;) {
-    if (shared.running.load() == 0) return;
-    if (!executor->try_run_one()) break;
-  }
-  // The queue is empty, so every helper is running somewhere and will finish, most often
-  // within microseconds: poll a while before sleeping.
-  if (pjrt_lite::detail::spin_until([&] { return shared.running.load() == 0; })) return;
-  // Then sleep until some region completes, and look again: reading the count after the
-  // epoch means a completion after that read changes the epoch, and wait() returns at once.
-  for (;;) {
-    const std::uint32_t epoch = regions_done.load();
-    if (shared.running.load() == 0) return;
-    regions_done.wait(epoch);
-  }
+  const std::int64_t work_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  const std::int64_t wait_ns = wait_for_helpers(executor, shared.running);
+  if constexpr (kGoverned) executor->split_governor().record(work_ns, wait_ns);
 }
 
 }  // namespace pjrt_lite::cpu::detail
