@@ -182,14 +182,16 @@ def sweep_section(m):
         "",
         "Each call executes in the default mode (`ExecuteOptions{}`) and awaits its output. "
         "*pooled / inline* is the pooled client's time over the inline client's: above 1 the "
-        "pool makes the call slower than not using it (target: at most 1/0.95 = 1.05). The "
+        "pool makes the call slower than not using it (target: at most 1/0.95 = 1.05); *pooled, "
+        "synchronous* is the pooled client with `ExecutionMode::kSynchronous`, which the default "
+        "mode should match now that an awaiting caller runs the work itself. The "
         "*busy* columns run the same beside one thread spinning for the whole measurement (a "
         "competitor keeping a core busy). *eigen* is the arithmetic alone on one thread; "
         "*libtorch* the ATen op on as many threads as the pooled client.",
         "",
-        "| sweep | inline | pooled | pooled / inline | inline, busy | pooled, busy | pooled busy / inline busy "
-        "| pooled busy / inline | eigen (1 thread) | libtorch |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| sweep | inline | pooled | pooled / inline | pooled, synchronous | inline, busy | pooled, busy "
+        "| pooled busy / inline busy | pooled busy / inline | eigen (1 thread) | libtorch |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for op, what in SWEEP_OPS:
         for size in SWEEP_SIZES:
@@ -199,7 +201,8 @@ def sweep_section(m):
                 "pjrt_lite_pooled_busy")
             if not any((i, p, ib, pb)):
                 continue
-            lines.append(f"| {w} | {cell(i)} | {cell(p)} | {ratio(p, i)} | {cell(ib)} | {cell(pb)} | {ratio(pb, ib)} "
+            lines.append(f"| {w} | {cell(i)} | {cell(p)} | {ratio(p, i)} | {cell(get('pjrt_lite_pooled_sync'))} "
+                         f"| {cell(ib)} | {cell(pb)} | {ratio(pb, ib)} "
                          f"| {ratio(pb, i)} | {cell(get('eigen'))} | {cell(get('libtorch'))} |")
     lines.append("")
     lines.append("Sweeps: " + "; ".join(f"`sweep_{op}_<n>`: {what}" for op, what in SWEEP_OPS) + ".")

@@ -3,7 +3,8 @@
 // elements, each on the inline client (`<sweep>/pjrt_lite_inline`) and on the pooled client
 // (`<sweep>/pjrt_lite_pooled`, cpu::ThreadPool with kThreads - 1 workers), in the default
 // execution mode (ExecuteOptions{}: the backend chooses, and the caller then awaits the
-// output, as a user who needs the result does). `_busy` variants run the same with one
+// output, as a user who needs the result does; `_pooled_sync` is the pooled client in
+// ExecutionMode::kSynchronous, for comparison). `_busy` variants run the same with one
 // competitor thread spinning on a volatile counter for the whole timing loop, as another
 // process keeping a core busy would. `<sweep>/eigen` is the arithmetic alone on one thread
 // (the floor), `<sweep>/libtorch` the ATen op into a preallocated output on kThreads threads
@@ -59,7 +60,7 @@ std::vector<float> sweep_reference(SweepOp op, std::int64_t n) {
 
 constexpr double sweep_tolerance(SweepOp op) { return op == SweepOp::kMul ? 0 : 1e-5; }
 
-template <class E, SweepOp Op, std::int64_t N, bool Busy>
+template <class E, SweepOp Op, std::int64_t N, bool Busy, ExecutionMode Mode = ExecutionMode::kDefault>
 void sweep_pjrt_lite(benchmark::State& state) {
   const std::int64_t rows = N / kSweepCols;
   GraphBuilder b("sweep");
@@ -75,7 +76,7 @@ void sweep_pjrt_lite(benchmark::State& state) {
   } else {
     out = b.reduce(x, b.constant(0.0f), OpCode::kAdd, {1});
   }
-  Program<E> p(b, {out}, args, dims, ExecuteOptions{}.mode);
+  Program<E> p(b, {out}, args, dims, Mode);
   {
     std::optional<BusyThread> busy;
     if constexpr (Busy) busy.emplace();
@@ -111,6 +112,9 @@ void add_sweep(const char* op) {
   const auto unit = benchmark::kMicrosecond;
   add_variant(name + "/pjrt_lite_inline", sweep_pjrt_lite<cpu::InlineExecutor, Op, N, false>, unit);
   add_variant(name + "/pjrt_lite_pooled", sweep_pjrt_lite<cpu::ThreadPool, Op, N, false>, unit);
+  // The same on the caller (the pool helping), to compare the default mode's hand-off with.
+  add_variant(name + "/pjrt_lite_pooled_sync",
+              sweep_pjrt_lite<cpu::ThreadPool, Op, N, false, ExecutionMode::kSynchronous>, unit);
   add_variant(name + "/eigen", sweep_eigen<Op, N>, unit);
   add_variant(name + "/libtorch", torch_peer(name), unit);
   add_variant(name + "/pjrt_lite_inline_busy", sweep_pjrt_lite<cpu::InlineExecutor, Op, N, true>, unit);
