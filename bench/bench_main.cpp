@@ -756,6 +756,193 @@ void conv3x3_56x56x64_eigen(benchmark::State& state) {
   check_close(state, y, model_reference("conv3x3_56x56x64").data(), 1e-4);
 }
 
+// ---- More convolutions (workloads.hpp): the 3x3 at batch 8, a 1x1 and a depthwise 3x3, each
+// + bias + relu on the 56x56x64 NHWC activations; and gemm_same_flops, the 3x3 convolution's
+// implicit product as one GEMM ([3136, 576] x [576, 64], the same FLOPs) to read
+// conv3x3_56x56x64 against.
+
+/// relu(conv(x, k) + bias) on NHWC [batch, 56, 56, 64], kernel [window, window, 64 / groups,
+/// 64], SAME padding, `groups` feature groups.
+Graph conv_layer_graph(std::int64_t batch, std::int64_t window, std::int64_t groups) {
+  GraphBuilder b("conv_layer");
+  const std::vector<std::int64_t> dims{batch, kConvSize, kConvSize, kConvChannels};
+  Value x = b.parameter(Shape(DType::kF32, dims));
+  Value k = b.parameter(Shape(DType::kF32, {window, window, kConvChannels / groups, kConvChannels}));
+  Value bias = b.parameter(Shape(DType::kF32, {kConvChannels}));
+  ConvolutionAttrs attrs;
+  attrs.padding_low = {window / 2, window / 2};
+  attrs.padding_high = {window / 2, window / 2};
+  attrs.feature_group_count = groups;
+  attrs.input_batch_dimension = 0;
+  attrs.input_spatial_dimensions = {1, 2};
+  attrs.input_feature_dimension = 3;
+  attrs.kernel_spatial_dimensions = {0, 1};
+  attrs.kernel_input_feature_dimension = 2;
+  attrs.kernel_output_feature_dimension = 3;
+  attrs.output_batch_dimension = 0;
+  attrs.output_spatial_dimensions = {1, 2};
+  attrs.output_feature_dimension = 3;
+  Value y = b.maximum(b.add(b.convolution(x, k, attrs), b.broadcast_in_dim(bias, dims, {3})),
+                      broadcast_scalar(b, 0.0f, dims));
+  return take(b.build({y}), "build");
+}
+
+/// The 3x3 convolution of `batch` images over rows [r0, r1) of all their positions.
+void conv3x3_batch_rows(const float* x, const float* kernel, const float* bias, float* y,
+                        RowMatrix& patches, std::int64_t r0, std::int64_t r1) {
+  const std::int64_t image = kConvPositions * kConvChannels;
+  for (std::int64_t r = r0; r < r1;) {
+    const std::int64_t i = r / kConvPositions, p0 = r % kConvPositions;
+    const std::int64_t p1 = std::min(kConvPositions, p0 + (r1 - r));
+    conv_positions(x + i * image, kernel, bias, y + i * image, patches, p0, p1);
+    r += p1 - p0;
+  }
+}
+
+void conv3x3_b8_56x56x64_pjrt_lite(benchmark::State& state) {
+  const auto x = conv_input_batch(kConvBatch), kernel = conv_kernel(), bias = conv_bias();
+  Program<cpu::ThreadPool> p(conv_layer_graph(kConvBatch, 3, 1), {x, kernel, bias},
+                             {{kConvBatch, kConvSize, kConvSize, kConvChannels},
+                              {3, 3, kConvChannels, kConvChannels},
+                              {kConvChannels}});
+  for (auto _ : state) p.run();
+  state.counters["flops"] = benchmark::Counter(2.0 * kConvBatch * kConvPositions * kConvDepth * kConvChannels,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+  std::vector<float> want(x.size());
+  RowMatrix patches(kConvChunk, kConvDepth);
+  conv3x3_batch_rows(x.data(), kernel.data(), bias.data(), want.data(), patches, 0, kConvBatch * kConvPositions);
+  check_close(state, p.output(0), want.data(), 1e-4);
+}
+
+void conv3x3_b8_56x56x64_eigen(benchmark::State& state) {
+  const auto x = conv_input_batch(kConvBatch), kernel = conv_kernel(), bias = conv_bias();
+  std::vector<float> y(x.size());
+  constexpr std::int64_t kBlocks = kConvBlocks * 4;
+  std::vector<RowMatrix> patches(kBlocks, RowMatrix(kConvChunk, kConvDepth));
+  const std::int64_t rows = kConvBatch * kConvPositions;
+  for (auto _ : state) {
+    twin_parallel(rows, kBlocks, [&](std::int64_t r0, std::int64_t r1) {
+      conv3x3_batch_rows(x.data(), kernel.data(), bias.data(), y.data(),
+                         patches[static_cast<std::size_t>(r0 * kBlocks / rows)], r0, r1);
+    });
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["flops"] = benchmark::Counter(2.0 * rows * kConvDepth * kConvChannels,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// The 1x1 convolution of positions [p0, p1): relu(x[p0:p1] * k + bias).
+void conv1x1_positions(const float* x, const float* kernel, const float* bias, float* y, std::int64_t p0,
+                       std::int64_t p1) {
+  Eigen::Map<RowMatrix> out(y + p0 * kConvChannels, p1 - p0, kConvChannels);
+  out.noalias() = Eigen::Map<const RowMatrix>(x + p0 * kConvChannels, p1 - p0, kConvChannels) *
+                  Eigen::Map<const RowMatrix>(kernel, kConvChannels, kConvChannels);
+  out = (out.rowwise() + Eigen::Map<const Row>(bias, kConvChannels)).cwiseMax(0.0f);
+}
+
+void conv1x1_56x56x64_pjrt_lite(benchmark::State& state) {
+  const auto x = conv_input(), kernel = conv1x1_kernel(), bias = conv_bias();
+  Program<cpu::ThreadPool> p(conv_layer_graph(1, 1, 1), {x, kernel, bias},
+                             {{1, kConvSize, kConvSize, kConvChannels}, {1, 1, kConvChannels, kConvChannels}, {kConvChannels}});
+  for (auto _ : state) p.run();
+  state.counters["flops"] = benchmark::Counter(2.0 * kConvPositions * kConvChannels * kConvChannels,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+  std::vector<float> want(x.size());
+  conv1x1_positions(x.data(), kernel.data(), bias.data(), want.data(), 0, kConvPositions);
+  check_close(state, p.output(0), want.data(), 1e-4);
+}
+
+void conv1x1_56x56x64_eigen(benchmark::State& state) {
+  const auto x = conv_input(), kernel = conv1x1_kernel(), bias = conv_bias();
+  std::vector<float> y(x.size());
+  for (auto _ : state) {
+    twin_parallel(kConvPositions, kConvBlocks, [&](std::int64_t p0, std::int64_t p1) {
+      conv1x1_positions(x.data(), kernel.data(), bias.data(), y.data(), p0, p1);
+    });
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["flops"] = benchmark::Counter(2.0 * kConvPositions * kConvChannels * kConvChannels,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// The depthwise 3x3 convolution of positions [p0, p1): each channel sums its own 3x3 window
+/// (zeros outside the image) times its own 9 weights, + bias, relu.
+void depthwise_positions(const float* x, const float* kernel, const float* bias, float* y, std::int64_t p0,
+                         std::int64_t p1) {
+  using Channels = Eigen::Array<float, kConvChannels, 1>;
+  using ChannelMap = Eigen::Map<const Channels>;
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const std::int64_t oh = p / kConvSize, ow = p % kConvSize;
+    Channels acc = Channels::Zero();
+    for (std::int64_t kh = 0; kh < 3; ++kh)
+      for (std::int64_t kw = 0; kw < 3; ++kw) {
+        const std::int64_t ih = oh + kh - 1, iw = ow + kw - 1;
+        if (ih < 0 || ih >= kConvSize || iw < 0 || iw >= kConvSize) continue;
+        acc += ChannelMap(x + (ih * kConvSize + iw) * kConvChannels) * ChannelMap(kernel + (kh * 3 + kw) * kConvChannels);
+      }
+    Eigen::Map<Channels>(y + p * kConvChannels) = (acc + ChannelMap(bias)).max(0.0f);
+  }
+}
+
+void depthwise3x3_56x56x64_pjrt_lite(benchmark::State& state) {
+  const auto x = conv_input(), kernel = depthwise_kernel(), bias = conv_bias();
+  Program<cpu::ThreadPool> p(conv_layer_graph(1, 3, kConvChannels), {x, kernel, bias},
+                             {{1, kConvSize, kConvSize, kConvChannels}, {3, 3, 1, kConvChannels}, {kConvChannels}});
+  for (auto _ : state) p.run();
+  state.counters["flops"] = benchmark::Counter(2.0 * kConvPositions * kConvTaps * kConvChannels,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+  std::vector<float> want(x.size());
+  depthwise_positions(x.data(), kernel.data(), bias.data(), want.data(), 0, kConvPositions);
+  check_close(state, p.output(0), want.data(), 1e-5);
+}
+
+void depthwise3x3_56x56x64_eigen(benchmark::State& state) {
+  const auto x = conv_input(), kernel = depthwise_kernel(), bias = conv_bias();
+  std::vector<float> y(x.size());
+  for (auto _ : state) {
+    twin_parallel(kConvPositions, kConvBlocks, [&](std::int64_t p0, std::int64_t p1) {
+      depthwise_positions(x.data(), kernel.data(), bias.data(), y.data(), p0, p1);
+    });
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["flops"] = benchmark::Counter(2.0 * kConvPositions * kConvTaps * kConvChannels,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void gemm_same_flops_pjrt_lite(benchmark::State& state) {
+  GraphBuilder b("gemm_same_flops");
+  Value x = b.parameter(Shape(DType::kF32, {kConvPositions, kConvDepth}));
+  Value y = b.parameter(Shape(DType::kF32, {kConvDepth, kConvChannels}));
+  const auto av = values(kConvPositions * kConvDepth, 1.0f, 0.2f), bv = conv_kernel();
+  Program<cpu::ThreadPool> p(b, {b.dot(x, y)}, {av, bv}, {{kConvPositions, kConvDepth}, {kConvDepth, kConvChannels}});
+  for (auto _ : state) p.run();
+  state.counters["flops"] = benchmark::Counter(2.0 * kConvPositions * kConvDepth * kConvChannels,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+  RowMatrix want = Eigen::Map<const RowMatrix>(av.data(), kConvPositions, kConvDepth) *
+                   Eigen::Map<const RowMatrix>(bv.data(), kConvDepth, kConvChannels);
+  check_close(state, p.output(0), want.data(), 1e-4);
+}
+
+void gemm_same_flops_eigen(benchmark::State& state) {
+  // One block of rows per thread, as pjrt_lite's dot kernel splits a product.
+  const auto av = values(kConvPositions * kConvDepth, 1.0f, 0.2f), bv = conv_kernel();
+  std::vector<float> out(static_cast<std::size_t>(kConvPositions * kConvChannels));
+  Eigen::Map<const RowMatrix> k(bv.data(), kConvDepth, kConvChannels);
+  for (auto _ : state) {
+    twin_parallel(kConvPositions, kThreads, [&](std::int64_t r0, std::int64_t r1) {
+      Eigen::Map<RowMatrix>(out.data() + r0 * kConvChannels, r1 - r0, kConvChannels).noalias() =
+          Eigen::Map<const RowMatrix>(av.data() + r0 * kConvDepth, r1 - r0, kConvDepth) * k;
+    });
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["flops"] = benchmark::Counter(2.0 * kConvPositions * kConvDepth * kConvChannels,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+
 /// Self-attention by hand: the projections by blocks of tokens, each head's scores, softmax
 /// and weighted values by head, the output projection by blocks of tokens; every matrix
 /// sized once.
@@ -955,6 +1142,11 @@ void register_workloads() {
                kMicrosecond);
   add_workload("attention_128x256", attention_128x256_pjrt_lite, attention_128x256_eigen,
                kMicrosecond);
+  add_workload("conv3x3_b8_56x56x64", conv3x3_b8_56x56x64_pjrt_lite, conv3x3_b8_56x56x64_eigen, kMicrosecond);
+  add_workload("conv1x1_56x56x64", conv1x1_56x56x64_pjrt_lite, conv1x1_56x56x64_eigen, kMicrosecond);
+  add_workload("depthwise3x3_56x56x64", depthwise3x3_56x56x64_pjrt_lite, depthwise3x3_56x56x64_eigen,
+               kMicrosecond);
+  add_workload("gemm_same_flops", gemm_same_flops_pjrt_lite, gemm_same_flops_eigen, kMicrosecond);
 }
 
 }  // namespace
