@@ -1,6 +1,10 @@
-// Convolution workloads: conv3x3_56x56x64 (3x3, 64 -> 64 channels, 56x56 NHWC, SAME, bias and
-// relu, batch 1). pjrt_lite runs the graph a framework would export; the twin is an im2col
-// convolution by chunks of output positions on the same threads.
+// Convolution workloads on 56x56x64 NHWC activations, each + bias + relu: conv3x3_56x56x64
+// (3x3, 64 -> 64 channels, SAME, batch 1) and conv3x3_b8_56x56x64 (batch 8), conv1x1_56x56x64
+// and depthwise3x3_56x56x64 (64 groups of one channel); and gemm_same_flops, the 3x3
+// convolution's implicit product as one GEMM ([3136, 576] x [576, 64], the same FLOPs), to
+// read the convolution against. pjrt_lite runs the graph a framework would export; the twins
+// are im2col, plain GEMM or per-channel loops by blocks of output positions on the same
+// threads.
 #include "common.hpp"
 
 namespace pjrt_lite_bench {
@@ -74,11 +78,184 @@ void conv3x3_56x56x64_eigen(benchmark::State& state) {
   check_close(state, y, model_reference("conv3x3_56x56x64").data(), 1e-4);
 }
 
+// ---- The other convolution layers.
+
+/// relu(conv(x, k) + bias) on NHWC [batch, 56, 56, 64], kernel [window, window, 64 / groups,
+/// 64], SAME padding, `groups` feature groups.
+Graph conv_layer_graph(std::int64_t batch, std::int64_t window, std::int64_t groups) {
+  GraphBuilder b("conv_layer");
+  const std::vector<std::int64_t> dims{batch, kConvSize, kConvSize, kConvChannels};
+  Value x = b.parameter(Shape(DType::kF32, dims));
+  Value k = b.parameter(Shape(DType::kF32, {window, window, kConvChannels / groups, kConvChannels}));
+  Value bias = b.parameter(Shape(DType::kF32, {kConvChannels}));
+  ConvolutionAttrs attrs = nhwc_conv3x3_attrs();
+  attrs.padding_low = {window / 2, window / 2};
+  attrs.padding_high = {window / 2, window / 2};
+  attrs.feature_group_count = groups;
+  Value y = b.maximum(b.add(b.convolution(x, k, attrs), b.broadcast_in_dim(bias, dims, {3})),
+                      broadcast_scalar(b, 0.0f, dims));
+  return take(b.build({y}), "build");
+}
+
+/// The 3x3 convolution of the positions [r0, r1) of all `batch` images, by image.
+void conv3x3_batch_rows(const float* x, const float* kernel, const float* bias, float* y,
+                        RowMatrix& patches, std::int64_t r0, std::int64_t r1) {
+  const std::int64_t image = kConvPositions * kConvChannels;
+  for (std::int64_t r = r0; r < r1;) {
+    const std::int64_t i = r / kConvPositions, p0 = r % kConvPositions;
+    const std::int64_t p1 = std::min(kConvPositions, p0 + (r1 - r));
+    conv_positions(x + i * image, kernel, bias, y + i * image, patches, p0, p1);
+    r += p1 - p0;
+  }
+}
+
+/// The 1x1 convolution of positions [p0, p1): relu(x[p0:p1] * k + bias).
+void conv1x1_positions(const float* x, const float* kernel, const float* bias, float* y, std::int64_t p0,
+                       std::int64_t p1) {
+  Eigen::Map<RowMatrix> out(y + p0 * kConvChannels, p1 - p0, kConvChannels);
+  out.noalias() = Eigen::Map<const RowMatrix>(x + p0 * kConvChannels, p1 - p0, kConvChannels) *
+                  Eigen::Map<const RowMatrix>(kernel, kConvChannels, kConvChannels);
+  out = (out.rowwise() + Eigen::Map<const Row>(bias, kConvChannels)).cwiseMax(0.0f);
+}
+
+/// The depthwise 3x3 convolution of positions [p0, p1): each channel sums its own 3x3 window
+/// (zeros outside the image) times its own 9 weights, + bias, relu.
+void depthwise_positions(const float* x, const float* kernel, const float* bias, float* y, std::int64_t p0,
+                         std::int64_t p1) {
+  using Channels = Eigen::Array<float, kConvChannels, 1>;
+  using ChannelMap = Eigen::Map<const Channels>;
+  for (std::int64_t p = p0; p < p1; ++p) {
+    const std::int64_t oh = p / kConvSize, ow = p % kConvSize;
+    Channels acc = Channels::Zero();
+    for (std::int64_t kh = 0; kh < 3; ++kh)
+      for (std::int64_t kw = 0; kw < 3; ++kw) {
+        const std::int64_t ih = oh + kh - 1, iw = ow + kw - 1;
+        if (ih < 0 || ih >= kConvSize || iw < 0 || iw >= kConvSize) continue;
+        acc += ChannelMap(x + (ih * kConvSize + iw) * kConvChannels) * ChannelMap(kernel + (kh * 3 + kw) * kConvChannels);
+      }
+    Eigen::Map<Channels>(y + p * kConvChannels) = (acc + ChannelMap(bias)).max(0.0f);
+  }
+}
+
+/// One convolution layer workload: `batch` images, a `window` x `window` kernel in `groups`
+/// groups; the twin runs `positions` over blocks of output positions (per image).
+struct ConvLayer {
+  std::int64_t batch, window, groups;
+  std::vector<float> (*kernel)();
+  void (*positions)(const float*, const float*, const float*, float*, std::int64_t, std::int64_t);
+  double tolerance;
+
+  std::vector<std::int64_t> kernel_dims() const { return {window, window, kConvChannels / groups, kConvChannels}; }
+  double flops() const {
+    return 2.0 * batch * kConvPositions * window * window * (kConvChannels / groups) * kConvChannels;
+  }
+};
+
+constexpr ConvLayer kConv1x1{1, 1, 1, conv1x1_kernel, conv1x1_positions, 1e-4};
+constexpr ConvLayer kDepthwise{1, 3, kConvChannels, depthwise_kernel, depthwise_positions, 1e-5};
+
+template <const ConvLayer& L>
+void conv_layer_pjrt_lite(benchmark::State& state) {
+  const auto x = conv_input_batch(L.batch), kernel = L.kernel(), bias = conv_bias();
+  Program<cpu::ThreadPool> p(conv_layer_graph(L.batch, L.window, L.groups), {x, kernel, bias},
+                             {{L.batch, kConvSize, kConvSize, kConvChannels}, L.kernel_dims(), {kConvChannels}});
+  for (auto _ : state) p.run();
+  state.counters["flops"] = benchmark::Counter(L.flops(), benchmark::Counter::kIsIterationInvariantRate);
+  std::vector<float> want(x.size());
+  L.positions(x.data(), kernel.data(), bias.data(), want.data(), 0, kConvPositions);
+  check_close(state, p.output(0), want.data(), L.tolerance);
+}
+
+template <const ConvLayer& L>
+void conv_layer_eigen(benchmark::State& state) {
+  const auto x = conv_input_batch(L.batch), kernel = L.kernel(), bias = conv_bias();
+  std::vector<float> y(x.size());
+  for (auto _ : state) {
+    twin_parallel(kConvPositions, kConvBlocks, [&](std::int64_t p0, std::int64_t p1) {
+      L.positions(x.data(), kernel.data(), bias.data(), y.data(), p0, p1);
+    });
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["flops"] = benchmark::Counter(L.flops(), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void conv3x3_b8_56x56x64_pjrt_lite(benchmark::State& state) {
+  const auto x = conv_input_batch(kConvBatch), kernel = conv_kernel(), bias = conv_bias();
+  Program<cpu::ThreadPool> p(conv_layer_graph(kConvBatch, 3, 1), {x, kernel, bias},
+                             {{kConvBatch, kConvSize, kConvSize, kConvChannels},
+                              {3, 3, kConvChannels, kConvChannels},
+                              {kConvChannels}});
+  for (auto _ : state) p.run();
+  state.counters["flops"] = benchmark::Counter(2.0 * kConvBatch * kConvPositions * kConvDepth * kConvChannels,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+  std::vector<float> want(x.size());
+  RowMatrix patches(kConvChunk, kConvDepth);
+  conv3x3_batch_rows(x.data(), kernel.data(), bias.data(), want.data(), patches, 0, kConvBatch * kConvPositions);
+  check_close(state, p.output(0), want.data(), 1e-4);
+}
+
+void conv3x3_b8_56x56x64_eigen(benchmark::State& state) {
+  const auto x = conv_input_batch(kConvBatch), kernel = conv_kernel(), bias = conv_bias();
+  std::vector<float> y(x.size());
+  constexpr std::int64_t kBlocks = kConvBlocks * 4;
+  std::vector<RowMatrix> patches(kBlocks, RowMatrix(kConvChunk, kConvDepth));
+  const std::int64_t rows = kConvBatch * kConvPositions;
+  for (auto _ : state) {
+    twin_parallel(rows, kBlocks, [&](std::int64_t r0, std::int64_t r1) {
+      conv3x3_batch_rows(x.data(), kernel.data(), bias.data(), y.data(),
+                         patches[static_cast<std::size_t>(r0 * kBlocks / rows)], r0, r1);
+    });
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["flops"] = benchmark::Counter(2.0 * rows * kConvDepth * kConvChannels,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void gemm_same_flops_pjrt_lite(benchmark::State& state) {
+  GraphBuilder b("gemm_same_flops");
+  Value x = b.parameter(Shape(DType::kF32, {kConvPositions, kConvDepth}));
+  Value y = b.parameter(Shape(DType::kF32, {kConvDepth, kConvChannels}));
+  const auto av = values(kConvPositions * kConvDepth, 1.0f, 0.2f), bv = conv_kernel();
+  Program<cpu::ThreadPool> p(b, {b.dot(x, y)}, {av, bv}, {{kConvPositions, kConvDepth}, {kConvDepth, kConvChannels}});
+  for (auto _ : state) p.run();
+  state.counters["flops"] = benchmark::Counter(2.0 * kConvPositions * kConvDepth * kConvChannels,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+  RowMatrix want = Eigen::Map<const RowMatrix>(av.data(), kConvPositions, kConvDepth) *
+                   Eigen::Map<const RowMatrix>(bv.data(), kConvDepth, kConvChannels);
+  check_close(state, p.output(0), want.data(), 1e-4);
+}
+
+void gemm_same_flops_eigen(benchmark::State& state) {
+  // One block of rows per thread, as pjrt_lite's dot kernel splits a product.
+  const auto av = values(kConvPositions * kConvDepth, 1.0f, 0.2f), bv = conv_kernel();
+  std::vector<float> out(static_cast<std::size_t>(kConvPositions * kConvChannels));
+  Eigen::Map<const RowMatrix> k(bv.data(), kConvDepth, kConvChannels);
+  for (auto _ : state) {
+    twin_parallel(kConvPositions, kThreads, [&](std::int64_t r0, std::int64_t r1) {
+      Eigen::Map<RowMatrix>(out.data() + r0 * kConvChannels, r1 - r0, kConvChannels).noalias() =
+          Eigen::Map<const RowMatrix>(av.data() + r0 * kConvDepth, r1 - r0, kConvDepth) * k;
+    });
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["flops"] = benchmark::Counter(2.0 * kConvPositions * kConvDepth * kConvChannels,
+                                               benchmark::Counter::kIsIterationInvariantRate);
+}
+
 }  // namespace
 
 void register_conv_workloads() {
   add_workload("conv3x3_56x56x64", conv3x3_56x56x64_pjrt_lite, conv3x3_56x56x64_eigen,
                benchmark::kMicrosecond);
+  add_workload("conv3x3_b8_56x56x64", conv3x3_b8_56x56x64_pjrt_lite, conv3x3_b8_56x56x64_eigen,
+               benchmark::kMicrosecond);
+  add_workload("conv1x1_56x56x64", conv_layer_pjrt_lite<kConv1x1>, conv_layer_eigen<kConv1x1>,
+               benchmark::kMicrosecond);
+  add_workload("depthwise3x3_56x56x64", conv_layer_pjrt_lite<kDepthwise>, conv_layer_eigen<kDepthwise>,
+               benchmark::kMicrosecond);
+  add_workload("gemm_same_flops", gemm_same_flops_pjrt_lite, gemm_same_flops_eigen, benchmark::kMicrosecond);
 }
 
 std::vector<float> conv_reference(std::string_view workload) {

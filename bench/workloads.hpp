@@ -82,6 +82,15 @@ inline std::vector<float> conv_kernel() {
 }
 inline std::vector<float> conv_bias() { return values(kConvChannels, 0.1f, 0.8f); }
 
+// More convolutions on the same 56x56x64 NHWC activations (each + bias + relu): the 3x3 at
+// batch 8, a 1x1 (kernel [1, 1, 64, 64]) and a depthwise 3x3 (kernel [3, 3, 1, 64], 64 groups).
+inline constexpr std::int64_t kConvBatch = 8;
+inline std::vector<float> conv_input_batch(std::int64_t batch) {
+  return values(batch * kConvSize * kConvSize * kConvChannels, 1.0f, 0.2f);
+}
+inline std::vector<float> conv1x1_kernel() { return values(kConvChannels * kConvChannels, 0.15f, 0.3f); }
+inline std::vector<float> depthwise_kernel() { return values(kConvTaps * kConvChannels, 0.3f, 0.9f); }
+
 inline constexpr std::int64_t kTokens = 128, kModel = 256, kHeads = 4, kHeadDim = kModel / kHeads;
 /// attention_512x256's tokens (same width and heads).
 inline constexpr std::int64_t kLongTokens = 512;

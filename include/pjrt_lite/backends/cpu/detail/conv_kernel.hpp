@@ -1,16 +1,23 @@
 #pragma once
 // IWYU pragma: private, include "pjrt_lite/cpu.hpp"
-// convolution on the CPU: im2col then GEMM. For each result batch and group, a block of output
-// positions gathers its windows of the lhs into the rows of a [positions, kernel taps x group
-// input features] matrix (zeros where a tap reads padding or a dilation hole), which one Eigen
-// GEMM multiplies by the group's kernel packed as [kernel taps x group input features, group
-// output features]. The blocks of positions split across the client's threads. Every buffer,
-// the GEMM's packing buffers included (gemm.hpp), is kernel scratch, so a run allocates
-// nothing.
+// convolution on the CPU as an implicit GEMM: the result is [output positions, output
+// features] = [positions, kernel taps x input features] x [taps x input features, output
+// features] for each batch and group, but the left matrix (im2col) is never built. The kernel
+// is packed once per run into panels of the micro-kernel's width (packed_gemm.hpp); a block of
+// output positions then runs tile by tile, and each tile reads its window taps where they are:
+// when input features are contiguous (NHWC and alike) and the element type is the one the
+// product computes in, the micro-kernel gets a pointer per (position, tap), with a row of
+// zeros for a tap on padding or in a dilation hole; otherwise the tile's rows are gathered
+// (and widened) into a small buffer first. Blocks of positions, over every batch, split
+// across the client's threads.
 //
-// Each element type computes in one type that Eigen multiplies: f16 and bf16 in f32 (rounded
-// once at the end, as dot_general does), integers in unsigned arithmetic of at least 32 bits
-// (whose low bits are the wrapped result), pred as a count of true products (any, at the end).
+// A depthwise convolution (one input and one output feature per group) is no product: each
+// output feature sums its own channel over the window, vectorized across channels.
+//
+// Every buffer is kernel scratch planned at compile time, so a run allocates nothing. Each
+// element type computes in one type: f16 and bf16 in f32 (rounded once at the end, as
+// dot_general does), integers in unsigned arithmetic of at least 32 bits (whose low bits are
+// the wrapped result), pred as a count of true products (any, at the end).
 
 #include <algorithm>
 #include <complex>
@@ -19,10 +26,9 @@
 #include <type_traits>
 #include <vector>
 
-#include <Eigen/Core>
-
 #include "pjrt_lite/backends/cpu/detail/gemm.hpp"
 #include "pjrt_lite/backends/cpu/detail/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/packed_gemm.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
@@ -31,6 +37,9 @@ namespace pjrt_lite::inline v0_1::cpu::detail {
 
 class ConvKernel final : public Kernel {
  public:
+  /// The most spatial dimensions the kernel takes; the compiler rejects more.
+  static constexpr std::size_t kMaxConvSpatial = 16;
+
   /// Plans convolution(lhs, rhs) -> result with `a` (already checked by shape inference); all
   /// three arrays are dense row-major.
   ConvKernel(const Shape& lhs, const Shape& rhs, const Shape& result, const ConvolutionAttrs& a, int workers,
@@ -39,9 +48,7 @@ class ConvKernel final : public Kernel {
     const auto lhs_strides = element_strides(lhs);
     const auto rhs_strides = element_strides(rhs);
     const auto out_strides = element_strides(result);
-    auto at = [](const std::vector<std::int64_t>& v, std::int64_t d) {
-      return v[static_cast<std::size_t>(d)];
-    };
+    auto at = [](const std::vector<std::int64_t>& v, std::int64_t d) { return v[static_cast<std::size_t>(d)]; };
     spatial_ = a.input_spatial_dimensions.size();
     groups_ = a.feature_group_count * a.batch_group_count;
     batch_ = result.dim(a.output_batch_dimension);
@@ -51,8 +58,7 @@ class ConvKernel final : public Kernel {
     lhs_feature_stride_ = at(lhs_strides, a.input_feature_dimension);
     // A batch group reads the lhs batch block after the previous group's; a feature group the
     // next block of input features.
-    lhs_group_offset_ =
-        a.batch_group_count > 1 ? batch_ * lhs_batch_stride_ : group_inputs_ * lhs_feature_stride_;
+    lhs_group_offset_ = a.batch_group_count > 1 ? batch_ * lhs_batch_stride_ : group_inputs_ * lhs_feature_stride_;
     if (groups_ == 1) lhs_group_offset_ = 0;
     rhs_in_stride_ = at(rhs_strides, a.kernel_input_feature_dimension);
     rhs_out_stride_ = at(rhs_strides, a.kernel_output_feature_dimension);
@@ -77,38 +83,18 @@ class ConvKernel final : public Kernel {
       for (std::int64_t o = 0; o < out_size; ++o)
         for (std::int64_t k = 0; k < kernel_size; ++k) {
           const std::int64_t tap = a.window_reversal[d] != 0 ? kernel_size - 1 - k : k;
-          const std::int64_t padded =
-              o * a.window_strides[d] + tap * a.rhs_dilation[d] - a.padding_low[d];
-          const bool valid = padded >= 0 && padded % a.lhs_dilation[d] == 0 &&
-                             padded / a.lhs_dilation[d] < in_size;
-          table.push_back(valid ? padded / a.lhs_dilation[d] *
-                                      at(lhs_strides, a.input_spatial_dimensions[d])
-                                : -1);
+          const std::int64_t padded = o * a.window_strides[d] + tap * a.rhs_dilation[d] - a.padding_low[d];
+          const bool valid = padded >= 0 && padded % a.lhs_dilation[d] == 0 && padded / a.lhs_dilation[d] < in_size;
+          table.push_back(valid ? padded / a.lhs_dilation[d] * at(lhs_strides, a.input_spatial_dimensions[d]) : -1);
         }
     }
     depth_ = taps_ * group_inputs_;
-    // Blocks of output positions bound the im2col buffer to about 4 MiB.
-    const std::int64_t row_bytes = std::max<std::int64_t>(depth_, 1) * compute_size();
-    block_rows_ = std::clamp<std::int64_t>((std::int64_t{1} << 22) / row_bytes, 64,
-                                           std::max<std::int64_t>(positions_, 64));
-    block_rows_ = std::min(block_rows_, std::max<std::int64_t>(positions_, 1));
-    auto reserve = [this](std::int64_t bytes) {
-      const std::int64_t offset = scratch_bytes;
-      scratch_bytes += (bytes + 63) / 64 * 64;
-      return offset;
-    };
-    cols_scratch_ = reserve(block_rows_ * depth_ * compute_size());
-    packed_scratch_ = reserve(groups_ * depth_ * group_outputs_ * compute_size());
-    out_scratch_ = reserve(block_rows_ * group_outputs_ * compute_size());
-    // Packing buffers for every worker that can run a block of positions (one when no block
-    // is large enough to split).
-    visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
-      gemm_ = GemmScratch::plan<typename GemmComputeType<T>::type>(block_rows_, group_outputs_, depth_,
-                                                                     splits(block_rows_) ? workers : 1, scratch_bytes);
-    });
+    rows_ = batch_ * positions_;
+    lhs_empty_ = lhs.element_count() == 0;
+    depthwise_ = a.batch_group_count == 1 && group_inputs_ == 1 && group_outputs_ == 1 && groups_ > 1;
+    visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) { plan<T, typename GemmComputeType<T>::type>(workers); });
     flops = 2.0 * static_cast<double>(batch_ * groups_) * static_cast<double>(positions_) *
             static_cast<double>(depth_) * static_cast<double>(group_outputs_);
-    lhs_empty_ = lhs.element_count() == 0;
     bytes_accessed = (lhs.element_count() + rhs.element_count() + result.element_count()) *
                      static_cast<std::int64_t>(byte_size(dtype_));
   }
@@ -118,6 +104,12 @@ class ConvKernel final : public Kernel {
   }
 
  private:
+  /// Where a row of the implicit product (one output position of one batch) reads and writes.
+  struct Row {
+    std::int64_t lhs, out;  // offsets of its batch and position (a tap adds its own)
+    std::int64_t pos[kMaxConvSpatial];
+  };
+
   static std::vector<std::int64_t> element_strides(const Shape& s) {
     std::vector<std::int64_t> strides(static_cast<std::size_t>(s.rank()));
     std::int64_t stride = 1;
@@ -128,19 +120,77 @@ class ConvKernel final : public Kernel {
     return strides;
   }
 
-  /// Whether a block of `rows` output positions splits across the workers.
-  [[nodiscard]] bool splits(std::int64_t rows) const {
-    return static_cast<double>(rows) * static_cast<double>(depth_) * static_cast<double>(group_outputs_) >= 1 << 18 &&
-           rows >= 32;
+  static std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
+
+  std::int64_t reserve(std::int64_t bytes) {
+    const std::int64_t offset = scratch_bytes;
+    scratch_bytes += round_up(bytes, 64);
+    return offset;
   }
 
-  [[nodiscard]] std::int64_t compute_size() const {
-    std::int64_t size = 0;
-    visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
-      size = static_cast<std::int64_t>(sizeof(typename GemmComputeType<T>::type));
-    });
-    return size;
+  /// Chooses the blocking and lays out the scratch. The depth splits into blocks of whole
+  /// taps (of up to kDepthBlock values) or, when one tap has more input features than that, of
+  /// one tap's features, so each block is a run of the packed kernel that stays in L1 while
+  /// a block of rows passes it.
+  template <class T, class C>
+  void plan(int workers) {
+    using Tile = MicroTile<C>;
+    constexpr std::int64_t kDepthBlock = 256;
+    constexpr std::int64_t kCacheBytes = std::int64_t{1} << 18;  // what a block of rows keeps in L2
+    const auto size = static_cast<std::int64_t>(sizeof(C));
+    indirect_ = std::is_same_v<T, C> && lhs_feature_stride_ == 1;
+    if (depthwise_) {
+      // The kernel as [taps][channels]; each worker's sums of one position, and its offsets.
+      workers_ = splits(rows_ * taps_ * groups_) ? std::max(workers, 1) : 1;
+      packed_ = reserve(taps_ * groups_ * size);
+      row_info_at_ = round_up(groups_ * size, 64);
+      windows_at_ = row_info_at_ + round_up(kDepthwiseRows * static_cast<std::int64_t>(sizeof(Row)), 64);
+      slice_bytes_ = windows_at_ + round_up(taps_ * 8, 64);
+      slices_ = reserve(slice_bytes_ * workers_);
+      return;
+    }
+    if (group_inputs_ <= kDepthBlock) {
+      chunk_ = group_inputs_;
+      // As many blocks as kDepthBlock needs, of equal numbers of taps.
+      const std::int64_t most = std::clamp<std::int64_t>(kDepthBlock / std::max<std::int64_t>(group_inputs_, 1), 1, taps_);
+      const std::int64_t blocks = (taps_ + most - 1) / most;
+      block_taps_ = (taps_ + blocks - 1) / blocks;
+    } else {
+      const std::int64_t pieces = (group_inputs_ + kDepthBlock - 1) / kDepthBlock;
+      chunk_ = (group_inputs_ + pieces - 1) / pieces;
+      block_taps_ = 1;
+    }
+    n_pad_ = round_up(std::max<std::int64_t>(group_outputs_, 1), Tile::kNr);
+    nc_ = std::min<std::int64_t>(n_pad_, round_up(256, Tile::kNr));
+    const std::int64_t block_depth = block_taps_ * chunk_;
+    mc_ = std::min({kCacheBytes / std::max<std::int64_t>(block_depth * size, 1), kCacheBytes / (nc_ * size),
+                    kCacheBytes / (taps_ * 8)});
+    mc_ = std::max<std::int64_t>(mc_ / Tile::kMr * Tile::kMr, Tile::kMr);
+    mc_ = std::min(mc_, round_up(std::max<std::int64_t>(rows_, 1), Tile::kMr));
+    workers_ = splits(rows_ * depth_ * group_outputs_) ? std::max(workers, 1) : 1;
+    packed_ = reserve(groups_ * n_pad_ * depth_ * size);
+    zeros_ = reserve(chunk_ * size);
+    // Where the micro-kernel's sums go: straight into the result when it computes in the
+    // result's type, features are contiguous and every panel is whole; otherwise into a
+    // block of sums copied out (narrowed) when the block's depth is done.
+    direct_ = std::is_same_v<T, C> && out_feature_stride_ == 1 && group_outputs_ % Tile::kNr == 0;
+    // Per worker: the tile's row pointers, its result row pointers, the block of rows'
+    // descriptions and window offsets, its gathered rows (when not read in place) and its
+    // sums (when not written in place).
+    offsets_at_ = round_up(Tile::kMr * block_taps_ * static_cast<std::int64_t>(sizeof(void*)), 64);
+    row_info_at_ = offsets_at_ + round_up(Tile::kMr * static_cast<std::int64_t>(sizeof(void*)), 64);
+    windows_at_ = row_info_at_ + round_up(mc_ * static_cast<std::int64_t>(sizeof(Row)), 64);
+    rows_at_ = windows_at_ + round_up(mc_ * taps_ * 8, 64);
+    sums_at_ = rows_at_ + (indirect_ ? 0 : round_up(Tile::kMr * block_depth * size, 64));
+    slice_bytes_ = sums_at_ + round_up((direct_ ? Tile::kMr * Tile::kNr : mc_ * nc_) * size, 64);
+    slices_ = reserve(slice_bytes_ * workers_);
   }
+
+  /// Rows a depthwise worker describes at a time.
+  static constexpr std::int64_t kDepthwiseRows = 32;
+
+  /// Whether work of `macs` multiply-adds splits across the workers.
+  [[nodiscard]] static bool splits(std::int64_t macs) { return macs >= (std::int64_t{1} << 17); }
 
   template <class T, class C>
   static C widen(T x) {
@@ -167,6 +217,57 @@ class ConvKernel final : public Kernel {
     }
   }
 
+  /// Runs fn(begin, end, worker) over [0, n), split across the planned workers when `split`.
+  static void for_range(const RunContext& ctx, int workers, bool split, std::int64_t n, std::int64_t grain, auto&& fn) {
+    if (split && workers > 1 && ctx.parallel_fn != nullptr)
+      ctx.parallel_fn(ctx.executor, std::min(ctx.max_workers, workers), n, grain, RangeFn(fn));
+    else
+      fn(std::int64_t{0}, n, 0);
+  }
+
+  /// The rows [m0, m0 + count) of the product, as positions and offsets (`lhs` includes the
+  /// batch but not the group).
+  void describe_rows(std::int64_t m0, std::int64_t count, Row* rows) const {
+    std::int64_t b = m0 / std::max<std::int64_t>(positions_, 1), rest = m0 - b * positions_;
+    std::int64_t pos[kMaxConvSpatial];
+    for (std::size_t d = spatial_; d-- > 0;) {
+      pos[d] = rest % out_sizes_[d];
+      rest /= out_sizes_[d];
+    }
+    for (std::int64_t r = 0; r < count; ++r) {
+      Row& row = rows[r];
+      row.lhs = b * lhs_batch_stride_;
+      row.out = b * out_batch_stride_;
+      for (std::size_t d = 0; d < spatial_; ++d) {
+        row.pos[d] = pos[d];
+        row.out += pos[d] * out_spatial_strides_[d];
+      }
+      std::size_t d = spatial_;
+      for (; d-- > 0;) {
+        if (++pos[d] < out_sizes_[d]) break;
+        pos[d] = 0;
+      }
+      if (d == static_cast<std::size_t>(-1)) ++b;
+    }
+  }
+
+  /// The lhs offset of every tap of `row`'s window (its batch included, its group not), -1
+  /// where the tap reads padding or a dilation hole. Built one spatial dimension at a time,
+  /// so a tap costs a lookup and an add.
+  void window(const Row& row, std::int64_t* out) const {
+    out[0] = row.lhs;
+    std::int64_t size = 1;
+    for (std::size_t d = 0; d < spatial_; ++d) {
+      const std::int64_t k = kernel_sizes_[d];
+      const std::int64_t* along = tap_offsets_[d].data() + row.pos[d] * k;
+      for (std::int64_t j = size; j-- > 0;) {
+        const std::int64_t base = out[j];
+        for (std::int64_t t = k; t-- > 0;) out[j * k + t] = base < 0 || along[t] < 0 ? -1 : base + along[t];
+      }
+      size *= k;
+    }
+  }
+
   template <class T>
   void run_typed(const RunContext& ctx) const {
     using C = typename GemmComputeType<T>::type;
@@ -178,150 +279,246 @@ class ConvKernel final : public Kernel {
       // No taps or no input features: every sum is empty. An empty lhs with a non-empty
       // result (a spatial dimension of size 0, padded) has every tap on padding, and its
       // memory is null, so not even a group's offset may be taken from it.
-      for_each_output([&](std::int64_t, std::int64_t, std::int64_t offset, std::int64_t) {
-        out[offset] = T{};
-      });
+      zero_output(out);
       return;
     }
-    C* cols = reinterpret_cast<C*>(ctx.scratch + cols_scratch_);
-    C* packed = reinterpret_cast<C*>(ctx.scratch + packed_scratch_);
-    C* result = reinterpret_cast<C*>(ctx.scratch + out_scratch_);
-    pack_kernel<T, C>(rhs, packed);
-    for (std::int64_t b = 0; b < batch_; ++b)
-      for (std::int64_t g = 0; g < groups_; ++g) {
-        const T* lhs_group = lhs + b * lhs_batch_stride_ + g * lhs_group_offset_;
-        const C* kernel = packed + g * depth_ * group_outputs_;  // [depth, group outputs]
-        for (std::int64_t p0 = 0; p0 < positions_; p0 += block_rows_) {
-          const std::int64_t rows = std::min(block_rows_, positions_ - p0);
-          auto block = [&](std::int64_t r0, std::int64_t r1, int worker) {
-            im2col<T, C>(lhs_group, p0 + r0, p0 + r1, cols + r0 * depth_);
-            gemm_into<C>(r1 - r0, group_outputs_, depth_, cols + r0 * depth_, depth_, kernel, group_outputs_,
-                         result + r0 * group_outputs_, group_outputs_, gemm_, gemm_.slice(ctx.scratch, worker));
-            write_rows<T, C>(
-                result + r0 * group_outputs_, p0 + r0, p0 + r1,
-                out + b * out_batch_stride_ + g * group_outputs_ * out_feature_stride_);
-          };
-          if (splits(rows))
-            ctx.parallel(rows, std::max<std::int64_t>(16, rows / (4 * ctx.max_workers)), block);
-          else
-            block(0, rows, 0);
-        }
-      }
+    if (depthwise_)
+      run_depthwise<T, C>(ctx, lhs, rhs, out);
+    else
+      run_product<T, C>(ctx, lhs, rhs, out);
   }
 
-  /// packed[g][tap * group_inputs + i][o] = rhs[i, tap..., g * group_outputs + o].
+  template <class T>
+  void zero_output(T* out) const {
+    Row row;
+    for (std::int64_t m = 0; m < rows_; ++m) {
+      describe_rows(m, 1, &row);
+      for (std::int64_t o = 0; o < groups_ * group_outputs_; ++o) out[row.out + o * out_feature_stride_] = T{};
+    }
+  }
+
+  /// packed[g][panel][d][0..kNr) = rhs[input feature d % group_inputs, tap d / group_inputs,
+  /// output feature g * group_outputs + panel * kNr + j], zero beyond the group's features.
   template <class T, class C>
   void pack_kernel(const T* rhs, C* packed) const {
-    std::int64_t row = 0;
+    constexpr std::int64_t kNr = MicroTile<C>::kNr;
     for (std::int64_t tap = 0; tap < taps_; ++tap) {
       std::int64_t offset = 0, rest = tap;
       for (std::size_t d = spatial_; d-- > 0;) {
         offset += rest % kernel_sizes_[d] * rhs_spatial_strides_[d];
         rest /= kernel_sizes_[d];
       }
-      for (std::int64_t i = 0; i < group_inputs_; ++i, ++row)
-        for (std::int64_t g = 0; g < groups_; ++g) {
-          C* dst = packed + (g * depth_ + row) * group_outputs_;
-          const T* src = rhs + offset + i * rhs_in_stride_ + g * group_outputs_ * rhs_out_stride_;
-          for (std::int64_t o = 0; o < group_outputs_; ++o)
-            dst[o] = widen<T, C>(src[o * rhs_out_stride_]);
-        }
-    }
-  }
-
-  /// Rows [p0, p1) of the im2col matrix (output positions, row-major over the output's
-  /// spatial dimensions) into `cols`, one row of depth_ entries per position.
-  template <class T, class C>
-  void im2col(const T* lhs, std::int64_t p0, std::int64_t p1, C* cols) const {
-    // The output position's index along each spatial dimension, kept as an odometer; taps the
-    // same way. Fixed-size arrays: a rank above kMaxConvSpatial never gets here.
-    std::int64_t pos[kMaxConvSpatial] = {}, tap[kMaxConvSpatial] = {};
-    std::int64_t rest = p0;
-    for (std::size_t d = spatial_; d-- > 0;) {
-      pos[d] = rest % out_sizes_[d];
-      rest /= out_sizes_[d];
-    }
-    for (std::int64_t p = p0; p < p1; ++p) {
-      std::fill(tap, tap + spatial_, 0);
-      for (std::int64_t t = 0; t < taps_; ++t) {
-        std::int64_t offset = 0;
-        bool valid = true;
-        for (std::size_t d = 0; d < spatial_ && valid; ++d) {
-          const std::int64_t o =
-              tap_offsets_[d][static_cast<std::size_t>(pos[d] * kernel_sizes_[d] + tap[d])];
-          valid = o >= 0;
-          offset += o;
-        }
-        C* row = cols + t * group_inputs_;
-        if (valid) {
-          const T* src = lhs + offset;
-          for (std::int64_t i = 0; i < group_inputs_; ++i)
-            row[i] = widen<T, C>(src[i * lhs_feature_stride_]);
-        } else {
-          std::fill(row, row + group_inputs_, C{});
-        }
-        for (std::size_t d = spatial_; d-- > 0;) {
-          if (++tap[d] < kernel_sizes_[d]) break;
-          tap[d] = 0;
-        }
-      }
-      cols += depth_;
-      for (std::size_t d = spatial_; d-- > 0;) {
-        if (++pos[d] < out_sizes_[d]) break;
-        pos[d] = 0;
-      }
-    }
-  }
-
-  /// Rows [p0, p1) of a group's product into the result (`out` points at the group's first
-  /// feature of the batch).
-  template <class T, class C>
-  void write_rows(const C* rows, std::int64_t p0, std::int64_t p1, T* out) const {
-    for (std::int64_t p = p0; p < p1; ++p, rows += group_outputs_) {
-      std::int64_t offset = 0, rest = p;
-      for (std::size_t d = spatial_; d-- > 0;) {
-        offset += rest % out_sizes_[d] * out_spatial_strides_[d];
-        rest /= out_sizes_[d];
-      }
-      for (std::int64_t o = 0; o < group_outputs_; ++o)
-        out[offset + o * out_feature_stride_] = narrow<T, C>(rows[o]);
-    }
-  }
-
-  /// Calls f(batch, group, result offset, position) for every result element.
-  template <class F>
-  void for_each_output(F&& f) const {
-    for (std::int64_t b = 0; b < batch_; ++b)
       for (std::int64_t g = 0; g < groups_; ++g)
-        for (std::int64_t p = 0; p < positions_; ++p) {
-          std::int64_t offset = b * out_batch_stride_, rest = p;
-          for (std::size_t d = spatial_; d-- > 0;) {
-            offset += rest % out_sizes_[d] * out_spatial_strides_[d];
-            rest /= out_sizes_[d];
+        for (std::int64_t n0 = 0; n0 < n_pad_; n0 += kNr) {
+          C* panel = packed + (g * n_pad_ + n0) * depth_;
+          const std::int64_t width = std::clamp<std::int64_t>(group_outputs_ - n0, 0, kNr);
+          for (std::int64_t i = 0; i < group_inputs_; ++i) {
+            C* dst = panel + (tap * group_inputs_ + i) * kNr;
+            const T* src = rhs + offset + i * rhs_in_stride_ + (g * group_outputs_ + n0) * rhs_out_stride_;
+            for (std::int64_t j = 0; j < width; ++j) dst[j] = widen<T, C>(src[j * rhs_out_stride_]);
+            std::fill(dst + width, dst + kNr, C(0));
           }
-          for (std::int64_t o = 0; o < group_outputs_; ++o)
-            f(b, g, offset + (g * group_outputs_ + o) * out_feature_stride_, p);
         }
+    }
   }
 
- public:
-  /// The most spatial dimensions the kernel takes; the compiler rejects more.
-  static constexpr std::size_t kMaxConvSpatial = 16;
+  template <class T, class C>
+  void run_product(const RunContext& ctx, const T* lhs, const T* rhs, T* out) const {
+    using Tile = MicroTile<C>;
+    constexpr std::int64_t kMr = Tile::kMr, kNr = Tile::kNr;
+    C* packed = reinterpret_cast<C*>(ctx.scratch + packed_);
+    C* zeros = reinterpret_cast<C*>(ctx.scratch + zeros_);
+    pack_kernel<T, C>(rhs, packed);
+    std::fill(zeros, zeros + chunk_, C(0));
+    const std::int64_t tiles = (rows_ + kMr - 1) / kMr;
+    const std::int64_t pieces = (group_inputs_ + chunk_ - 1) / chunk_;  // of one tap's features
+    constexpr bool kSameType = std::is_same_v<T, C>;
+    const bool in_place = kSameType && indirect_;
+    for (std::int64_t g = 0; g < groups_; ++g) {
+      const T* lhs_group = lhs + g * lhs_group_offset_;
+      T* out_group = out + g * group_outputs_ * out_feature_stride_;
+      const C* kernel = packed + g * n_pad_ * depth_;
+      auto block = [&](std::int64_t t0, std::int64_t t1, int worker) {
+        std::byte* slice = ctx.scratch + slices_ + slice_bytes_ * worker;
+        auto** ptrs = reinterpret_cast<const C**>(slice);
+        auto** c_rows = reinterpret_cast<C**>(slice + offsets_at_);
+        Row* rows = reinterpret_cast<Row*>(slice + row_info_at_);
+        auto* windows = reinterpret_cast<std::int64_t*>(slice + windows_at_);
+        C* gathered = reinterpret_cast<C*>(slice + rows_at_);
+        C* sums = reinterpret_cast<C*>(slice + sums_at_);
+        for (std::int64_t m0 = t0 * kMr; m0 < std::min(t1 * kMr, rows_); m0 += mc_) {
+          const std::int64_t m1 = std::min({m0 + mc_, t1 * kMr, rows_});
+          describe_rows(m0, m1 - m0, rows);
+          for (std::int64_t m = m0; m < m1; ++m) window(rows[m - m0], windows + (m - m0) * taps_);
+          for (std::int64_t n0 = 0; n0 < n_pad_; n0 += nc_) {
+            const std::int64_t n1 = std::min(n0 + nc_, n_pad_);
+            bool first = true;
+            for (std::int64_t tap0 = 0; tap0 < taps_; tap0 += block_taps_) {
+              const std::int64_t ntaps = std::min(block_taps_, taps_ - tap0);
+              for (std::int64_t piece = 0; piece < pieces; ++piece, first = false) {
+                const std::int64_t i0 = piece * chunk_, len = std::min(chunk_, group_inputs_ - i0);
+                for (std::int64_t r0 = m0; r0 < m1; r0 += kMr) {
+                  const std::int64_t count = std::min(kMr, m1 - r0);
+                  const std::int64_t* window_of = windows + (r0 - m0) * taps_ + tap0;
+                  // The tile's rows: a pointer per (tap, row) into the lhs, or its rows
+                  // gathered; rows past the end read zeros.
+                  std::int64_t segments = ntaps, seg_len = len;
+                  if (in_place) {
+                    for (std::int64_t t = 0; t < ntaps; ++t)
+                      for (std::int64_t r = 0; r < kMr; ++r) {
+                        const std::int64_t o = r < count ? window_of[r * taps_ + t] : -1;
+                        ptrs[t * kMr + r] = o < 0 ? zeros : reinterpret_cast<const C*>(lhs_group + o + i0);
+                      }
+                  } else {
+                    for (std::int64_t r = 0; r < kMr; ++r) {
+                      C* dst = gathered + r * ntaps * len;
+                      ptrs[r] = dst;
+                      for (std::int64_t t = 0; t < ntaps; ++t, dst += len) {
+                        const std::int64_t o = r < count ? window_of[r * taps_ + t] : -1;
+                        if (o < 0) {
+                          std::fill(dst, dst + len, C(0));
+                          continue;
+                        }
+                        const T* src = lhs_group + o + i0 * lhs_feature_stride_;
+                        for (std::int64_t i = 0; i < len; ++i) dst[i] = widen<T, C>(src[i * lhs_feature_stride_]);
+                      }
+                    }
+                    segments = 1;
+                    seg_len = ntaps * len;
+                  }
+                  // The kernel rows of this depth block: taps [tap0, tap0 + ntaps), features
+                  // [i0, i0 + len); consecutive in a panel (several taps only when len is all).
+                  const std::int64_t depth0 = tap0 * group_inputs_ + i0;
+                  for (std::int64_t j = n0; j < n1; j += kNr) {
+                    for (std::int64_t r = 0; r < kMr; ++r) {
+                      if constexpr (kSameType) {
+                        if (direct_) {
+                          c_rows[r] = r < count ? out_group + rows[r0 - m0 + r].out + j : sums + r * kNr;
+                          continue;
+                        }
+                      }
+                      c_rows[r] = sums + (r0 - m0 + r) * nc_ + (j - n0);
+                    }
+                    micro_kernel<C>(segments, seg_len, ptrs, kernel + j * depth_ + depth0 * kNr, len, c_rows, !first);
+                  }
+                }
+              }
+            }
+            if (direct_) continue;
+            // The block's sums into the result.
+            const std::int64_t width = std::min(n1, group_outputs_) - n0;
+            for (std::int64_t m = m0; m < m1; ++m) {
+              const C* src = sums + (m - m0) * nc_;
+              T* dst = out_group + rows[m - m0].out + n0 * out_feature_stride_;
+              if (out_feature_stride_ == 1) {
+                for (std::int64_t o = 0; o < width; ++o) dst[o] = narrow<T, C>(src[o]);
+              } else {
+                for (std::int64_t o = 0; o < width; ++o) dst[o * out_feature_stride_] = narrow<T, C>(src[o]);
+              }
+            }
+          }
+        }
+      };
+      for_range(ctx, workers_, workers_ > 1, tiles, std::max<std::int64_t>(1, 32 / kMr), block);
+    }
+  }
 
- private:
+  /// One input and one output feature per group: result[b, p, g] = sum over taps of
+  /// lhs[b, p's window tap, g] * rhs[tap, g].
+  template <class T, class C>
+  void run_depthwise(const RunContext& ctx, const T* lhs, const T* rhs, T* out) const {
+    C* packed = reinterpret_cast<C*>(ctx.scratch + packed_);
+    for (std::int64_t tap = 0; tap < taps_; ++tap) {
+      std::int64_t offset = 0, rest = tap;
+      for (std::size_t d = spatial_; d-- > 0;) {
+        offset += rest % kernel_sizes_[d] * rhs_spatial_strides_[d];
+        rest /= kernel_sizes_[d];
+      }
+      for (std::int64_t g = 0; g < groups_; ++g) packed[tap * groups_ + g] = widen<T, C>(rhs[offset + g * rhs_out_stride_]);
+    }
+    const bool contiguous = lhs_feature_stride_ == 1 && out_feature_stride_ == 1;
+    auto block = [&](std::int64_t m0, std::int64_t m1, int worker) {
+      std::byte* slice = ctx.scratch + slices_ + slice_bytes_ * worker;
+      C* sums = reinterpret_cast<C*>(slice);
+      Row* rows = reinterpret_cast<Row*>(slice + row_info_at_);
+      auto* offsets = reinterpret_cast<std::int64_t*>(slice + windows_at_);
+      for (std::int64_t c0 = m0; c0 < m1; c0 += kDepthwiseRows) {
+        const std::int64_t count = std::min(kDepthwiseRows, m1 - c0);
+        describe_rows(c0, count, rows);
+        for (std::int64_t r = 0; r < count; ++r) {
+          window(rows[r], offsets);
+          T* dst = out + rows[r].out;
+          if constexpr (std::is_same_v<T, C> && std::is_floating_point_v<C>) {
+            if (contiguous) {
+              depthwise_row<C>(lhs, packed, offsets, dst);
+              continue;
+            }
+          }
+          std::fill(sums, sums + groups_, C(0));
+          for (std::int64_t t = 0; t < taps_; ++t) {
+            if (offsets[t] < 0) continue;
+            const T* src = lhs + offsets[t];
+            const C* w = packed + t * groups_;
+            for (std::int64_t i = 0; i < groups_; ++i) sums[i] += widen<T, C>(src[i * lhs_feature_stride_]) * w[i];
+          }
+          for (std::int64_t i = 0; i < groups_; ++i) dst[i * out_feature_stride_] = narrow<T, C>(sums[i]);
+        }
+      }
+    };
+    for_range(ctx, workers_, workers_ > 1, rows_, 64, block);
+  }
+
+  /// One position of a depthwise convolution with contiguous channels: up to four vectors of
+  /// channels at a time stay in registers over every tap.
+  template <class C>
+  void depthwise_row(const C* base, const C* packed, const std::int64_t* offsets, C* dst) const {
+    using L = Lanes<C>;
+    using P = typename L::Packet;
+    constexpr std::int64_t kW = L::kSize, kStep = 4 * kW;
+    std::int64_t g = 0;
+    for (; g + kStep <= groups_; g += kStep) {
+      P acc[4] = {L::zero(), L::zero(), L::zero(), L::zero()};
+      for (std::int64_t t = 0; t < taps_; ++t) {
+        if (offsets[t] < 0) continue;
+        const C* src = base + offsets[t] + g;
+        const C* w = packed + t * groups_ + g;
+        for (int j = 0; j < 4; ++j) acc[j] = L::madd(L::load(src + j * kW), L::load(w + j * kW), acc[j]);
+      }
+      for (int j = 0; j < 4; ++j) L::store(dst + g + j * kW, acc[j]);
+    }
+    for (; g + kW <= groups_; g += kW) {
+      P acc = L::zero();
+      for (std::int64_t t = 0; t < taps_; ++t)
+        if (offsets[t] >= 0) acc = L::madd(L::load(base + offsets[t] + g), L::load(packed + t * groups_ + g), acc);
+      L::store(dst + g, acc);
+    }
+    for (; g < groups_; ++g) {
+      C acc = 0;
+      for (std::int64_t t = 0; t < taps_; ++t)
+        if (offsets[t] >= 0) acc += base[offsets[t] + g] * packed[t * groups_ + g];
+      dst[g] = acc;
+    }
+  }
+
   DType dtype_;
   std::int32_t lhs_slot_, rhs_slot_, dst_slot_;
   std::size_t spatial_ = 0;
   std::int64_t groups_ = 1, batch_ = 0, group_inputs_ = 0, group_outputs_ = 0;
   std::int64_t lhs_batch_stride_ = 0, lhs_feature_stride_ = 0, lhs_group_offset_ = 0;
-  std::int64_t rhs_in_stride_ = 0, rhs_out_stride_ = 0, out_batch_stride_ = 0,
-               out_feature_stride_ = 0;
-  std::int64_t positions_ = 1, taps_ = 1, depth_ = 0, block_rows_ = 1;
-  bool lhs_empty_ = false;
+  std::int64_t rhs_in_stride_ = 0, rhs_out_stride_ = 0, out_batch_stride_ = 0, out_feature_stride_ = 0;
+  std::int64_t positions_ = 1, taps_ = 1, depth_ = 0, rows_ = 0;
+  bool lhs_empty_ = false, depthwise_ = false, indirect_ = false, direct_ = false;
   std::vector<std::int64_t> out_sizes_, kernel_sizes_, out_spatial_strides_, rhs_spatial_strides_;
   std::vector<std::vector<std::int64_t>> tap_offsets_;
-  std::int64_t cols_scratch_ = 0, packed_scratch_ = 0, out_scratch_ = 0;
-  GemmScratch gemm_;  // Eigen's packing buffers, one pair per worker
+  // Blocking: rows per block (mc_), columns per block (nc_, of n_pad_ = the group's outputs
+  // rounded up to the micro-kernel's width), taps per depth block and features per piece.
+  std::int64_t mc_ = 1, nc_ = 1, n_pad_ = 0, block_taps_ = 1, chunk_ = 1;
+  // Scratch: the packed kernel, a row of zeros, then one slice per worker laid out as the
+  // tile's lhs row pointers, its result row pointers, row descriptions, window offsets,
+  // gathered rows and sums (a depthwise slice: sums, row descriptions, one window).
+  std::int64_t packed_ = 0, zeros_ = 0, slices_ = 0, slice_bytes_ = 0;
+  std::int64_t offsets_at_ = 0, row_info_at_ = 0, windows_at_ = 0, rows_at_ = 0, sums_at_ = 0;
+  int workers_ = 1;
 };
 
 }  // namespace pjrt_lite::cpu::detail

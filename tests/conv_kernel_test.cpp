@@ -1,0 +1,190 @@
+// Tests of the CPU convolution kernel (backends/cpu/detail/conv_kernel.hpp) against the
+// reference interpreter: every path the kernel takes (window taps read in place for
+// contiguous features, gathered rows for other layouts and types, the depthwise loop) over
+// layouts, strides, both dilations, padding, both kinds of groups, odd channel counts, 1x1
+// kernels, kernels larger than their input, batches and element types; and shapes large
+// enough to split across threads and to take several blocks of rows, depth and columns.
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "pjrt_lite/backends/reference/interpreter.hpp"
+#include "pjrt_lite/cpu.hpp"
+#include "pjrt_lite/ir/ir.hpp"
+#include "test_util.hpp"
+
+namespace conv_kernel_test {
+
+using namespace pjrt_lite;
+using namespace pjrt_lite::testing;
+
+namespace {
+
+constexpr std::string_view kNhwc = "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]";
+constexpr std::string_view kNchw = "[b, f, 0, 1]x[o, i, 0, 1]->[b, f, 0, 1]";
+
+struct Case {
+  std::vector<std::int64_t> lhs, rhs;
+  std::string_view dn;
+  ConvolutionAttrs window;
+};
+
+ConvolutionAttrs attrs(const Case& c) {
+  ConvolutionAttrs a = c.window;
+  Status s = parse_convolution_dimension_numbers(c.dn, a);
+  REQUIRE_MESSAGE(s.ok(), s.to_string());
+  return a;
+}
+
+/// Small integers for every type (sums stay exact in every float type), random signs.
+Literal random_input(std::mt19937_64& rng, DType t, const std::vector<std::int64_t>& dims) {
+  Literal l(Shape(t, dims));
+  std::uniform_int_distribution<int> u(-3, 3);
+  visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+    for (T& v : l.data<T>()) {
+      if constexpr (std::is_floating_point_v<T>)
+        v = static_cast<T>(u(rng)) + static_cast<T>(0.25) * static_cast<T>(u(rng));
+      else
+        v = convert_element<T>(static_cast<double>(u(rng)));
+    }
+  });
+  return l;
+}
+
+/// The largest difference between the CPU's and the reference's results, relative to
+/// max(1, |reference|); integers must match exactly (returns 0 or 1).
+double run_case(const Case& c, DType t, std::uint64_t seed, int threads) {
+  std::mt19937_64 rng(seed);
+  GraphBuilder b("conv");
+  Value x = b.parameter(Shape(t, c.lhs));
+  Value k = b.parameter(Shape(t, c.rhs));
+  const Graph g = build_ok(b, {b.convolution(x, k, attrs(c))});
+  const std::vector<Literal> args = {random_input(rng, t, c.lhs), random_input(rng, t, c.rhs)};
+  const Literal want = evaluate_ok(g, args)[0];
+  auto client = cpu::Client<>::create({.device_count = 1, .thread_count = threads}).value();
+  auto exe = client->compile(g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  std::vector<cpu::Client<>::buffer_type> buffers;
+  std::vector<cpu::Client<>::buffer_type*> pointers;
+  for (const Literal& a : args) buffers.push_back(client->buffer_from_literal(a).value());
+  for (auto& buf : buffers) pointers.push_back(&buf);
+  auto out = exe->execute_sharded(pointers, client->devices()[0]);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  const Literal got = (*out)[0].to_literal().await().value();
+  REQUIRE(got.shape() == want.shape());
+  double worst = 0;
+  visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+    const auto w = want.data<T>();
+    const auto h = got.data<T>();
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      if constexpr (std::is_floating_point_v<T>) {
+        const double d = std::abs(static_cast<double>(h[i]) - static_cast<double>(w[i]));
+        worst = std::max(worst, d / std::max(1.0, std::abs(static_cast<double>(w[i]))));
+      } else if (!(h[i] == w[i])) {
+        worst = 1;
+      }
+    }
+  });
+  return worst;
+}
+
+void check_cases(const std::vector<Case>& cases, const std::vector<DType>& types, int threads = 2) {
+  std::uint64_t seed = 1;
+  for (const Case& c : cases)
+    for (DType t : types) {
+      const double tolerance = t == DType::kF32 ? 1e-5 : t == DType::kF64 ? 1e-12 : 0;
+      const double worst = run_case(c, t, seed++, threads);
+      CHECK_MESSAGE(worst <= tolerance, dtype_name(t), " ", c.dn, " lhs ", c.lhs.size(), "-d: worst ", worst);
+    }
+}
+
+}  // namespace
+
+TEST_CASE("conv kernel: NHWC reads taps in place, with strides, dilations, padding and odd sizes") {
+  const std::vector<Case> cases = {
+      // SAME 3x3, channels not a multiple of any vector width, batch 3.
+      {{3, 7, 9, 5}, {3, 3, 5, 11}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}}},
+      // 1x1 kernel, stride 2.
+      {{2, 9, 8, 13}, {1, 1, 13, 17}, kNhwc, {.window_strides = {2, 2}}},
+      // A kernel larger than its input, padded; negative padding on the other dimension.
+      {{1, 3, 6, 4}, {5, 3, 4, 6}, kNhwc, {.padding_low = {2, -1}, .padding_high = {2, 0}}},
+      // Dilations of both operands, strides, a reversed window.
+      {{2, 10, 11, 3},
+       {3, 2, 3, 7},
+       kNhwc,
+       {.window_strides = {2, 1},
+        .padding_low = {1, 2},
+        .padding_high = {2, 0},
+        .lhs_dilation = {2, 1},
+        .rhs_dilation = {1, 3},
+        .window_reversal = {0, 1}}},
+      // Feature groups of 3 inputs and 2 outputs; batch groups.
+      {{2, 6, 6, 9}, {3, 3, 3, 6}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}, .feature_group_count = 3}},
+      {{4, 5, 5, 6}, {2, 2, 6, 4}, kNhwc, {.batch_group_count = 2}},
+      // 1-D and 3-D.
+      {{2, 30, 7}, {4, 7, 5}, "[b, 0, f]x[0, i, o]->[b, 0, f]", {.padding_low = {3}, .rhs_dilation = {2}}},
+      {{1, 4, 5, 3, 6}, {2, 3, 2, 6, 5}, "[b, 0, 1, 2, f]x[0, 1, 2, i, o]->[b, 0, 1, 2, f]", {.padding_high = {1, 0, 1}}},
+  };
+  check_cases(cases, {DType::kF32, DType::kF64, DType::kS32, DType::kU8, DType::kF16});
+}
+
+TEST_CASE("conv kernel: NCHW and transposed layouts gather their rows") {
+  const std::vector<Case> cases = {
+      {{2, 5, 8, 7}, {6, 5, 3, 3}, kNchw, {.padding_low = {1, 1}, .padding_high = {1, 1}}},
+      {{3, 16, 6, 5}, {9, 16, 1, 1}, kNchw, {.window_strides = {1, 2}}},
+      {{1, 6, 9, 9},
+       {4, 3, 3, 2},
+       kNchw,
+       {.window_strides = {2, 2}, .padding_low = {0, 1}, .padding_high = {1, 1}, .rhs_dilation = {2, 1}, .feature_group_count = 2}},
+      // Every dimension somewhere else.
+      {{7, 3, 2, 6}, {4, 6, 2, 3}, "[0, b, 1, f]x[1, i, o, 0]->[f, 1, b, 0]", {.padding_low = {1, 0}, .lhs_dilation = {1, 2}}},
+      {{4, 6, 5, 5}, {3, 3, 4, 6}, "[b, f, 0, 1]x[0, 1, o, i]->[1, b, f, 0]", {.batch_group_count = 2}},
+  };
+  check_cases(cases, {DType::kF32, DType::kF64, DType::kS64, DType::kS8, DType::kBF16});
+}
+
+TEST_CASE("conv kernel: depthwise, NHWC and NCHW, with multipliers and strides") {
+  const std::vector<Case> cases = {
+      // 64 channels (the vector loop), 13 (its tail), 3 (scalars); batch 2.
+      {{2, 9, 10, 64}, {3, 3, 1, 64}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}, .feature_group_count = 64}},
+      {{1, 8, 7, 13}, {3, 3, 1, 13}, kNhwc, {.window_strides = {2, 1}, .padding_low = {1, 1}, .padding_high = {1, 1}, .feature_group_count = 13}},
+      {{3, 6, 6, 3}, {5, 5, 1, 3}, kNhwc, {.padding_low = {2, 2}, .padding_high = {2, 2}, .rhs_dilation = {1, 2}, .feature_group_count = 3}},
+      {{2, 12, 7, 7}, {12, 1, 3, 3}, kNchw, {.padding_low = {1, 1}, .padding_high = {1, 1}, .feature_group_count = 12}},
+      // A channel multiplier of 2 (two outputs per group) takes the product path.
+      {{1, 7, 7, 8}, {3, 3, 1, 16}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}, .feature_group_count = 8}},
+  };
+  check_cases(cases, {DType::kF32, DType::kF64, DType::kS32});
+}
+
+TEST_CASE("conv kernel: large shapes split across threads and take several blocks") {
+  const std::vector<Case> cases = {
+      // Several blocks of rows on each worker; depth 9 x 64 in blocks of whole taps.
+      {{2, 40, 36, 64}, {3, 3, 64, 64}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}}},
+      // More input features than one depth block holds (pieces of one tap), and more output
+      // features than one block of columns.
+      {{1, 9, 10, 600}, {1, 2, 600, 300}, kNhwc, {}},
+      {{1, 300, 20, 20}, {70, 300, 3, 1}, kNchw, {.padding_low = {1, 0}, .padding_high = {1, 0}}},
+      {{2, 56, 56, 64}, {3, 3, 1, 64}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}, .feature_group_count = 64}},
+  };
+  for (int threads : {1, 2}) check_cases(cases, {DType::kF32, DType::kS32}, threads);
+}
+
+TEST_CASE("conv kernel: empty sums and empty results") {
+  const std::vector<Case> cases = {
+      // Zero input features: every output is 0.
+      {{2, 4, 4, 0}, {3, 3, 0, 5}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}}},
+      // An empty spatial dimension padded to a non-empty result: every tap reads padding.
+      {{1, 0, 4, 3}, {1, 3, 3, 2}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}}},
+      // Zero output features.
+      {{1, 4, 4, 3}, {3, 3, 3, 0}, kNhwc, {}},
+  };
+  check_cases(cases, {DType::kF32, DType::kS32});
+}
+
+}  // namespace conv_kernel_test
