@@ -634,7 +634,7 @@ void check_gemm_512(cpu::Client<E>& client) {
 /// and a relu: a ResNet block's layer.
 template <class E>
 void check_convolution_layer(cpu::Client<E>& client, std::int64_t batch) {
-  // 28 x 28 under sanitizers: the im2col block, 576 deep, still packs past 128 KiB.
+  // 28 x 28 under sanitizers: still several row blocks of the implicit GEMM, 576 deep.
   constexpr std::int64_t h = kSanitized ? 28 : 56, w = h, c = 64;
   const std::string t = str_cat("tensor<", batch, "x", h, "x", w, "x64xf32>");
   const Graph graph = parse(str_cat(R"(

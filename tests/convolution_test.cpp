@@ -302,7 +302,7 @@ TEST_CASE("convolution: CPU equals the reference on large and odd layouts") {
     ConvolutionAttrs window;
   };
   const Case cases[] = {
-      // Large enough to split across threads and to take several im2col blocks.
+      // Large enough to split across threads and to take several row and depth blocks.
       {{2, 40, 36, 8},
        {3, 3, 8, 16},
        "[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]",
