@@ -23,6 +23,11 @@
 
 namespace pjrt_lite::inline v0_1::cpu::detail {
 
+/// A pass over a row of up to this many elements runs it as one tile: each instruction is
+/// dispatched once per row instead of once per 256 elements, and the row's scratch tiles
+/// (a few KiB each) still fit L1 together.
+inline constexpr std::int64_t kRowTileElements = 1024;
+
 class RowKernel final : public Kernel {
  public:
   /// An external address of the stages: a slot, or (slot -1) a worker-local buffer.
@@ -65,7 +70,7 @@ class RowKernel final : public Kernel {
   void finish_planning(int max_workers) {
     stage_bytes_ = 0;
     for (Stage& s : stages) {
-      s.program.finalize();
+      s.program.finalize(std::min(s.n, kRowTileElements));
       stage_bytes_ = std::max(stage_bytes_, round_up(s.program.scratch_bytes()));
     }
     workers = max_workers;
@@ -82,7 +87,8 @@ class RowKernel final : public Kernel {
       for (std::int64_t r = r0; r < r1; ++r) {
         for (std::size_t e = 0; e < externals.size(); ++e) {
           const External& x = externals[e];
-          std::int64_t at = x.mul == 0 ? 0 : r * x.mul / x.div;
+          std::int64_t at = r * x.mul;
+          if (x.div > 1) at /= x.div;
           if (x.mod > 0) at %= x.mod;
           table[e] = (x.slot >= 0 ? ctx.slots[x.slot] : local + x.local) + at * x.element_size;
         }

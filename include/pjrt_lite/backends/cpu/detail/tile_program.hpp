@@ -115,8 +115,9 @@ class TileProgram {
   }
 
   /// Combines instructions, then lays out scratch registers (reusing tiles whose value is
-  /// dead) after the last emit.
-  void finalize() {
+  /// dead) after the last emit. `tile_elements` > 0 sets the tile length instead of the
+  /// default (kTileElements, or kSingleOpTileElements for one instruction).
+  void finalize(std::int64_t tile_elements = 0) {
     fuse_multiply_add();
     fuse_negated_exp();
     std::vector<std::int64_t> last_use(regs_.size(), -1);
@@ -128,7 +129,7 @@ class TileProgram {
     }
     std::int64_t widest = 1;
     for (const Reg& r : regs_) widest = std::max<std::int64_t>(widest, static_cast<std::int64_t>(byte_size(r.dtype)));
-    tile_elements_ = code_.size() == 1 ? kSingleOpTileElements : kTileElements;
+    tile_elements_ = tile_elements > 0 ? tile_elements : code_.size() == 1 ? kSingleOpTileElements : kTileElements;
     const std::int64_t kSlotBytes = (tile_elements_ * widest + 63) / 64 * 64;  // one tile of any register
     std::int64_t next = 0;
     for (Reg& r : regs_)
