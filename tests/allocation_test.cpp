@@ -791,6 +791,74 @@ func.func @main(%a: tensor<1024x1024xf32>) -> tensor<f32> {
   CHECK(std::abs(double(sum.outputs[0].data<float>()[0]) - expected) <= 1e-3 * std::max(1.0, std::abs(expected)));
 }
 
+/// Softmax and layer norm over the rows of f32[256, 1024]: each one fused row kernel whose
+/// per-row values and kept rows live in the arena.
+template <class E>
+void check_row_fusion(cpu::Client<E>& client) {
+  const Graph softmax = parse(R"(
+func.func @main(%x: tensor<256x1024xf32>) -> tensor<256x1024xf32> {
+  %ninf = stablehlo.constant dense<0xFF800000> : tensor<f32>
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %m = stablehlo.reduce(%x init: %ninf) applies stablehlo.maximum across dimensions = [1] : (tensor<256x1024xf32>, tensor<f32>) -> tensor<256xf32>
+  %mb = stablehlo.broadcast_in_dim %m, dims = [0] : (tensor<256xf32>) -> tensor<256x1024xf32>
+  %d = stablehlo.subtract %x, %mb : tensor<256x1024xf32>
+  %e = stablehlo.exponential %d : tensor<256x1024xf32>
+  %s = stablehlo.reduce(%e init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<256x1024xf32>, tensor<f32>) -> tensor<256xf32>
+  %sb = stablehlo.broadcast_in_dim %s, dims = [0] : (tensor<256xf32>) -> tensor<256x1024xf32>
+  %y = stablehlo.divide %e, %sb : tensor<256x1024xf32>
+  return %y : tensor<256x1024xf32>
+})");
+  const Graph layer_norm = parse(R"(
+func.func @main(%x: tensor<256x1024xf32>, %g: tensor<1024xf32>, %b: tensor<1024xf32>) -> tensor<256x1024xf32> {
+  %zero = stablehlo.constant dense<0.0> : tensor<f32>
+  %inv = stablehlo.constant dense<9.765625E-4> : tensor<256xf32>
+  %eps = stablehlo.constant dense<1.0E-5> : tensor<256xf32>
+  %sum = stablehlo.reduce(%x init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<256x1024xf32>, tensor<f32>) -> tensor<256xf32>
+  %mean = stablehlo.multiply %sum, %inv : tensor<256xf32>
+  %mb = stablehlo.broadcast_in_dim %mean, dims = [0] : (tensor<256xf32>) -> tensor<256x1024xf32>
+  %xc = stablehlo.subtract %x, %mb : tensor<256x1024xf32>
+  %sq = stablehlo.multiply %xc, %xc : tensor<256x1024xf32>
+  %ss = stablehlo.reduce(%sq init: %zero) applies stablehlo.add across dimensions = [1] : (tensor<256x1024xf32>, tensor<f32>) -> tensor<256xf32>
+  %var = stablehlo.multiply %ss, %inv : tensor<256xf32>
+  %ve = stablehlo.add %var, %eps : tensor<256xf32>
+  %r = stablehlo.rsqrt %ve : tensor<256xf32>
+  %rb = stablehlo.broadcast_in_dim %r, dims = [0] : (tensor<256xf32>) -> tensor<256x1024xf32>
+  %n = stablehlo.multiply %xc, %rb : tensor<256x1024xf32>
+  %gb = stablehlo.broadcast_in_dim %g, dims = [1] : (tensor<1024xf32>) -> tensor<256x1024xf32>
+  %bb = stablehlo.broadcast_in_dim %b, dims = [1] : (tensor<1024xf32>) -> tensor<256x1024xf32>
+  %s = stablehlo.multiply %n, %gb : tensor<256x1024xf32>
+  %y = stablehlo.add %s, %bb : tensor<256x1024xf32>
+  return %y : tensor<256x1024xf32>
+})");
+  constexpr std::int64_t kCols = 1024;
+  const Literal x = f32_input(13, {256, kCols}), gamma = f32_input(14, {kCols}), beta = f32_input(15, {kCols});
+  const auto xv = x.data<float>(), gv = gamma.data<float>(), bv = beta.data<float>();
+  auto row_of = [&](std::int64_t i) { return xv.subspan(static_cast<std::size_t>(i / kCols * kCols), kCols); };
+
+  SteadyRun soft = steady_run(client, softmax, {x}, executes(50));
+  check_allocation_free(soft.counts, executes(50));
+  CHECK(sampled_error(soft.outputs[0], 7, [&](std::int64_t i) {
+          const auto row = row_of(i);
+          double m = -INFINITY, s = 0;
+          for (float v : row) m = std::max(m, double(v));
+          for (float v : row) s += std::exp(double(v) - m);
+          return std::exp(double(xv[static_cast<std::size_t>(i)]) - m) / s;
+        }) <= 1e-6);
+
+  SteadyRun norm = steady_run(client, layer_norm, {x, gamma, beta}, executes(50));
+  check_allocation_free(norm.counts, executes(50));
+  CHECK(sampled_error(norm.outputs[0], 7, [&](std::int64_t i) {
+          const auto row = row_of(i);
+          double mean = 0, var = 0;
+          for (float v : row) mean += v;
+          mean /= kCols;
+          for (float v : row) var += (v - mean) * (v - mean);
+          var /= kCols;
+          const auto j = static_cast<std::size_t>(i % kCols);
+          return (double(xv[static_cast<std::size_t>(i)]) - mean) / std::sqrt(var + 1e-5) * gv[j] + bv[j];
+        }) <= 1e-4);
+}
+
 /// An embedding lookup (gather of 256 rows of a 1000 x 64 table) and its transpose, a
 /// scatter-add of 256 rows into the table's shape; indices repeat.
 template <class E>
@@ -867,6 +935,7 @@ void check_every_program(cpu::Client<E>& client) {
   SUBCASE("convolution layer at batch 8 (2 under sanitizers)") { check_convolution_layer(client, kSanitized ? 2 : 8); }
   SUBCASE("self-attention") { check_attention(client); }
   SUBCASE("mid-size element-wise and reductions") { check_mid_size(client); }
+  SUBCASE("softmax and layer norm over rows") { check_row_fusion(client); }
   SUBCASE("gather and scatter") { check_gather_scatter(client); }
   SUBCASE("sort of 64K keys") { check_large_sort(client); }
 }

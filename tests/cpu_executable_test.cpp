@@ -1169,4 +1169,306 @@ TEST_CASE("cpu executable: a thread that awaits an asynchronous execution no wor
   }
 }
 
+// ---- Fusion beyond element-wise: vector broadcasts inside loops, row kernels (a reduce over
+// the trailing dimensions with its producers and consumers), and what must not fuse.
+
+namespace {
+
+/// A literal of `shape` with values from a fixed pattern: signed small integers for integer
+/// types (wrapping for unsigned), values in about [-3, 3] for floats.
+Literal pattern_literal(const Shape& shape, int seed) {
+  Literal lit(shape);
+  visit_dtype(shape.dtype(), [&]<class T>(std::type_identity<T>) {
+    if constexpr (std::is_floating_point_v<T> || std::is_integral_v<T>) {
+      auto d = lit.data<T>();
+      for (std::size_t i = 0; i < d.size(); ++i) {
+        const double v = 3 * std::sin(0.731 * static_cast<double>(i) + seed) + 0.01 * static_cast<double>(i % 7);
+        if constexpr (std::is_floating_point_v<T>) d[i] = static_cast<T>(v);
+        else d[i] = static_cast<T>(static_cast<std::int64_t>(std::floor(v * 5)));
+      }
+    }
+  });
+  return lit;
+}
+
+/// A rank-0 literal of type `t` holding `v`.
+Literal scalar_literal(DType t, double v) {
+  return visit_dtype(t, [&]<class T>(std::type_identity<T>) {
+    if constexpr (std::is_arithmetic_v<T>) return Literal::scalar(static_cast<T>(v));
+    else return Literal::scalar(0.0f);
+  });
+}
+
+/// The largest difference between two literals of a float type, relative to max(1, |want|).
+double worst_difference(const Literal& got, const Literal& want) {
+  double worst = 0;
+  visit_dtype(want.dtype(), [&]<class T>(std::type_identity<T>) {
+    if constexpr (std::is_floating_point_v<T>) {
+      const auto g = got.data<T>();
+      const auto w = want.data<T>();
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        const double d = std::abs(double(g[i]) - double(w[i])) / std::max(1.0, std::abs(double(w[i])));
+        worst = std::max(worst, std::isnan(d) && std::isnan(double(g[i])) == std::isnan(double(w[i])) ? 0.0 : std::isnan(d) ? INFINITY : d);
+      }
+    }
+  });
+  return worst;
+}
+
+/// Runs `g` on the CPU and on the reference and checks each output: integer outputs equal,
+/// float outputs within `tolerance` (0: the same bytes).
+void check_with_reference(const Graph& g, const std::vector<Literal>& args, double tolerance) {
+  auto client = make_client(1);
+  const std::vector<Literal> got = run(*client, g, args);
+  const std::vector<Literal> want = reference::evaluate(g, args).value();
+  REQUIRE(got.size() == want.size());
+  for (std::size_t k = 0; k < got.size(); ++k) {
+    CAPTURE(k);
+    REQUIRE(got[k].shape() == want[k].shape());
+    if (tolerance == 0 || !is_floating(want[k].dtype()))
+      CHECK(std::memcmp(got[k].untyped_data(), want[k].untyped_data(), want[k].size_bytes()) == 0);
+    else
+      CHECK(worst_difference(got[k], want[k]) <= tolerance);
+  }
+}
+
+std::string listing(const Graph& g) { return make_client(1)->compile(g).value().optimized_program_text(); }
+
+std::vector<std::int64_t> range(std::int64_t from, std::int64_t to) {
+  std::vector<std::int64_t> r;
+  for (std::int64_t d = from; d < to; ++d) r.push_back(d);
+  return r;
+}
+
+/// Softmax over the dimensions from `first` on of a parameter of `dims`.
+Graph softmax_graph(DType t, const std::vector<std::int64_t>& dims, std::int64_t first) {
+  GraphBuilder b("softmax");
+  Value x = b.parameter(Shape(t, dims));
+  const auto rank = static_cast<std::int64_t>(dims.size());
+  const std::vector<std::int64_t> rows(dims.begin(), dims.begin() + first);
+  Value low = b.constant(scalar_literal(t, -std::numeric_limits<double>::infinity()));
+  Value m = b.reduce(x, low, OpCode::kMaximum, range(first, rank));
+  Value e = b.exponential(b.subtract(x, b.broadcast_in_dim(m, dims, range(0, first))));
+  Value sum = b.reduce(e, b.constant(scalar_literal(t, 0.0)), OpCode::kAdd, range(first, rank));
+  return build_ok(b, {b.divide(e, b.broadcast_in_dim(sum, dims, range(0, first)))});
+}
+
+/// Layer norm over the dimensions from `first` on, with gamma and beta of those dimensions.
+Graph layer_norm_graph(DType t, const std::vector<std::int64_t>& dims, std::int64_t first) {
+  GraphBuilder b("layer_norm");
+  const auto rank = static_cast<std::int64_t>(dims.size());
+  const std::vector<std::int64_t> rows(dims.begin(), dims.begin() + first), row(dims.begin() + first, dims.end());
+  std::int64_t count = 1;
+  for (std::int64_t d : row) count *= d;
+  Value x = b.parameter(Shape(t, dims));
+  Value gamma = b.parameter(Shape(t, row));
+  Value beta = b.parameter(Shape(t, row));
+  Value inv = b.broadcast_in_dim(b.constant(scalar_literal(t, 1.0 / static_cast<double>(count))), rows, {});
+  Value zero = b.constant(scalar_literal(t, 0.0));
+  Value mean = b.multiply(b.reduce(x, zero, OpCode::kAdd, range(first, rank)), inv);
+  Value xc = b.subtract(x, b.broadcast_in_dim(mean, dims, range(0, first)));
+  Value var = b.multiply(b.reduce(b.multiply(xc, xc), zero, OpCode::kAdd, range(first, rank)), inv);
+  Value eps = b.broadcast_in_dim(b.constant(scalar_literal(t, 1e-5)), rows, {});
+  Value rstd = b.rsqrt(b.add(var, eps));
+  Value y = b.add(b.multiply(b.multiply(xc, b.broadcast_in_dim(rstd, dims, range(0, first))),
+                             b.broadcast_in_dim(gamma, dims, range(first, rank))),
+                  b.broadcast_in_dim(beta, dims, range(first, rank)));
+  return build_ok(b, {y});
+}
+
+}  // namespace
+
+TEST_CASE("cpu fusion: softmax and layer norm over rows run as one row kernel and match the reference") {
+  // Rows that are no multiple of the vector width, one row, one-element rows, rows of two
+  // dimensions, and enough rows to be split across the pool. The sums run in another order
+  // than the reference's, hence the tolerance.
+  const std::pair<std::vector<std::int64_t>, std::int64_t> shapes[] = {
+      {{37, 203}, 1}, {{1, 7}, 1}, {{5, 1}, 1}, {{2, 3, 17}, 2}, {{3, 4, 5}, 1}, {{300, 203}, 1}};
+  for (DType t : {DType::kF32, DType::kF64}) {
+    for (const auto& [dims, first] : shapes) {
+      CAPTURE(dtype_name(t));
+      CAPTURE(Shape::dims_string(dims));
+      const double tolerance = t == DType::kF32 ? 2e-5 : 1e-12;
+      const Graph soft = softmax_graph(t, dims, first);
+      check_with_reference(soft, {pattern_literal(Shape(t, dims), 1)}, tolerance);
+      const std::string soft_text = listing(soft);
+      CAPTURE(soft_text);
+      CHECK(contains(soft_text, ": 1 kernels"));
+      CHECK(contains(soft_text, "row fusion[reduce(maximum), broadcast_in_dim, subtract, exponential, reduce(add), broadcast_in_dim, divide]"));
+      // The max, then exp(x - max) kept and summed, then the division: the row is read from
+      // memory once and written once.
+      CHECK(contains(soft_text, "3 passes over each)"));
+      const std::vector<std::int64_t> row(dims.begin() + first, dims.end());
+      const Graph norm = layer_norm_graph(t, dims, first);
+      check_with_reference(norm, {pattern_literal(Shape(t, dims), 2), pattern_literal(Shape(t, row), 3),
+                                  pattern_literal(Shape(t, row), 4)}, tolerance * 10);
+      const std::string norm_text = listing(norm);
+      CAPTURE(norm_text);
+      CHECK(contains(norm_text, ": 1 kernels"));
+      CHECK(contains(norm_text, "3 passes over each)"));
+    }
+  }
+}
+
+TEST_CASE("cpu fusion: integer reductions fused with producers and consumers equal the reference") {
+  // Integer sums, products, maxima and minima are exact in any order (sums wrap).
+  for (DType t : {DType::kS32, DType::kU8, DType::kS64}) {
+    CAPTURE(dtype_name(t));
+    const std::vector<std::int64_t> dims = {19, 37};
+    GraphBuilder b("ints");
+    Value x = b.parameter(Shape(t, dims));
+    Value v = b.parameter(Shape(t, {37}));
+    Value flag = b.parameter(Shape(DType::kPred, {}));
+    // A scalar operand inside a row pass (select's predicate) reads as a splat.
+    Value sq = b.select(flag, b.multiply(x, x), b.clamp(b.constant(scalar_literal(t, 2.0)), x, b.constant(scalar_literal(t, 9.0))));
+    Value s = b.reduce(sq, b.constant(scalar_literal(t, 0.0)), OpCode::kAdd, {1});
+    Value m = b.reduce(b.add(x, b.broadcast_in_dim(v, dims, {1})), b.constant(scalar_literal(t, 0.0)), OpCode::kMaximum, {1});
+    Value lo = b.reduce(x, b.constant(scalar_literal(t, 100.0)), OpCode::kMinimum, {1});
+    Value p = b.reduce(b.add(x, x), b.constant(scalar_literal(t, 1.0)), OpCode::kMultiply, {1});
+    Value y = b.subtract(b.add(x, b.broadcast_in_dim(s, dims, {0})), b.broadcast_in_dim(m, dims, {0}));
+    const Graph g = build_ok(b, {y, b.add(lo, p)});
+    for (bool f : {true, false})
+      check_with_reference(g, {pattern_literal(Shape(t, dims), 5), pattern_literal(Shape(t, {37}), 6), Literal::scalar(f)}, 0);
+    const std::string text = listing(g);
+    CAPTURE(text);
+    CHECK(contains(text.substr(text.find("row fusion[") == std::string::npos ? 0 : text.find("row fusion[")), "select"));
+    CHECK(contains(text, "row fusion["));
+  }
+}
+
+TEST_CASE("cpu fusion: max and min over rows and what reads them are bit for bit the reference") {
+  // Rows with NaN, infinities and zeros of both signs, where a vectorized extremum would pick
+  // differently than the element-by-element fold.
+  for (DType t : {DType::kF32, DType::kF64}) {
+    CAPTURE(dtype_name(t));
+    const std::vector<std::int64_t> dims = {9, 300};
+    GraphBuilder b("extrema");
+    Value x = b.parameter(Shape(t, dims));
+    Value mx = b.reduce(x, b.constant(scalar_literal(t, -std::numeric_limits<double>::infinity())), OpCode::kMaximum, {1});
+    Value mn = b.reduce(x, b.constant(scalar_literal(t, std::numeric_limits<double>::infinity())), OpCode::kMinimum, {1});
+    Value y = b.subtract(x, b.broadcast_in_dim(mx, dims, {0}));
+    const Graph g = build_ok(b, {y, mx, mn});
+    Literal arg(Shape(DType::kF64, dims));
+    auto a = arg.data<double>();
+    const double specials[] = {0.0, -0.0, std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity()};
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      const std::size_t r = i / 300;
+      a[i] = r < 3 ? -std::abs(std::sin(0.1 * static_cast<double>(i))) : std::sin(0.1 * static_cast<double>(i));
+      if (r == 1 && i % 300 == 250) a[i] = 0.0;  // max is +0 of a row with -0 too
+      if (r == 1 && i % 300 == 17) a[i] = -0.0;
+      if (r == 2 && i % 53 == 0) a[i] = -0.0;      // max is -0
+      if (r == 4 && i % 300 == 299) a[i] = std::numeric_limits<double>::quiet_NaN();
+      if (r == 5) a[i] = specials[i % 4];
+    }
+    Literal typed = arg;
+    if (t == DType::kF32) {
+      Literal narrow(Shape(DType::kF32, dims));
+      for (std::size_t i = 0; i < a.size(); ++i) narrow.data<float>()[i] = static_cast<float>(a[i]);
+      typed = narrow;
+    }
+    check_with_reference(g, {typed}, 0);
+    CHECK(contains(listing(g), "row fusion["));
+  }
+}
+
+TEST_CASE("cpu fusion: reductions over leading or middle dimensions do not take the row path") {
+  const std::vector<std::int64_t> dims = {6, 5, 4};
+  for (const std::vector<std::int64_t>& reduced : {std::vector<std::int64_t>{0}, std::vector<std::int64_t>{1},
+                                                   std::vector<std::int64_t>{0, 2}}) {
+    GraphBuilder b("not_rows");
+    Value x = b.parameter(Shape(DType::kF32, dims));
+    Value s = b.reduce(x, b.constant(0.0f), OpCode::kAdd, reduced);
+    std::vector<std::int64_t> kept;
+    for (std::int64_t d = 0; d < 3; ++d)
+      if (std::find(reduced.begin(), reduced.end(), d) == reduced.end()) kept.push_back(d);
+    const Graph g = build_ok(b, {b.subtract(x, b.broadcast_in_dim(s, dims, kept))});
+    check_with_reference(g, {pattern_literal(Shape(DType::kF32, dims), 7)}, 1e-5);
+    CHECK(!contains(listing(g), "row fusion"));
+  }
+}
+
+TEST_CASE("cpu fusion: a reduced value that leaves the row group still gives the right answer") {
+  const std::vector<std::int64_t> dims = {23, 41};
+  SUBCASE("read by consumers of other shapes and returned") {
+    GraphBuilder b("shared");
+    Value x = b.parameter(Shape(DType::kF32, dims));
+    Value s = b.reduce(x, b.constant(0.0f), OpCode::kAdd, {1});
+    Value per_row = b.divide(x, b.broadcast_in_dim(s, dims, {0}));
+    Value across = b.multiply(b.broadcast_in_dim(s, {7, 23}, {1}), b.broadcast_in_dim(b.constant(2.0f), {7, 23}, {}));
+    const Graph g = build_ok(b, {per_row, across, s});
+    check_with_reference(g, {pattern_literal(Shape(DType::kF32, dims), 8)}, 2e-5);
+    CHECK(contains(listing(g), "row fusion["));
+  }
+  SUBCASE("a path that leaves the group and comes back") {
+    GraphBuilder b("reenters");
+    Value x = b.parameter(Shape(DType::kF32, dims));
+    Value m = b.reduce(x, b.constant(-INFINITY), OpCode::kMaximum, {1});
+    Value flipped = b.reverse(m, {0});  // not row by row: the group may not wrap it
+    Value y = b.subtract(x, b.broadcast_in_dim(flipped, dims, {0}));
+    Value z = b.multiply(y, b.broadcast_in_dim(m, dims, {0}));
+    const Graph g = build_ok(b, {z, flipped});
+    check_with_reference(g, {pattern_literal(Shape(DType::kF32, dims), 9)}, 0);
+  }
+  SUBCASE("read outside the group before the group's last op") {
+    GraphBuilder b("early_reader");
+    Value x = b.parameter(Shape(DType::kF32, dims));
+    Value s = b.reduce(x, b.constant(0.0f), OpCode::kAdd, {1});
+    Value outside = b.reverse(s, {0});
+    Value y = b.divide(x, b.broadcast_in_dim(s, dims, {0}));
+    const Graph g = build_ok(b, {outside, y});
+    check_with_reference(g, {pattern_literal(Shape(DType::kF32, dims), 10)}, 2e-5);
+  }
+}
+
+TEST_CASE("cpu fusion: vector broadcasts along any dimensions fuse into element-wise loops bit for bit") {
+  // Along the leading dimension, the trailing one, a middle one, through a dimension of size
+  // one, and to a shape whose other dimensions are all one; tiles start mid-row.
+  for (DType t : {DType::kF32, DType::kF64, DType::kS32}) {
+    CAPTURE(dtype_name(t));
+    for (const std::vector<std::int64_t>& dims :
+         {std::vector<std::int64_t>{37, 203}, std::vector<std::int64_t>{1, 9}, std::vector<std::int64_t>{9, 1}}) {
+      CAPTURE(Shape::dims_string(dims));
+      GraphBuilder b("broadcasts");
+      Value x = b.parameter(Shape(t, dims));
+      Value col = b.parameter(Shape(t, {dims[0]}));
+      Value row = b.parameter(Shape(t, {dims[1]}));
+      Value column_matrix = b.parameter(Shape(t, {dims[0], 1}));
+      Value y = b.maximum(b.subtract(x, b.broadcast_in_dim(col, dims, {0})), b.broadcast_in_dim(row, dims, {1}));
+      Value z = b.add(y, b.broadcast_in_dim(column_matrix, dims, {0, 1}));
+      const Graph g = build_ok(b, {z});
+      check_with_reference(g, {pattern_literal(Shape(t, dims), 11), pattern_literal(Shape(t, {dims[0]}), 12),
+                               pattern_literal(Shape(t, {dims[1]}), 13), pattern_literal(Shape(t, {dims[0], 1}), 14)}, 0);
+      const std::string text = listing(g);
+      CAPTURE(text);
+      CHECK(contains(text, ": 1 kernels"));
+      CHECK(!contains(text.substr(text.find("cpu program")), "= broadcast_in_dim("));
+    }
+    const std::vector<std::int64_t> cube = {4, 5, 6};
+    GraphBuilder b("middle");
+    Value x = b.parameter(Shape(t, cube));
+    Value mid = b.parameter(Shape(t, {5}));
+    Value lead = b.parameter(Shape(t, {4, 5}));
+    const Graph g = build_ok(b, {b.subtract(b.multiply(x, b.broadcast_in_dim(mid, cube, {1})), b.broadcast_in_dim(lead, cube, {0, 1}))});
+    check_with_reference(g, {pattern_literal(Shape(t, cube), 15), pattern_literal(Shape(t, {5}), 16),
+                             pattern_literal(Shape(t, {4, 5}), 17)}, t == DType::kS32 ? 0 : 1e-6);
+    CHECK(contains(listing(g), ": 1 kernels"));
+  }
+}
+
+TEST_CASE("cpu fusion: a transpose that keeps the layout is a view, not a copy") {
+  // [1, 5, 1, 7] -> [1, 1, 5, 7]: only dimensions of size one move. A real transpose of the
+  // same array stays a copy.
+  GraphBuilder b("views");
+  Value x = b.parameter(Shape(DType::kF32, {1, 5, 1, 7}));
+  Value moved = b.transpose(x, {2, 0, 1, 3});
+  Value swapped = b.transpose(x, {0, 3, 2, 1});
+  const Graph g = build_ok(b, {b.exponential(moved), b.negate(swapped)});
+  check_with_reference(g, {pattern_literal(Shape(DType::kF32, {1, 5, 1, 7}), 18)}, 1e-6);  // Eigen's exp
+  const std::string text = listing(g);
+  CAPTURE(text);
+  CHECK(contains(text, ": 3 kernels"));  // exp's loop, the real transpose, negate's loop
+  const Graph h = build_ok(b, {moved});  // an output of its own: copied once
+  check_with_reference(h, {pattern_literal(Shape(DType::kF32, {1, 5, 1, 7}), 19)}, 0);
+}
+
 }  // namespace cpu_executable_test

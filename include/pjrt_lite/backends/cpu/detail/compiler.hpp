@@ -8,7 +8,9 @@
 #include <limits>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/compile_options.hpp"
@@ -23,6 +25,7 @@
 #include "pjrt_lite/backends/cpu/detail/program.hpp"
 #include "pjrt_lite/backends/cpu/detail/reduce_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/rng_bit_generator_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/row_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/scatter_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/sort_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/window_kernel.hpp"
@@ -50,6 +53,7 @@ class Compiler {
     for (Value p : g_.parameters()) program_->parameter_shapes.push_back(g_.shape(p));
     for (Value o : g_.outputs()) program_->output_shapes.push_back(g_.shape(o));
     find_users();
+    form_row_groups();
     form_groups();
     assign_slots();
     PJRT_LITE_RETURN_IF_ERROR(emit_kernels());
@@ -78,24 +82,169 @@ class Compiler {
     for (Value v : g_.outputs()) is_output_[static_cast<std::size_t>(id(v))] = true;
   }
 
-  /// Element-wise ops, broadcasts of a scalar (a splat inside a loop) and broadcasts along
-  /// leading dimensions (a periodic register: a bias added to every row) fuse.
+  /// Element-wise ops and broadcasts of a scalar or a vector along a block of consecutive
+  /// dimensions (a splat or a periodic register inside a loop) fuse.
   bool fusible(const Node& n) const {
-    if (n.op == OpCode::kBroadcastInDim) return g_.shape(n.operands[0]).rank() == 0 || leading_broadcast(n);
+    if (n.op == OpCode::kBroadcastInDim) return block_broadcast(n).has_value();
     return is_elementwise(n.op);
   }
 
-  /// True for a broadcast_in_dim whose operand is the result's trailing dimensions, in order
-  /// and of the same sizes, so element i of the result is element i % size of the operand.
-  bool leading_broadcast(const Node& n) const {
+  /// How a broadcast_in_dim reads its operand when the operand's dimensions of size above 1
+  /// land, in order and with their sizes, on consecutive dimensions of the result: element i
+  /// of the result is element (i / repeat) % period of the operand. Nothing for any other
+  /// broadcast, and for empty ones.
+  struct BlockBroadcast {
+    std::int64_t period = 1, repeat = 1;
+  };
+  std::optional<BlockBroadcast> block_broadcast(const Node& n) const {
     const Shape& in = g_.shape(n.operands[0]);
     const Shape& out = n.shape();
     const auto& dims = n.attr<BroadcastInDimAttrs>().broadcast_dimensions;
-    const std::int64_t lead = out.rank() - in.rank();
-    if (in.element_count() == 0 || lead < 0 || static_cast<std::int64_t>(dims.size()) != in.rank()) return false;
-    for (std::int64_t j = 0; j < in.rank(); ++j)
-      if (dims[static_cast<std::size_t>(j)] != lead + j || in.dim(j) != out.dim(lead + j)) return false;
+    if (in.element_count() == 0 || out.element_count() == 0 || static_cast<std::int64_t>(dims.size()) != in.rank())
+      return std::nullopt;
+    BlockBroadcast b;
+    std::int64_t last = -1;  // the result dimension of the previous operand dimension above 1
+    for (std::int64_t j = 0; j < in.rank(); ++j) {
+      if (in.dim(j) == 1) continue;
+      const std::int64_t d = dims[static_cast<std::size_t>(j)];
+      if ((last >= 0 && d != last + 1) || in.dim(j) != out.dim(d)) return std::nullopt;
+      last = d;
+      b.period *= in.dim(j);
+    }
+    if (last >= 0)
+      for (std::int64_t d = last + 1; d < out.rank(); ++d) b.repeat *= out.dim(d);
+    return b;
+  }
+
+  // ---- Row groups: a reduce over trailing dimensions with the element-wise ops around it
+  // that work row by row (a RowKernel). The result's dimensions are [rows..., row...]; a
+  // member's value has the full dimensions or the rows' (a per-row value).
+  struct RowGroup {
+    std::vector<std::int64_t> full, rows;
+    std::int64_t row_count = 0, row_elements = 0;
+    std::vector<std::int64_t> members;
+  };
+  enum class RowRole : std::uint8_t { kNone, kFull, kPerRow, kReduce, kView };
+
+  /// True for a reduce of one input over its trailing dimensions (and at least one row) whose
+  /// body has a fused-reduction kernel; fills the group's dimensions.
+  bool row_reduce(const Node& n, RowGroup* g) const {
+    if (n.op != OpCode::kReduce || n.operands.size() != 2) return false;
+    const Shape& in = g_.shape(n.operands[0]);
+    auto dims = n.attr<ReduceAttrs>().dimensions;
+    std::sort(dims.begin(), dims.end());
+    const auto keep = in.rank() - static_cast<std::int64_t>(dims.size());
+    if (dims.empty() || keep < 1 || in.element_count() == 0) return false;
+    for (std::size_t j = 0; j < dims.size(); ++j)
+      if (dims[j] != keep + static_cast<std::int64_t>(j)) return false;
+    const std::optional<OpCode> op = simple_reduce_op(n.bodies[0], 1);
+    if (!op || find_accumulate_kernel(*op, in.dtype()) == nullptr) return false;
+    g->full.assign(in.dims().begin(), in.dims().end());
+    g->rows.assign(in.dims().begin(), in.dims().begin() + keep);
+    g->row_count = 1;
+    for (std::int64_t d : g->rows) g->row_count *= d;
+    g->row_elements = in.element_count() / g->row_count;
     return true;
+  }
+
+  /// What node `i` would be in row group `g`.
+  RowRole row_role(std::int64_t i, const RowGroup& g) const {
+    const Node& n = g_.node(i);
+    if (n.results.size() != 1) return RowRole::kNone;
+    const auto dims = n.shape().dims();
+    const bool full = std::equal(dims.begin(), dims.end(), g.full.begin(), g.full.end());
+    const bool per_row = std::equal(dims.begin(), dims.end(), g.rows.begin(), g.rows.end());
+    if (is_elementwise(n.op)) return full ? RowRole::kFull : per_row ? RowRole::kPerRow : RowRole::kNone;
+    if (n.op == OpCode::kBroadcastInDim && (full || per_row)) {
+      const std::optional<BlockBroadcast> b = block_broadcast(n);
+      if (!b) return RowRole::kNone;
+      // A full-shaped view reads one element per row or a pattern that fits a row evenly.
+      if (full && b->period > 1 && b->repeat % g.row_elements != 0 && g.row_elements % (b->period * b->repeat) != 0)
+        return RowRole::kNone;
+      return RowRole::kView;
+    }
+    RowGroup other;
+    if (row_reduce(n, &other) && other.full == g.full && other.rows == g.rows) return RowRole::kReduce;
+    return RowRole::kNone;
+  }
+
+  /// True for a broadcast whose operand is the per-row value of the same row: dimensions
+  /// [rows...] to [rows..., row...] along the leading dimensions.
+  bool row_splat(const Node& n, const RowGroup& g) const {
+    const Shape& in = g_.shape(n.operands[0]);
+    const auto& dims = n.attr<BroadcastInDimAttrs>().broadcast_dimensions;
+    if (!std::equal(in.dims().begin(), in.dims().end(), g.rows.begin(), g.rows.end())) return false;
+    if (!std::equal(n.shape().dims().begin(), n.shape().dims().end(), g.full.begin(), g.full.end())) return false;
+    for (std::size_t j = 0; j < dims.size(); ++j)
+      if (dims[j] != static_cast<std::int64_t>(j)) return false;
+    return true;
+  }
+
+  /// Grows a row group around each eligible reduce: its element-wise producers and, through
+  /// per-row values and their broadcasts, its consumers. A group is kept if it has more
+  /// than its reduce, no path leaves it and comes back (it runs as one kernel), and every
+  /// broadcast of a member's value is a row splat.
+  void form_row_groups() {
+    row_group_of_.assign(static_cast<std::size_t>(g_.num_nodes()), -1);
+    if (!options_.fuse) return;
+    for (std::int64_t seed = 0; seed < g_.num_nodes(); ++seed) {
+      RowGroup g;
+      if (row_group_of_[static_cast<std::size_t>(seed)] >= 0 || !row_reduce(g_.node(seed), &g)) continue;
+      std::vector<bool> in(static_cast<std::size_t>(g_.num_nodes()), false);
+      std::vector<std::int64_t> work = {seed};
+      in[static_cast<std::size_t>(seed)] = true;
+      auto consider = [&](std::int64_t c, bool producer) {
+        if (in[static_cast<std::size_t>(c)] || row_group_of_[static_cast<std::size_t>(c)] >= 0) return;
+        const RowRole role = row_role(c, g);
+        if (role == RowRole::kNone) return;
+        // A view only reads: its operand stays outside unless it is a row splat of a member.
+        if (role == RowRole::kView && producer) {
+          in[static_cast<std::size_t>(c)] = true;
+          return;
+        }
+        in[static_cast<std::size_t>(c)] = true;
+        work.push_back(c);
+      };
+      while (!work.empty()) {
+        const std::int64_t m = work.back();
+        work.pop_back();
+        const Node& n = g_.node(m);
+        if (n.op != OpCode::kBroadcastInDim) {
+          for (std::size_t k = 0; k < n.operands.size(); ++k) {
+            if (n.op == OpCode::kReduce && k == 1) continue;  // the init is read, not computed
+            const Node& p = g_.node(n.operands[k]);
+            if (p.op != OpCode::kParameter && p.op != OpCode::kConstant) consider(n.operands[k].node, true);
+          }
+        }
+        for (std::int64_t u : users_[static_cast<std::size_t>(id(Value{static_cast<std::int32_t>(m), 0, 0}))])
+          consider(u, false);
+      }
+      std::vector<std::int64_t> members;
+      for (std::int64_t i = 0; i < g_.num_nodes(); ++i)
+        if (in[static_cast<std::size_t>(i)]) members.push_back(i);
+      bool ok = members.size() > 1;
+      // Views of members must be row splats; nothing outside may both read the group and
+      // feed it (node order is topological, so one sweep finds such a path).
+      std::vector<bool> downstream(static_cast<std::size_t>(g_.num_nodes()), false);
+      for (std::int64_t i = members.front(); ok && i < g_.num_nodes(); ++i) {
+        const Node& n = g_.node(i);
+        const bool member = in[static_cast<std::size_t>(i)];
+        for (Value v : n.operands) {
+          const bool from_member = in[static_cast<std::size_t>(v.node)];
+          const bool from_downstream = downstream[static_cast<std::size_t>(v.node)];
+          if (member && from_downstream) ok = false;
+          if (member && from_member && n.op == OpCode::kBroadcastInDim && !row_splat(n, g)) ok = false;
+          if (!member && (from_member || from_downstream)) downstream[static_cast<std::size_t>(i)] = true;
+        }
+        // The group runs where its last member is: what reads it must come later.
+        if (downstream[static_cast<std::size_t>(i)] && i < members.back()) ok = false;
+      }
+      if (!ok) continue;
+      g.members = std::move(members);
+      const auto rg = static_cast<std::int32_t>(row_groups_.size());
+      for (std::int64_t m : g.members) row_group_of_[static_cast<std::size_t>(m)] = rg;
+      row_groups_.push_back(std::move(g));
+    }
   }
 
   // ---- Fusion groups. A node joins the open groups of its operands that have its dims,
@@ -107,7 +256,8 @@ class Compiler {
     for (std::int64_t i = 0; i < g_.num_nodes(); ++i) {
       const Node& n = g_.node(i);
       std::int32_t join = -1;
-      if (fusible(n) && options_.fuse) {
+      const bool fuses = fusible(n) && row_group_of_[static_cast<std::size_t>(i)] < 0;
+      if (fuses && options_.fuse) {
         for (Value v : n.operands) {
           const std::int32_t gid = group_of_[static_cast<std::size_t>(v.node)];
           if (gid < 0 || gid == join) continue;
@@ -122,7 +272,7 @@ class Compiler {
         const std::int32_t gid = group_of_[static_cast<std::size_t>(v.node)];
         if (gid >= 0 && gid != join) groups_[static_cast<std::size_t>(gid)].open = false;
       }
-      if (!fusible(n)) continue;
+      if (!fuses) continue;
       if (join < 0) {
         join = static_cast<std::int32_t>(groups_.size());
         groups_.push_back(Group{std::vector<std::int64_t>(n.shape().dims().begin(), n.shape().dims().end()), {}, true});
@@ -146,10 +296,11 @@ class Compiler {
   /// A value is stored in a slot unless it lives only inside its fusion group.
   bool materialized(Value v) const {
     if (is_output_[static_cast<std::size_t>(id(v))]) return true;
-    const std::int32_t gid = group_of_[static_cast<std::size_t>(v.node)];
+    const std::vector<std::int32_t>& owner = row_group_of_[static_cast<std::size_t>(v.node)] >= 0 ? row_group_of_ : group_of_;
+    const std::int32_t gid = owner[static_cast<std::size_t>(v.node)];
     if (gid < 0) return true;
     for (std::int64_t u : users_[static_cast<std::size_t>(id(v))])
-      if (group_of_[static_cast<std::size_t>(u)] != gid) return true;
+      if (owner[static_cast<std::size_t>(u)] != gid) return true;
     return false;
   }
 
@@ -158,8 +309,20 @@ class Compiler {
     return static_cast<std::int32_t>(program_->slots.size() - 1);
   }
 
+  /// An op whose result has its operand's bytes: a reshape, a bitcast, or a transpose that
+  /// only moves dimensions of size one (the others keep their order, so the row-major
+  /// layout is the same). It is a view of the operand's slot, not a copy.
   bool is_alias(const Node& n) const {
-    return (n.op == OpCode::kReshape || n.op == OpCode::kBitcastConvert);
+    if (n.op == OpCode::kReshape || n.op == OpCode::kBitcastConvert) return true;
+    if (n.op != OpCode::kTranspose) return false;
+    const Shape& in = g_.shape(n.operands[0]);
+    std::int64_t last = -1;
+    for (std::int64_t p : n.attr<TransposeAttrs>().permutation) {
+      if (in.dim(p) == 1) continue;
+      if (p < last) return false;
+      last = p;
+    }
+    return true;
   }
 
   void assign_slots() {
@@ -210,12 +373,15 @@ class Compiler {
     program_->node_kernel.assign(static_cast<std::size_t>(g_.num_nodes()), -1);
     for (std::int64_t i = 0; i < g_.num_nodes(); ++i) {
       const Node& n = g_.node(i);
+      // A fused or row group runs where its last member is.
+      const std::int32_t rg = row_group_of_[static_cast<std::size_t>(i)];
       const std::int32_t gid = group_of_[static_cast<std::size_t>(i)];
-      if (gid >= 0) {
-        const Group& group = groups_[static_cast<std::size_t>(gid)];
-        if (group.members.back() != i) continue;
-        PJRT_LITE_RETURN_IF_ERROR(emit_group(gid));
-        for (std::int64_t m : group.members)
+      if (rg >= 0 || gid >= 0) {
+        const std::vector<std::int64_t>& members =
+            rg >= 0 ? row_groups_[static_cast<std::size_t>(rg)].members : groups_[static_cast<std::size_t>(gid)].members;
+        if (members.back() != i) continue;
+        PJRT_LITE_RETURN_IF_ERROR(rg >= 0 ? emit_row_group(row_groups_[static_cast<std::size_t>(rg)]) : emit_group(gid));
+        for (std::int64_t m : members)
           program_->node_kernel[static_cast<std::size_t>(m)] = static_cast<std::int32_t>(program_->kernels.size() - 1);
         continue;
       }
@@ -251,6 +417,22 @@ class Compiler {
     add_kernel(std::move(k), {src}, {dst});
   }
 
+  /// Adds the bytes of the slots a kernel reads and writes to its cost, and lists them for
+  /// its line of the listing: {"$w, ...", "$r, ..."}.
+  std::pair<std::string, std::string> account_slots(Kernel& k, const std::vector<std::int32_t>& reads,
+                                                    const std::vector<std::int32_t>& writes) const {
+    std::string outs, ins;
+    for (std::int32_t s : reads) {
+      k.bytes_accessed += program_->slots[static_cast<std::size_t>(s)].bytes;
+      ins += str_cat(ins.empty() ? "" : ", ", "$", s);
+    }
+    for (std::int32_t s : writes) {
+      k.bytes_accessed += program_->slots[static_cast<std::size_t>(s)].bytes;
+      outs += str_cat(outs.empty() ? "" : ", ", "$", s);
+    }
+    return {std::move(outs), std::move(ins)};
+  }
+
   Status emit_group(std::int32_t gid) {
     const Group& group = groups_[static_cast<std::size_t>(gid)];
     auto k = std::make_unique<FusedKernel>();
@@ -275,8 +457,13 @@ class Compiler {
         if (std::find(reads.begin(), reads.end(), s) == reads.end()) reads.push_back(s);
         const Shape& shape = g_.shape(v);
         const std::int64_t count = shape.element_count();
-        if (n.shape().rank() > shape.rank() && count == 1) ins.push_back(k->program.splat(external(s), shape.dtype()));
-        else if (n.shape().rank() > shape.rank()) ins.push_back(k->program.periodic(external(s), shape.dtype(), count));
+        const std::optional<BlockBroadcast> b =
+            n.op == OpCode::kBroadcastInDim ? block_broadcast(n) : std::nullopt;
+        // A scalar read by a wider op (select's or clamp's scalar operands) is a splat too.
+        if ((b && b->period == 1) || (!b && count == 1 && shape.rank() < n.shape().rank()))
+          ins.push_back(k->program.splat(external(s), shape.dtype()));
+        else if (b && !(b->repeat == 1 && b->period == n.shape().element_count()))
+          ins.push_back(k->program.periodic(external(s), shape.dtype(), b->period, b->repeat));
         else ins.push_back(k->program.external(external(s), shape.dtype()));
       }
       Value v{static_cast<std::int32_t>(m), 0, 0};
@@ -304,11 +491,7 @@ class Compiler {
     k->n = 1;
     for (std::int64_t d : group.dims) k->n *= d;
     k->finish_planning(max_workers_);
-    for (std::int32_t s : reads) k->bytes_accessed += program_->slots[static_cast<std::size_t>(s)].bytes;
-    for (std::int32_t s : writes) k->bytes_accessed += program_->slots[static_cast<std::size_t>(s)].bytes;
-    std::string outs, ins_text;
-    for (std::int32_t s : writes) outs += str_cat(outs.empty() ? "" : ", ", "$", s);
-    for (std::int32_t s : reads) ins_text += str_cat(ins_text.empty() ? "" : ", ", "$", s);
+    const auto [outs, ins_text] = account_slots(*k, reads, writes);
     k->text = str_cat(outs, " = fusion[", ops, "](", ins_text, ") : ", Shape::dims_string(group.dims));
     std::string combined;  // the superinstructions of the loop
     if (const std::int32_t fused = k->program.multiply_adds(); fused > 0)
@@ -316,6 +499,159 @@ class Compiler {
     if (const std::int32_t fused = k->program.negated_exps(); fused > 0)
       combined += str_cat(combined.empty() ? "" : ", ", fused, fused == 1 ? " exp of a negation" : " exps of negations");
     if (!combined.empty()) k->text += str_cat(" (", combined, ")");
+    add_kernel(std::move(k), std::move(reads), std::move(writes));
+    return ok_status();
+  }
+
+  /// The RowKernel of a row group (row_kernel.hpp). Each member goes to the first stage where
+  /// its operands are ready: level L means readable from scalar stage L and pass L on (stage
+  /// 2L and 2L + 1). Per-row values, and row values a later pass reads, are kept in
+  /// worker-local memory unless they have a slot.
+  Status emit_row_group(const RowGroup& g) {
+    auto k = std::make_unique<RowKernel>();
+    k->rows = g.row_count;
+    k->row_elements = g.row_elements;
+    const std::int64_t row = g.row_elements;
+    const std::int32_t rg = row_group_of_[static_cast<std::size_t>(g.members.front())];
+    auto member = [&](std::int64_t node) { return row_group_of_[static_cast<std::size_t>(node)] == rg; };
+    auto full = [&](const Shape& s) { return std::equal(s.dims().begin(), s.dims().end(), g.full.begin(), g.full.end()); };
+    std::map<std::int64_t, std::int64_t> level, pass_of;
+    auto level_of = [&](Value v) { return member(v.node) ? level.at(v.node) : std::int64_t{0}; };
+    std::int64_t passes = 1;
+    for (std::int64_t m : g.members) {
+      const Node& n = g_.node(m);
+      std::int64_t at = 0;
+      if (n.op == OpCode::kReduce) {
+        pass_of[m] = level_of(n.operands[0]);
+        passes = std::max(passes, pass_of[m] + 1);
+        at = pass_of[m] + 1;
+      } else {
+        for (Value v : n.operands) at = std::max(at, level_of(v));
+        if (full(n.shape())) passes = std::max(passes, at + 1);
+      }
+      level[m] = at;
+    }
+    k->stages.resize(static_cast<std::size_t>(2 * passes + 1));
+    for (std::size_t s = 0; s < k->stages.size(); ++s) k->stages[s].n = s % 2 == 1 ? row : 1;
+    std::vector<std::map<std::int64_t, std::int32_t>> regs(k->stages.size());
+
+    // Where each computed member keeps its value, if anywhere.
+    std::map<std::int64_t, RowKernel::External> storage;
+    std::vector<std::int32_t> reads, writes;
+    auto read_slot = [&](std::int32_t slot) {
+      if (std::find(reads.begin(), reads.end(), slot) == reads.end()) reads.push_back(slot);
+    };
+    for (std::int64_t m : g.members) {
+      const Node& n = g_.node(m);
+      const Value v{static_cast<std::int32_t>(m), 0, 0};
+      const auto esize = static_cast<std::int64_t>(byte_size(n.shape().dtype()));
+      const bool is_full = full(n.shape());
+      if (materialized(v)) {
+        writes.push_back(slot_of(v));
+        storage[m] = RowKernel::External{slot_of(v), 0, is_full ? row : 1, 1, 0, esize};
+        continue;
+      }
+      if (n.op == OpCode::kBroadcastInDim) continue;
+      bool kept = !is_full;
+      for (std::int64_t u : users_[static_cast<std::size_t>(id(v))]) {
+        if (!member(u)) continue;
+        const std::int64_t used_in = g_.node(u).op == OpCode::kReduce ? pass_of.at(u) : level.at(u);
+        kept = kept || used_in > level.at(m);
+      }
+      if (kept) storage[m] = RowKernel::External{-1, k->add_local(is_full ? row * esize : esize), 0, 1, 0, esize};
+    }
+
+    // The register that reads value `v` in stage `s`.
+    auto reg_in = [&](std::size_t s, Value v) -> StatusOr<std::int32_t> {
+      auto found = regs[s].find(v.node);
+      if (found != regs[s].end()) return found->second;
+      TileProgram& prog = k->stages[s].program;
+      const Node& n = g_.node(v);
+      const Shape& shape = g_.shape(v);
+      const auto esize = static_cast<std::int64_t>(byte_size(shape.dtype()));
+      std::int32_t r;
+      if (!member(v.node)) {
+        read_slot(slot_of(v));
+        const std::int64_t mul = full(shape) ? row : shape.rank() == 0 ? 0 : 1;
+        // A scalar that a pass reads (select's or clamp's scalar operands) is a splat.
+        if (shape.rank() == 0 && s % 2 == 1) r = prog.splat(k->external({slot_of(v), 0, 0, 1, 0, esize}), shape.dtype());
+        else r = prog.external(k->external({slot_of(v), 0, mul, 1, 0, esize}), shape.dtype());
+      } else if (n.op == OpCode::kBroadcastInDim && member(n.operands[0].node)) {
+        r = prog.splat(k->external(storage.at(n.operands[0].node)), shape.dtype());  // a row splat
+      } else if (n.op == OpCode::kBroadcastInDim) {
+        const Value o = n.operands[0];
+        read_slot(slot_of(o));
+        const BlockBroadcast b = *block_broadcast(n);
+        const RowKernel::External fixed{slot_of(o), 0, 0, 1, 0, esize};
+        if (b.period == 1) {
+          r = prog.splat(k->external(fixed), shape.dtype());
+        } else if (!full(shape)) {
+          r = prog.external(k->external({slot_of(o), 0, 1, b.repeat, b.period, esize}), shape.dtype());
+        } else if (b.repeat % row == 0) {
+          r = prog.splat(k->external({slot_of(o), 0, row, b.repeat, b.period, esize}), shape.dtype());
+        } else if (b.repeat == 1 && b.period == row) {
+          r = prog.external(k->external(fixed), shape.dtype());
+        } else {
+          r = prog.periodic(k->external(fixed), shape.dtype(), b.period, b.repeat);
+        }
+      } else if (auto kept = storage.find(v.node); kept != storage.end()) {
+        r = prog.external(k->external(kept->second), shape.dtype());
+      } else {
+        return internal_error(str_cat("cpu: row fusion: ", to_string(v), " is read in stage ", s, " but not kept"));
+      }
+      regs[s][v.node] = r;
+      return r;
+    };
+
+    std::string ops;
+    for (std::int64_t m : g.members) {
+      const Node& n = g_.node(m);
+      const Value v{static_cast<std::int32_t>(m), 0, 0};
+      const DType t = n.shape().dtype();
+      const bool is_full = full(n.shape());
+      if (!ops.empty()) ops += ", ";
+      ops += op_name(n.op);
+      if (n.op == OpCode::kBroadcastInDim) {
+        if (!materialized(v)) continue;
+        const auto s = static_cast<std::size_t>(is_full ? 2 * level.at(m) + 1 : 0);
+        PJRT_LITE_ASSIGN_OR_RETURN(std::int32_t in, reg_in(s, v));
+        PJRT_LITE_RETURN_IF_ERROR(k->stages[s].program.emit_copy(k->stages[s].program.external(k->external(storage.at(m)), t), in));
+        continue;
+      }
+      k->flops += static_cast<double>(n.shape().element_count());
+      if (n.op >= OpCode::kExponential && n.op <= OpCode::kTan)
+        k->transcendentals += static_cast<double>(n.shape().element_count());
+      if (n.op == OpCode::kReduce) {
+        const OpCode op = *simple_reduce_op(n.bodies[0], 1);
+        ops += str_cat("(", op_name(op), ")");
+        const auto p = static_cast<std::size_t>(pass_of.at(m));
+        TileProgram& init_stage = k->stages[2 * p].program;
+        PJRT_LITE_ASSIGN_OR_RETURN(std::int32_t init, reg_in(2 * p, n.operands[1]));
+        PJRT_LITE_RETURN_IF_ERROR(init_stage.emit_copy(init_stage.external(k->external(storage.at(m)), t), init));
+        TileProgram& pass = k->stages[2 * p + 1].program;
+        PJRT_LITE_ASSIGN_OR_RETURN(std::int32_t in, reg_in(2 * p + 1, n.operands[0]));
+        PJRT_LITE_RETURN_IF_ERROR(pass.emit_accumulate(op, pass.accumulator(k->external(storage.at(m)), t), in));
+        continue;
+      }
+      const auto s = static_cast<std::size_t>(is_full ? 2 * level.at(m) + 1 : 2 * level.at(m));
+      std::vector<std::int32_t> ins;
+      for (Value o : n.operands) {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::int32_t r, reg_in(s, o));
+        ins.push_back(r);
+      }
+      TileProgram& prog = k->stages[s].program;
+      auto kept = storage.find(m);
+      const std::int32_t out = kept != storage.end() ? prog.external(k->external(kept->second), t) : prog.scratch(t);
+      PJRT_LITE_RETURN_IF_ERROR(prog.emit(n, out, ins));
+      regs[s][m] = out;
+    }
+    std::int64_t row_passes = 0;
+    for (std::size_t s = 1; s < k->stages.size(); s += 2) row_passes += k->stages[s].program.code().empty() ? 0 : 1;
+    std::erase_if(k->stages, [](const RowKernel::Stage& st) { return st.program.code().empty(); });
+    k->finish_planning(max_workers_);
+    const auto [outs, ins_text] = account_slots(*k, reads, writes);
+    k->text = str_cat(outs, " = row fusion[", ops, "](", ins_text, ") : ", Shape::dims_string(g.full), " (",
+                      g.row_count, " rows of ", row, ", ", row_passes, row_passes == 1 ? " pass" : " passes", " over each)");
     add_kernel(std::move(k), std::move(reads), std::move(writes));
     return ok_status();
   }
@@ -819,6 +1155,8 @@ class Compiler {
   std::vector<std::int32_t> value_slot_;
   std::vector<std::int32_t> group_of_;
   std::vector<Group> groups_;
+  std::vector<std::int32_t> row_group_of_;
+  std::vector<RowGroup> row_groups_;
   std::vector<std::int32_t> output_copies_;
   std::vector<std::vector<std::int32_t>> reads_, writes_;
 };

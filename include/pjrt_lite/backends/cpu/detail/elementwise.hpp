@@ -9,6 +9,7 @@
 // This header instantiates a few hundred kernels; include it only where programs are
 // compiled (backends/cpu/detail/compiler.hpp).
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <complex>
@@ -543,7 +544,70 @@ void convert(const TileArgs& a) {
   for (std::int64_t i = 0; i < a.n; ++i) o[i] = convert_element<To>(x[i]);
 }
 
+/// acc = op(acc, x[0], ..., x[n-1]) for the one element `a.out` and the tile `a.in[0]`.
+/// Float sums and products combine the tile in Eigen's vectorized order; max and min give
+/// what the element-by-element fold gives (NaN-propagating, +0 above -0) and integers wrap,
+/// so for them the order does not show.
+template <class T, OpCode Op>
+void accumulate(const TileArgs& a) {
+  if (a.n == 0) return;
+  const T* x = static_cast<const T*>(a.in[0]);
+  T acc;
+  std::memcpy(&acc, a.out, sizeof(T));
+  if constexpr (kIsFloat<T>) {
+    const ConstArrayMap<T> v(x, a.n);
+    if constexpr (Op == OpCode::kAdd) {
+      acc = acc + v.sum();
+    } else if constexpr (Op == OpCode::kMultiply) {
+      acc = acc * v.prod();
+    } else {
+      // The vectorized extremum is the fold's unless a NaN or a zero (whose sign the fold
+      // picks) is involved; then fold element by element.
+      const T m = Op == OpCode::kMaximum ? v.template maxCoeff<Eigen::PropagateNaN>()
+                                         : v.template minCoeff<Eigen::PropagateNaN>();
+      if (std::isnan(m) || m == T(0)) {
+        for (std::int64_t i = 0; i < a.n; ++i) acc = Op == OpCode::kMaximum ? float_max(acc, x[i]) : float_min(acc, x[i]);
+      } else {
+        acc = Op == OpCode::kMaximum ? float_max(acc, m) : float_min(acc, m);
+      }
+    }
+  } else {
+    using U = Unsigned<T>;
+    if constexpr (Op == OpCode::kAdd) {
+      U s = 0;
+      for (std::int64_t i = 0; i < a.n; ++i) s = static_cast<U>(s + static_cast<U>(x[i]));
+      acc = wrap_add(acc, static_cast<T>(s));
+    } else if constexpr (Op == OpCode::kMultiply) {
+      for (std::int64_t i = 0; i < a.n; ++i) acc = wrap_mul(acc, x[i]);
+    } else if constexpr (Op == OpCode::kMaximum) {
+      for (std::int64_t i = 0; i < a.n; ++i) acc = std::max(acc, x[i]);
+    } else {
+      for (std::int64_t i = 0; i < a.n; ++i) acc = std::min(acc, x[i]);
+    }
+  }
+  std::memcpy(a.out, &acc, sizeof(T));
+}
+
 }  // namespace ew
+
+/// The kernel that folds a tile into an accumulator with `op` (add, multiply, maximum,
+/// minimum) on f32, f64 and the integer types, or null for any other op or type.
+inline TileFn find_accumulate_kernel(OpCode op, DType t) {
+  if (!is_valid(t)) return nullptr;
+  return visit_dtype(t, [&]<class T>(std::type_identity<T>) -> TileFn {
+    if constexpr (ew::kIsFloat<T> || ew::kIsInt<T>) {
+      switch (op) {
+        case OpCode::kAdd: return &ew::accumulate<T, OpCode::kAdd>;
+        case OpCode::kMultiply: return &ew::accumulate<T, OpCode::kMultiply>;
+        case OpCode::kMaximum: return &ew::accumulate<T, OpCode::kMaximum>;
+        case OpCode::kMinimum: return &ew::accumulate<T, OpCode::kMinimum>;
+        default: return nullptr;
+      }
+    } else {
+      return nullptr;
+    }
+  });
+}
 
 /// The multiply-add kernel of form `form` on f32 or f64, or null for any other type.
 inline TileFn find_multiply_add_kernel(ew::MulAddForm form, DType t) {

@@ -59,6 +59,26 @@ inline Status lower_scalar_graph(const Graph& g, TileProgram& program, std::vect
   return ok_status();
 }
 
+/// The op of a reduce body that is `op(p0, p1)` of its two parameters (add, multiply, maximum,
+/// minimum, and, or), for one input of a type with its own kernels, or nothing.
+inline std::optional<OpCode> simple_reduce_op(const Graph& body, std::int64_t count) {
+  if (count != 1 || body.outputs().size() != 1) return std::nullopt;
+  const DType t = body.shape(body.outputs()[0]).dtype();
+  if (computes_in_f32(t)) return std::nullopt;
+  const Node& n = body.node(body.outputs()[0]);
+  switch (n.op) {
+    case OpCode::kAdd: case OpCode::kMultiply: case OpCode::kMaximum: case OpCode::kMinimum:
+    case OpCode::kAnd: case OpCode::kOr: break;
+    default: return std::nullopt;
+  }
+  if (is_complex(t) && (n.op == OpCode::kMaximum || n.op == OpCode::kMinimum)) return std::nullopt;
+  const Node& a = body.node(n.operands[0]);
+  const Node& b = body.node(n.operands[1]);
+  if (a.op != OpCode::kParameter || b.op != OpCode::kParameter) return std::nullopt;
+  if (a.attr<ParameterAttrs>().number == b.attr<ParameterAttrs>().number) return std::nullopt;
+  return n.op;
+}
+
 class ReduceKernel final : public Kernel {
  public:
   /// Plans reducing `inputs` (slots with `input_shape`) over `dims` with `body`. An error means
@@ -119,7 +139,7 @@ class ReduceKernel final : public Kernel {
       }
     }
 
-    k->fast_op_ = fast_op(body, count);
+    k->fast_op_ = simple_reduce_op(body, count);
     if (!k->fast_op_) {
       PJRT_LITE_RETURN_IF_ERROR(lower_scalar_graph(body, k->body_, k->body_constants_));
       k->acc_offset_ = k->scratch_bytes;
@@ -155,25 +175,6 @@ class ReduceKernel final : public Kernel {
 
  private:
   ReduceKernel() = default;
-
-  /// The op of a body that is `op(p0, p1)` of its two parameters, for one input.
-  static std::optional<OpCode> fast_op(const Graph& body, std::int64_t count) {
-    if (count != 1 || body.outputs().size() != 1) return std::nullopt;
-    const DType t = body.shape(body.outputs()[0]).dtype();
-    if (computes_in_f32(t)) return std::nullopt;
-    const Node& n = body.node(body.outputs()[0]);
-    switch (n.op) {
-      case OpCode::kAdd: case OpCode::kMultiply: case OpCode::kMaximum: case OpCode::kMinimum:
-      case OpCode::kAnd: case OpCode::kOr: break;
-      default: return std::nullopt;
-    }
-    if (is_complex(t) && (n.op == OpCode::kMaximum || n.op == OpCode::kMinimum)) return std::nullopt;
-    const Node& a = body.node(n.operands[0]);
-    const Node& b = body.node(n.operands[1]);
-    if (a.op != OpCode::kParameter || b.op != OpCode::kParameter) return std::nullopt;
-    if (a.attr<ParameterAttrs>().number == b.attr<ParameterAttrs>().number) return std::nullopt;
-    return n.op;
-  }
 
   void run_fast(const RunContext& ctx, const std::byte* input) const {
     const DType t = dtypes_[0];

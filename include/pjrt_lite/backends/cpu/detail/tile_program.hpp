@@ -3,16 +3,19 @@
 // TileProgram: a fused group of element-wise ops compiled to a tiny register bytecode and
 // interpreted over tiles of a few hundred contiguous elements. Registers are tiles: either a
 // window into an operand or result buffer ("external"), a tile filled with one scalar
-// ("splat"), a tile filled from a short array repeated end to end ("periodic": a bias
-// broadcast along the leading dimensions), or a scratch tile in L1. Each instruction is a pre-resolved kernel pointer, so
-// running a program is a loop of indirect calls over cache-resident tiles: one pass over
-// memory for the whole group, the numexpr approach.
+// ("splat"), a tile filled from a short array whose elements repeat ("periodic": a vector
+// broadcast along any block of consecutive dimensions, element i being element
+// (i / repeat) % period of the vector), a scratch tile in L1, or a fixed address that a
+// reduction accumulates a whole tile into ("accumulator"). Each instruction is a
+// pre-resolved kernel pointer, so running a program is a loop of indirect calls over
+// cache-resident tiles: one pass over memory for the whole group, the numexpr approach.
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -34,13 +37,14 @@ inline constexpr std::int64_t kSingleOpTileElements = 1024;
 
 class TileProgram {
  public:
-  enum class RegKind : std::uint8_t { kExternal, kSplat, kPeriodic, kScratch };
+  enum class RegKind : std::uint8_t { kExternal, kSplat, kPeriodic, kScratch, kAccumulator };
   struct Reg {
     RegKind kind;
     DType dtype;
-    std::int32_t external = -1;       // kExternal, kSplat, kPeriodic: which external address
+    std::int32_t external = -1;       // kExternal, kSplat, kPeriodic, kAccumulator: which external address
     std::int64_t scratch_offset = 0;  // kSplat, kPeriodic, kScratch: bytes into the worker's scratch
-    std::int64_t period = 0;          // kPeriodic: elements before the pattern repeats
+    std::int64_t period = 0;          // kPeriodic: elements of the pattern
+    std::int64_t repeat = 1;          // kPeriodic: consecutive elements that read one pattern element
   };
   struct Instr {
     TileFn fn;
@@ -57,10 +61,13 @@ class TileProgram {
   std::int32_t external(std::int32_t e, DType dtype) { return add_reg({RegKind::kExternal, dtype, e, 0}); }
   /// A register holding the scalar at external address `e` in every lane.
   std::int32_t splat(std::int32_t e, DType dtype) { return add_reg({RegKind::kSplat, dtype, e, 0}); }
-  /// A register whose element i is element i % `period` of external address `e`.
-  std::int32_t periodic(std::int32_t e, DType dtype, std::int64_t period) {
-    return add_reg({RegKind::kPeriodic, dtype, e, 0, period});
+  /// A register whose element i is element (i / `repeat`) % `period` of external address `e`.
+  std::int32_t periodic(std::int32_t e, DType dtype, std::int64_t period, std::int64_t repeat = 1) {
+    return add_reg({RegKind::kPeriodic, dtype, e, 0, period, repeat});
   }
+  /// The one element at external address `e`, which accumulate instructions combine whole
+  /// tiles into (it does not move with the tile).
+  std::int32_t accumulator(std::int32_t e, DType dtype) { return add_reg({RegKind::kAccumulator, dtype, e, 0}); }
   /// A fresh scratch register.
   std::int32_t scratch(DType dtype) { return add_reg({RegKind::kScratch, dtype, -1, 0}); }
   [[nodiscard]] DType dtype(std::int32_t reg) const { return regs_[static_cast<std::size_t>(reg)].dtype; }
@@ -95,9 +102,22 @@ class TileProgram {
     return ok_status();
   }
 
+  /// Appends `acc = op(acc, in[0], ..., in[n-1])` for each tile: a reduction fused into the
+  /// loop that computes its input. `acc` is an accumulator() register. Sums and products of
+  /// floats combine each tile in Eigen's vectorized order, not element by element.
+  /// UNIMPLEMENTED if the CPU has no such kernel.
+  Status emit_accumulate(OpCode op, std::int32_t acc, std::int32_t in) {
+    TileFn fn = find_accumulate_kernel(op, dtype(in));
+    if (fn == nullptr || dtype(acc) != dtype(in))
+      return unimplemented_error(str_cat("cpu: no fused reduction kernel for ", op_name(op), " on ", dtype_name(dtype(in))));
+    code_.push_back(Instr{fn, OpCode::kReduce, acc, {in, -1, -1}});
+    return ok_status();
+  }
+
   /// Combines instructions, then lays out scratch registers (reusing tiles whose value is
-  /// dead) after the last emit.
-  void finalize() {
+  /// dead) after the last emit. `tile_elements` > 0 sets the tile length instead of the
+  /// default (kTileElements, or kSingleOpTileElements for one instruction).
+  void finalize(std::int64_t tile_elements = 0) {
     fuse_multiply_add();
     fuse_negated_exp();
     std::vector<std::int64_t> last_use(regs_.size(), -1);
@@ -109,7 +129,7 @@ class TileProgram {
     }
     std::int64_t widest = 1;
     for (const Reg& r : regs_) widest = std::max<std::int64_t>(widest, static_cast<std::int64_t>(byte_size(r.dtype)));
-    tile_elements_ = code_.size() == 1 ? kSingleOpTileElements : kTileElements;
+    tile_elements_ = tile_elements > 0 ? tile_elements : code_.size() == 1 ? kSingleOpTileElements : kTileElements;
     const std::int64_t kSlotBytes = (tile_elements_ * widest + 63) / 64 * 64;  // one tile of any register
     std::int64_t next = 0;
     for (Reg& r : regs_)
@@ -165,12 +185,16 @@ class TileProgram {
     for (std::size_t i = 0; i < regs_.size(); ++i) {
       const Reg& r = regs_[i];
       if (r.kind == RegKind::kExternal) continue;
+      if (r.kind == RegKind::kAccumulator) {
+        ptr[i] = externals[r.external];
+        continue;
+      }
       ptr[i] = scratch + r.scratch_offset;
       if (r.kind == RegKind::kSplat) {
         const auto size = byte_size(r.dtype);
         const std::byte* value = externals[r.external];
         const std::int64_t lanes = std::min(tile_elements_, end - begin);
-        for (std::int64_t k = 0; k < lanes; ++k) std::memcpy(ptr[i] + k * static_cast<std::int64_t>(size), value, size);
+        fill_value(ptr[i], value, lanes, static_cast<std::int64_t>(size));
       }
     }
     TileArgs args;
@@ -179,7 +203,7 @@ class TileProgram {
       for (const Moving& m : moving_) {
         const Reg& r = regs_[static_cast<std::size_t>(m.reg)];
         if (r.kind == RegKind::kExternal) ptr[m.reg] = externals[r.external] + pos * m.size;
-        else fill_periodic(ptr[m.reg], externals[r.external], r.period, pos, args.n, m.size);
+        else fill_periodic(ptr[m.reg], externals[r.external], r.period, r.repeat, pos, args.n, m.size);
       }
       for (const Instr& ins : code_) {
         for (int k = 0; k < 3; ++k) args.in[k] = ins.in[k] >= 0 ? ptr[ins.in[k]] : nullptr;
@@ -194,15 +218,44 @@ class TileProgram {
   }
 
  private:
-  /// Writes elements [pos, pos + n) of `pattern` repeated end to end into `tile`.
-  static void fill_periodic(std::byte* tile, const std::byte* pattern, std::int64_t period, std::int64_t pos,
-                            std::int64_t n, std::int64_t size) {
-    std::int64_t from = pos % period;
+  /// Writes elements [pos, pos + n) of the sequence whose element i is element
+  /// (i / repeat) % period of `pattern` into `tile`.
+  static void fill_periodic(std::byte* tile, const std::byte* pattern, std::int64_t period, std::int64_t repeat,
+                            std::int64_t pos, std::int64_t n, std::int64_t size) {
+    if (repeat == 1) {
+      std::int64_t from = pos % period;
+      for (std::int64_t k = 0; k < n;) {
+        const std::int64_t take = std::min(n - k, period - from);
+        std::memcpy(tile + k * size, pattern + from * size, static_cast<std::size_t>(take * size));
+        k += take;
+        from = 0;
+      }
+      return;
+    }
+    std::int64_t from = (pos / repeat) % period, into = pos % repeat;
     for (std::int64_t k = 0; k < n;) {
-      const std::int64_t take = std::min(n - k, period - from);
-      std::memcpy(tile + k * size, pattern + from * size, static_cast<std::size_t>(take * size));
+      const std::int64_t take = std::min(n - k, repeat - into);
+      fill_value(tile + k * size, pattern + from * size, take, size);
       k += take;
-      from = 0;
+      into = 0;
+      if (++from == period) from = 0;
+    }
+  }
+
+  /// Writes `count` copies of the `size`-byte element at `value` to `dst`.
+  static void fill_value(std::byte* dst, const std::byte* value, std::int64_t count, std::int64_t size) {
+    auto fill = [&]<class U>(std::type_identity<U>) {
+      U v;
+      std::memcpy(&v, value, sizeof(U));
+      for (std::int64_t k = 0; k < count; ++k) std::memcpy(dst + k * static_cast<std::int64_t>(sizeof(U)), &v, sizeof(U));
+    };
+    switch (size) {
+      case 1: fill(std::type_identity<std::uint8_t>{}); break;
+      case 2: fill(std::type_identity<std::uint16_t>{}); break;
+      case 4: fill(std::type_identity<std::uint32_t>{}); break;
+      case 8: fill(std::type_identity<std::uint64_t>{}); break;
+      default:
+        for (std::int64_t k = 0; k < count; ++k) std::memcpy(dst + k * size, value, static_cast<std::size_t>(size));
     }
   }
 
