@@ -1285,7 +1285,10 @@ TEST_CASE("cpu fusion: softmax and layer norm over rows run as one row kernel an
   const std::pair<std::vector<std::int64_t>, std::int64_t> shapes[] = {
       {{37, 203}, 1}, {{1, 7}, 1}, {{5, 1}, 1}, {{2, 3, 17}, 2}, {{3, 4, 5}, 1}, {{300, 203}, 1}};
   for (DType t : {DType::kF32, DType::kF64}) {
-    for (const auto& [dims, first] : shapes) {
+    for (const auto& shape : shapes) {
+      // Named, not a structured binding: clang 14 cannot capture a binding in a lambda.
+      const std::vector<std::int64_t>& dims = shape.first;
+      const std::int64_t first = shape.second;
       CAPTURE(dtype_name(t));
       CAPTURE(Shape::dims_string(dims));
       const double tolerance = t == DType::kF32 ? 2e-5 : 1e-12;

@@ -490,9 +490,10 @@ TEST_CASE("frontend: relu's derivative is jax.nn.relu's: 0 at 0, and NaN stays N
   auto d2r = jit(client, grad(grad([](Tensor x) { return np::relu(x); })));
   const double nan = std::numeric_limits<double>::quiet_NaN();
   // (x, relu(x), relu'(x)) by the definition: max(x, 0); 1 where x > 0, else 0.
-  for (const auto& [x, value, slope] : {std::tuple{-2.0, 0.0, 0.0}, std::tuple{0.0, 0.0, 0.0},
-                                       std::tuple{-0.0, 0.0, 0.0}, std::tuple{1e-300, 1e-300, 1.0},
-                                       std::tuple{3.5, 3.5, 1.0}}) {
+  for (const auto& point : {std::tuple{-2.0, 0.0, 0.0}, std::tuple{0.0, 0.0, 0.0}, std::tuple{-0.0, 0.0, 0.0},
+                            std::tuple{1e-300, 1e-300, 1.0}, std::tuple{3.5, 3.5, 1.0}}) {
+    // Named, not a structured binding: clang 14 cannot capture a binding in a lambda.
+    const double x = std::get<0>(point), value = std::get<1>(point), slope = std::get<2>(point);
     CAPTURE(x);
     CHECK(scalar(r(x).value()) == value);
     CHECK(scalar(dr(x).value()) == slope);
@@ -512,7 +513,8 @@ TEST_CASE("frontend: pow's derivatives are right at a zero exponent and a zero b
   auto dydx = jit(client, grad<1>([&](Tensor x, Tensor y) { return dx(x, y); }));
   auto dxdx = jit(client, grad<0>([&](Tensor x, Tensor y) { return dx(x, y); }));
   auto jdx = jit(client, dx);
-  for (const auto& [x, y] : {std::pair{4.0, 0.0}, std::pair{0.5, 0.0}, std::pair{4.0, 1.5}, std::pair{2.0, -1.0}}) {
+  for (const auto& point : {std::pair{4.0, 0.0}, std::pair{0.5, 0.0}, std::pair{4.0, 1.5}, std::pair{2.0, -1.0}}) {
+    const double x = point.first, y = point.second;
     CAPTURE(x);
     CAPTURE(y);
     CHECK(scalar(jdx(x, y).value()) == doctest::Approx(y * std::pow(x, y - 1)).epsilon(1e-14));

@@ -550,7 +550,9 @@ TEST_CASE("stablehlo: the check dialect's parenthesized form reads as its plain 
       {"check.expect_almost_eq_const %x, dense<0.5> : tensor<2xf32>, tolerance = 1.0e-3 : f64",
        "check.expect_almost_eq_const(%x, dense<0.5> : tensor<2xf32>, tolerance = 1.0e-3 : f64) : tensor<2xf32>"},
   };
-  for (const auto& [plain_form, parenthesized_form] : forms) {
+  for (const auto& form : forms) {
+    // Named, not a structured binding: clang 14 cannot capture a binding in a lambda.
+    const std::string_view plain_form = form.first, parenthesized_form = form.second;
     CAPTURE(parenthesized_form);
     StatusOr<stablehlo::Module> plain = stablehlo::parse_module(with_check(plain_form));
     StatusOr<stablehlo::Module> parenthesized = stablehlo::parse_module(with_check(parenthesized_form));
