@@ -167,14 +167,14 @@ TEST_CASE("conv kernel: large shapes split across threads and take several block
   // Under a sanitizer (an -O0 build where the reference's loops take minutes at full size)
   // the spatial sizes shrink; the depth and feature counts that make several blocks stay.
   const bool small = testing::kAddressSanitizer || testing::kThreadSanitizer;
-  const std::int64_t rows = small ? 12 : 40, positions = small ? 3 : 9, side = small ? 6 : 20,
-                     image = small ? 16 : 56;
+  const std::int64_t batch = small ? 1 : 2, rows = small ? 6 : 40, columns = small ? 8 : 36,
+                     positions = small ? 2 : 9, side = small ? 6 : 20, image = small ? 16 : 56;
   const std::vector<Case> cases = {
       // Several blocks of rows on each worker; depth 9 x 64 in blocks of whole taps.
-      {{2, rows, 36, 64}, {3, 3, 64, 64}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}}},
+      {{batch, rows, columns, 64}, {3, 3, 64, 64}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}}},
       // More input features than one depth block holds (pieces of one tap), and more output
       // features than one block of columns.
-      {{1, positions, 10, 600}, {1, 2, 600, 300}, kNhwc, {}},
+      {{1, positions, small ? 4 : 10, 600}, {1, 2, 600, 300}, kNhwc, {}},
       {{1, 300, side, side}, {70, 300, 3, 1}, kNchw, {.padding_low = {1, 0}, .padding_high = {1, 0}}},
       {{2, image, image, 64}, {3, 3, 1, 64}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}, .feature_group_count = 64}},
   };
