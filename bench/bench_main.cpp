@@ -552,6 +552,10 @@ int main(int argc, char** argv) {
   register_sweep_workloads();
   if (const std::string torch = torch_description(); !torch.empty())
     benchmark::AddCustomContext("libtorch", torch);
+  // Every kernel family (element-wise loops, row kernels, GEMM, convolution, the rest) is
+  // compiled by one build; this binary's is kernels.cpp's, -march=native.
+  benchmark::AddCustomContext("pjrt_lite kernels",
+                              std::string(cpu::kernel_isa_name(cpu::available_kernel_isas().front())));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

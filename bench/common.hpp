@@ -79,9 +79,9 @@ class Program {
   /// From a graph, or from StableHLO text as a JAX export prints it (client->compile(text)).
   Program(const Graph& graph, const std::vector<std::vector<float>>& args,
           const std::vector<std::vector<std::int64_t>>& dims,
-          ExecutionMode mode = ExecutionMode::kSynchronous)
+          ExecutionMode mode = ExecutionMode::kSynchronous, const cpu::CompileOptions& options = {})
       : client_(make_client<E>()) {
-    exe_.emplace(take(client_->compile(graph), "compile"));
+    exe_.emplace(take(client_->compile(graph, options), "compile"));
     set_up(args, dims, mode);
   }
   Program(std::string_view stablehlo_text, const std::vector<std::vector<float>>& args,
@@ -254,6 +254,19 @@ inline ConvolutionAttrs nhwc_conv3x3_attrs() {
   attrs.output_spatial_dimensions = {1, 2};
   attrs.output_feature_dimension = 3;
   return attrs;
+}
+
+/// conv3x3_56x56x64's graph: a 3x3 SAME convolution of [1, 56, 56, 64] NHWC activations, +
+/// bias, relu; parameters activations, HWIO kernel, bias.
+inline Graph conv3x3_bias_relu_graph() {
+  GraphBuilder b("conv3x3");
+  const std::vector<std::int64_t> dims{1, kConvSize, kConvSize, kConvChannels};
+  Value x = b.parameter(Shape(DType::kF32, dims));
+  Value k = b.parameter(Shape(DType::kF32, {3, 3, kConvChannels, kConvChannels}));
+  Value bias = b.parameter(Shape(DType::kF32, {kConvChannels}));
+  Value conv = b.convolution(x, k, nhwc_conv3x3_attrs());
+  Value y = b.maximum(b.add(conv, b.broadcast_in_dim(bias, dims, {3})), broadcast_scalar(b, 0.0f, dims));
+  return take(b.build({y}), "build conv3x3");
 }
 
 /// Layer norm over the rows of x [rows, cols] as a framework exports it: mean, centred

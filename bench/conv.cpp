@@ -46,14 +46,8 @@ void conv_positions(const float* x, const float* kernel, const float* bias, floa
 constexpr std::int64_t kConvBlocks = kThreads * 4;
 
 void conv3x3_56x56x64_pjrt_lite(benchmark::State& state) {
-  GraphBuilder b("conv3x3");
   const std::vector<std::int64_t> dims{1, kConvSize, kConvSize, kConvChannels};
-  Value x = b.parameter(Shape(DType::kF32, dims));
-  Value k = b.parameter(Shape(DType::kF32, {3, 3, kConvChannels, kConvChannels}));
-  Value bias = b.parameter(Shape(DType::kF32, {kConvChannels}));
-  Value conv = b.convolution(x, k, nhwc_conv3x3_attrs());
-  Value y = b.maximum(b.add(conv, b.broadcast_in_dim(bias, dims, {3})), broadcast_scalar(b, 0.0f, dims));
-  Program<cpu::ThreadPool> p(b, {y}, {conv_input(), conv_kernel(), conv_bias()},
+  Program<cpu::ThreadPool> p(conv3x3_bias_relu_graph(), {conv_input(), conv_kernel(), conv_bias()},
                              {dims, {3, 3, kConvChannels, kConvChannels}, {kConvChannels}});
   for (auto _ : state) p.run();
   state.counters["flops"] = benchmark::Counter(2.0 * kConvPositions * kConvDepth * kConvChannels,

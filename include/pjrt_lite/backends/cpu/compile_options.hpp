@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "pjrt_lite/backends/cpu/kernel_isa.hpp"
+
 namespace pjrt_lite::inline v0_1::cpu {
 
 /// How to compile. Part of the compile cache key.
@@ -15,6 +17,11 @@ struct CompileOptions {
   bool fuse = true;
   /// The devices the executable is loaded on (ids); execute() takes one argument list each.
   std::vector<int> device_ids = {0};
+  /// Which build of the kernels to run (kernel_isa.hpp): by default the best one that this
+  /// process has and this CPU runs. Asking for a build the process lacks or the CPU cannot
+  /// run fails the compile. Not serialized: a deserialized executable gets the best kernels of
+  /// the machine that loads it.
+  KernelIsa kernel_isa = KernelIsa::kBest;
 
   friend bool operator==(const CompileOptions&, const CompileOptions&) = default;
 };

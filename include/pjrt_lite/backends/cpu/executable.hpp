@@ -66,6 +66,8 @@ class LoadedExecutable {
   [[nodiscard]] std::span<const Shape> output_shapes() const;
   [[nodiscard]] const CostAnalysis& cost_analysis() const;
   [[nodiscard]] const MemoryStats& memory_stats() const;
+  /// The build of the kernels this executable runs (kernel_isa.hpp).
+  [[nodiscard]] KernelIsa kernel_isa() const;
   /// The program after optimization, then the kernels it runs, one per line.
   [[nodiscard]] std::string optimized_program_text() const;
   /// The graph as given to compile (what serialize() records).

@@ -13,6 +13,7 @@
 
 #include "pjrt_lite/backends/cpu/compile_options.hpp"
 #include "pjrt_lite/backends/cpu/forward.hpp"
+#include "pjrt_lite/backends/cpu/kernel_isa.hpp"
 #include "pjrt_lite/core/compiled_once.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/graph.hpp"
@@ -20,7 +21,7 @@
 namespace pjrt_lite::inline v0_1::cpu::detail {
 
 /// Compiles a verified `graph` for CPU executors with `max_workers` threads (the caller
-/// included).
+/// included), with the build of the kernels options.kernel_isa names.
 PJRT_LITE_COMPILED_ONCE StatusOr<std::shared_ptr<Program>> compile_program(const Graph& graph,
                                                                                 const CompileOptions& options,
                                                                                 int max_workers);

@@ -21,6 +21,7 @@
 #include "pjrt_lite/backends/cpu/detail/fft_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/triangular_solve_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/gather_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/kernel_builds.hpp"
 #include "pjrt_lite/backends/cpu/detail/kernels.hpp"
 #include "pjrt_lite/backends/cpu/detail/program.hpp"
 #include "pjrt_lite/backends/cpu/detail/reduce_kernel.hpp"
@@ -40,6 +41,11 @@
 namespace pjrt_lite::inline v0_1::cpu {
 
 namespace detail {
+
+/// Compiles `graph` with the kernels of this translation unit (compile_program picks the
+/// build; a region of a while, case or if compiles with its parent's).
+inline StatusOr<std::shared_ptr<Program>> compile_program_here(const Graph& graph, const CompileOptions& options,
+                                                               int max_workers);
 
 class Compiler {
  public:
@@ -951,7 +957,7 @@ class Compiler {
     for (Value v : n.operands) reads.push_back(slot_of(v));
     std::vector<std::shared_ptr<const Program>> regions;
     for (std::size_t k = 0; k < n.bodies.size(); ++k) {
-      StatusOr<std::shared_ptr<Program>> p = compile_program(n.bodies[k], options_, max_workers_);
+      StatusOr<std::shared_ptr<Program>> p = compile_program_here(n.bodies[k], options_, max_workers_);
       if (!p.ok()) return p.status().with_context(str_cat(op_name(n.op), ": region ", k));
       regions.push_back(std::move(p).value());
     }
@@ -1164,9 +1170,8 @@ class Compiler {
 /// Results of constant folding up to this many elements become constants.
 inline constexpr std::int64_t kMaxFoldElements = 1024;
 
-PJRT_LITE_COMPILED_ONCE StatusOr<std::shared_ptr<Program>> compile_program(const Graph& graph,
-                                                                                const CompileOptions& options,
-                                                                                int max_workers) {
+inline StatusOr<std::shared_ptr<Program>> compile_program_here(const Graph& graph, const CompileOptions& options,
+                                                               int max_workers) {
   PJRT_LITE_RETURN_IF_ERROR(verify(graph));
   if (!options.optimize) return Compiler(graph, options, max_workers).run();
   // Constant folding evaluates with the reference interpreter: folding happens once per
@@ -1179,5 +1184,35 @@ PJRT_LITE_COMPILED_ONCE StatusOr<std::shared_ptr<Program>> compile_program(const
   return Compiler(simplified, options, max_workers).run();
 }
 
+PJRT_LITE_COMPILED_ONCE StatusOr<std::shared_ptr<Program>> compile_program(const Graph& graph,
+                                                                                const CompileOptions& options,
+                                                                                int max_workers) {
+  const KernelIsa wanted = options.kernel_isa;
+  for (const KernelBuild& build : kernel_builds()) {
+    if (wanted != KernelIsa::kBest && build.isa != wanted) continue;
+    if (!cpu_runs_kernel_isa(build.isa)) {
+      if (wanted == KernelIsa::kBest) continue;
+      return failed_precondition_error(str_cat("compile: CompileOptions.kernel_isa asks for the ", kernel_isa_name(wanted),
+                                               " kernels, which this CPU cannot run"));
+    }
+    if (build.compile == nullptr) return compile_program_here(graph, options, max_workers);
+    StatusOr<std::shared_ptr<Program>> program = internal_error("compile: the kernel build gave no answer");
+    build.compile(graph, options, max_workers, &program);
+    return program;
+  }
+  std::string have;
+  for (const KernelBuild& build : kernel_builds()) have += str_cat(have.empty() ? "" : ", ", kernel_isa_name(build.isa));
+  return invalid_argument_error(str_cat("compile: CompileOptions.kernel_isa asks for the ", kernel_isa_name(wanted),
+                                        " kernels, which this build does not have (it has: ", have, ")"));
+}
+
 }  // namespace detail
+
+PJRT_LITE_COMPILED_ONCE std::vector<KernelIsa> available_kernel_isas() {
+  std::vector<KernelIsa> isas;
+  for (const detail::KernelBuild& build : detail::kernel_builds())
+    if (cpu_runs_kernel_isa(build.isa)) isas.push_back(build.isa);
+  return isas;
+}
+
 }  // namespace pjrt_lite::cpu

@@ -51,6 +51,11 @@ const MemoryStats& LoadedExecutable<E>::memory_stats() const {
 }
 
 template <class E>
+KernelIsa LoadedExecutable<E>::kernel_isa() const {
+  return program_->kernel_isa;
+}
+
+template <class E>
 std::string LoadedExecutable<E>::optimized_program_text() const {
   return str_cat(to_string(program_->graph), "\n", program_->text);
 }

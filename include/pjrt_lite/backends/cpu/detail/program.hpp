@@ -61,6 +61,7 @@ class Program {
   std::int64_t arena_bytes = 0;
   std::int64_t scratch_offset = 0;
   int max_workers = 1;
+  KernelIsa kernel_isa = compiled_kernel_isa();  // the build of the kernels it runs
   CostAnalysis cost;
   MemoryStats memory;
   std::string text;
