@@ -23,7 +23,9 @@ namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 /// Why the generic-form op `name` cannot be read: the op table has no generic form of it.
 inline Status unknown_generic_op(std::string_view name, SourcePos pos) {
-  if (!name.starts_with("stablehlo.") || is_known_unsupported_op(name.substr(10)))
+  // An op of the table without a generic form (stablehlo.tuple) is valid but not read so.
+  if (!name.starts_with("stablehlo.") || is_known_unsupported_op(name.substr(10)) ||
+      find_op(name) != nullptr)
     return unsupported_at(pos, name);
   return error_at(pos, str_cat("unknown op ", name));
 }
