@@ -386,6 +386,47 @@ func.func public @main(%arg0: tensor<?xf32>) -> (tensor<?xf32>, tensor<?xf32>, t
   CHECK(values_of<std::int32_t>(out[5]) == std::vector<std::int32_t>{4, 0});
 }
 
+TEST_CASE("exports: loops over '?'-typed values are refined from their operands") {
+  // A fori_loop doubling x three times, in the pretty form JAX prints and the generic form.
+  const std::string pretty = R"mlir(
+func.func public @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = stablehlo.while(%iterArg = %c0, %iterArg_0 = %arg0) : tensor<i32>, tensor<?xf32>
+  cond {
+    %c3 = stablehlo.constant dense<3> : tensor<i32>
+    %1 = stablehlo.compare  LT, %iterArg, %c3,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  } do {
+    %c1 = stablehlo.constant dense<1> : tensor<i32>
+    %1 = stablehlo.add %iterArg, %c1 : tensor<i32>
+    %2 = stablehlo.add %iterArg_0, %iterArg_0 : tensor<?xf32>
+    stablehlo.return %1, %2 : tensor<i32>, tensor<?xf32>
+  }
+  return %0#1 : tensor<?xf32>
+})mlir";
+  const std::string generic = R"mlir(
+func.func public @main(%arg0: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %0:2 = "stablehlo.while"(%c0, %arg0) ({
+  ^bb0(%i: tensor<i32>, %x: tensor<?xf32>):
+    %c3 = stablehlo.constant dense<3> : tensor<i32>
+    %1 = stablehlo.compare  LT, %i, %c3,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    stablehlo.return %1 : tensor<i1>
+  }, {
+  ^bb0(%i: tensor<i32>, %x: tensor<?xf32>):
+    %c1 = stablehlo.constant dense<1> : tensor<i32>
+    %1 = stablehlo.add %i, %c1 : tensor<i32>
+    %2 = stablehlo.add %x, %x : tensor<?xf32>
+    stablehlo.return %1, %2 : tensor<i32>, tensor<?xf32>
+  }) : (tensor<i32>, tensor<?xf32>) -> (tensor<i32>, tensor<?xf32>)
+  return %0#1 : tensor<?xf32>
+})mlir";
+  for (const std::string* text : {&pretty, &generic}) {
+    std::vector<Literal> out = run_text(*text, {lit<float>({1, -2, 0.5f}, {3})});
+    CHECK(values_of<float>(out[0]) == std::vector<float>{8, -16, 4});
+  }
+}
+
 TEST_CASE("exports: the compile cache keys on the refined shapes") {
   auto client = require_ok(Client::create({}));
   const std::vector<Shape> two = {Shape(kF32, {2, 4})}, three = {Shape(kF32, {3, 4})};

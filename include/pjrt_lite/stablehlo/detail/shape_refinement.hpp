@@ -450,13 +450,6 @@ inline StatusOr<OpResult> build_dynamic(Context& ctx, const OpSyntax& op, OpPart
     p.operands.resize(2);
     // gather infers its own result shape from the folded slice sizes.
     const OpSyntax* gather = find_op("stablehlo.gather");
-    OpType t;
-    t.functional = true;
-    t.pos = p.type.pos;
-    for (Value v : p.operands) {
-      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(v));
-      t.function.inputs.push_back(std::move(s));
-    }
     PJRT_LITE_ASSIGN_OR_RETURN(Attributes attrs, gather->attributes(ctx, *gather, p));
     OpResult out;
     out.values = ctx.b.op(OpCode::kGather, p.operands, std::move(attrs));
