@@ -122,6 +122,7 @@ TEST_CASE("ir: every named builder method makes its op") {
       {b.is_finite(f), OpCode::kIsFinite},
       {b.not_(p), OpCode::kNot},
       {b.popcnt(i), OpCode::kPopcnt},
+      {b.count_leading_zeros(i), OpCode::kCountLeadingZeros},
       {b.real(c), OpCode::kReal},
       {b.imag(c), OpCode::kImag},
       {b.acosh(f), OpCode::kAcosh},
@@ -224,6 +225,7 @@ TEST_CASE("ir: unary ops accept the spec's element types and give its result typ
       {OpCode::kNot, kU32, kU32},
       {OpCode::kPopcnt, kS64, kS64},
       {OpCode::kPopcnt, kU8, kU8},
+      {OpCode::kCountLeadingZeros, kS16, kS16},
       {OpCode::kReal, kC64, kF32},
       {OpCode::kReal, kF32, kF32},
       {OpCode::kImag, kC128, kF64},
@@ -266,6 +268,7 @@ TEST_CASE("ir: unary ops accept the spec's element types and give its result typ
       {OpCode::kPopcnt, kPred,
        "popcnt: operand 0 has element type pred, but popcnt takes integer types"},
       {OpCode::kPopcnt, kF32, "popcnt: operand 0 has element type f32"},
+      {OpCode::kCountLeadingZeros, kF32, "count_leading_zeros: operand 0 has element type f32"},
       {OpCode::kReal, kS32, "real: operand 0 has element type s32"},
       {OpCode::kImag, kPred, "imag: operand 0 has element type pred"},
   };

@@ -88,6 +88,39 @@ struct Tally {
   }
 };
 
+/// What the corpus does not exercise, checked by tests/stablehlo_exports_test.cpp.
+constexpr std::string_view kBeyondTheCorpus = R"(
+## Beyond the corpus: whole programs as JAX exports them
+
+Checked by `tests/stablehlo_exports_test.cpp` (on the CPU client, against the reference
+interpreter and hand-computed values):
+
+- Custom calls read on one device: `@Sharding`, `@SPMDFullToShardShape`,
+  `@SPMDShardToFullShape`, `@xla.sdy.FuncResultSharding`, `@xla.sdy.GlobalToLocalShape`,
+  `@xla.sdy.LocalToGlobalShape` (identities; one that changes its operand's shape splits the
+  program over several devices and is UNIMPLEMENTED); `@annotate_device_placement`,
+  `@MoveToHost`, `@MoveToDevice` (identities: the memory kind is recorded in
+  `Function::result_memory_kinds`, not enforced); `@shape_assertion` (its condition must fold
+  once shapes are known; a false one fails with its `error_message`, formatted with its
+  operands); `@stablehlo.dynamic_top_k` and `@stablehlo.dynamic_rng_bit_generator` (their
+  static forms); the check dialect's `@check.expect_*`. `@stablehlo.dynamic_approx_top_k` is
+  UNIMPLEMENTED.
+- Ops without a node of their own: `stablehlo.composite` (its decomposition),
+  `stablehlo.optimization_barrier`, `stablehlo.tuple` and `stablehlo.get_tuple_element`
+  (pretty form), `stablehlo.map` (its scalar body, vmapped over the elements),
+  `sdy.sharding_constraint`, `sdy.reshard`, `sdy.manual_computation` (its body, when every
+  manual axis has size 1); `mhlo.sharding`, `sdy.sharding`, `mhlo.memory_kind` and
+  `mhlo.layout_mode` attributes are accepted.
+- `stablehlo.count_leading_zeros` on every integer type (an IR op, see docs/ops.md).
+- Shape polymorphism: `?` dimensions are refined from concrete argument shapes
+  (`stablehlo::parse_module(text, shapes)`, `parse_stablehlo(text, shapes)`,
+  `stablehlo::compile_stablehlo(client, text, shapes)`); `get_dimension_size` becomes a
+  constant, and `dynamic_iota`, `dynamic_reshape`, `dynamic_broadcast_in_dim`, `dynamic_pad`,
+  `dynamic_gather`, `dynamic_conv` and `real_dynamic_slice` their static forms once their
+  shape operands fold; private functions with `?` types are built for each signature they
+  are called with. A `?` that does not fold is INVALID_ARGUMENT naming the op.
+)";
+
 std::string conformance_markdown(const std::map<std::string, Tally>& families,
                                  const std::map<std::string, Tally>& dtypes, const Tally& total) {
   std::ostringstream os;
@@ -122,6 +155,7 @@ std::string conformance_markdown(const std::map<std::string, Tally>& families,
     }
     os << " |\n";
   }
+  os << kBeyondTheCorpus;
   return os.str();
 }
 

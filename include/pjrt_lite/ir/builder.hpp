@@ -183,6 +183,7 @@ class GraphBuilder {
   /// StableHLO `not` (`not` is a C++ keyword, hence the underscore).
   Value not_(Value x) { return op1(OpCode::kNot, {x}); }
   Value popcnt(Value x) { return op1(OpCode::kPopcnt, {x}); }
+  Value count_leading_zeros(Value x) { return op1(OpCode::kCountLeadingZeros, {x}); }
   Value real(Value x) { return op1(OpCode::kReal, {x}); }
   Value imag(Value x) { return op1(OpCode::kImag, {x}); }
   Value acosh(Value x) { return op1(OpCode::kAcosh, {x}); }

@@ -119,10 +119,13 @@ enum class OpCode : std::uint8_t {
   kTriangularSolve,
   // Random bits (appended for the same reason).
   kRngBitGenerator,
+  // Element-wise, integers (appended for the same reason): counted from the most significant
+  // bit, so 0 gives the bit width.
+  kCountLeadingZeros,
 };
 
 /// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kRngBitGenerator) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kCountLeadingZeros) + 1;
 
 namespace detail {
 inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
@@ -213,6 +216,7 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "fft",
     "triangular_solve",
     "rng_bit_generator",
+    "count_leading_zeros",
 };
 }  // namespace detail
 
@@ -254,10 +258,11 @@ inline StatusOr<OpCode> op_from_name(std::string_view name) {
 
 /// parameter, constant, iota: the ops without operands.
 constexpr bool is_source(OpCode op) { return op <= OpCode::kIota; }
-/// One operand, same shape out, no attributes: abs .. imag and acosh .. bessel_i1e.
+/// One operand, same shape out, no attributes: abs .. imag, acosh .. bessel_i1e and
+/// count_leading_zeros.
 constexpr bool is_unary(OpCode op) {
   return (op >= OpCode::kAbs && op <= OpCode::kImag) ||
-         (op >= OpCode::kAcosh && op <= OpCode::kBesselI1e);
+         (op >= OpCode::kAcosh && op <= OpCode::kBesselI1e) || op == OpCode::kCountLeadingZeros;
 }
 /// Two operands of one shape, same shape out, no attributes: add .. complex and next_after.
 constexpr bool is_binary(OpCode op) {
@@ -267,7 +272,8 @@ constexpr bool is_binary(OpCode op) {
 /// operand of select or clamp counts as broadcast). These are the ops that fuse into loops.
 constexpr bool is_elementwise(OpCode op) {
   return (op >= OpCode::kAbs && op <= OpCode::kConvert) ||
-         (op >= OpCode::kAcosh && op <= OpCode::kNextAfter) || op == OpCode::kReducePrecision;
+         (op >= OpCode::kAcosh && op <= OpCode::kNextAfter) || op == OpCode::kReducePrecision ||
+         op == OpCode::kCountLeadingZeros;
 }
 /// f(a, b) == f(b, a) for every element type the op accepts.
 constexpr bool is_commutative(OpCode op) {

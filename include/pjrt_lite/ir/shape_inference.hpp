@@ -118,6 +118,7 @@ constexpr TypeClass accepted_types(OpCode op) {
     case OpCode::kOr:
     case OpCode::kXor: return TypeClass::kPred | TypeClass::kInteger;
     case OpCode::kPopcnt:
+    case OpCode::kCountLeadingZeros:
     case OpCode::kShiftLeft:
     case OpCode::kShiftRightArithmetic:
     case OpCode::kShiftRightLogical: return TypeClass::kInteger;

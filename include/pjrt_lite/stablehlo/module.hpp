@@ -73,6 +73,10 @@ struct Function {
   std::int64_t num_results = 0;
   /// The checks this function makes, including those of the functions it calls.
   std::vector<Check> checks;
+  /// Per result, the memory kind an annotate_device_placement custom call asks for
+  /// ("pinned_host", "device"), or empty. Recorded, not enforced: the graph computes every
+  /// result in device memory, and a caller that wants the kind copies the result there.
+  std::vector<std::string> result_memory_kinds;
 };
 
 /// A parsed module. Plain data; thread-compatible.

@@ -23,9 +23,12 @@
 // Errors: malformed text and type errors are INVALID_ARGUMENT "line:column: what was
 // expected, found what"; a declared type that differs from what the IR infers is one too.
 // Valid StableHLO that the IR cannot represent (for example custom calls other than the
-// check dialect's, dynamic shapes, f8 and quantized types) is UNIMPLEMENTED naming the op or
-// type, such as "stablehlo.custom_call @lapack_sgetrf_ffi is not supported", so a runner can
-// skip the file. The parser never throws, crashes or loops on any input: nesting and sizes
+// check dialect's and JAX's annotations, f8 and quantized types) is UNIMPLEMENTED naming the
+// op or type, such as "stablehlo.custom_call @lapack_sgetrf_ffi is not supported", so a
+// runner can skip the file. What JAX leaves in a one-device program (sharding and placement
+// annotations, shape assertions, composites, tuples, map: detail/annotations.hpp) is read
+// with its one-device meaning, and `?` dimensions are refined from argument shapes given to
+// the overloads below (detail/shape_refinement.hpp). The parser never throws, crashes or loops on any input: nesting and sizes
 // are bounded and every index is checked.
 //
 // Round trip: parse_stablehlo(to_stablehlo(g)) has g's fingerprint when g's parameters are
@@ -60,7 +63,35 @@ inline StatusOr<Module> parse_module(std::string_view text) {
   return detail::ModuleReader(text).parse();
 }
 
+/// parse_module for a shape-polymorphic module (JAX's export with symbolic dimensions): the
+/// entry function is built for arguments of shapes `arg_shapes`, which refine its `?`
+/// dimensions as JAX's refine_polymorphic_shapes does. Every shape the program computes
+/// then folds: get_dimension_size becomes a constant, the dynamic_* ops their static forms,
+/// the functions it calls are built for the types they are called with, and a
+/// @shape_assertion that does not hold fails here with its message. INVALID_ARGUMENT when
+/// the shapes do not match the declared types, or a '?' cannot be refined (naming the op).
+/// Functions other than the entry that only a refinement could build are left out.
+/// Thread-safe.
+inline StatusOr<Module> parse_module(std::string_view text, const std::vector<Shape>& arg_shapes,
+                                     std::string_view entry = "main") {
+  return detail::ModuleReader(text, entry, &arg_shapes).parse();
+}
+
 }  // namespace pjrt_lite::stablehlo
+
+namespace pjrt_lite::inline v0_1::stablehlo::detail {
+
+/// The graph of function `entry` with only its own results as outputs.
+inline StatusOr<Graph> entry_results(const Module& module, std::string_view entry) {
+  const stablehlo::Function* f = module.find(entry);
+  if (f == nullptr) return not_found_error(str_cat("the module has no function @", entry));
+  if (static_cast<std::int64_t>(f->graph.outputs().size()) == f->num_results) return f->graph;
+  GraphParts parts = f->graph.to_parts();
+  parts.outputs.resize(static_cast<std::size_t>(f->num_results));
+  return Graph::from_parts(std::move(parts));
+}
+
+}  // namespace pjrt_lite::stablehlo::detail
 
 namespace pjrt_lite::inline v0_1 {
 
@@ -69,12 +100,17 @@ namespace pjrt_lite::inline v0_1 {
 /// NOT_FOUND when the module has no such function. Thread-safe.
 inline StatusOr<Graph> parse_stablehlo(std::string_view text, std::string_view entry = "main") {
   PJRT_LITE_ASSIGN_OR_RETURN(stablehlo::Module module, stablehlo::parse_module(text));
-  const stablehlo::Function* f = module.find(entry);
-  if (f == nullptr) return not_found_error(str_cat("the module has no function @", entry));
-  if (static_cast<std::int64_t>(f->graph.outputs().size()) == f->num_results) return f->graph;
-  GraphParts parts = f->graph.to_parts();
-  parts.outputs.resize(static_cast<std::size_t>(f->num_results));
-  return Graph::from_parts(std::move(parts));
+  return stablehlo::detail::entry_results(module, entry);
+}
+
+/// parse_stablehlo for a shape-polymorphic module: `entry` built for arguments of shapes
+/// `arg_shapes` (see stablehlo::parse_module). The graph has concrete shapes, so a compile
+/// cache keyed on its fingerprint keys on the refined shapes. Thread-safe.
+inline StatusOr<Graph> parse_stablehlo(std::string_view text, const std::vector<Shape>& arg_shapes,
+                                       std::string_view entry = "main") {
+  PJRT_LITE_ASSIGN_OR_RETURN(stablehlo::Module module,
+                             stablehlo::parse_module(text, arg_shapes, entry));
+  return stablehlo::detail::entry_results(module, entry);
 }
 
 }  // namespace pjrt_lite

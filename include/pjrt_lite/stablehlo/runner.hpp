@@ -25,6 +25,19 @@
 
 namespace pjrt_lite::inline v0_1::stablehlo {
 
+/// Parses `text` and compiles its function `entry` on `client`; with `arg_shapes`, a
+/// shape-polymorphic module is first refined for arguments of those shapes (parse_module).
+/// The client's compile cache keys on the graph, whose shapes are then concrete: one
+/// executable per distinct set of argument shapes. Thread-compatible: as thread-safe as the
+/// client's compile.
+template <CompilingClient C>
+StatusOr<typename C::executable_type> compile_stablehlo(C& client, std::string_view text,
+                                                        const std::vector<Shape>& arg_shapes,
+                                                        std::string_view entry = "main") {
+  PJRT_LITE_ASSIGN_OR_RETURN(Graph g, parse_stablehlo(text, arg_shapes, entry));
+  return client.compile(g);
+}
+
 /// How a test program fared.
 enum class Verdict : std::uint8_t { kPass, kFail, kSkip };
 

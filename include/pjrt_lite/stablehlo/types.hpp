@@ -42,11 +42,32 @@ constexpr bool is_unsupported_element_type(std::string_view name) {
   return false;
 }
 
-/// "tensor<2x3xf32>", "tensor<f32>" for rank 0. Layouts are not part of the type.
+/// A dimension written `?` in a type: its size is known only once the function is given
+/// its arguments' shapes (shape polymorphism). Shapes of the IR never hold it.
+inline constexpr std::int64_t kDynamicDim = -1;
+
+/// True when `shape` has a `?` dimension.
+inline bool has_dynamic_dims(const Shape& shape) {
+  for (std::int64_t d : shape.dims())
+    if (d == kDynamicDim) return true;
+  return false;
+}
+
+/// True when `actual` (a value's shape) has the type `declared`, where a `?` in `declared`
+/// stands for any size.
+inline bool matches_declared(const Shape& actual, const Shape& declared) {
+  if (actual.dtype() != declared.dtype() || actual.rank() != declared.rank()) return false;
+  for (std::int64_t k = 0; k < actual.rank(); ++k)
+    if (declared.dim(k) != kDynamicDim && declared.dim(k) != actual.dim(k)) return false;
+  return true;
+}
+
+/// "tensor<2x3xf32>", "tensor<?x3xf32>", "tensor<f32>" for rank 0. Layouts are not part of
+/// the type.
 inline std::string tensor_type_name(const Shape& shape) {
   std::string out = "tensor<";
   for (std::int64_t d : shape.dims()) {
-    out += std::to_string(d);
+    out += d == kDynamicDim ? std::string("?") : std::to_string(d);
     out += 'x';
   }
   out += element_type_name(shape.dtype());

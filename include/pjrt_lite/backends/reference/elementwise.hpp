@@ -141,6 +141,9 @@ inline StatusOr<Literal> eval_unary(OpCode op, const Literal& x, const Shape& re
       case OpCode::kPopcnt:
         if constexpr (kInt) return map_unary<T>(x, result, scalar::popcnt<T>);
         break;
+      case OpCode::kCountLeadingZeros:
+        if constexpr (kInt) return map_unary<T>(x, result, scalar::count_leading_zeros<T>);
+        break;
       case OpCode::kReal:
         if constexpr (kInexact) return map_unary<T>(x, result, scalar::real<T>);
         break;

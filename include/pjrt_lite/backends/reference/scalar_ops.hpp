@@ -220,6 +220,17 @@ T popcnt(T x) {
   return static_cast<T>(std::popcount(static_cast<std::make_unsigned_t<T>>(x)));
 }
 
+/// The number of zero bits above the highest set bit of x's two's-complement representation
+/// (the bit width for 0), found by testing each bit from the top.
+template <class T>
+T count_leading_zeros(T x) {
+  const auto bits = static_cast<std::make_unsigned_t<T>>(x);
+  constexpr int kWidth = static_cast<int>(sizeof(T) * 8);
+  int n = 0;
+  for (int b = kWidth - 1; b >= 0 && ((bits >> b) & 1u) == 0; --b) ++n;
+  return static_cast<T>(n);
+}
+
 /// Complex: the real part. Floats: x.
 template <class T>
 auto real(T x) {

@@ -2,8 +2,8 @@
 // IWYU pragma: private, include "pjrt_lite/stablehlo/parser.hpp"
 // The entries of the op table that add no node of their own: return ends a block, a call
 // inlines its callee, and the check dialect (`check.expect_*`, or a custom call to one)
-// becomes a Check (module.hpp). The only other custom call read is jax's @Sharding, which on
-// one device is the value itself.
+// becomes a Check (module.hpp). The annotations JAX leaves (sharding, placement, shape
+// assertions, dynamic shapes) are read by annotations.hpp.
 
 #include <memory>
 #include <optional>
@@ -14,6 +14,7 @@
 
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/stablehlo/detail/annotations.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
@@ -185,10 +186,10 @@ inline StatusOr<OpResult> build_check(Context& ctx, const OpSyntax& op, OpParts&
 
 // ---- Custom calls ---------------------------------------------------------------------------
 
-/// The custom-call targets read: jax's sharding constraint and the check dialect's.
+/// The custom-call targets read: JAX's annotations and the check dialect's.
 inline bool is_known_custom_call(std::string_view target) {
   bool is_const = false;
-  return target == "Sharding" || check_kind(target, is_const).has_value();
+  return is_annotation_custom_call(target) || check_kind(target, is_const).has_value();
 }
 
 /// `stablehlo.custom_call @target(%a, %b) {attrs} : (T, T) -> ()`.
@@ -217,20 +218,8 @@ inline StatusOr<OpResult> build_custom_call(Context& ctx, const OpSyntax& op, Op
     return error_at(p.pos, "stablehlo.custom_call needs a call_target_name = \"...\" attribute");
   if (!is_known_custom_call(target->text))
     return unsupported_at(p.pos, str_cat(op.name, " @", target->text));
-  if (target->text == "Sharding") {
-    // jax's sharding constraint: on one device the value itself, so no node at all.
-    PJRT_LITE_ASSIGN_OR_RETURN(
-        std::vector<Shape> declared,
-        declared_types(ctx, p.type, p.operands, TypeRule::kSame, op.name, p.pos));
-    if (p.operands.size() != 1 || declared.size() != 1)
-      return error_at(p.pos,
-                      "stablehlo.custom_call @Sharding takes one operand and has one result");
-    OpResult out;
-    out.values = p.operands;
-    PJRT_LITE_RETURN_IF_ERROR(
-        check_results(ctx, out.values, declared, "stablehlo.custom_call @Sharding", p.pos));
-    return out;
-  }
+  if (is_annotation_custom_call(target->text))
+    return build_annotation_custom_call(ctx, target->text, p);
   if (!p.type.functional)
     return error_at(p.type.pos, "a custom call's type must be a function type (...) -> (...)");
   if (!p.type.function.results.empty())

@@ -23,14 +23,19 @@ namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
 /// Why the generic-form op `name` cannot be read: the op table has no generic form of it.
 inline Status unknown_generic_op(std::string_view name, SourcePos pos) {
-  if (!name.starts_with("stablehlo.") || is_known_unsupported_op(name.substr(10)))
+  // An op of the table without a generic form (stablehlo.tuple) is valid but not read so.
+  if (!name.starts_with("stablehlo.") || is_known_unsupported_op(name.substr(10)) ||
+      find_op(name) != nullptr)
     return unsupported_at(pos, name);
   return error_at(pos, str_cat("unknown op ", name));
 }
 
 /// A generic region `{ ^bb0(%a: T, ...): ops }` whose '{' comes next; with `captured`, the
-/// region may use outside values, which are listed there.
-inline StatusOr<Graph> read_generic_region(Reader& r, Context& ctx, std::vector<Value>* captured) {
+/// region may use outside values, which are listed there. With `iteration` (a while's
+/// operands, which are its regions' arguments), a '?' in an argument's type takes the
+/// operand's size.
+inline StatusOr<Graph> read_generic_region(Reader& r, Context& ctx, std::vector<Value>* captured,
+                                           const std::vector<Value>* iteration = nullptr) {
   PJRT_LITE_RETURN_IF_ERROR(r.expect('{', "to start a region"));
   std::vector<BlockArg> args;
   if (r.peek().kind == TokenKind::kBlockId) {
@@ -48,6 +53,11 @@ inline StatusOr<Graph> read_generic_region(Reader& r, Context& ctx, std::vector<
     }
     PJRT_LITE_RETURN_IF_ERROR(r.expect(':', "after the block label"));
   }
+  if (iteration != nullptr && iteration->size() == args.size())
+    for (std::size_t k = 0; k < args.size(); ++k) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape((*iteration)[k]));
+      if (has_dynamic_dims(args[k].type) && matches_declared(s, args[k].type)) args[k].type = s;
+    }
   return ctx.reader.read_region_body(r, ctx, args, "region", captured);
 }
 
@@ -74,7 +84,8 @@ inline StatusOr<OpResult> read_generic_op(Reader& r, Context& ctx, std::string_v
         return error_at(r.peek().pos, str_cat("more than ", kMaxResults, " regions"));
       p.captures.emplace_back();
       PJRT_LITE_ASSIGN_OR_RETURN(
-          Graph g, read_generic_region(r, ctx, capturing ? &p.captures.back() : nullptr));
+          Graph g, read_generic_region(r, ctx, capturing ? &p.captures.back() : nullptr,
+                                       op->code == OpCode::kWhile ? &p.operands : nullptr));
       p.regions.push_back(std::move(g));
     } while (r.consume_if(','));
     PJRT_LITE_RETURN_IF_ERROR(r.expect(')', "after the regions"));

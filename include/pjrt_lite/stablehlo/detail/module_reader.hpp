@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -24,6 +25,7 @@
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
 #include "pjrt_lite/stablehlo/detail/pretty_reader.hpp"
+#include "pjrt_lite/stablehlo/detail/shape_refinement.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 #include "pjrt_lite/stablehlo/module.hpp"
 #include "pjrt_lite/stablehlo/types.hpp"
@@ -45,6 +47,7 @@ struct FunctionSource {
   std::vector<std::pair<std::string, SourcePos>> arg_names;
   std::vector<Shape> arg_types;
   std::vector<Shape> result_types;
+  bool polymorphic = false;  // a '?' in its signature: built for the types of each call
   bool has_body = false;
   Lexer body{std::string_view()};  // just after the body's '{'
   enum class State : std::uint8_t { kPending, kBuilding, kBuilt } state = State::kPending;
@@ -52,17 +55,45 @@ struct FunctionSource {
 };
 
 /// Reads one module text; parse_module makes one per call, so that parsing shares no state.
+/// With `entry_args`, function `entry` is built for those argument types: its `?`
+/// dimensions (and those of the functions it calls) are refined from them.
 class ModuleReader final : public BodyReader {
  public:
-  explicit ModuleReader(std::string_view text) : top_(Lexer(text)) {}
+  explicit ModuleReader(std::string_view text, std::string_view entry = "main",
+                        const std::vector<Shape>* entry_args = nullptr)
+      : top_(Lexer(text)), entry_(entry), entry_args_(entry_args) {}
 
   StatusOr<Module> parse() {
     PJRT_LITE_RETURN_IF_ERROR(parse_top_level());
-    for (std::size_t i = 0; i < sources_.size(); ++i) PJRT_LITE_RETURN_IF_ERROR(build(i));
+    if (entry_args_ != nullptr) {
+      auto it = by_name_.find(entry_);
+      if (it == by_name_.end() || !sources_[it->second].has_body)
+        return not_found_error(str_cat("the module has no function @", entry_));
+      PJRT_LITE_RETURN_IF_ERROR(refine_entry(sources_[it->second]));
+    }
+    for (std::size_t i = 0; i < sources_.size(); ++i) {
+      // A polymorphic function is built per call, for its callers' types; only an entry
+      // point is reported when nothing refines it.
+      if (sources_[i].state == FunctionSource::State::kBuilt) continue;
+      if (sources_[i].polymorphic && sources_[i].visibility == Visibility::kPrivate) continue;
+      if (sources_[i].polymorphic) {
+        const FunctionSource& f = sources_[i];
+        for (std::size_t k = 0; k < f.arg_types.size(); ++k)
+          if (has_dynamic_dims(f.arg_types[k]))
+            return invalid_argument_error(str_cat(
+                to_string(f.arg_names[k].second), ": argument ", k, " of @", f.name, " has type ",
+                tensor_type_name(f.arg_types[k]),
+                ": a shape-polymorphic function needs concrete argument shapes to be "
+                "refined (parse_module(text, shapes) or compile_stablehlo(client, text, "
+                "shapes))"));
+      }
+      PJRT_LITE_RETURN_IF_ERROR(build(i));
+    }
     Module m;
     m.name = module_name_;
     for (FunctionSource& f : sources_)
-      if (f.has_body) m.functions.push_back(std::move(f.built));
+      if (f.has_body && f.state == FunctionSource::State::kBuilt)
+        m.functions.push_back(std::move(f.built));
     return m;
   }
 
@@ -117,10 +148,25 @@ class ModuleReader final : public BodyReader {
       // `sdy.mesh @mesh = <["x"=2]>`: a device mesh for sharding annotations, which do not
       // change what a program computes.
       top_.next();
-      PJRT_LITE_RETURN_IF_ERROR(
-          top_.expect_kind(TokenKind::kSymbol, "a mesh name", "after sdy.mesh").status());
+      PJRT_LITE_ASSIGN_OR_RETURN(
+          Token name, top_.expect_kind(TokenKind::kSymbol, "a mesh name", "after sdy.mesh"));
       PJRT_LITE_RETURN_IF_ERROR(top_.expect('=', "after the mesh name"));
-      PJRT_LITE_RETURN_IF_ERROR(top_.lexer().skip_balanced('<', '>').status());
+      PJRT_LITE_ASSIGN_OR_RETURN(std::string_view axes, top_.lexer().skip_balanced('<', '>'));
+      // `"x"=2, "y"=1` (in brackets or not): each axis and its size.
+      auto& mesh = meshes_[Reader::symbol_name(name.text)];
+      for (std::size_t q = axes.find('"'); q != std::string_view::npos;) {
+        const std::size_t end = axes.find('"', q + 1);
+        if (end == std::string_view::npos) break;
+        std::size_t at = end + 1;
+        std::int64_t size = -1;
+        if (at < axes.size() && axes[at] == '=') {
+          size = 0;
+          while (++at < axes.size() && axes[at] >= '0' && axes[at] <= '9' && size < (1 << 30))
+            size = size * 10 + (axes[at] - '0');
+        }
+        mesh.emplace_back(std::string(axes.substr(q + 1, end - q - 1)), size);
+        q = axes.find('"', at);
+      }
       return top_.skip_loc();
     }
     if (t.kind == TokenKind::kString)
@@ -178,6 +224,8 @@ class ModuleReader final : public BodyReader {
       }
     }
     if (top_.consume_ident_if("attributes")) PJRT_LITE_RETURN_IF_ERROR(top_.parse_dict().status());
+    for (const auto* types : {&f.arg_types, &f.result_types})
+      for (const Shape& t : *types) f.polymorphic = f.polymorphic || has_dynamic_dims(t);
     if (top_.peek().is('{')) {
       for (const auto& [name, pos] : f.arg_names)
         if (name.empty())
@@ -224,12 +272,15 @@ class ModuleReader final : public BodyReader {
     return ok_status();
   }
 
-  StatusOr<Function> build_function(std::size_t i) {
+  /// Function i with `arg_types` for its arguments (by default its declared ones) and the
+  /// values of some scalar arguments known (`known`, for refining shapes).
+  StatusOr<Function> build_function(std::size_t i, const std::vector<Shape>* refined = nullptr,
+                                    const std::map<std::int64_t, std::int64_t>* known = nullptr) {
     // sources_ no longer grows once functions are built, so this reference stays valid
     // while callees are built.
     const FunctionSource& source = sources_[i];
     const std::string& name = source.name;
-    const std::vector<Shape>& arg_types = source.arg_types;
+    const std::vector<Shape>& arg_types = refined ? *refined : source.arg_types;
     const std::vector<Shape>& result_types = source.result_types;
     const auto& arg_names = source.arg_names;
     Reader r(source.body);
@@ -238,8 +289,14 @@ class ModuleReader final : public BodyReader {
     Scope scope;
     scope.builder = &b;
     std::vector<Check> checks;
-    Context ctx{*this, b, scope, &checks, 0};
+    std::vector<std::pair<Value, std::string>> placements;
+    Context ctx{*this, b, scope, &checks, 0, known, &meshes_, &placements};
     for (std::size_t k = 0; k < arg_types.size(); ++k) {
+      if (has_dynamic_dims(arg_types[k]))
+        return error_at(arg_names[k].second,
+                        str_cat("argument ", k, " of @", name, " has the type ",
+                                tensor_type_name(arg_types[k]),
+                                ", whose dimension '?' its callers do not refine"));
       Value v = b.parameter(static_cast<std::int64_t>(k), arg_types[k]);
       PJRT_LITE_RETURN_IF_ERROR(define(scope, arg_names[k].first, {v}, arg_names[k].second));
     }
@@ -250,7 +307,7 @@ class ModuleReader final : public BodyReader {
                                    " value(s) but its signature declares ", result_types.size()));
     for (std::size_t k = 0; k < returned.size(); ++k) {
       PJRT_LITE_ASSIGN_OR_RETURN(Shape s, b.shape(returned[k]));
-      if (!s.same_type_and_dims(result_types[k]))
+      if (!matches_declared(s, result_types[k]))
         return error_at(end,
                         str_cat("@", name, " returns ", tensor_type_name(s), " as result ", k,
                                 " but its signature declares ", tensor_type_name(result_types[k])));
@@ -259,6 +316,10 @@ class ModuleReader final : public BodyReader {
     fn.name = name;
     fn.visibility = source.visibility;
     fn.num_results = static_cast<std::int64_t>(returned.size());
+    fn.result_memory_kinds.resize(returned.size());
+    for (std::size_t k = 0; k < returned.size(); ++k)
+      for (const auto& [v, kind] : placements)
+        if (v.node == returned[k].node && v.index == returned[k].index) fn.result_memory_kinds[k] = kind;
     std::vector<Value> outputs = returned;
     for (Check& c : checks) {
       c.actual_output = static_cast<std::int64_t>(outputs.size());
@@ -338,6 +399,13 @@ class ModuleReader final : public BodyReader {
       last_terminator_pos_ = name.pos;
       return result;
     }
+    if (result.tuple) {
+      if (names.size() != 1 || names[0].count != 1)
+        return error_at(name.pos, "a tuple is one value: name it %t");
+      PJRT_LITE_RETURN_IF_ERROR(
+          define(ctx.scope, names[0].name, std::move(result.values), names[0].pos, true));
+      return OpResult{};
+    }
     std::int64_t named = 0;
     for (const ResultName& n : names) named += n.count;
     if (named != static_cast<std::int64_t>(result.values.size()))
@@ -368,8 +436,12 @@ class ModuleReader final : public BodyReader {
     scope.builder = &b;
     scope.captured = captured;
     scope.next_parameter = static_cast<std::int64_t>(args.size());
-    Context inner{*this, b, scope, nullptr, ctx.depth + 1};
+    Context inner{*this, b, scope, nullptr, ctx.depth + 1, nullptr, ctx.meshes};
     for (std::size_t k = 0; k < args.size(); ++k) {
+      if (has_dynamic_dims(args[k].type))
+        return error_at(args[k].pos, str_cat("the dimension '?' of the block argument %",
+                                             args[k].name, ": ", tensor_type_name(args[k].type),
+                                             " cannot be refined"));
       Value v = b.parameter(static_cast<std::int64_t>(k), args[k].type);
       PJRT_LITE_RETURN_IF_ERROR(define(scope, args[k].name, {v}, args[k].pos));
     }
@@ -390,8 +462,14 @@ class ModuleReader final : public BodyReader {
     const std::size_t index = it->second;
     if (!sources_[index].has_body)
       return unsupported_at(pos, str_cat("a call to the external function @", callee));
-    PJRT_LITE_RETURN_IF_ERROR(build(index));
-    const Function& f = sources_[index].built;
+    const Function* built = nullptr;
+    if (sources_[index].polymorphic) {
+      PJRT_LITE_ASSIGN_OR_RETURN(built, refined_callee(ctx, index, args, pos));
+    } else {
+      PJRT_LITE_RETURN_IF_ERROR(build(index));
+      built = &sources_[index].built;
+    }
+    const Function& f = *built;
     PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                                declared_types(ctx, type, args, TypeRule::kSame, "call", pos));
     if (args.size() != static_cast<std::size_t>(f.graph.num_parameters()))
@@ -423,7 +501,80 @@ class ModuleReader final : public BodyReader {
     return out;
   }
 
+  // ---- Shape refinement -----------------------------------------------------------------
+
+  /// Builds the entry function for entry_args_, which must have its declared types with
+  /// each '?' given a size.
+  Status refine_entry(FunctionSource& f) {
+    const std::vector<Shape>& given = *entry_args_;
+    if (given.size() != f.arg_types.size())
+      return invalid_argument_error(str_cat("@", f.name, " takes ", f.arg_types.size(),
+                                            " argument(s), but ", given.size(),
+                                            " argument shape(s) were given"));
+    for (std::size_t k = 0; k < given.size(); ++k)
+      if (!matches_declared(given[k], f.arg_types[k]) || has_dynamic_dims(given[k]))
+        return invalid_argument_error(str_cat("argument ", k, " of @", f.name, " has type ",
+                                              tensor_type_name(f.arg_types[k]),
+                                              ", which the given shape ",
+                                              tensor_type_name(given[k]), " does not match"));
+    f.state = FunctionSource::State::kBuilding;
+    ++call_depth_;
+    StatusOr<Function> built = build_function(by_name_[f.name], &given);
+    --call_depth_;
+    if (!built.ok()) return built.status();
+    f.built = std::move(built).value();
+    f.state = FunctionSource::State::kBuilt;
+    return ok_status();
+  }
+
+  /// The polymorphic function `index` built for the types of `args`, with the values of its
+  /// scalar integer arguments that fold (dimension sizes) known; one build per distinct
+  /// signature.
+  StatusOr<const Function*> refined_callee(Context& ctx, std::size_t index,
+                                           const std::vector<Value>& args, SourcePos pos) {
+    const FunctionSource& source = sources_[index];
+    std::vector<Shape> types;
+    std::map<std::int64_t, std::int64_t> known;
+    std::string key = source.name;
+    for (std::size_t k = 0; k < args.size(); ++k) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(args[k]));
+      key += str_cat("|", tensor_type_name(s));
+      if (s.rank() == 0 && is_integral(s.dtype())) {
+        StatusOr<IntTensor> v = fold_to_ints(ctx, args[k], "", pos);
+        if (v.ok()) {
+          known[static_cast<std::int64_t>(k)] = v->values[0];
+          key += str_cat("=", v->values[0]);
+        }
+      }
+      types.push_back(std::move(s));
+    }
+    if (args.size() != source.arg_types.size())
+      return error_at(pos, str_cat("@", source.name, " takes ", source.arg_types.size(),
+                                   " argument(s), got ", args.size()));
+    for (std::size_t k = 0; k < args.size(); ++k)
+      if (!matches_declared(types[k], source.arg_types[k]))
+        return error_at(pos, str_cat("argument ", k, " of the call to @", source.name,
+                                     " has type ", tensor_type_name(types[k]), " but @",
+                                     source.name, " takes ", tensor_type_name(source.arg_types[k])));
+    if (auto it = refined_.find(key); it != refined_.end()) return &it->second;
+    if (refining_.count(key)) return unsupported_at(pos, str_cat("the recursive function @", source.name));
+    if (call_depth_ >= kMaxCallDepth)
+      return error_at(pos, str_cat("calls nest deeper than ", kMaxCallDepth, " functions"));
+    refining_.insert(key);
+    ++call_depth_;
+    StatusOr<Function> built = build_function(index, &types, &known);
+    --call_depth_;
+    refining_.erase(key);
+    if (!built.ok()) return built.status();
+    return &refined_.emplace(key, std::move(built).value()).first->second;
+  }
+
   Reader top_;
+  std::string entry_;
+  const std::vector<Shape>* entry_args_ = nullptr;
+  Meshes meshes_;
+  std::map<std::string, Function> refined_;  // polymorphic callees, by signature
+  std::set<std::string> refining_;
   std::string module_name_;
   std::vector<FunctionSource> sources_;
   std::map<std::string, std::size_t> by_name_;

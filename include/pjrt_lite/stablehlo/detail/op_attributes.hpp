@@ -278,7 +278,7 @@ inline StatusOr<Attributes> read_compare(const Context&, const OpSyntax& op, con
 }
 
 inline StatusOr<Attributes> read_convert(const Context&, const OpSyntax& op, const OpParts& p) {
-  PJRT_LITE_ASSIGN_OR_RETURN(Shape s, single_result(p.type, op.name));
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape s, single_result(p.type, op.name, /*need_static=*/false));
   return ConvertAttrs{s.dtype()};
 }
 

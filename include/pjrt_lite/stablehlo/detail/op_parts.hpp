@@ -11,6 +11,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -48,6 +49,7 @@ struct Scope {
   struct Def {
     std::vector<Value> values;
     SourcePos pos;
+    bool tuple = false;  // a stablehlo.tuple: only get_tuple_element reads it
   };
   std::unordered_map<std::string, Def> defs;
   Scope* parent = nullptr;
@@ -66,6 +68,20 @@ struct Scope {
 
 class BodyReader;
 
+/// The device meshes a module declares (`sdy.mesh @mesh = <["x"=2, "y"=1]>`): per mesh name,
+/// its axes and their sizes.
+using Meshes = std::map<std::string, std::vector<std::pair<std::string, std::int64_t>>>;
+
+/// The size of `axis` of mesh `mesh`, or -1 when either is not declared.
+inline std::int64_t mesh_axis_size(const Meshes& meshes, const std::string& mesh,
+                                   std::string_view axis) {
+  auto it = meshes.find(mesh);
+  if (it == meshes.end()) return -1;
+  for (const auto& [name, size] : it->second)
+    if (name == axis) return size;
+  return -1;
+}
+
 /// Where ops are being added: a function body or a region.
 struct Context {
   BodyReader& reader;  // reads regions and inlines calls
@@ -73,12 +89,20 @@ struct Context {
   Scope& scope;
   std::vector<Check>* checks;  // null inside regions, which cannot hold checks
   std::int64_t depth = 0;      // region nesting
+  /// Parameters of this function whose (scalar) values are known: the dimension sizes a
+  /// shape-polymorphic caller passes, for folding shape computations.
+  const std::map<std::int64_t, std::int64_t>* known_params = nullptr;
+  const Meshes* meshes = nullptr;
+  /// Values that annotate_device_placement puts in a memory kind ("pinned_host"), in order;
+  /// null inside regions.
+  std::vector<std::pair<Value, std::string>>* placements = nullptr;
 };
 
 /// What one parsed op yields.
 struct OpResult {
   std::vector<Value> values;
   bool terminator = false;
+  bool tuple = false;  // values are the elements of one tuple (stablehlo.tuple)
 };
 
 /// A block argument `%name: type` (of a region, or a while's iteration argument).
@@ -158,12 +182,12 @@ struct OpSyntax {
 
 /// Binds %name to `values` in `scope`; a name seen in it or an enclosing scope is an error.
 inline Status define(Scope& scope, const std::string& name, std::vector<Value> values,
-                     SourcePos pos) {
+                     SourcePos pos, bool tuple = false) {
   bool local = false;
   if (const Scope::Def* d = scope.find(name, local))
     return error_at(
         pos, str_cat("redefinition of %", name, " (first defined at ", to_string(d->pos), ")"));
-  scope.defs.emplace(name, Scope::Def{std::move(values), pos});
+  scope.defs.emplace(name, Scope::Def{std::move(values), pos, tuple});
   return ok_status();
 }
 
@@ -172,6 +196,9 @@ inline Status define(Scope& scope, const std::string& name, std::vector<Value> v
 inline StatusOr<Value> lookup(Scope& scope, const std::string& name, std::int64_t index,
                               const Token& t) {
   if (auto it = scope.defs.find(name); it != scope.defs.end()) {
+    if (it->second.tuple)
+      return unsupported_at(t.pos, str_cat("the tuple %", name,
+                                           " as an operand (only get_tuple_element reads it)"));
     const std::vector<Value>& values = it->second.values;
     if (index < 0 || index >= static_cast<std::int64_t>(values.size()))
       return error_at(t.pos, str_cat("%", name, " has ", values.size(), " result(s); ", t.text,
@@ -298,7 +325,7 @@ inline StatusOr<std::vector<Shape>> declared_types(const Context& ctx, const OpT
   }
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(operands[k]));
-    if (!s.same_type_and_dims(inputs[k]))
+    if (!matches_declared(s, inputs[k]))
       return error_at(pos, str_cat(op, ": operand ", k, " has type ", tensor_type_name(s),
                                    " but the op's type says ", tensor_type_name(inputs[k])));
   }
@@ -315,7 +342,7 @@ inline Status check_results(const Context& ctx, const std::vector<Value>& values
                                  declared.size()));
   for (std::size_t k = 0; k < values.size(); ++k) {
     PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(values[k]));
-    if (!s.same_type_and_dims(declared[k]))
+    if (!matches_declared(s, declared[k]))
       return error_at(pos,
                       str_cat(op, ": result ", k, " is declared ", tensor_type_name(declared[k]),
                               " but the operands give ", tensor_type_name(s)));
@@ -332,19 +359,25 @@ inline Status check_listed_types(const Context& ctx, const std::vector<Value>& v
                                  " type(s)"));
   for (std::size_t k = 0; k < values.size(); ++k) {
     PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(values[k]));
-    if (!s.same_type_and_dims(types[k]))
+    if (!matches_declared(s, types[k]))
       return error_at(pos, str_cat(op, ": operand ", k, " has type ", tensor_type_name(s),
                                    " but is listed as ", tensor_type_name(types[k])));
   }
   return ok_status();
 }
 
-/// The single declared result type, for ops whose attributes come from it.
-inline StatusOr<Shape> single_result(const OpType& t, std::string_view op) {
+/// The single declared result type, for ops whose attributes come from it; with
+/// `need_static`, a `?` in it is an error (its size cannot come from the type).
+inline StatusOr<Shape> single_result(const OpType& t, std::string_view op,
+                                     bool need_static = true) {
   const std::vector<Shape>& results = t.functional ? t.function.results : t.types;
   if (results.empty()) return error_at(t.pos, str_cat(op, " needs a result type"));
   if (t.functional && results.size() != 1)
     return error_at(t.pos, str_cat(op, " has one result but its type declares ", results.size()));
+  if (need_static && has_dynamic_dims(results.back()))
+    return error_at(t.pos, str_cat("the dimension '?' of ", op, "'s result type ",
+                                   tensor_type_name(results.back()),
+                                   " cannot be refined: its size must come from a static type"));
   return results.back();
 }
 

@@ -15,12 +15,14 @@
 #include <string_view>
 
 #include "pjrt_lite/ir/op.hpp"
+#include "pjrt_lite/stablehlo/detail/annotations.hpp"
 #include "pjrt_lite/stablehlo/detail/calls_and_checks.hpp"
 #include "pjrt_lite/stablehlo/detail/op_attributes.hpp"
 #include "pjrt_lite/stablehlo/detail/op_builders.hpp"
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
 #include "pjrt_lite/stablehlo/detail/pretty_forms.hpp"
 #include "pjrt_lite/stablehlo/detail/pretty_region_forms.hpp"
+#include "pjrt_lite/stablehlo/detail/shape_refinement.hpp"
 
 namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
@@ -34,6 +36,25 @@ inline constexpr OpSyntax kOpTable[] = {
     {"call",                              OpCode::kParameter,               kVariadic, kVariadic, pretty_call,             nullptr,                build_call, false},
     {"func.call",                         OpCode::kParameter,               kVariadic, kVariadic, pretty_call,             nullptr,                build_call},
     {"stablehlo.custom_call",             OpCode::kParameter,               kVariadic, kVariadic, pretty_custom_call,      nullptr,                build_custom_call},
+    // JAX's annotations and identities (annotations.hpp): no node of their own.
+    {"stablehlo.composite",               OpCode::kParameter,               kVariadic, kVariadic, pretty_composite,        nullptr,                build_composite},
+    {"stablehlo.optimization_barrier",    OpCode::kParameter,               kVariadic, kVariadic, pretty_passthrough,      nullptr,                build_passthrough},
+    {"stablehlo.tuple",                   OpCode::kParameter,               kVariadic, kVariadic, pretty_tuple,            nullptr,                build_tuple, false},
+    {"stablehlo.get_tuple_element",       OpCode::kParameter,               1,         1,         pretty_get_tuple_element, nullptr,               build_get_tuple_element, false},
+    {"stablehlo.map",                     OpCode::kParameter,               kVariadic, 1,         nullptr,                 nullptr,                build_map},
+    {"sdy.sharding_constraint",           OpCode::kParameter,               1,         1,         pretty_passthrough,      nullptr,                build_passthrough},
+    {"sdy.reshard",                       OpCode::kParameter,               1,         1,         pretty_passthrough,      nullptr,                build_passthrough},
+    {"sdy.manual_computation",            OpCode::kParameter,               kVariadic, kVariadic, pretty_manual_computation, nullptr,              build_manual_computation, false},
+    {"sdy.return",                        OpCode::kParameter,               kVariadic, 0,         pretty_return,           nullptr,                build_return},
+    // Shape polymorphism (shape_refinement.hpp): each becomes a constant or its static form.
+    {"stablehlo.get_dimension_size",      OpCode::kParameter,               1,         1,         pretty_dynamic,          nullptr,                build_dynamic},
+    {"stablehlo.dynamic_iota",            OpCode::kParameter,               1,         1,         pretty_dynamic,          nullptr,                build_dynamic},
+    {"stablehlo.dynamic_reshape",         OpCode::kParameter,               2,         1,         pretty_dynamic,          nullptr,                build_dynamic},
+    {"stablehlo.dynamic_broadcast_in_dim", OpCode::kParameter,              2,         1,         pretty_dynamic,          nullptr,                build_dynamic},
+    {"stablehlo.real_dynamic_slice",      OpCode::kParameter,               4,         1,         pretty_dynamic,          nullptr,                build_dynamic},
+    {"stablehlo.dynamic_pad",             OpCode::kParameter,               5,         1,         pretty_dynamic,          nullptr,                build_dynamic},
+    {"stablehlo.dynamic_gather",          OpCode::kParameter,               3,         1,         nullptr,                 nullptr,                build_dynamic},
+    {"stablehlo.dynamic_conv",            OpCode::kParameter,               3,         1,         nullptr,                 nullptr,                build_dynamic},
     {"check.expect_eq",                   OpCode::kParameter,               2,         0,         pretty_check,            nullptr,                build_check, false},
     {"check.expect_eq_const",             OpCode::kParameter,               1,         0,         pretty_check,            nullptr,                build_check, false},
     {"check.expect_close",                OpCode::kParameter,               2,         0,         pretty_check,            nullptr,                build_check, false},
@@ -68,6 +89,7 @@ inline constexpr OpSyntax kOpTable[] = {
     {"stablehlo.is_finite",               OpCode::kIsFinite,                1,         1,         pretty_operands,         nullptr,                build_node},
     {"stablehlo.not",                     OpCode::kNot,                     1,         1,         pretty_operands,         nullptr,                build_node},
     {"stablehlo.popcnt",                  OpCode::kPopcnt,                  1,         1,         pretty_operands,         nullptr,                build_node},
+    {"stablehlo.count_leading_zeros",     OpCode::kCountLeadingZeros,       1,         1,         pretty_operands,         nullptr,                build_node},
     {"stablehlo.real",                    OpCode::kReal,                    1,         1,         pretty_operands,         nullptr,                build_node},
     {"stablehlo.imag",                    OpCode::kImag,                    1,         1,         pretty_operands,         nullptr,                build_node},
     // Binary element-wise.
@@ -180,14 +202,11 @@ inline bool is_known_unsupported_op(std::string_view name) {
   constexpr std::string_view kNames[] = {
       "after_all", "all_gather", "all_reduce", "all_to_all", "async_done", "async_start",
       "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "cholesky",
-      "collective_broadcast", "collective_permute", "collective_reduce", "composite",
-      "count_leading_zeros", "create_token", "cross-replica-sum",
-      "dynamic_broadcast_in_dim", "dynamic_conv", "dynamic_gather", "dynamic_iota", "dynamic_pad",
-      "dynamic_reshape", "einsum", "get_dimension_size", "get_tuple_element",
-      "infeed", "map", "optimization_barrier", "outfeed", "partition_id",
-      "real_dynamic_slice", "recv", "reduce_scatter",
+      "collective_broadcast", "collective_permute", "collective_reduce",
+      "create_token", "cross-replica-sum", "einsum",
+      "infeed", "outfeed", "partition_id", "recv", "reduce_scatter",
       "replica_id", "rng", "send",
-      "set_dimension_size", "torch_index_select", "trace", "tuple",
+      "set_dimension_size", "torch_index_select", "trace",
       "unary_einsum", "uniform_dequantize", "uniform_quantize"};
   // clang-format on
   for (std::string_view n : kNames)

@@ -126,7 +126,10 @@ inline Status pretty_while(Reader& r, Context& ctx, const OpSyntax& op, OpParts&
     return error_at(r.peek().pos, "expected ':' and the types of the iteration arguments");
   }
   p.type.function.results = p.type.function.inputs;
-  for (std::size_t k = 0; k < args.size(); ++k) args[k].type = p.type.function.inputs[k];
+  // The operands' types: the listed ones may have '?' dimensions, which the operands refine.
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    PJRT_LITE_ASSIGN_OR_RETURN(args[k].type, ctx.b.shape(p.operands[k]));
+  }
   if (r.peek().is('{')) PJRT_LITE_RETURN_IF_ERROR(r.parse_dict().status());
   p.captures.resize(2);
   for (std::string_view keyword : {std::string_view("cond"), std::string_view("do")}) {

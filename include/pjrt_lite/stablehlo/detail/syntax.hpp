@@ -522,7 +522,19 @@ class Reader {
       skip_spaces();
       const SourcePos p = lex_.pos();
       const char c = lex_.peek_char();
-      if (c == '?') return unsupported_at(p, "a dynamic dimension '?'");
+      if (c == '?') {
+        // A dimension known only at run time: refined from the arguments' shapes when the
+        // function is built (module_reader.hpp), and a type that keeps one is an error there.
+        lex_.advance();
+        skip_spaces();
+        if (lex_.peek_char() != 'x')
+          return error_at(lex_.pos(), "expected 'x' after the dimension ? in a tensor type");
+        lex_.advance();
+        dims.push_back(kDynamicDim);
+        if (static_cast<std::int64_t>(dims.size()) > kMaxRank)
+          return error_at(type_pos, str_cat("tensor rank exceeds the limit of ", kMaxRank));
+        continue;
+      }
       if (c == '*') return unsupported_at(p, "an unranked tensor type");
       if (!is_digit(c)) break;
       std::int64_t d = 0;
@@ -582,8 +594,12 @@ class Reader {
       return error_at(lex_.pos(), str_cat("expected '>' to end the tensor type, found '",
                                           std::string(1, lex_.peek_char()), "'"));
     lex_.advance();
-    StatusOr<Shape> shape = Shape::make(*dtype, dims);
+    std::vector<std::int64_t> known = dims;
+    for (std::int64_t& d : known)
+      if (d == kDynamicDim) d = 0;
+    StatusOr<Shape> shape = Shape::make(*dtype, known);
     if (!shape.ok()) return error_at(type_pos, shape.status().message());
+    if (known != dims) return Shape(*dtype, std::move(dims));  // '?' stays kDynamicDim
     return shape;
   }
 

@@ -409,6 +409,7 @@ TileFn unary(OpCode op) {
         return nullptr;
       case OpCode::kNot: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return static_cast<T>(~x); }); };
       case OpCode::kPopcnt: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return static_cast<T>(std::popcount(static_cast<Unsigned<T>>(x))); }); };
+      case OpCode::kCountLeadingZeros: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return static_cast<T>(std::countl_zero(static_cast<Unsigned<T>>(x))); }); };
       default: return nullptr;
     }
   }
