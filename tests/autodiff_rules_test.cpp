@@ -438,7 +438,7 @@ std::vector<Fn> cases() {
 
 TEST_CASE("autodiff rules: check_grads at order 2 for random convolutions") {
   std::mt19937_64 rng(24);
-  for (int i = 0; i < 12; ++i) {
+  for (int i = 0; i < 30; ++i) {
     const Fn f = random_conv(rng, i);
     check_grads(f.g, rng, f.lo, f.hi, f.order);
   }
