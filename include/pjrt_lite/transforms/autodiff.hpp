@@ -11,6 +11,10 @@
 //
 // Tangents of values that are not floating point or complex are zero, as are those of the
 // ops that are piecewise constant (sign, floor, compare, ...), as in JAX.
+//
+// The tape and the transpose rules are in detail/linearizer.hpp and detail/transpose_rules.hpp;
+// the JVP rules of gather, scatter, the windowed ops and triangular_solve in
+// detail/jvp_rules.hpp; the other JVP rules below.
 
 #include <algorithm>
 #include <cstdint>
@@ -26,482 +30,12 @@
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/shape_inference.hpp"
 #include "pjrt_lite/ir/verifier.hpp"
+#include "pjrt_lite/transforms/detail/jvp_rules.hpp"
+#include "pjrt_lite/transforms/detail/linearizer.hpp"
 
 namespace pjrt_lite::inline v0_1 {
 
 namespace detail {
-
-/// Builds the linear part of a JVP, in forward mode (emitting tangent ops) or on a tape for
-/// transposition. A tangent is a `Lin`: an index into the list of linear values, or kZero.
-class Linearizer {
- public:
-  using Lin = std::int32_t;
-  static constexpr Lin kZero = -1;
-
-  Linearizer(GraphBuilder& b, bool forward) : b_(b), forward_(forward) {}
-
-  /// An operand of a linear op: a tangent, or a primal value (a coefficient).
-  struct Operand {
-    bool linear = false;
-    Lin lin = kZero;
-    Value primal;
-  };
-  static Operand lin(Lin l) { return Operand{true, l, {}}; }
-  static Operand coef(Value v) { return Operand{false, kZero, v}; }
-  /// The tangent `t` of the primal `like` as an operand: zeros shaped like `like` when t is
-  /// kZero (a coefficient, so transposition sends it nothing).
-  Operand operand(Lin t, Value like) {
-    if (t != kZero) return lin(t);
-    return coef(zeros(b_.shape(like).value_or(Shape())));
-  }
-
-  /// A tangent input: `value` (forward mode: a parameter of the tangent) of `shape`.
-  Lin input(Shape shape, Value value = {}) {
-    return push(Entry{OpCode::kParameter, NoAttrs{}, {}, std::move(shape), value});
-  }
-  [[nodiscard]] const Shape& shape(Lin l) const {
-    return entries_[static_cast<std::size_t>(l)].shape;
-  }
-  /// The forward-mode value of a tangent (materialized zeros for kZero of `shape`).
-  Value value(Lin l, const Shape& shape) {
-    if (l == kZero) return zeros(shape);
-    return entries_[static_cast<std::size_t>(l)].value;
-  }
-
-  /// The linear op `op` over `operands`; kZero when every linear operand is zero.
-  Lin apply(OpCode op, std::vector<Operand> operands, Attributes attrs = NoAttrs{}) {
-    if (!b_.ok()) return kZero;
-    // A zero tangent among non-zero ones enters as materialized zeros (see operand()), so
-    // that every linear operand of a recorded op is a real tangent.
-    bool any = false;
-    for (const Operand& o : operands) any = any || (o.linear && o.lin != kZero);
-    if (!any) return kZero;
-    for (const Operand& o : operands)
-      if (o.linear && o.lin == kZero) {
-        fail(internal_error(
-            str_cat("autodiff: ", op_name(op), " got an unmaterialized zero tangent")));
-        return kZero;
-      }
-    std::vector<Shape> shapes;
-    for (const Operand& o : operands) shapes.push_back(operand_shape(o));
-    std::vector<Signature> sigs;
-    if (op == OpCode::kReduce) sigs.push_back(sum_body(shapes[0].dtype()).signature());
-    StatusOr<std::vector<Shape>> out = infer_shapes(op, shapes, attrs, sigs);
-    if (!out.ok()) {
-      fail(out.status().with_context("autodiff: a linear op"));
-      return kZero;
-    }
-    Entry e{op, std::move(attrs), std::move(operands), (*out)[0], Value{}};
-    if (forward_) e.value = emit(e);
-    return push(std::move(e));
-  }
-
-  Lin add(Lin a, Lin b) {
-    if (a == kZero) return b;
-    if (b == kZero) return a;
-    return apply(OpCode::kAdd, {lin(a), lin(b)});
-  }
-  Lin sub(Lin a, Lin b) {
-    if (b == kZero) return a;
-    if (a == kZero) return neg(b);
-    return apply(OpCode::kSubtract, {lin(a), lin(b)});
-  }
-  Lin neg(Lin a) { return apply(OpCode::kNegate, {lin(a)}); }
-  /// a * c, c a primal value of a's shape.
-  Lin scale(Lin a, Value c) { return apply(OpCode::kMultiply, {lin(a), coef(c)}); }
-  /// a / c.
-  Lin div(Lin a, Value c) { return apply(OpCode::kDivide, {lin(a), coef(c)}); }
-  /// reduce-sum over `dims`.
-  Lin reduce_sum(Lin a, std::vector<std::int64_t> dims) {
-    return apply(OpCode::kReduce,
-                 {lin(a), coef(zero_scalar(a == kZero ? DType::kF32 : shape(a).dtype()))},
-                 ReduceAttrs{std::move(dims)});
-  }
-
-  /// The cotangents of the inputs `inputs`, given those of the tangents `outputs`: the
-  /// transposed tape. Inputs that nothing reaches get zeros.
-  std::vector<Value> transpose(const std::vector<std::pair<Lin, Value>>& outputs,
-                               const std::vector<Lin>& inputs) {
-    ct_.assign(entries_.size(), Value{});
-    for (const auto& [l, ct] : outputs)
-      if (l != kZero) accumulate(l, ct);
-    for (std::size_t i = entries_.size(); i-- > 0 && b_.ok();) {
-      if (!ct_[i].valid() || entries_[i].op == OpCode::kParameter) continue;
-      transpose_entry(entries_[i], ct_[i]);
-    }
-    std::vector<Value> out;
-    for (Lin l : inputs) {
-      const Value ct = l == kZero ? Value{} : ct_[static_cast<std::size_t>(l)];
-      out.push_back(ct.valid() ? ct : zeros(l == kZero ? Shape() : shape(l)));
-    }
-    return out;
-  }
-
-  /// A primal constant of `shape` filled with `value`.
-  Value full(const Shape& shape, double value) {
-    return b_.broadcast_in_dim(b_.scalar(shape.dtype(), value),
-                               {shape.dims().begin(), shape.dims().end()}, {});
-  }
-  Value zeros(const Shape& shape) { return full(shape, 0.0); }
-  Value zero_scalar(DType dtype) { return b_.scalar(dtype, 0.0); }
-  Graph sum_body(DType dtype) { return make_binary_body(OpCode::kAdd, dtype).value(); }
-  void fail(Status s) {
-    if (status_.ok()) status_ = std::move(s);
-  }
-  [[nodiscard]] Status status() const { return status_.ok() ? b_.status() : status_; }
-  /// True in forward mode, where every tangent has a value.
-  [[nodiscard]] bool forward() const { return forward_; }
-
- private:
-  struct Entry {
-    OpCode op;
-    Attributes attrs;
-    std::vector<Operand> operands;
-    Shape shape;
-    Value value;  // forward mode: the tangent's value
-  };
-
-  Lin push(Entry e) {
-    entries_.push_back(std::move(e));
-    return static_cast<Lin>(entries_.size() - 1);
-  }
-  Shape operand_shape(const Operand& o) const {
-    if (!o.linear) return b_.shape(o.primal).value_or(Shape());
-    return o.lin == kZero ? Shape() : shape(o.lin);
-  }
-
-  Value emit(const Entry& e) {
-    std::vector<Value> operands;
-    for (const Operand& o : e.operands)
-      operands.push_back(o.linear ? entries_[static_cast<std::size_t>(o.lin)].value : o.primal);
-    std::vector<Graph> bodies;
-    if (e.op == OpCode::kReduce) bodies.push_back(sum_body(e.shape.dtype()));
-    return b_.op(e.op, operands, e.attrs, std::move(bodies)).front();
-  }
-
-  void accumulate(Lin l, Value ct) {
-    Value& slot = ct_[static_cast<std::size_t>(l)];
-    slot = slot.valid() ? b_.add(slot, ct) : ct;
-  }
-  void send(const Operand& o, Value ct) {
-    if (o.linear) accumulate(o.lin, ct);
-  }
-
-  void transpose_entry(const Entry& e, Value ct);
-
-  GraphBuilder& b_;
-  bool forward_;
-  std::vector<Entry> entries_;
-  std::vector<Value> ct_;
-  Status status_;
-};
-
-inline std::vector<std::int64_t> vec(std::span<const std::int64_t> s) {
-  return {s.begin(), s.end()};
-}
-
-inline void Linearizer::transpose_entry(const Entry& e, Value ct) {
-  const auto& ops = e.operands;
-  switch (e.op) {
-    case OpCode::kAdd:
-      send(ops[0], ct);
-      send(ops[1], ct);
-      return;
-    case OpCode::kSubtract:
-      send(ops[0], ct);
-      if (ops[1].linear) send(ops[1], b_.negate(ct));
-      return;
-    case OpCode::kNegate: send(ops[0], b_.negate(ct)); return;
-    case OpCode::kMultiply:
-      if (ops[0].linear)
-        send(ops[0], b_.multiply(ct, ops[1].primal));
-      else
-        send(ops[1], b_.multiply(ops[0].primal, ct));
-      return;
-    case OpCode::kDivide: send(ops[0], b_.divide(ct, ops[1].primal)); return;
-    case OpCode::kConvert: {
-      const Shape in = operand_shape(ops[0]);
-      if (is_complex(in.dtype()) && !is_complex(e.shape.dtype())) {
-        const DType part = in.dtype() == DType::kC128 ? DType::kF64 : DType::kF32;
-        Value re = b_.convert(ct, part);
-        send(ops[0], b_.complex(re, zeros(Shape(part, vec(in.dims())))));
-      } else if (!is_complex(in.dtype()) && is_complex(e.shape.dtype())) {
-        send(ops[0], b_.convert(b_.real(ct), in.dtype()));
-      } else {
-        send(ops[0], b_.convert(ct, in.dtype()));
-      }
-      return;
-    }
-    case OpCode::kReducePrecision: {
-      // Its own transpose, as JAX has it: the cotangent is rounded to the same format.
-      const auto& a = std::get<ReducePrecisionAttrs>(e.attrs);
-      send(ops[0], b_.reduce_precision(ct, a.exponent_bits, a.mantissa_bits));
-      return;
-    }
-    case OpCode::kReal: send(ops[0], b_.complex(ct, zeros(e.shape))); return;
-    case OpCode::kImag: send(ops[0], b_.complex(zeros(e.shape), b_.negate(ct))); return;
-    case OpCode::kComplex:
-      send(ops[0], b_.real(ct));
-      send(ops[1], b_.negate(b_.imag(ct)));
-      return;
-    case OpCode::kSelect: {
-      Value zero = zeros(e.shape);
-      send(ops[1], b_.select(ops[0].primal, ct, zero));
-      send(ops[2], b_.select(ops[0].primal, zero, ct));
-      return;
-    }
-    case OpCode::kBroadcastInDim: {
-      const auto& a = std::get<BroadcastInDimAttrs>(e.attrs);
-      const Shape in = operand_shape(ops[0]);
-      std::vector<std::int64_t> sum_dims;
-      for (std::int64_t d = 0; d < e.shape.rank(); ++d) {
-        auto it = std::find(a.broadcast_dimensions.begin(), a.broadcast_dimensions.end(), d);
-        if (it == a.broadcast_dimensions.end()) {
-          sum_dims.push_back(d);
-        } else {
-          const auto k = it - a.broadcast_dimensions.begin();
-          if (in.dim(k) == 1 && e.shape.dim(d) != 1) sum_dims.push_back(d);
-        }
-      }
-      Value summed = sum_dims.empty()
-                         ? ct
-                         : b_.reduce(ct, zero_scalar(e.shape.dtype()), OpCode::kAdd, sum_dims);
-      send(ops[0], b_.reshape(summed, vec(in.dims())));
-      return;
-    }
-    case OpCode::kReshape: send(ops[0], b_.reshape(ct, vec(operand_shape(ops[0]).dims()))); return;
-    case OpCode::kTranspose: {
-      const auto& perm = std::get<TransposeAttrs>(e.attrs).permutation;
-      std::vector<std::int64_t> inverse(perm.size());
-      for (std::size_t i = 0; i < perm.size(); ++i)
-        inverse[static_cast<std::size_t>(perm[i])] = static_cast<std::int64_t>(i);
-      send(ops[0], b_.transpose(ct, inverse));
-      return;
-    }
-    case OpCode::kReverse:
-      send(ops[0], b_.reverse(ct, std::get<ReverseAttrs>(e.attrs).dimensions));
-      return;
-    case OpCode::kSlice: {
-      const auto& a = std::get<SliceAttrs>(e.attrs);
-      const Shape in = operand_shape(ops[0]);
-      if (e.shape.element_count() == 0) {
-        send(ops[0], zeros(in));
-        return;
-      }
-      std::vector<std::int64_t> low, high, interior;
-      for (std::int64_t d = 0; d < in.rank(); ++d) {
-        const auto i = static_cast<std::size_t>(d);
-        low.push_back(a.start_indices[i]);
-        interior.push_back(a.strides[i] - 1);
-        high.push_back(in.dim(d) - (a.start_indices[i] + (e.shape.dim(d) - 1) * a.strides[i] + 1));
-      }
-      send(ops[0], b_.pad(ct, zero_scalar(e.shape.dtype()), low, high, interior));
-      return;
-    }
-    case OpCode::kConcatenate: {
-      const std::int64_t axis = std::get<ConcatenateAttrs>(e.attrs).dimension;
-      std::int64_t offset = 0;
-      for (const Operand& o : ops) {
-        const std::int64_t extent = operand_shape(o).dim(axis);
-        if (o.linear) {
-          std::vector<std::int64_t> start(static_cast<std::size_t>(e.shape.rank()), 0);
-          std::vector<std::int64_t> limit = vec(e.shape.dims());
-          start[static_cast<std::size_t>(axis)] = offset;
-          limit[static_cast<std::size_t>(axis)] = offset + extent;
-          send(o, b_.slice(ct, start, limit));
-        }
-        offset += extent;
-      }
-      return;
-    }
-    case OpCode::kPad: {
-      const auto& a = std::get<PadAttrs>(e.attrs);
-      const Shape in = operand_shape(ops[0]);
-      const std::int64_t r = e.shape.rank();
-      std::vector<std::int64_t> lo(static_cast<std::size_t>(r)), hi(lo), zero(lo), start(lo),
-          limit(lo), stride(lo);
-      bool negative = false;
-      for (std::size_t d = 0; d < lo.size(); ++d) {
-        lo[d] = std::max<std::int64_t>(-a.edge_padding_low[d], 0);
-        hi[d] = std::max<std::int64_t>(-a.edge_padding_high[d], 0);
-        negative = negative || lo[d] > 0 || hi[d] > 0;
-      }
-      Value full_ct = negative ? b_.pad(ct, zero_scalar(e.shape.dtype()), lo, hi, zero) : ct;
-      Value ct_operand;
-      if (in.element_count() == 0) {
-        ct_operand = zeros(in);
-      } else {
-        for (std::size_t d = 0; d < lo.size(); ++d) {
-          start[d] = std::max<std::int64_t>(a.edge_padding_low[d], 0);
-          stride[d] = a.interior_padding[d] + 1;
-          limit[d] = start[d] + (in.dim(static_cast<std::int64_t>(d)) - 1) * stride[d] + 1;
-        }
-        ct_operand = b_.slice(full_ct, start, limit, stride);
-      }
-      send(ops[0], ct_operand);
-      if (ops[1].linear) {
-        std::vector<std::int64_t> all_out;
-        for (std::int64_t d = 0; d < r; ++d) all_out.push_back(d);
-        Value total = b_.reduce(ct, zero_scalar(e.shape.dtype()), OpCode::kAdd, all_out);
-        Value inner = b_.reduce(ct_operand, zero_scalar(e.shape.dtype()), OpCode::kAdd, all_out);
-        send(ops[1], b_.subtract(total, inner));
-      }
-      return;
-    }
-    case OpCode::kDynamicSlice: {
-      std::vector<Value> idx;
-      for (std::size_t k = 1; k < ops.size(); ++k) idx.push_back(ops[k].primal);
-      send(ops[0], b_.dynamic_update_slice(zeros(operand_shape(ops[0])), ct, idx));
-      return;
-    }
-    case OpCode::kDynamicUpdateSlice: {
-      std::vector<Value> idx;
-      for (std::size_t k = 2; k < ops.size(); ++k) idx.push_back(ops[k].primal);
-      const Shape upd = operand_shape(ops[1]);
-      if (ops[0].linear) send(ops[0], b_.dynamic_update_slice(ct, zeros(upd), idx));
-      if (ops[1].linear) send(ops[1], b_.dynamic_slice(ct, idx, vec(upd.dims())));
-      return;
-    }
-    case OpCode::kReduce: {
-      const auto& dims = std::get<ReduceAttrs>(e.attrs).dimensions;
-      const Shape in = operand_shape(ops[0]);
-      std::vector<std::int64_t> kept;
-      for (std::int64_t d = 0; d < in.rank(); ++d)
-        if (std::find(dims.begin(), dims.end(), d) == dims.end()) kept.push_back(d);
-      send(ops[0], b_.broadcast_in_dim(ct, vec(in.dims()), kept));
-      return;
-    }
-    case OpCode::kDotGeneral: {
-      const auto& dn = std::get<DotDimensionNumbers>(e.attrs);
-      const bool lhs_linear = ops[0].linear;
-      const Shape lhs = operand_shape(ops[0]), rhs = operand_shape(ops[1]);
-      const auto nb = static_cast<std::int64_t>(dn.lhs_batching_dimensions.size());
-      auto free_dims = [](const Shape& s, const std::vector<std::int64_t>& batch,
-                          const std::vector<std::int64_t>& contracting) {
-        std::vector<std::int64_t> out;
-        for (std::int64_t d = 0; d < s.rank(); ++d)
-          if (std::find(batch.begin(), batch.end(), d) == batch.end() &&
-              std::find(contracting.begin(), contracting.end(), d) == contracting.end())
-            out.push_back(d);
-        return out;
-      };
-      const auto lf = free_dims(lhs, dn.lhs_batching_dimensions, dn.lhs_contracting_dimensions);
-      const auto rf = free_dims(rhs, dn.rhs_batching_dimensions, dn.rhs_contracting_dimensions);
-      const auto nlf = static_cast<std::int64_t>(lf.size());
-      // The cotangent of one side: contract ct's dimensions of the other side's free
-      // dimensions with those, keeping the batch dimensions; then put the dimensions back
-      // in the side's order.
-      auto side = [&](bool lhs_side) {
-        const Shape& mine = lhs_side ? lhs : rhs;
-        const Value other = lhs_side ? ops[1].primal : ops[0].primal;
-        const auto& other_batch =
-            lhs_side ? dn.rhs_batching_dimensions : dn.lhs_batching_dimensions;
-        const auto& other_free = lhs_side ? rf : lf;
-        const auto& my_batch = lhs_side ? dn.lhs_batching_dimensions : dn.rhs_batching_dimensions;
-        const auto& my_free = lhs_side ? lf : rf;
-        const auto& my_contracting =
-            lhs_side ? dn.lhs_contracting_dimensions : dn.rhs_contracting_dimensions;
-        const auto& other_contracting =
-            lhs_side ? dn.rhs_contracting_dimensions : dn.lhs_contracting_dimensions;
-        DotDimensionNumbers t;
-        for (std::int64_t i = 0; i < nb; ++i) t.lhs_batching_dimensions.push_back(i);
-        t.rhs_batching_dimensions = other_batch;
-        const std::int64_t ct_other_free_start = lhs_side ? nb + nlf : nb;
-        for (std::size_t j = 0; j < other_free.size(); ++j) {
-          t.lhs_contracting_dimensions.push_back(ct_other_free_start +
-                                                 static_cast<std::int64_t>(j));
-          t.rhs_contracting_dimensions.push_back(other_free[j]);
-        }
-        Value r = b_.dot_general(ct, other, t);
-        // r: [batch, my free (in order), other's contracting dims in increasing order].
-        std::vector<std::int64_t> sorted_other_contracting = other_contracting;
-        std::sort(sorted_other_contracting.begin(), sorted_other_contracting.end());
-        std::vector<std::int64_t> perm(static_cast<std::size_t>(mine.rank()));
-        for (std::int64_t i = 0; i < nb; ++i)
-          perm[static_cast<std::size_t>(my_batch[static_cast<std::size_t>(i)])] = i;
-        for (std::size_t j = 0; j < my_free.size(); ++j)
-          perm[static_cast<std::size_t>(my_free[j])] = nb + static_cast<std::int64_t>(j);
-        const std::int64_t n_my_free = static_cast<std::int64_t>(my_free.size());
-        for (std::size_t k = 0; k < my_contracting.size(); ++k) {
-          const auto pos = std::find(sorted_other_contracting.begin(),
-                                     sorted_other_contracting.end(), other_contracting[k]) -
-                           sorted_other_contracting.begin();
-          perm[static_cast<std::size_t>(my_contracting[k])] = nb + n_my_free + pos;
-        }
-        bool identity = true;
-        for (std::size_t i = 0; i < perm.size(); ++i)
-          identity = identity && perm[i] == static_cast<std::int64_t>(i);
-        return identity ? r : b_.transpose(r, perm);
-      };
-      if (lhs_linear)
-        send(ops[0], side(true));
-      else
-        send(ops[1], side(false));
-      return;
-    }
-    case OpCode::kTriangularSolve:
-      // The transpose in b is another solve with op(a) transposed (conjugated for ADJOINT);
-      // not written yet.
-      fail(unimplemented_error(
-          "autodiff: reverse mode (vjp, grad) of triangular_solve is not implemented; forward "
-          "mode (jvp) in b is"));
-      return;
-    case OpCode::kFft:
-      // FFT and IFFT are their own transposes (the DFT matrix is symmetric); RFFT and IRFFT
-      // need the Hermitian halves weighted, and none of the four rules is written yet.
-      fail(unimplemented_error(
-          "autodiff: reverse mode (vjp, grad) of fft is not implemented; forward mode (jvp) is"));
-      return;
-    case OpCode::kConvolution:
-      // The transpose of a convolution in either operand is another convolution (of the
-      // cotangent with the kernel, or with the lhs); that rule is not written yet.
-      fail(unimplemented_error(
-          "autodiff: reverse mode (vjp, grad) of convolution is not implemented; forward mode "
-          "(jvp) is"));
-      return;
-    default:
-      fail(internal_error(str_cat("autodiff: no transpose rule for linear op ", op_name(e.op))));
-      return;
-  }
-}
-
-// ---- JVP rules ---------------------------------------------------------------------------------
-
-/// What a reduce body computes, when it is one the derivative rules know.
-enum class ReduceKind { kSum, kProduct, kMax, kMin, kArgMax, kArgMin, kOther };
-
-inline ReduceKind reduce_kind(const Graph& body, std::size_t n_inputs) {
-  if (n_inputs == 1 && body.num_nodes() == 3 && body.outputs().size() == 1) {
-    const Node& n = body.node(body.outputs()[0]);
-    const bool on_params = n.operands.size() == 2 &&
-                           body.node(n.operands[0]).op == OpCode::kParameter &&
-                           body.node(n.operands[1]).op == OpCode::kParameter &&
-                           n.operands[0].node != n.operands[1].node;
-    if (on_params) {
-      switch (n.op) {
-        case OpCode::kAdd: return ReduceKind::kSum;
-        case OpCode::kMultiply: return ReduceKind::kProduct;
-        case OpCode::kMaximum: return ReduceKind::kMax;
-        case OpCode::kMinimum: return ReduceKind::kMin;
-        default: break;
-      }
-    }
-  }
-  if (n_inputs == 2 && body.num_parameters() == 4) {
-    const DType vt = body.shape(body.parameters()[0]).dtype();
-    const DType it = body.shape(body.parameters()[1]).dtype();
-    for (auto [dir, kind] : {std::pair{ComparisonDirection::kGt, ReduceKind::kArgMax},
-                             std::pair{ComparisonDirection::kLt, ReduceKind::kArgMin}}) {
-      StatusOr<Graph> expected = make_arg_reduce_body(dir, vt, it);
-      if (expected.ok() && expected->nodes().size() == body.nodes().size() &&
-          std::equal(expected->nodes().begin(), expected->nodes().end(), body.nodes().begin()) &&
-          std::equal(expected->outputs().begin(), expected->outputs().end(), body.outputs().begin(),
-                     body.outputs().end()))
-        return kind;
-    }
-  }
-  return ReduceKind::kOther;
-}
 
 inline StatusOr<Graph> differentiate(const Graph& g, const std::vector<bool>& wrt, bool forward);
 
@@ -523,6 +57,10 @@ class JvpRules {
     PJRT_LITE_RETURN_IF_ERROR(b_.status());
     if (!any) return ok_status();
     if (n.op == OpCode::kReduce) return reduce(n, p, t, y, ty);
+    if (n.op == OpCode::kReduceWindow && p.size() == 6) {
+      ty[2] = is_inexact(n.results[2].dtype()) ? chooser_jvp(l_, n, p, t) : kZero;
+      return l_.status();
+    }
     if (n.op == OpCode::kTopK) {
       // The values' tangent is the tangent at the chosen indices; the indices have none.
       if (!is_inexact(n.results[0].dtype())) return ok_status();
@@ -748,17 +286,11 @@ class JvpRules {
           ops.push_back(k < n_linear ? l_.operand(t[k], p[k]) : L::coef(p[k]));
         return l_.apply(n.op, std::move(ops), n.attrs);
       }
-      case OpCode::kTriangularSolve:
-        // Linear in b: d(op(a)^-1 b) = op(a)^-1 db. The term in da, -op(a)^-1 op(da) x with da
-        // masked to the triangle read, is not written yet.
-        if (t[0] != kZero) {
-          l_.fail(unimplemented_error(
-              "autodiff: jvp of triangular_solve with respect to a (the matrix) is not "
-              "implemented; with respect to b it is"));
-          return kZero;
-        }
-        if (t[1] == kZero) return kZero;
-        return l_.apply(n.op, {L::coef(p[0]), L::lin(t[1])}, n.attrs);
+      case OpCode::kTriangularSolve: return triangular_solve_jvp(b_, l_, n, p, t, y);
+      case OpCode::kGather: return gather_jvp(l_, n, p, t);
+      case OpCode::kScatter: return scatter_jvp(b_, l_, n, p, t);
+      case OpCode::kReduceWindow: return reduce_window_jvp(b_, l_, n, p, t, y);
+      case OpCode::kSelectAndScatter: return select_and_scatter_jvp(b_, l_, n, p, t, y);
       case OpCode::kDotGeneral:
       case OpCode::kConvolution:
         // Bilinear: d(x * y) = dx * y + x * dy.
@@ -792,36 +324,25 @@ class JvpRules {
   }
 
   /// The linear map t -> u with u[..., i, ...] = t[..., index[..., i, ...], ...] along
-  /// `dim` (index is s32, of t's dims but for `dim`), as a dot_general with the one-hot
-  /// matrix of `index` and a transpose, so that reverse mode transposes it with the rules it
-  /// has. It costs |index| * (t's size along dim) memory: fine for the rows sort and top_k
-  /// see in practice, quadratic for long ones.
+  /// `dim` (index is s32, of t's dims but for `dim`): a gather with every other dimension a
+  /// batching dimension, as JAX's sort and top_k rules take the tangent at the permutation.
+  /// Reverse mode transposes it to a scatter-add.
   Lin take_along(Lin t, Value index, Value like, std::int64_t dim) {
     using L = Linearizer;
-    const Shape ts = shape(like), is = shape(index);
-    const std::int64_t rank = ts.rank();
-    std::vector<std::int64_t> hot_dims = vec(is.dims());
-    hot_dims.push_back(ts.dim(dim));
-    std::vector<std::int64_t> first(static_cast<std::size_t>(rank));
-    for (std::int64_t d = 0; d < rank; ++d) first[static_cast<std::size_t>(d)] = d;
-    Value spread = b_.broadcast_in_dim(index, hot_dims, first);
-    Value positions = b_.iota(Shape(DType::kS32, hot_dims), rank);
-    Value hot = b_.convert(cmp(spread, positions, ComparisonDirection::kEq), ts.dtype());
-    DotDimensionNumbers dn;
+    const std::int64_t rank = shape(like).rank();
+    std::vector<std::int64_t> starts_dims = vec(shape(index).dims());
+    starts_dims.push_back(1);
+    GatherAttrs g;
     for (std::int64_t d = 0; d < rank; ++d)
       if (d != dim) {
-        dn.lhs_batching_dimensions.push_back(d);
-        dn.rhs_batching_dimensions.push_back(d);
+        g.operand_batching_dims.push_back(d);
+        g.start_indices_batching_dims.push_back(d);
       }
-    dn.lhs_contracting_dimensions = {rank};
-    dn.rhs_contracting_dimensions = {dim};
-    const Lin taken = l_.apply(OpCode::kDotGeneral, {L::coef(hot), L::lin(t)}, dn);
-    if (dim == rank - 1) return taken;
-    // The dot puts the gathered dimension last; move it back to `dim`.
-    std::vector<std::int64_t> perm;
-    for (std::int64_t d = 0; d < rank; ++d)
-      perm.push_back(d < dim ? d : d == dim ? rank - 1 : d - 1);
-    return l_.apply(OpCode::kTranspose, {L::lin(taken)}, TransposeAttrs{perm});
+    g.collapsed_slice_dims = {dim};
+    g.start_index_map = {dim};
+    g.index_vector_dim = rank;
+    g.slice_sizes.assign(static_cast<std::size_t>(rank), 1);
+    return l_.apply(OpCode::kGather, {L::lin(t), L::coef(b_.reshape(index, starts_dims))}, g);
   }
 
   /// sort: the primal sort runs with an iota along the dimension as an extra operand (its
@@ -899,8 +420,13 @@ class JvpRules {
       case ReduceKind::kArgMax:
       case ReduceKind::kArgMin: {
         if (t_init != kZero) break;
-        // The elements equal to the result share its tangent evenly.
-        Value hit = b_.convert(cmp(x, back(y[0]), ComparisonDirection::kEq), xs.dtype());
+        // The elements equal to the result share its tangent evenly (JAX's max and min
+        // rules); an arg-reduction's value takes the tangent of the element it chose, the one
+        // whose index is the index result (JAX differentiates the body at that pair).
+        Value hit_pred = cmp(x, back(y[0]), ComparisonDirection::kEq);
+        if (kind == ReduceKind::kArgMax || kind == ReduceKind::kArgMin)
+          hit_pred = b_.and_(hit_pred, cmp(p[1], back(y[1]), ComparisonDirection::kEq));
+        Value hit = b_.convert(hit_pred, xs.dtype());
         Value count = back(b_.reduce(hit, b_.scalar(xs.dtype(), 0), OpCode::kAdd, dims));
         ty[0] = l_.reduce_sum(l_.scale(tx, b_.divide(hit, count)), dims);
         return l_.status();
