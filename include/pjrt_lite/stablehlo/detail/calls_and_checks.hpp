@@ -2,8 +2,8 @@
 // IWYU pragma: private, include "pjrt_lite/stablehlo/parser.hpp"
 // The entries of the op table that add no node of their own: return ends a block, a call
 // inlines its callee, and the check dialect (`check.expect_*`, or a custom call to one)
-// becomes a Check (module.hpp). The only other custom call read is jax's @Sharding, which on
-// one device is the value itself.
+// becomes a Check (module.hpp). The other custom calls read are jax's @Sharding, which on
+// one device is the value itself, and jaxlib's LAPACK calls (lapack_calls.hpp).
 
 #include <memory>
 #include <optional>
@@ -14,6 +14,7 @@
 
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/stablehlo/detail/lapack_calls.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
@@ -185,10 +186,12 @@ inline StatusOr<OpResult> build_check(Context& ctx, const OpSyntax& op, OpParts&
 
 // ---- Custom calls ---------------------------------------------------------------------------
 
-/// The custom-call targets read: jax's sharding constraint and the check dialect's.
+/// The custom-call targets read: jax's sharding constraint, jaxlib's LAPACK calls
+/// (lapack_calls.hpp) and the check dialect's.
 inline bool is_known_custom_call(std::string_view target) {
   bool is_const = false;
-  return target == "Sharding" || check_kind(target, is_const).has_value();
+  return target == "Sharding" || lapack_target(target).has_value() ||
+         check_kind(target, is_const).has_value();
 }
 
 /// `stablehlo.custom_call @target(%a, %b) {attrs} : (T, T) -> ()`.
@@ -231,6 +234,7 @@ inline StatusOr<OpResult> build_custom_call(Context& ctx, const OpSyntax& op, Op
         check_results(ctx, out.values, declared, "stablehlo.custom_call @Sharding", p.pos));
     return out;
   }
+  if (lapack_target(target->text)) return build_lapack_call(ctx, target->text, p);
   if (!p.type.functional)
     return error_at(p.type.pos, "a custom call's type must be a function type (...) -> (...)");
   if (!p.type.function.results.empty())
