@@ -22,6 +22,7 @@
 #include "pjrt_lite/core/ulp.hpp"
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/builder.hpp"
+#include "pjrt_lite/stablehlo/detail/lapack_names.hpp"
 
 namespace differential_test {
 
@@ -213,6 +214,7 @@ struct Sweep {
       }
       os << "\n";
     }
+    os << stablehlo::detail::lapack_targets_markdown();
     return os.str();
   }
 };

@@ -149,8 +149,11 @@ Graph every_op_graph() {
                                 TriangularSolveAttrs{true, false, true, Transpose::kTranspose});
   Value rng = b.rng_bit_generator(b.constant(Literal::vector<std::uint64_t>({7, 9})),
                                   Shape(DType::kU32, {3, 2}))[1];
+  LinalgAttrs potrf{LinalgRoutine::kPotrf};
+  potrf.uplo = 'U';
+  Value la = b.linalg({b.slice(f, {0, 0}, {2, 2})}, potrf)[1];
   for (Value v : {cmp, cv, bc, rs, sl, cc, pd, rv, dus, rd, dot, sel, cl, sc, ga, rw, sas, cw, rp, so, tk, ff, rf,
-                  irf, ts, rng})
+                  irf, ts, rng, la})
     outs.push_back(v);
   // Control flow: a while (the shared counting loop), a three-way case and an if.
   Value n = b.reshape(b.slice(io, {0, 2}, {1, 3}), {});

@@ -18,6 +18,7 @@
 
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/stablehlo/runner.hpp"
+#include "pjrt_lite/stablehlo/detail/lapack_names.hpp"
 #include "corpus.hpp"
 
 namespace stablehlo_corpus_test {
@@ -156,6 +157,7 @@ std::string conformance_markdown(const std::map<std::string, Tally>& families,
     os << " |\n";
   }
   os << kBeyondTheCorpus;
+  os << stablehlo::detail::lapack_targets_markdown();
   return os.str();
 }
 

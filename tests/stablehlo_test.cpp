@@ -2398,9 +2398,11 @@ TEST_CASE("stablehlo: every op of the op table reads in each of its forms, to on
       CHECK(operand_count(op.code) == op.operands);
   }
   // Every op the IR has (and so every op the printer writes) is read.
-  for (std::size_t i = 1; i < kOpCodeCount; ++i)
+  for (std::size_t i = 1; i < kOpCodeCount; ++i) {
+    if (static_cast<OpCode>(i) == OpCode::kLinalg) continue;  // stablehlo.custom_call @lapack_*
     CHECK_MESSAGE(entries_of.count(static_cast<OpCode>(i)), op_name(static_cast<OpCode>(i)),
                   " is missing from the op table");
+  }
   CHECK(stablehlo::detail::find_op("stablehlo.frobnicate") == nullptr);
 }
 

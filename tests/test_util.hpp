@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "pjrt_lite/backends/reference/interpreter.hpp"
+#include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/runtime_types.hpp"
@@ -91,6 +92,23 @@ Literal random_literal(std::mt19937_64& rng, const Shape& s, double lo, double h
   std::uniform_real_distribution<T> u(static_cast<T>(lo), static_cast<T>(hi));
   for (T& x : l.data<T>()) x = u(rng);
   return l;
+}
+
+/// The outputs of `g` on `args` on a fresh one-device CPU client (two threads); compiling and
+/// running must succeed.
+inline std::vector<Literal> run_on_cpu(const Graph& g, const std::vector<Literal>& args) {
+  auto client = cpu::Client<>::create({.device_count = 1, .thread_count = 2}).value();
+  auto exe = client->compile(g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  std::vector<cpu::Client<>::buffer_type> buffers;
+  std::vector<cpu::Client<>::buffer_type*> pointers;
+  for (const Literal& a : args) buffers.push_back(client->buffer_from_literal(a).value());
+  for (auto& b : buffers) pointers.push_back(&b);
+  auto out = exe->execute_sharded(pointers, client->devices()[0]);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  std::vector<Literal> literals;
+  for (auto& o : *out) literals.push_back(o.to_literal().await().value());
+  return literals;
 }
 
 /// Options for an execute that returns only when its outputs are ready.

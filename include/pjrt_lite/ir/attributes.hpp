@@ -498,6 +498,78 @@ struct SortAttrs {
   friend bool operator==(const SortAttrs&, const SortAttrs&) = default;
 };
 
+/// The LAPACK routine a linalg node runs (jaxlib's CPU custom calls lapack_?<routine>_ffi).
+/// The element type comes from the operands, as the s/d/c/z letter does in the target name.
+enum class LinalgRoutine : std::uint8_t {
+  kGetrf,  // LU with partial pivoting: lu, 1-based int32 pivots, info
+  kPotrf,  // Cholesky: the factor in the `uplo` triangle (the other left as it was), info
+  kGeqrf,  // QR: R above the diagonal, Householder vectors below, tau
+  kOrgqr,  // (ungqr) the first n columns of Q = H(1) ... H(k) from geqrf's output and tau
+  kGesdd,  // SVD by divide and conquer: the overwritten input, s, u, vt, info
+  kGesvd,  // SVD by QR iteration: the same operands and results as gesdd
+  kSyevd,  // (heevd) Hermitian eigendecomposition: eigenvectors, ascending eigenvalues, info
+  kTrsm,   // triangular solve of b, in place
+  kGehrd,  // Hessenberg reduction: H and the reflectors below its subdiagonal, tau, info
+  kSytrd,  // (hetrd) tridiagonal reduction: reflectors, the diagonal, the off-diagonal, tau, info
+  kGtsv,   // tridiagonal solve (dl, d, du, b): the factored diagonals, the solution, info
+  kOrmqr,  // (unmqr) op(Q) c or c op(Q) with Q from geqrf's reflectors
+  kGeqp3,  // QR with column pivoting: R and reflectors, 1-based int32 column order, tau
+  kGeev,   // eigenvalues and left and right eigenvectors of a general matrix, info
+  kGees,   // (complex only) Schur form, Schur vectors, eigenvalues, sdim, info
+};
+
+namespace detail {
+inline constexpr std::array<std::string_view, 15> kLinalgRoutineNames = {
+    "getrf", "potrf", "geqrf", "orgqr", "gesdd", "gesvd", "syevd", "trsm",
+    "gehrd", "sytrd", "gtsv",  "ormqr", "geqp3", "geev",  "gees"};
+}  // namespace detail
+
+/// "getrf", "potrf", ...: the routine's real-type name (orgqr, syevd), as in sgetrf.
+constexpr std::string_view linalg_routine_name(LinalgRoutine r) {
+  return detail::enum_name(detail::kLinalgRoutineNames, r);
+}
+
+/// How many results jaxlib's kernel for `r` has on a real or a `complex` element type.
+constexpr std::size_t linalg_result_count(LinalgRoutine r, bool complex) {
+  switch (r) {
+    case LinalgRoutine::kGeev: return complex ? 4 : 5;
+    case LinalgRoutine::kGees: return complex ? 5 : 6;
+    case LinalgRoutine::kGeqp3: return 3;
+    case LinalgRoutine::kGetrf:
+    case LinalgRoutine::kSyevd:
+    case LinalgRoutine::kGehrd: return 3;
+    case LinalgRoutine::kPotrf:
+    case LinalgRoutine::kGeqrf: return 2;
+    case LinalgRoutine::kGesdd:
+    case LinalgRoutine::kGesvd:
+    case LinalgRoutine::kSytrd:
+    case LinalgRoutine::kGtsv: return 5;
+    default: return 1;
+  }
+}
+
+/// linalg: one of jaxlib's LAPACK custom calls, with LAPACK's character flags as jaxlib
+/// passes them (`uplo = 76 : ui8` is 'L'). Only the flags of the routine are read; the others
+/// keep their defaults. The operands, results and conventions of each routine are those of
+/// jaxlib's CPU kernels (docs/ops.md, "Linear algebra custom calls").
+struct LinalgAttrs {
+  LinalgRoutine routine = LinalgRoutine::kGetrf;
+  std::int64_t uplo = 'L';   // potrf, syevd, trsm, sytrd: 'L' or 'U'
+  std::int64_t mode = 'A';   // gesdd, gesvd: 'A', 'S' or 'N'; syevd, gees: 'V' or 'N'
+  bool full_matrices = true; // gesdd, gesvd with mode 'N': the shapes of the unused u and vt
+  std::int64_t side = 'L';   // trsm: 'L' (op(a) x = b) or 'R' (x op(a) = b)
+  std::int64_t trans = 'N';  // trsm: 'N', 'T' or 'C'
+  std::int64_t diag = 'N';   // trsm: 'N' or 'U' (unit diagonal)
+  std::int64_t low = 1;      // gehrd: ilo and ihi, 1-based (jax passes 1 and n)
+  std::int64_t high = 0;
+  bool left = true;          // ormqr: op(Q) c, or c op(Q)
+  bool transpose = false;    // ormqr: op(Q) is Q^T (Q^H for complex) rather than Q
+  std::int64_t compute_left = 'N';   // geev: 'V' or 'N', the left eigenvectors
+  std::int64_t compute_right = 'N';  // geev: 'V' or 'N', the right eigenvectors
+  std::int64_t sort = 'N';   // gees: 'N' (sorting by a select function is not supported)
+  friend bool operator==(const LinalgAttrs&, const LinalgAttrs&) = default;
+};
+
 /// top_k: how many of the largest elements along the last dimension.
 struct TopKAttrs {
   std::int64_t k = 0;
@@ -511,7 +583,8 @@ using Attributes =
                  BroadcastInDimAttrs, ReshapeAttrs, TransposeAttrs, SliceAttrs, ConcatenateAttrs,
                  PadAttrs, ReverseAttrs, DynamicSliceAttrs, ReduceAttrs, DotDimensionNumbers,
                  ScatterAttrs, GatherAttrs, WindowAttrs, ConvolutionAttrs, ReducePrecisionAttrs,
-                 SortAttrs, TopKAttrs, FftAttrs, TriangularSolveAttrs, RngBitGeneratorAttrs>;
+                 SortAttrs, TopKAttrs, FftAttrs, TriangularSolveAttrs, RngBitGeneratorAttrs,
+                 LinalgAttrs>;
 
 namespace detail {
 template <class A, class... Ts>
@@ -555,7 +628,8 @@ constexpr std::string_view attributes_name(std::size_t index) {
       "TopKAttrs",
       "FftAttrs",
       "TriangularSolveAttrs",
-      "RngBitGeneratorAttrs"};
+      "RngBitGeneratorAttrs",
+      "LinalgAttrs"};
   return index < names.size() ? names[index] : std::string_view("invalid");
 }
 
@@ -589,6 +663,7 @@ constexpr std::size_t attributes_index_for(OpCode op) {
     case OpCode::kFft: return kAttributesIndex<FftAttrs>;
     case OpCode::kTriangularSolve: return kAttributesIndex<TriangularSolveAttrs>;
     case OpCode::kRngBitGenerator: return kAttributesIndex<RngBitGeneratorAttrs>;
+    case OpCode::kLinalg: return kAttributesIndex<LinalgAttrs>;
     default: return kAttributesIndex<NoAttrs>;
   }
 }

@@ -64,7 +64,11 @@ class GraphBuilder {
   /// constant's literal are stored in the default layout.
   std::vector<Value> op(OpCode code, const std::vector<Value>& operands,
                         Attributes attrs = NoAttrs{}, std::vector<Graph> bodies = {}) {
-    const std::size_t n_results = expected_result_count(code, operands.size(), bodies);
+    std::size_t n_results = expected_result_count(code, operands.size(), bodies);
+    if (const auto* l = std::get_if<LinalgAttrs>(&attrs); l && code == OpCode::kLinalg)
+      n_results = linalg_result_count(
+          l->routine, !operands.empty() && contains(operands[0]) &&
+                          is_complex(value_shape(operands[0]).dtype()));
     if (!status_.ok()) return dummies(n_results);
     if (!is_valid(code))
       return fail(n_results, invalid_argument_error(str_cat("invalid opcode (enum value ",
@@ -454,6 +458,11 @@ class GraphBuilder {
   /// fft_length.size() dimensions (see FftAttrs).
   Value fft(Value operand, FftType fft_type, std::vector<std::int64_t> fft_length) {
     return op1(OpCode::kFft, {operand}, FftAttrs{fft_type, std::move(fft_length)});
+  }
+  /// One of jaxlib's LAPACK routines (LinalgAttrs) on a batch of matrices: its results in
+  /// jaxlib's order, e.g. getrf(x) -> {lu, pivots, info}.
+  std::vector<Value> linalg(const std::vector<Value>& operands, LinalgAttrs attrs) {
+    return op(OpCode::kLinalg, operands, attrs);
   }
   /// triangular_solve(a, b): x with op(a) x = b (left_side) or x op(a) = b, for each matrix of
   /// the leading (batch) dimensions; see TriangularSolveAttrs.

@@ -122,10 +122,12 @@ enum class OpCode : std::uint8_t {
   // Element-wise, integers (appended for the same reason): counted from the most significant
   // bit, so 0 gives the bit width.
   kCountLeadingZeros,
+  // jaxlib's LAPACK custom calls (appended for the same reason): LinalgAttrs names the routine.
+  kLinalg,
 };
 
 /// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kCountLeadingZeros) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kLinalg) + 1;
 
 namespace detail {
 inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
@@ -217,6 +219,7 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "triangular_solve",
     "rng_bit_generator",
     "count_leading_zeros",
+    "linalg",
 };
 }  // namespace detail
 
@@ -319,11 +322,12 @@ constexpr bool body_count_fits(OpCode op, std::size_t n) {
 constexpr bool has_body(OpCode op) { return body_count(op) > 0; }
 /// Ops with several results: reduce and reduce_window (one per input), sort (one per
 /// operand), top_k (values and indices), rng_bit_generator (the new state and the bits),
-/// while (one per operand), case and if (one per branch result; possibly none). Every other
-/// op has exactly one.
+/// while (one per operand), case and if (one per branch result; possibly none), linalg (what
+/// its routine returns). Every other op has exactly one.
 constexpr bool is_variadic_result(OpCode op) {
   return op == OpCode::kReduce || op == OpCode::kReduceWindow || op == OpCode::kSort ||
-         op == OpCode::kTopK || op == OpCode::kRngBitGenerator || is_control_flow(op);
+         op == OpCode::kTopK || op == OpCode::kRngBitGenerator || op == OpCode::kLinalg ||
+         is_control_flow(op);
 }
 /// How many results a node of `op` with `operands` operands has (at least one, so that a
 /// malformed node still has a first result to name); the builder counts control flow's.
@@ -341,7 +345,7 @@ constexpr std::size_t result_count(OpCode op, std::size_t operands) {
 /// The number of operands an op takes, or -1 when it depends on the node: concatenate (>= 1),
 /// dynamic_slice (1 + rank), dynamic_update_slice (2 + rank), reduce and reduce_window (2 per
 /// input), sort (>= 1), while (the loop-carried values), case and if (the index or
-/// predicate, then the values the branches take).
+/// predicate, then the values the branches take), linalg (its routine's).
 constexpr int operand_count(OpCode op) {
   if (is_source(op)) return 0;
   if (is_unary(op)) return 1;

@@ -132,6 +132,15 @@ inline std::string attributes_text(const Node& node) {
           return str_cat("dimension=", a.dimension, ", is_stable=", a.is_stable ? "true" : "false");
         } else if constexpr (std::is_same_v<A, TopKAttrs>) {
           return str_cat("k=", a.k);
+        } else if constexpr (std::is_same_v<A, LinalgAttrs>) {
+          auto ch = [](std::int64_t c) { return std::string(1, static_cast<char>(c)); };
+          return str_cat("routine=", linalg_routine_name(a.routine), ", uplo=", ch(a.uplo),
+                         ", mode=", ch(a.mode), ", full_matrices=", a.full_matrices ? "true" : "false",
+                         ", side=", ch(a.side), ", trans=", ch(a.trans), ", diag=", ch(a.diag),
+                         ", low=", a.low, ", high=", a.high, ", left=", a.left ? "true" : "false",
+                         ", transpose=", a.transpose ? "true" : "false",
+                         ", compute_left=", ch(a.compute_left), ", compute_right=", ch(a.compute_right),
+                         ", sort=", ch(a.sort));
         } else {
           // NoAttrs; ConvertAttrs and ReshapeAttrs repeat the result type.
           return "";

@@ -132,6 +132,7 @@ struct FieldWriter {
   void operator()(FftType t) const { w.u8(static_cast<std::uint8_t>(t)); }
   void operator()(Transpose t) const { w.u8(static_cast<std::uint8_t>(t)); }
   void operator()(RngAlgorithm a) const { w.u8(static_cast<std::uint8_t>(a)); }
+  void operator()(LinalgRoutine r) const { w.u8(static_cast<std::uint8_t>(r)); }
   void operator()(const std::shared_ptr<const Literal>& v) const { write_literal(w, v); }
 };
 
@@ -361,6 +362,9 @@ class GraphDecoder {
   StatusOr<Transpose> read_field(Transpose*) { return read_enum("transpose_a", Transpose::kAdjoint); }
   StatusOr<RngAlgorithm> read_field(RngAlgorithm*) {
     return read_enum("rng_algorithm", RngAlgorithm::kPhilox);
+  }
+  StatusOr<LinalgRoutine> read_field(LinalgRoutine*) {
+    return read_enum("linalg routine", LinalgRoutine::kGees);
   }
   StatusOr<std::shared_ptr<const Literal>> read_field(std::shared_ptr<const Literal>*) {
     return read_literal();

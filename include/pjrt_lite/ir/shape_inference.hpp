@@ -1413,6 +1413,175 @@ inline StatusOr<Shape> infer_triangular_solve(const Shape& a, const Shape& b,
   return b.with_default_layout();
 }
 
+/// linalg: the operands and results of jaxlib's LAPACK kernel for the routine (docs/ops.md).
+/// Matrices are the last two dimensions [..., m, n], the leading ones a batch that every
+/// operand and result shares; info, pivots and the like are int32 with the batch dimensions in
+/// front. The element type is f32, f64, c64 or c128, as LAPACK's s, d, c and z; singular
+/// values and Hermitian eigenvalues are of its real type.
+inline StatusOr<std::vector<Shape>> infer_linalg(std::span<const Shape> operands,
+                                                 const LinalgAttrs& a) {
+  constexpr OpCode op = OpCode::kLinalg;
+  const std::string_view name = linalg_routine_name(a.routine);
+  if (name == "INVALID")
+    return detail::op_error(op, "routine has invalid enum value ", static_cast<int>(a.routine));
+  const std::size_t want = a.routine == LinalgRoutine::kOrgqr || a.routine == LinalgRoutine::kTrsm
+                               ? 2
+                           : a.routine == LinalgRoutine::kGeqp3 ? 2
+                           : a.routine == LinalgRoutine::kOrmqr ? 3
+                           : a.routine == LinalgRoutine::kGtsv  ? 4
+                                                                : 1;
+  if (operands.size() != want)
+    return detail::op_error(op, "(", name, ") takes ", want, " operand(s), got ", operands.size());
+  const Shape& x = operands[0];
+  const DType t = x.dtype();
+  if (t != DType::kF32 && t != DType::kF64 && t != DType::kC64 && t != DType::kC128)
+    return detail::op_error(op, "(", name, ") operand 0 has element type ", dtype_name(t),
+                            "; LAPACK takes f32, f64, complex<f32> or complex<f64>");
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    const Shape& s = operands[i];
+    if (a.routine == LinalgRoutine::kGeqp3 && i == 1) {
+      if (s.dtype() != DType::kS32)
+        return detail::op_error(op, "(geqp3) jpvt has element type ", dtype_name(s.dtype()),
+                                "; it takes s32");
+      continue;
+    }
+    if (s.dtype() != t)
+      return detail::op_error(op, "(", name, ") operands mix ", dtype_name(t), " and ",
+                              dtype_name(s.dtype()));
+  }
+  if (a.routine == LinalgRoutine::kGtsv) {
+    // dl, d, du [..., m] and b [..., m, n]; dl[0] and du[m - 1] are not read (jax's layout).
+    const Shape& b = operands[3];
+    for (std::size_t i = 0; i < 3; ++i)
+      if (b.rank() < 2 || operands[i].rank() != b.rank() - 1 ||
+          !std::equal(operands[i].dims().begin(), operands[i].dims().end(), b.dims().begin()))
+        return detail::op_error(op, "(gtsv) takes dl, d, du [..., m] and b [..., m, n], got ",
+                                operands[0], ", ", operands[1], ", ", operands[2], ", ", b);
+    std::vector<std::int64_t> batch_dims(b.dims().begin(), b.dims().end() - 2);
+    std::vector<Shape> out;
+    for (const Shape& s : operands) out.push_back(s.with_default_layout());
+    out.push_back(Shape(DType::kS32, batch_dims));
+    return out;
+  }
+  if (x.rank() < 2)
+    return detail::op_error(op, "(", name, ") operand 0 ", x, " has rank ", x.rank(),
+                            "; it needs a matrix [..., m, n]");
+  const std::int64_t r = x.rank();
+  const std::int64_t m = x.dim(r - 2), n = x.dim(r - 1), k = std::min(m, n);
+  const std::vector<std::int64_t> batch(x.dims().begin(), x.dims().end() - 2);
+  auto batched = [&](DType dt, std::initializer_list<std::int64_t> tail) {
+    std::vector<std::int64_t> d = batch;
+    d.insert(d.end(), tail.begin(), tail.end());
+    return Shape(dt, d);
+  };
+  const DType real = is_complex(t) ? complex_component_type(t) : t;
+  const Shape matrix = x.with_default_layout();
+  const Shape info = batched(DType::kS32, {});
+  auto check_flag = [&](std::string_view flag, std::int64_t v, std::string_view allowed) -> Status {
+    for (char c : allowed)
+      if (v == c) return ok_status();
+    return detail::op_error(op, "(", name, ") ", flag, " is ", v, "; it takes the characters ",
+                            allowed, " (as ui8)");
+  };
+  auto square = [&]() -> Status {
+    if (m != n) return detail::op_error(op, "(", name, ") operand 0 ", x, " is not square");
+    return ok_status();
+  };
+  switch (a.routine) {
+    case LinalgRoutine::kGetrf: return std::vector<Shape>{matrix, batched(DType::kS32, {k}), info};
+    case LinalgRoutine::kPotrf:
+      PJRT_LITE_RETURN_IF_ERROR(check_flag("uplo", a.uplo, "LU"));
+      PJRT_LITE_RETURN_IF_ERROR(square());
+      return std::vector<Shape>{matrix, info};
+    case LinalgRoutine::kGeqrf: return std::vector<Shape>{matrix, batched(t, {k})};
+    case LinalgRoutine::kOrgqr: {
+      const Shape& tau = operands[1];
+      if (tau.rank() != r - 1 || !std::equal(batch.begin(), batch.end(), tau.dims().begin()) ||
+          tau.dim(r - 2) > n || n > m)
+        return detail::op_error(op, "(", name, ") takes a [..., m, n] with m >= n and tau [..., k] "
+                                "with k <= n and the same batch, got ", x, " and ", tau);
+      return std::vector<Shape>{matrix};
+    }
+    case LinalgRoutine::kGesdd:
+    case LinalgRoutine::kGesvd: {
+      PJRT_LITE_RETURN_IF_ERROR(check_flag("mode", a.mode, "ASN"));
+      const bool full = a.mode == 'A' || (a.mode == 'N' && a.full_matrices);
+      return std::vector<Shape>{matrix, batched(real, {k}), batched(t, {m, full ? m : k}),
+                                batched(t, {full ? n : k, n}), info};
+    }
+    case LinalgRoutine::kSyevd:
+      PJRT_LITE_RETURN_IF_ERROR(check_flag("uplo", a.uplo, "LU"));
+      PJRT_LITE_RETURN_IF_ERROR(check_flag("mode", a.mode, "VN"));
+      PJRT_LITE_RETURN_IF_ERROR(square());
+      return std::vector<Shape>{matrix, batched(real, {n}), info};
+    case LinalgRoutine::kTrsm: {
+      PJRT_LITE_RETURN_IF_ERROR(check_flag("side", a.side, "LR"));
+      PJRT_LITE_RETURN_IF_ERROR(check_flag("uplo", a.uplo, "LU"));
+      PJRT_LITE_RETURN_IF_ERROR(check_flag("trans_x", a.trans, "NTC"));
+      PJRT_LITE_RETURN_IF_ERROR(check_flag("diag", a.diag, "NU"));
+      PJRT_LITE_RETURN_IF_ERROR(square());
+      const Shape& b = operands[1];
+      if (b.rank() != r || !std::equal(batch.begin(), batch.end(), b.dims().begin()) ||
+          b.dim(a.side == 'L' ? r - 2 : r - 1) != n)
+        return detail::op_error(op, "(", name, ") b ", b, " does not fit a ", x, " (side ",
+                                static_cast<char>(a.side), ")");
+      return std::vector<Shape>{b.with_default_layout()};
+    }
+    case LinalgRoutine::kGehrd:
+      PJRT_LITE_RETURN_IF_ERROR(square());
+      if (a.low != 1 || a.high != n)
+        return detail::op_error(op, "(gehrd) low = ", a.low, " and high = ", a.high,
+                                ": only low = 1 and high = n (", n, ") are supported, as jax passes");
+      return std::vector<Shape>{matrix, batched(t, {std::max<std::int64_t>(n - 1, 0)}), info};
+    case LinalgRoutine::kSytrd:
+      PJRT_LITE_RETURN_IF_ERROR(check_flag("uplo", a.uplo, "LU"));
+      PJRT_LITE_RETURN_IF_ERROR(square());
+      return std::vector<Shape>{matrix, batched(real, {n}),
+                                batched(real, {std::max<std::int64_t>(n - 1, 0)}),
+                                batched(t, {std::max<std::int64_t>(n - 1, 0)}), info};
+    case LinalgRoutine::kOrmqr: {
+      // a [..., q, k] (q = c's rows when left, else its columns), tau [..., k], c [..., m, n].
+      const Shape& tau = operands[1];
+      const Shape& c = operands[2];
+      const std::int64_t q = c.rank() == r ? c.dim(a.left ? r - 2 : r - 1) : -1;
+      if (tau.rank() != r - 1 || c.rank() != r ||
+          !std::equal(batch.begin(), batch.end(), tau.dims().begin()) ||
+          !std::equal(batch.begin(), batch.end(), c.dims().begin()) || m != q ||
+          tau.dim(r - 2) > n || n > m)
+        return detail::op_error(op, "(", name, ") takes a [..., q, k], tau [..., k] and c [..., m, n] "
+                                "with q = ", a.left ? "m" : "n", " and k <= q, got ", x, ", ", tau,
+                                " and ", c);
+      return std::vector<Shape>{c.with_default_layout()};
+    }
+    case LinalgRoutine::kGeqp3: {
+      const Shape& jpvt = operands[1];
+      if (jpvt.rank() != r - 1 || !std::equal(batch.begin(), batch.end(), jpvt.dims().begin()) ||
+          jpvt.dim(r - 2) != n)
+        return detail::op_error(op, "(geqp3) jpvt ", jpvt, " must be [..., n] for x ", x);
+      return std::vector<Shape>{matrix, jpvt.with_default_layout(), batched(t, {k})};
+    }
+    case LinalgRoutine::kGeev: {
+      PJRT_LITE_RETURN_IF_ERROR(check_flag("compute_left", a.compute_left, "VN"));
+      PJRT_LITE_RETURN_IF_ERROR(check_flag("compute_right", a.compute_right, "VN"));
+      PJRT_LITE_RETURN_IF_ERROR(square());
+      const DType ct = is_complex(t) ? t : (t == DType::kF32 ? DType::kC64 : DType::kC128);
+      const Shape vectors = batched(ct, {n, n});
+      if (is_complex(t)) return std::vector<Shape>{batched(t, {n}), vectors, vectors, info};
+      return std::vector<Shape>{batched(t, {n}), batched(t, {n}), vectors, vectors, info};
+    }
+    case LinalgRoutine::kGees:
+      PJRT_LITE_RETURN_IF_ERROR(check_flag("mode", a.mode, "VN"));
+      PJRT_LITE_RETURN_IF_ERROR(check_flag("sort", a.sort, "N"));
+      PJRT_LITE_RETURN_IF_ERROR(square());
+      if (!is_complex(t))
+        return detail::op_error(op, "(gees) on ", dtype_name(t),
+                                ": the real Schur form is not supported, only complex types");
+      return std::vector<Shape>{matrix, matrix, batched(t, {n}), info, info};
+    case LinalgRoutine::kGtsv: break;  // handled above
+  }
+  return detail::op_error(op, "(", name, ") has no shape rule");
+}
+
 /// rng_bit_generator(initial_state): a u64 state of rank 1 and the size the algorithm takes
 /// (THREE_FRY: 2; PHILOX and DEFAULT, which is PHILOX here as in XLA: 2 or 3), and an output of
 /// an integer or floating-point type. Results: the new state (the state's type) and the output.

@@ -34,6 +34,7 @@
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/op.hpp"
 #include "pjrt_lite/stablehlo/detail/dense.hpp"
+#include "pjrt_lite/stablehlo/detail/lapack_names.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/types.hpp"
 
@@ -189,6 +190,88 @@ class Printer {
     return tensor_type_name(n.results[0]);
   }
 
+  /// jaxlib's layout of a LAPACK operand or result: column-major matrices for the arrays of
+  /// the call's largest rank, the default layout for the others (pivots, tau, info).
+  static std::string lapack_layout(const Shape& s, std::int64_t matrix_rank) {
+    std::vector<std::int64_t> order;
+    const std::int64_t r = s.rank();
+    if (r == matrix_rank && r >= 2) {
+      order = {r - 2, r - 1};
+      for (std::int64_t d = r - 3; d >= 0; --d) order.push_back(d);
+    } else {
+      for (std::int64_t d = r - 1; d >= 0; --d) order.push_back(d);
+    }
+    std::string text = order.size() == 1 ? std::to_string(order[0]) : "[";
+    if (order.size() != 1) {
+      for (std::size_t k = 0; k < order.size(); ++k) text += str_cat(k ? ", " : "", order[k]);
+      text += "]";
+    }
+    return str_cat("dense<", order.empty() ? "" : text, "> : tensor<", order.size(), "xindex>");
+  }
+
+  /// `stablehlo.custom_call @lapack_sgetrf_ffi(%x) {mhlo.backend_config = {...},
+  /// operand_layouts = [...], result_layouts = [...]} : (T) -> (...)`, as jax exports it.
+  void print_lapack_call(const Graph& g, const std::vector<std::string>& names, const Node& n) {
+    const LinalgAttrs& a = n.attr<LinalgAttrs>();
+    const DType t = g.shape(n.operands[0]).dtype();
+    std::string config;
+    auto flag = [&](std::string_view key, std::int64_t v) {
+      config += str_cat(config.empty() ? "" : ", ", key, " = ", v, " : ui8");
+    };
+    switch (a.routine) {
+      case LinalgRoutine::kPotrf: flag("uplo", a.uplo); break;
+      case LinalgRoutine::kGesdd:
+      case LinalgRoutine::kGesvd: flag("mode", a.mode); break;
+      case LinalgRoutine::kSyevd:
+        flag("mode", a.mode);
+        flag("uplo", a.uplo);
+        break;
+      case LinalgRoutine::kTrsm:
+        flag("diag", a.diag);
+        flag("side", a.side);
+        flag("trans_x", a.trans);
+        flag("uplo", a.uplo);
+        break;
+      case LinalgRoutine::kSytrd: flag("uplo", a.uplo); break;
+      case LinalgRoutine::kGeev:
+        flag("compute_left", a.compute_left);
+        flag("compute_right", a.compute_right);
+        break;
+      case LinalgRoutine::kGees:
+        flag("mode", a.mode);
+        flag("sort", a.sort);
+        break;
+      case LinalgRoutine::kGehrd:
+        config = str_cat("high = ", a.high, " : i32, low = ", a.low, " : i32");
+        break;
+      case LinalgRoutine::kOrmqr:
+        config = str_cat("left = ", a.left ? "true" : "false",
+                         ", transpose = ", a.transpose ? "true" : "false");
+        break;
+      default: break;
+    }
+    std::int64_t rank = 0;
+    for (Value v : n.operands) rank = std::max(rank, g.shape(v).rank());
+    std::string operand_layouts, result_layouts;
+    for (Value v : n.operands)
+      operand_layouts += str_cat(operand_layouts.empty() ? "" : ", ", lapack_layout(g.shape(v), rank));
+    for (const Shape& s : n.results)
+      result_layouts += str_cat(result_layouts.empty() ? "" : ", ", lapack_layout(s, rank));
+    std::string types = n.results.size() == 1 ? tensor_type_name(n.results[0]) : "(";
+    if (n.results.size() != 1) {
+      for (std::size_t k = 0; k < n.results.size(); ++k)
+        types += str_cat(k ? ", " : "", tensor_type_name(n.results[k]));
+      types += ")";
+    }
+    std::string in_types;
+    for (Value v : n.operands)
+      in_types += str_cat(in_types.empty() ? "" : ", ", tensor_type_name(g.shape(v)));
+    out_ += str_cat("stablehlo.custom_call @", detail::lapack_target_name(a.routine, t), "(",
+                    operand_list(g, names, n), ") {mhlo.backend_config = {", config,
+                    "}, operand_layouts = [", operand_layouts, "], result_layouts = [",
+                    result_layouts, "]} : (", in_types, ") -> ", types);
+  }
+
   void print_node(const Graph& g, const std::vector<std::string>& names, const Node& n,
                   const std::string& body_prefix, std::string_view indent) {
     const std::string name = str_cat(op_dialect(n.op), ".", op_name(n.op));
@@ -197,6 +280,10 @@ class Printer {
       out_ += str_cat(name, "(", operand_list(g, names, n), ", k = ", n.attr<TopKAttrs>().k,
                       ") : ", tensor_type_name(g.shape(n.operands[0])), " -> (",
                       tensor_type_name(n.results[0]), ", ", tensor_type_name(n.results[1]), ")");
+      return;
+    }
+    if (n.op == OpCode::kLinalg) {
+      print_lapack_call(g, names, n);
       return;
     }
     if (is_chlo(n.op)) {

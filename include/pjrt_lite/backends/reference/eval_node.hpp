@@ -20,6 +20,7 @@
 #include "pjrt_lite/backends/reference/fft.hpp"
 #include "pjrt_lite/backends/reference/gather.hpp"
 #include "pjrt_lite/backends/reference/index.hpp"
+#include "pjrt_lite/backends/reference/linalg.hpp"
 #include "pjrt_lite/backends/reference/rng_bit_generator.hpp"
 #include "pjrt_lite/backends/reference/scalar_ops.hpp"
 #include "pjrt_lite/backends/reference/scatter.hpp"
@@ -553,6 +554,7 @@ PJRT_LITE_COMPILED_ONCE StatusOr<std::vector<Literal>> eval_node(
     case OpCode::kReduceWindow: return eval_reduce_window(node, operands);
     case OpCode::kSort: return eval_sort(node, operands);
     case OpCode::kTopK: return eval_top_k(node, operand(0));
+    case OpCode::kLinalg: return eval_linalg(node, operands);
     case OpCode::kRngBitGenerator:
       return eval_rng_bit_generator(operand(0), node.attr<RngBitGeneratorAttrs>());
     case OpCode::kSelectAndScatter:

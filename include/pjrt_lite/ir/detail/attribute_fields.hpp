@@ -120,6 +120,21 @@ void attribute_fields(A& a, F&& f) {
     f(a.is_stable);
   } else if constexpr (std::is_same_v<T, TopKAttrs>) {
     f(a.k);
+  } else if constexpr (std::is_same_v<T, LinalgAttrs>) {
+    f(a.routine);
+    f(a.uplo);
+    f(a.mode);
+    f(a.full_matrices);
+    f(a.side);
+    f(a.trans);
+    f(a.diag);
+    f(a.low);
+    f(a.high);
+    f(a.left);
+    f(a.transpose);
+    f(a.compute_left);
+    f(a.compute_right);
+    f(a.sort);
   } else {
     static_assert(sizeof(T) == 0, "every Attributes alternative needs its fields listed here");
   }

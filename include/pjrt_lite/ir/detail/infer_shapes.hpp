@@ -108,6 +108,7 @@ PJRT_LITE_COMPILED_ONCE StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std
     case OpCode::kTopK: return infer_top_k(operands[0], std::get<TopKAttrs>(attrs));
     case OpCode::kRngBitGenerator:
       return infer_rng_bit_generator(operands[0], std::get<RngBitGeneratorAttrs>(attrs));
+    case OpCode::kLinalg: return infer_linalg(operands, std::get<LinalgAttrs>(attrs));
     default: return detail::op_error(op, "has no shape rule");
   }
 }

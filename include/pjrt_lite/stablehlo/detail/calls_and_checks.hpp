@@ -3,7 +3,8 @@
 // The entries of the op table that add no node of their own: return ends a block, a call
 // inlines its callee, and the check dialect (`check.expect_*`, or a custom call to one)
 // becomes a Check (module.hpp). The annotations JAX leaves (sharding, placement, shape
-// assertions, dynamic shapes) are read by annotations.hpp.
+// assertions, dynamic shapes) are read by annotations.hpp, jaxlib's LAPACK calls by
+// lapack_calls.hpp.
 
 #include <memory>
 #include <optional>
@@ -15,6 +16,7 @@
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/stablehlo/detail/annotations.hpp"
+#include "pjrt_lite/stablehlo/detail/lapack_calls.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
@@ -186,10 +188,12 @@ inline StatusOr<OpResult> build_check(Context& ctx, const OpSyntax& op, OpParts&
 
 // ---- Custom calls ---------------------------------------------------------------------------
 
-/// The custom-call targets read: JAX's annotations and the check dialect's.
+/// The custom-call targets read: JAX's annotations, jaxlib's LAPACK calls (lapack_calls.hpp)
+/// and the check dialect's.
 inline bool is_known_custom_call(std::string_view target) {
   bool is_const = false;
-  return is_annotation_custom_call(target) || check_kind(target, is_const).has_value();
+  return is_annotation_custom_call(target) || lapack_target(target).has_value() ||
+         check_kind(target, is_const).has_value();
 }
 
 /// `stablehlo.custom_call @target(%a, %b) {attrs} : (T, T) -> ()`.
@@ -220,6 +224,7 @@ inline StatusOr<OpResult> build_custom_call(Context& ctx, const OpSyntax& op, Op
     return unsupported_at(p.pos, str_cat(op.name, " @", target->text));
   if (is_annotation_custom_call(target->text))
     return build_annotation_custom_call(ctx, target->text, p);
+  if (lapack_target(target->text)) return build_lapack_call(ctx, target->text, p);
   if (!p.type.functional)
     return error_at(p.type.pos, "a custom call's type must be a function type (...) -> (...)");
   if (!p.type.function.results.empty())

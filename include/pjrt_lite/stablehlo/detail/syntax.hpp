@@ -432,7 +432,11 @@ class Reader {
       lex_.next();
       PJRT_LITE_ASSIGN_OR_RETURN(DenseSyntax syntax, parse_dense(lex_));
       PJRT_LITE_RETURN_IF_ERROR(expect(':', "and a type after a dense literal"));
-      PJRT_LITE_ASSIGN_OR_RETURN(Shape type, parse_type());
+      // `index` elements (operand_layouts = [dense<[0, 1]> : tensor<2xindex>]) read as i64.
+      index_as_i64_ = true;
+      StatusOr<Shape> parsed = parse_type();
+      index_as_i64_ = false;
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape type, std::move(parsed));
       PJRT_LITE_ASSIGN_OR_RETURN(Literal lit, dense_to_literal(syntax, type));
       v.kind = K::kDense;
       v.type = type;
@@ -579,6 +583,7 @@ class Reader {
       lex_.advance();
       name = str_cat("complex<", inner, ">");
     }
+    if (name == "index" && index_as_i64_) name = "i64";
     std::optional<DType> dtype = dtype_from_element_type(name);
     if (!dtype) {
       if (is_unsupported_element_type(name))
@@ -604,6 +609,7 @@ class Reader {
   }
 
   Lexer lex_;
+  bool index_as_i64_ = false;  // inside a dense attribute's type
 };
 
 }  // namespace pjrt_lite::stablehlo::detail

@@ -23,6 +23,7 @@
 #include "pjrt_lite/backends/cpu/detail/gather_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/kernel_builds.hpp"
 #include "pjrt_lite/backends/cpu/detail/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/linalg_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/program.hpp"
 #include "pjrt_lite/backends/cpu/detail/reduce_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/rng_bit_generator_kernel.hpp"
@@ -934,6 +935,28 @@ class Compiler {
         auto k = std::move(made).value();
         k->text = text;
         add_kernel(std::move(k), reads, {dst, indices});
+        return ok_status();
+      }
+      case OpCode::kLinalg: {
+        const LinalgAttrs& la = n.attr<LinalgAttrs>();
+        std::vector<std::int32_t> dsts;
+        for (std::size_t r = 0; r < n.results.size(); ++r)
+          dsts.push_back(slot_of(Value{static_cast<std::int32_t>(i), static_cast<std::int32_t>(r), 0}));
+        std::unique_ptr<Kernel> k;
+        if (la.routine == LinalgRoutine::kTrsm) {
+          const TriangularSolveAttrs t{la.side == 'L', la.uplo == 'L', la.diag == 'U',
+                                       la.trans == 'N'   ? Transpose::kNoTranspose
+                                       : la.trans == 'T' ? Transpose::kTranspose
+                                                         : Transpose::kAdjoint};
+          k = std::make_unique<TriangularSolveKernel>(g_.shape(n.operands[0]), g_.shape(n.operands[1]), t,
+                                                      max_workers_, reads[0], reads[1], dst);
+        } else {
+          std::vector<Shape> operand_shapes;
+          for (const Value& v : n.operands) operand_shapes.push_back(g_.shape(v));
+          k = std::make_unique<LinalgKernel>(operand_shapes, n.results, la, reads, dsts);
+        }
+        k->text = text;
+        add_kernel(std::move(k), reads, dsts);
         return ok_status();
       }
       case OpCode::kRngBitGenerator: {
