@@ -59,20 +59,6 @@ Literal iota_literal(const Shape& s, double scale, double offset) {
   return l;
 }
 
-std::vector<Literal> cpu_run(const Graph& g, const std::vector<Literal>& args) {
-  auto client = cpu::Client<>::create({.device_count = 1, .thread_count = 2}).value();
-  auto exe = client->compile(g);
-  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
-  std::vector<cpu::Client<>::buffer_type> buffers;
-  std::vector<cpu::Client<>::buffer_type*> pointers;
-  for (const Literal& a : args) buffers.push_back(client->buffer_from_literal(a).value());
-  for (auto& b : buffers) pointers.push_back(&b);
-  auto out = exe->execute_sharded(pointers, client->devices()[0]);
-  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
-  std::vector<Literal> literals;
-  for (auto& o : *out) literals.push_back(o.to_literal().await().value());
-  return literals;
-}
 
 Graph conv_graph(const Shape& lhs, const Shape& rhs, const ConvolutionAttrs& a) {
   GraphBuilder b("conv");
@@ -199,7 +185,7 @@ TEST_CASE("convolution: a 1-D convolution is the sum written out by hand") {
   const Graph g = conv_graph(lhs, rhs, a);
   const Literal x = iota_literal(lhs, 0.5, -2), k = iota_literal(rhs, 0.25, -1);
   const std::vector<Literal> ref = evaluate_ok(g, {x, k});
-  const std::vector<Literal> cpu = cpu_run(g, {x, k});
+  const std::vector<Literal> cpu = run_on_cpu(g, {x, k});
   // dilated width 13, padded 16, dilated window 5: (16 - 5) / 2 + 1 = 6 windows.
   REQUIRE(ref[0].shape() == Shape(DType::kF64, {2, 6, 2}));
   for (std::int64_t b = 0; b < 2; ++b)
@@ -229,7 +215,7 @@ TEST_CASE("convolution: the spec's example, window reversal and groups by hand")
     const Graph g = conv_graph(lhs, rhs,
                                conv("[b, 0, 1, f]x[0, 1, i, o]->[b, 0, 1, f]",
                                     {.window_strides = {4, 4}, .lhs_dilation = {2, 2}}));
-    for (const Literal& out : {evaluate_ok(g, {x, k})[0], cpu_run(g, {x, k})[0]}) {
+    for (const Literal& out : {evaluate_ok(g, {x, k})[0], run_on_cpu(g, {x, k})[0]}) {
       REQUIRE(out.shape() == Shape(DType::kS64, {1, 2, 2, 1}));
       CHECK(out.data<std::int64_t>()[0] == 10);
       CHECK(out.data<std::int64_t>()[1] == 26);
@@ -249,7 +235,7 @@ TEST_CASE("convolution: the spec's example, window reversal and groups by hand")
     k.data<std::int32_t>()[2] = 100;
     const Graph g =
         conv_graph(lhs, rhs, conv("[b, f, 0]x[o, i, 0]->[b, f, 0]", {.window_reversal = {1}}));
-    for (const Literal& out : {evaluate_ok(g, {x, k})[0], cpu_run(g, {x, k})[0]}) {
+    for (const Literal& out : {evaluate_ok(g, {x, k})[0], run_on_cpu(g, {x, k})[0]}) {
       REQUIRE(out.shape() == Shape(DType::kS32, {1, 1, 3}));
       CHECK(out.data<std::int32_t>()[0] == 123);
       CHECK(out.data<std::int32_t>()[1] == 234);
@@ -265,7 +251,7 @@ TEST_CASE("convolution: the spec's example, window reversal and groups by hand")
     for (std::size_t i = 0; i < 8; ++i) k.data<double>()[i] = static_cast<double>(1 << i);
     const Graph fg =
         conv_graph(lhs, rhs, conv("[b, 0, f]x[0, i, o]->[b, 0, f]", {.feature_group_count = 2}));
-    for (const Literal& out : {evaluate_ok(fg, {x, k})[0], cpu_run(fg, {x, k})[0]}) {
+    for (const Literal& out : {evaluate_ok(fg, {x, k})[0], run_on_cpu(fg, {x, k})[0]}) {
       REQUIRE(out.shape() == Shape(DType::kF64, {2, 1, 4}));
       for (std::int64_t b = 0; b < 2; ++b)
         for (std::int64_t o = 0; o < 4; ++o) {
@@ -281,7 +267,7 @@ TEST_CASE("convolution: the spec's example, window reversal and groups by hand")
     for (std::size_t i = 0; i < 16; ++i) k4.data<double>()[i] = static_cast<double>(i % 5);
     const Graph bg =
         conv_graph(lhs, rhs4, conv("[b, 0, f]x[0, i, o]->[b, 0, f]", {.batch_group_count = 2}));
-    for (const Literal& out : {evaluate_ok(bg, {x, k4})[0], cpu_run(bg, {x, k4})[0]}) {
+    for (const Literal& out : {evaluate_ok(bg, {x, k4})[0], run_on_cpu(bg, {x, k4})[0]}) {
       REQUIRE(out.shape() == Shape(DType::kF64, {1, 1, 4}));
       for (std::int64_t o = 0; o < 4; ++o) {
         const std::int64_t batch = o / 2;
@@ -327,7 +313,7 @@ TEST_CASE("convolution: CPU equals the reference on large and odd layouts") {
     const Graph g = conv_graph(lhs, rhs, conv(c.dn, c.window));
     const Literal x = random_literal<float>(rng, lhs, -2, 2), k = random_literal<float>(rng, rhs, -2, 2);
     const Literal ref = evaluate_ok(g, {x, k})[0];
-    const Literal cpu = cpu_run(g, {x, k})[0];
+    const Literal cpu = run_on_cpu(g, {x, k})[0];
     REQUIRE(ref.shape() == cpu.shape());
     double worst = 0;
     for (std::size_t i = 0; i < ref.data<float>().size(); ++i)
