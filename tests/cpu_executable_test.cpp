@@ -1003,6 +1003,34 @@ TEST_CASE("cpu executable: concurrent executions of one executable") {
   CHECK(mismatches == 0);
 }
 
+TEST_CASE("cpu executable: results are the same bits however many threads share the work") {
+  // Products with a row count that is no multiple of any register block, and fused
+  // transcendental chains whose length is no multiple of a tile: each split of the work
+  // across threads must meet the same kernel paths as one thread does.
+  GraphBuilder b("split");
+  Value x = b.parameter(Shape(DType::kF32, {203, 64}));
+  Value w = b.parameter(Shape(DType::kF32, {64, 45}));
+  Value v = b.parameter(Shape(DType::kF32, {50001}));
+  Value y = b.tanh(b.dot(x, w));
+  Value z = b.multiply(b.exponential(b.negate(v)), b.sine(v));
+  const Graph graph = build_ok(b, {y, b.reduce(y, b.constant(0.0f), OpCode::kAdd, {0}), z});
+  Literal xl = iota_literal<float>({203, 64}), wl = iota_literal<float>({64, 45}), vl = iota_literal<float>({50001});
+  for (float& e : xl.data<float>()) e = std::cos(e * 0.37f);
+  for (float& e : wl.data<float>()) e = std::sin(e) * 0.1f;
+  for (float& e : vl.data<float>()) e = std::sin(e * 1e-3f) * 20.0f;
+  auto alone = cpu::Client<cpu::InlineExecutor>::create({}).value();
+  const std::vector<Literal> expected = run(*alone, graph, {xl, wl, vl});
+  for (int threads : {1, 2, 3, 6}) {
+    CAPTURE(threads);
+    auto client = cpu::Client<>::create({.thread_count = threads}).value();
+    for (int round = 0; round < 4; ++round) {
+      const std::vector<Literal> got = run(*client, graph, {xl, wl, vl});
+      REQUIRE(got.size() == expected.size());
+      for (std::size_t i = 0; i < got.size(); ++i) CHECK_MESSAGE(got[i] == expected[i], "output " << i);
+    }
+  }
+}
+
 TEST_CASE("cpu executable: compile errors and the compile cache") {
   auto client = make_client();
   GraphBuilder b("cache");

@@ -212,15 +212,30 @@ class DotKernel final : public Kernel {
       };
       // One block of rows per worker: each block packs all of B again, and the pool's
       // threads poll before they sleep, so they start close together (finer blocks were
-      // slower; the figures are in docs/DECISIONS.md, "GEMM splits rows").
-      if (splits()) ctx.parallel(m_, std::max<std::int64_t>(8, (m_ + ctx.max_workers - 1) / ctx.max_workers), rows);
-      else rows(0, m_, 0);
+      // slower; the figures are in docs/DECISIONS.md, "GEMM splits rows"). Blocks start on
+      // a multiple of kRowUnit rows and the last takes the remainder, so each row meets the
+      // same micro-kernel path (Eigen's register blocks of rows, its one-row remainder) as
+      // on one thread: the bits never depend on the split.
+      if (splits()) {
+        const std::int64_t units = m_ / kRowUnit;
+        auto unit_rows = [&](std::int64_t u0, std::int64_t u1, int worker) {
+          rows(u0 * kRowUnit, u1 == units ? m_ : u1 * kRowUnit, worker);
+        };
+        ctx.parallel(units, (units + ctx.max_workers - 1) / ctx.max_workers, unit_rows);
+      } else {
+        rows(0, m_, 0);
+      }
     }
   }
 
+  /// Rows split across workers in multiples of this: a multiple of the row count of every
+  /// register block Eigen's kernels use.
+  static constexpr std::int64_t kRowUnit = 8;
+
   /// Whether each product's rows split across the workers.
   [[nodiscard]] bool splits() const {
-    return static_cast<double>(m_) * static_cast<double>(n_) * static_cast<double>(k_) >= 1 << 18 && m_ >= 16;
+    return static_cast<double>(m_) * static_cast<double>(n_) * static_cast<double>(k_) >= 1 << 18 &&
+           m_ >= 2 * kRowUnit;
   }
 
   void bool_product(const bool* a, const bool* b, bool* c) const {

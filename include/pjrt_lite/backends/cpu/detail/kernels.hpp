@@ -74,11 +74,17 @@ class FusedKernel final : public Kernel {
     for (std::size_t e = 0; e < externals.size(); ++e) table[e] = ctx.slots[externals[e]];
     std::byte* worker_scratch = ctx.scratch + table_bytes();
     const std::int64_t per_worker = round_up(program.scratch_bytes());
-    auto body = [&](std::int64_t begin, std::int64_t end, int worker) {
-      program.run(table, begin, end, worker_scratch + worker * per_worker);
+    if (n < kParallelMinElements || workers <= 1) {
+      program.run(table, 0, n, worker_scratch);
+      return;
+    }
+    // Blocks of whole tiles: every element then sits at the same place in the same tile as
+    // on one thread (vector lanes or the scalar tail), so the bits never depend on the split.
+    const std::int64_t tile = program.tile_elements();
+    auto tiles = [&](std::int64_t t0, std::int64_t t1, int worker) {
+      program.run(table, t0 * tile, std::min(t1 * tile, n), worker_scratch + worker * per_worker);
     };
-    if (n >= kParallelMinElements && workers > 1) ctx.parallel(n, kParallelGrain, body);
-    else body(0, n, 0);
+    ctx.parallel((n + tile - 1) / tile, std::max<std::int64_t>(1, kParallelGrain / tile), tiles);
   }
 
   void finish_planning(int max_workers) {

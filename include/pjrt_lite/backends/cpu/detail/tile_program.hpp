@@ -177,6 +177,9 @@ class TileProgram {
   [[nodiscard]] std::int32_t negated_exps() const { return negated_exps_; }
   [[nodiscard]] const std::vector<Reg>& regs() const { return regs_; }
 
+  /// Elements per tile: run() starts a tile at `begin` and every tile_elements() after it.
+  [[nodiscard]] std::int64_t tile_elements() const { return tile_elements_; }
+
   /// Runs elements [begin, end) of a finalize()d program. `externals[e]` is the address of
   /// element 0 of external e; `scratch` is scratch_bytes() bytes, 16-byte aligned, owned by
   /// this worker.
