@@ -3,6 +3,9 @@
 #include <cstdio>
 #include <cstdint>
 
+// Header-only, every kernel compiles here; this program runs no LAPACK-style op, so it leaves
+// those kernels out (docs in backends/cpu/detail/linalg_factory.hpp).
+#define PJRT_LITE_CPU_NO_LINALG_KERNELS
 #include "pjrt_lite/cpu.hpp"
 
 using namespace pjrt_lite;

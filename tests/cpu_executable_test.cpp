@@ -36,17 +36,7 @@ std::unique_ptr<cpu::Client<>> make_client(int devices = 2) {
 /// Compiles `graph`, runs it on `args` on device 0, and returns the outputs as literals.
 template <class C>
 std::vector<Literal> run(C& client, const Graph& graph, const std::vector<Literal>& args, cpu::CompileOptions options = {}) {
-  auto exe = client.compile(graph, options);
-  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
-  std::vector<typename C::buffer_type> buffers;
-  std::vector<typename C::buffer_type*> pointers;
-  for (const Literal& a : args) buffers.push_back(client.buffer_from_literal(a).value());
-  for (auto& b : buffers) pointers.push_back(&b);
-  auto out = exe->execute_sharded(pointers, client.devices()[0]);
-  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
-  std::vector<Literal> literals;
-  for (auto& o : *out) literals.push_back(o.to_literal().await().value());
-  return literals;
+  return run_on(client, graph, args, options);
 }
 
 ExecuteOptions async_options() {
@@ -966,68 +956,6 @@ TEST_CASE("cpu executable: asynchronous execution waits for arguments and forwar
     auto result = out[0].to_literal().await();
     if (fail) CHECK(result.status().message() == "transfer failed");
     else CHECK(result.value() == Literal::vector<double>({-1, 2, -3}));
-  }
-}
-
-TEST_CASE("cpu executable: concurrent executions of one executable") {
-  auto client = make_client();
-  GraphBuilder b("affine");
-  Value x = b.parameter(Shape(DType::kF32, {256, 64}));
-  Value w = b.parameter(Shape(DType::kF32, {64, 32}));
-  Value y = b.tanh(b.dot(x, w));
-  auto exe = client->compile(build_ok(b, {b.reduce(y, b.constant(0.0f), OpCode::kAdd, {0}), y})).value();
-  Literal wl = iota_literal<float>({64, 32});
-  for (float& v : wl.data<float>()) v = std::sin(v) * 0.1f;
-  auto wb = client->buffer_from_literal(wl).value();
-  std::vector<Literal> expected;
-  std::vector<cpu::Buffer<>> inputs;
-  for (int t = 0; t < 8; ++t) {
-    Literal xl = iota_literal<float>({256, 64});
-    for (float& v : xl.data<float>()) v = std::cos(v * 0.01f + float(t));
-    inputs.push_back(client->buffer_from_literal(xl).value());
-    cpu::Buffer<>* args[] = {&inputs.back(), &wb};
-    expected.push_back(exe.execute_sharded(args, client->devices()[0], sync_options()).value()[0]
-                           .to_literal().await().value());
-  }
-  std::vector<std::thread> threads;
-  std::atomic<int> mismatches{0};
-  for (int t = 0; t < 8; ++t)
-    threads.emplace_back([&, t] {
-      for (int round = 0; round < 20; ++round) {
-        cpu::Buffer<>* args[] = {&inputs[static_cast<std::size_t>(t)], &wb};
-        auto out = exe.execute_sharded(args, client->devices()[0], round % 2 ? async_options() : sync_options());
-        if (!out.ok() || !(out->at(0).to_literal().await().value() == expected[static_cast<std::size_t>(t)])) ++mismatches;
-      }
-    });
-  for (auto& th : threads) th.join();
-  CHECK(mismatches == 0);
-}
-
-TEST_CASE("cpu executable: results are the same bits however many threads share the work") {
-  // Products with a row count that is no multiple of any register block, and fused
-  // transcendental chains whose length is no multiple of a tile: each split of the work
-  // across threads must meet the same kernel paths as one thread does.
-  GraphBuilder b("split");
-  Value x = b.parameter(Shape(DType::kF32, {203, 64}));
-  Value w = b.parameter(Shape(DType::kF32, {64, 45}));
-  Value v = b.parameter(Shape(DType::kF32, {50001}));
-  Value y = b.tanh(b.dot(x, w));
-  Value z = b.multiply(b.exponential(b.negate(v)), b.sine(v));
-  const Graph graph = build_ok(b, {y, b.reduce(y, b.constant(0.0f), OpCode::kAdd, {0}), z});
-  Literal xl = iota_literal<float>({203, 64}), wl = iota_literal<float>({64, 45}), vl = iota_literal<float>({50001});
-  for (float& e : xl.data<float>()) e = std::cos(e * 0.37f);
-  for (float& e : wl.data<float>()) e = std::sin(e) * 0.1f;
-  for (float& e : vl.data<float>()) e = std::sin(e * 1e-3f) * 20.0f;
-  auto alone = cpu::Client<cpu::InlineExecutor>::create({}).value();
-  const std::vector<Literal> expected = run(*alone, graph, {xl, wl, vl});
-  for (int threads : {1, 2, 3, 6}) {
-    CAPTURE(threads);
-    auto client = cpu::Client<>::create({.thread_count = threads}).value();
-    for (int round = 0; round < 4; ++round) {
-      const std::vector<Literal> got = run(*client, graph, {xl, wl, vl});
-      REQUIRE(got.size() == expected.size());
-      for (std::size_t i = 0; i < got.size(); ++i) CHECK_MESSAGE(got[i] == expected[i], "output " << i);
-    }
   }
 }
 

@@ -441,6 +441,89 @@ TEST_CASE("exports: the compile cache keys on the refined shapes") {
         fingerprint(require_ok(parse_stablehlo(kPolymorphic, three))));
 }
 
+
+// ---- Products whose result type is not their operands' ----------------------------------
+
+TEST_CASE("exports: dot_general, dot and convolution accumulate in their result's type") {
+  // i8 x i8 -> i32: every product overflows i8, and the sums are exact in i32.
+  const std::vector<std::int8_t> a8 = {127, -128, 100, -7, 99, -100}, b8 = {127, 127, -128, 3, 90, -91};
+  std::vector<std::int32_t> want(4, 0);
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 2; ++j)
+      for (int k = 0; k < 3; ++k) want[i * 2 + j] += std::int32_t{a8[i * 3 + k]} * std::int32_t{b8[k * 2 + j]};
+  auto ints = run_text(R"mlir(
+func.func @main(%a: tensor<2x3xi8>, %b: tensor<3x2xi8>) -> tensor<2x2xi32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<2x3xi8>, tensor<3x2xi8>) -> tensor<2x2xi32>
+  return %0 : tensor<2x2xi32>
+}
+)mlir", {lit<std::int8_t>(a8, {2, 3}), lit<std::int8_t>(b8, {3, 2})});
+  CHECK(ints[0] == lit<std::int32_t>(want, {2, 2}));
+
+  // f32 x f32 -> f64: (1 + 2^-20)(1 + 2^-21) needs 42 bits, so only an f64 product keeps it.
+  const float u = 1.0f + 0x1p-20f, v = 1.0f + 0x1p-21f;
+  auto wide = run_text(R"mlir(
+func.func @main(%a: tensor<1x3xf32>, %b: tensor<3xf32>) -> tensor<1xf64> {
+  %0 = "stablehlo.dot"(%a, %b) : (tensor<1x3xf32>, tensor<3xf32>) -> tensor<1xf64>
+  return %0 : tensor<1xf64>
+}
+)mlir", {lit<float>({u, u, 2.0f}, {1, 3}), lit<float>({v, 1.0f, 0.5f}, {3})});
+  const double exact = double(u) * double(v) + double(u) + 1.0;
+  CHECK(exact != double(u * v + u + 1.0f));
+  CHECK(wide[0] == lit<double>({exact}, {1}));
+
+  // bf16 x bf16 -> f32: the products of 8-bit mantissas are exact in f32.
+  const std::vector<float> p = {1.0078125f, -3.015625f, 0.5078125f}, q = {1.0078125f, 2.015625f, -4.0625f};
+  std::vector<bf16> pb, qb;
+  for (float x : p) pb.push_back(bf16(x));
+  for (float x : q) qb.push_back(bf16(x));
+  auto mixed = run_text(R"mlir(
+func.func @main(%a: tensor<3xbf16>, %b: tensor<3xbf16>) -> tensor<f32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [0] x [0] : (tensor<3xbf16>, tensor<3xbf16>) -> tensor<f32>
+  return %0 : tensor<f32>
+}
+)mlir", {lit<bf16>(pb, {3}), lit<bf16>(qb, {3})});
+  double dot = 0;
+  for (int k = 0; k < 3; ++k) dot += double(float(pb[k])) * double(float(qb[k]));  // exact: 16-bit products, few terms
+  CHECK(mixed[0] == lit<float>({float(dot)}, {}));
+
+  // f32 x f32 -> bf16: computed in f32 and rounded once to bf16.
+  auto narrow = run_text(R"mlir(
+func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<bf16> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [0] x [0] : (tensor<2xf32>, tensor<2xf32>) -> tensor<bf16>
+  return %0 : tensor<bf16>
+}
+)mlir", {lit<float>({1.0f, 0x1p-9f}, {2}), lit<float>({1.0f, 1.5f}, {2})});
+  CHECK(narrow[0] == lit<bf16>({bf16(1.0f + 1.5f * 0x1p-9f)}, {}));
+
+  // A 1-D convolution i8 x i8 -> i32 over two taps and two input features.
+  const std::vector<std::int8_t> x8 = {100, -100, 120, 50, -128, 127, 90, -90}, w8 = {101, -102, 125, 126};
+  std::vector<std::int32_t> conv_want(3, 0);
+  for (int o = 0; o < 3; ++o)
+    for (int t = 0; t < 2; ++t)
+      for (int f = 0; f < 2; ++f) conv_want[o] += std::int32_t{x8[(o + t) * 2 + f]} * std::int32_t{w8[t * 2 + f]};
+  auto conv = run_text(R"mlir(
+func.func @main(%x: tensor<1x4x2xi8>, %w: tensor<2x2x1xi8>) -> tensor<1x3x1xi32> {
+  %0 = stablehlo.convolution(%x, %w) dim_numbers = [b, 0, f]x[0, i, o]->[b, 0, f], window = {stride = [1], pad = [[0, 0]], lhs_dilate = [1], rhs_dilate = [1]} {batch_group_count = 1 : i64, feature_group_count = 1 : i64} : (tensor<1x4x2xi8>, tensor<2x2x1xi8>) -> tensor<1x3x1xi32>
+  return %0 : tensor<1x3x1xi32>
+}
+)mlir", {lit<std::int8_t>(x8, {1, 4, 2}), lit<std::int8_t>(w8, {2, 2, 1})});
+  CHECK(conv[0] == lit<std::int32_t>(conv_want, {1, 3, 1}));
+
+  // Refused: an integer result of floats, a pred result of numbers.
+  check_error(parse_stablehlo(R"mlir(
+func.func @main(%a: tensor<2xf32>, %b: tensor<2xf32>) -> tensor<i32> {
+  %0 = stablehlo.dot_general %a, %b, contracting_dims = [0] x [0] : (tensor<2xf32>, tensor<2xf32>) -> tensor<i32>
+  return %0 : tensor<i32>
+}
+)mlir"), StatusCode::kUnimplemented, "stablehlo.dot_general of f32 and f32 operands with an i32 result");
+  check_error(parse_stablehlo(R"mlir(
+func.func @main(%a: tensor<2xi32>, %b: tensor<2xi32>) -> tensor<i1> {
+  %0 = "stablehlo.dot"(%a, %b) : (tensor<2xi32>, tensor<2xi32>) -> tensor<i1>
+  return %0 : tensor<i1>
+}
+)mlir"), StatusCode::kUnimplemented, "stablehlo.dot of i32 and i32 operands with an i1 result");
+}
+
 }  // namespace
 
 }  // namespace stablehlo_exports_test

@@ -94,21 +94,27 @@ Literal random_literal(std::mt19937_64& rng, const Shape& s, double lo, double h
   return l;
 }
 
-/// The outputs of `g` on `args` on a fresh one-device CPU client (two threads); compiling and
-/// running must succeed.
-inline std::vector<Literal> run_on_cpu(const Graph& g, const std::vector<Literal>& args) {
-  auto client = cpu::Client<>::create({.device_count = 1, .thread_count = 2}).value();
-  auto exe = client->compile(g);
+/// The outputs of `g` compiled with `options` on `client` and run on `args` on its first
+/// device; compiling and running must succeed.
+template <class C>
+std::vector<Literal> run_on(C& client, const Graph& g, const std::vector<Literal>& args, cpu::CompileOptions options = {}) {
+  auto exe = client.compile(g, options);
   REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
-  std::vector<cpu::Client<>::buffer_type> buffers;
-  std::vector<cpu::Client<>::buffer_type*> pointers;
-  for (const Literal& a : args) buffers.push_back(client->buffer_from_literal(a).value());
+  std::vector<typename C::buffer_type> buffers;
+  std::vector<typename C::buffer_type*> pointers;
+  for (const Literal& a : args) buffers.push_back(client.buffer_from_literal(a).value());
   for (auto& b : buffers) pointers.push_back(&b);
-  auto out = exe->execute_sharded(pointers, client->devices()[0]);
+  auto out = exe->execute_sharded(pointers, client.devices()[0]);
   REQUIRE_MESSAGE(out.ok(), out.status().to_string());
   std::vector<Literal> literals;
   for (auto& o : *out) literals.push_back(o.to_literal().await().value());
   return literals;
+}
+
+/// Compiles `g` on a fresh two-thread CPU client and runs it on `args`.
+inline std::vector<Literal> run_on_cpu(const Graph& g, const std::vector<Literal>& args) {
+  auto client = cpu::Client<>::create({.device_count = 1, .thread_count = 2}).value();
+  return run_on(*client, g, args);
 }
 
 /// Options for an execute that returns only when its outputs are ready.

@@ -13,16 +13,5 @@
 // Without the macro nothing changes: every translation unit compiles what it uses, inline, and
 // this header only instantiates the classes once more (harmless, and no saving).
 
-#include "pjrt_lite/backends/cpu/detail/compiler.hpp"  // the non-inline definition of compile_program
-#include "pjrt_lite/backends/cpu/detail/executable_impl.hpp"  // the executable's members, Client::compile
-#include "pjrt_lite/backends/reference/eval_node.hpp"  // and of the reference interpreter's eval_node
-#include "pjrt_lite/ir/detail/infer_shapes.hpp"       // shape inference
-#include "pjrt_lite/ir/detail/verify_graph.hpp"       // and graph verification
-#include "pjrt_lite/cpu.hpp"
-
-namespace pjrt_lite::inline v0_1::cpu {
-template class Client<ThreadPool>;
-template class Client<InlineExecutor>;
-template class LoadedExecutable<ThreadPool>;
-template class LoadedExecutable<InlineExecutor>;
-}  // namespace pjrt_lite::cpu
+#include "pjrt_lite/backends/cpu/detail/instantiate_kernels.hpp"  // IWYU pragma: export
+#include "pjrt_lite/backends/cpu/detail/linalg_kernel.hpp"        // make_linalg_kernel, defined once

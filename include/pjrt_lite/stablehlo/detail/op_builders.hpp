@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
@@ -21,6 +22,7 @@
 #include "pjrt_lite/stablehlo/detail/op_attributes.hpp"
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
+#include "pjrt_lite/stablehlo/types.hpp"
 
 namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
@@ -54,17 +56,67 @@ inline StatusOr<OpResult> build_node(Context& ctx, const OpSyntax& op, OpParts& 
   return out;
 }
 
-/// stablehlo.dot: dot_general contracting lhs's last dimension with rhs's first.
-inline StatusOr<OpResult> build_dot(Context& ctx, const OpSyntax& op, OpParts& p) {
-  if (find_attr(p.attrs, "algorithm"))
-    return unsupported_at(p.pos, "stablehlo.dot with an algorithm");
+/// Whether every value of `from` is a value of `to` (float and complex types only).
+constexpr bool converts_exactly(DType from, DType to) {
+  if (from == to) return true;
+  auto width = [](DType t) { return t == DType::kF64 || t == DType::kC128 ? 64 : t == DType::kF32 || t == DType::kC64 ? 32 : 16; };
+  if (is_complex(from) && !is_complex(to)) return false;
+  // f16 and bf16 hold different values; each converts exactly to f32 and wider.
+  return width(to) > width(from) || (width(to) == width(from) && width(to) > 16 && is_complex(to));
+}
+
+/// The element type a dot_general, dot or convolution computes in. The spec lets the result's
+/// element type differ from the operands' (i8 x i8 -> i32, bf16 x bf16 -> f32, f32 x f32 ->
+/// f64): the products and their sum are then taken in the result's type, as XLA does, so an
+/// integer product wraps only in the result's width. A floating result that cannot hold an
+/// operand's values exactly (f32 x f32 -> bf16) computes in f32 or f64 and rounds once at
+/// the end. Integer results of inexact operands, and pred results of numbers, are refused.
+inline StatusOr<DType> product_type(DType lhs, DType rhs, DType result, std::string_view op, SourcePos pos) {
+  if (lhs == result && rhs == result) return result;
+  const auto refuse = [&] {
+    return unsupported_at(pos, str_cat(op, " of ", element_type_name(lhs), " and ", element_type_name(rhs),
+                                       " operands with an ", element_type_name(result), " result"));
+  };
+  if (is_pred(result) || (is_integral(result) && (is_inexact(lhs) || is_inexact(rhs)))) return refuse();
+  if (is_integral(result)) return result;
+  DType compute = result;
+  for (DType t : {lhs, rhs}) {
+    if (!is_inexact(t) || converts_exactly(t, compute)) continue;
+    if (is_complex(t) && !is_complex(compute)) return refuse();
+    compute = is_complex(compute) ? DType::kC128 : t == DType::kF64 ? DType::kF64 : std::max(compute, DType::kF32);
+    if (!converts_exactly(t, compute)) compute = is_complex(compute) ? DType::kC128 : DType::kF64;
+  }
+  return compute;
+}
+
+/// dot_general, dot and convolution: one node, whose operands convert first when the declared
+/// result's element type is not theirs (product_type says to what), and whose result then
+/// converts to the declared type if it computed in another. A stablehlo.dot contracts lhs's
+/// last dimension with rhs's first.
+inline StatusOr<OpResult> build_product(Context& ctx, const OpSyntax& op, OpParts& p) {
+  if (!p.regions.empty()) return error_at(p.pos, str_cat(op.name, " takes no regions"));
+  if (op.attributes == nullptr && find_attr(p.attrs, "algorithm"))
+    return unsupported_at(p.pos, str_cat(op.name, " with an algorithm"));
   PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                              declared_types(ctx, p.type, p.operands, op.type_rule, op.name, p.pos));
   if (p.operands.size() != 2) return error_at(p.pos, str_cat(op.name, " takes 2 operands"));
+  if (declared.size() != 1) return error_at(p.pos, str_cat(op.name, " has one result"));
   PJRT_LITE_ASSIGN_OR_RETURN(Shape lhs, ctx.b.shape(p.operands[0]));
-  DotDimensionNumbers dn{{}, {}, {lhs.rank() - 1}, {0}};
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape rhs, ctx.b.shape(p.operands[1]));
+  Attributes attrs = DotDimensionNumbers{{}, {}, {lhs.rank() - 1}, {0}};
+  if (op.attributes != nullptr) {
+    PJRT_LITE_ASSIGN_OR_RETURN(attrs, op.attributes(ctx, op, p));
+  }
+  const DType result = declared[0].dtype();
+  PJRT_LITE_ASSIGN_OR_RETURN(DType compute, product_type(lhs.dtype(), rhs.dtype(), result, op.name, p.pos));
+  std::vector<Value> operands = p.operands;
+  for (Value& v : operands) {
+    PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(v));
+    if (s.dtype() != compute) v = ctx.b.convert(v, compute);
+  }
   OpResult out;
-  out.values = ctx.b.op(OpCode::kDotGeneral, p.operands, std::move(dn));
+  out.values = ctx.b.op(op.code, operands, std::move(attrs));
+  if (compute != result && out.values.size() == 1) out.values[0] = ctx.b.convert(out.values[0], result);
   PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, op.name, p.pos));
   return out;
 }

@@ -23,7 +23,7 @@
 #include "pjrt_lite/backends/cpu/detail/gather_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/kernel_builds.hpp"
 #include "pjrt_lite/backends/cpu/detail/kernels.hpp"
-#include "pjrt_lite/backends/cpu/detail/linalg_kernel.hpp"
+#include "pjrt_lite/backends/cpu/detail/linalg_factory.hpp"
 #include "pjrt_lite/backends/cpu/detail/program.hpp"
 #include "pjrt_lite/backends/cpu/detail/reduce_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/rng_bit_generator_kernel.hpp"
@@ -953,7 +953,10 @@ class Compiler {
         } else {
           std::vector<Shape> operand_shapes;
           for (const Value& v : n.operands) operand_shapes.push_back(g_.shape(v));
-          k = std::make_unique<LinalgKernel>(operand_shapes, n.results, la, reads, dsts);
+          k = make_linalg_kernel(operand_shapes, n.results, la, reads, dsts);
+          if (k == nullptr)
+            return unimplemented_error(str_cat("cpu: ", text, ": this program was built with "
+                                               "PJRT_LITE_CPU_NO_LINALG_KERNELS, which leaves the linalg kernels out"));
         }
         k->text = text;
         add_kernel(std::move(k), reads, dsts);

@@ -29,7 +29,9 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Cholesky>
@@ -40,6 +42,7 @@
 #include <Eigen/SVD>
 
 #include "pjrt_lite/backends/cpu/detail/kernels.hpp"
+#include "pjrt_lite/backends/cpu/detail/linalg_factory.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
@@ -549,5 +552,16 @@ class LinalgKernel final : public Kernel {
   std::int64_t tau_len_ = 0;  // orgqr, ormqr: k, the length of tau
   std::int64_t c_rows_ = 0, c_cols_ = 0;  // ormqr: c's matrix
 };
+
+#if defined(PJRT_LITE_CPU_EXTERN_KERNELS) || defined(PJRT_LITE_KERNEL_BUILD_ENTRY) || \
+    !defined(PJRT_LITE_CPU_NO_LINALG_KERNELS)
+PJRT_LITE_LINALG_KERNELS_ONCE std::unique_ptr<Kernel> make_linalg_kernel(const std::vector<Shape>& operands,
+                                                                         std::vector<Shape> results,
+                                                                         const LinalgAttrs& attrs,
+                                                                         std::vector<std::int32_t> reads,
+                                                                         std::vector<std::int32_t> dsts) {
+  return std::make_unique<LinalgKernel>(operands, std::move(results), attrs, std::move(reads), std::move(dsts));
+}
+#endif
 
 }  // namespace pjrt_lite::cpu::detail
