@@ -454,7 +454,7 @@ TEST_CASE("control flow: vmap of cond, switch_, loops and scan equals per-elemen
   };
   // A batched while predicate: elements stop after different numbers of turns.
   auto h = [](Tensor x) {
-    return while_loop([](const Tensor& v) { return v < 50.0; }, [](const Tensor& v) { return v * 3.0; }, x);
+    return while_loop([](const Tensor& v) { return abs(v) < 50.0; }, [](const Tensor& v) { return v * 3.0; }, x);
   };
   auto s = [](Tensor x) {
     return scan([](const Tensor& c, const Tensor& r) { return std::pair{c * r, c + r}; }, x,
