@@ -446,7 +446,7 @@ TEST_CASE("batching: ops without a rule unroll, and bad inputs are statuses") {
   CHECK(batch_graph(g, {true, false}, -1).status().code() == StatusCode::kInvalidArgument);
 }
 
-TEST_CASE("autodiff: jvp carries tangents through while, case and if, and vjp is UNIMPLEMENTED") {
+TEST_CASE("autodiff: jvp carries tangents through while, case and if, and vjp transposes them") {
   // f(x, y) = (x * 2^3) * y by a loop that doubles x three times.
   GraphBuilder cb("cond");
   Value ci = cb.parameter(Shape(DType::kS32, {}));
@@ -472,10 +472,12 @@ TEST_CASE("autodiff: jvp carries tangents through while, case and if, and vjp is
   out = evaluate_ok(*both, {Literal::scalar(xv), Literal::scalar(yv), Literal::scalar(0.5), Literal::scalar(2.0)});
   CHECK(out[1].data<double>()[0] ==
         doctest::Approx(0.5 * 8 * std::pow(xv, 7) * yv + 2.0 * std::pow(xv, 8)).epsilon(1e-14));
-  // Reverse mode names the op.
+  // The loop runs a constant number of times (0 while < 3, step 1), so reverse mode
+  // transposes it: d/dx = 8 x^7 y.
   StatusOr<Graph> r = vjp_graph(g, {true, false});
-  CHECK(r.status().code() == StatusCode::kUnimplemented);
-  CHECK_MESSAGE(r.status().message().find("while") != std::string_view::npos, r.status().message());
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  out = evaluate_ok(*r, {Literal::scalar(xv), Literal::scalar(yv), Literal::scalar(1.0)});
+  CHECK(out.back().data<double>()[0] == doctest::Approx(8 * std::pow(xv, 7) * yv).epsilon(1e-14));
   // With respect to y only, the loop is a constant: d/dy (x^8 * y) = x^8 in reverse mode too.
   StatusOr<Graph> dy = vjp_graph(g, {false, true});
   REQUIRE_MESSAGE(dy.ok(), dy.status().to_string());
@@ -495,9 +497,16 @@ TEST_CASE("autodiff: jvp carries tangents through while, case and if, and vjp is
     CHECK(d[2] == Literal::vector<float>({0.5f * k + 0.25f, -1 * k + 0.25f, 2 * k + 0.25f}));
     CHECK(d[3] == Literal::scalar(std::int32_t{0}));  // zeros for the integer result
   }
+  // if: the transpose of branch k sends ct * k to x and sum(ct) to y.
   StatusOr<Graph> di = vjp_graph(testing::if_graph(), {false, true, true});
-  CHECK(di.status().code() == StatusCode::kUnimplemented);
-  CHECK(di.status().message().find("if") != std::string_view::npos);
+  REQUIRE_MESSAGE(di.ok(), di.status().to_string());
+  for (bool pred : {true, false}) {
+    const std::vector<Literal> d = evaluate_ok(
+        *di, {Literal::scalar(pred), xs, Literal::scalar(1.0f), Literal::vector<float>({1, -2, 0.5f})});
+    const float k = pred ? 1.0f : 2.0f;
+    CHECK(d[2] == Literal::vector<float>({k, -2 * k, 0.5f * k}));
+    CHECK(d[3] == Literal::scalar(-0.5f));
+  }
 }
 
 TEST_CASE("batching: while, case and if unroll over the batch and equal per-element runs") {

@@ -30,6 +30,7 @@
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/shape_inference.hpp"
 #include "pjrt_lite/ir/verifier.hpp"
+#include "pjrt_lite/transforms/detail/control_flow_rules.hpp"
 #include "pjrt_lite/transforms/detail/jvp_rules.hpp"
 #include "pjrt_lite/transforms/detail/linearizer.hpp"
 
@@ -45,7 +46,8 @@ class JvpRules {
   using Lin = Linearizer::Lin;
   static constexpr Lin kZero = Linearizer::kZero;
 
-  JvpRules(GraphBuilder& b, Linearizer& l) : b_(b), l_(l) {}
+  /// `g` is the graph being differentiated (reverse mode reads its constants).
+  JvpRules(const Graph& g, GraphBuilder& b, Linearizer& l) : g_(g), b_(b), l_(l) {}
 
   Status apply(const Node& n, const std::vector<Value>& p, const std::vector<Lin>& t,
                std::vector<Value>& y, std::vector<Lin>& ty) {
@@ -78,13 +80,11 @@ class JvpRules {
 
   /// while, case and if in forward mode: the op again, its regions replaced by their jvps,
   /// carrying a tangent next to each floating-point or complex value the regions take and
-  /// return (a loop carries its tangents from turn to turn). Reverse mode would need the
-  /// transpose of a loop: UNIMPLEMENTED.
+  /// return (a loop carries its tangents from turn to turn). Reverse mode: see
+  /// detail/control_flow_rules.hpp.
   Status control_flow(const Node& n, const std::vector<Value>& p, const std::vector<Lin>& t,
                       std::vector<Value>& y, std::vector<Lin>& ty) {
-    if (!l_.forward())
-      return unimplemented_error(str_cat("autodiff: ", op_name(n.op),
-                                         " has no reverse-mode rule (forward mode, jvp, has one)"));
+    if (!l_.forward()) return ControlFlowTranspose(b_, l_).apply(g_, n, p, t, y, ty);
     const bool is_while = n.op == OpCode::kWhile;
     std::vector<bool> wrt;  // per value the regions take
     std::vector<Value> operands = p;
@@ -439,6 +439,7 @@ class JvpRules {
         "; a traced initial value only for sum)"));
   }
 
+  const Graph& g_;
   GraphBuilder& b_;
   Linearizer& l_;
 };
@@ -452,7 +453,7 @@ inline StatusOr<Graph> differentiate(const Graph& g, const std::vector<bool>& wr
                                           " parameters of '", g.name(), "'"));
   GraphBuilder b(str_cat(g.name(), forward ? "_jvp" : "_vjp"));
   Linearizer lin(b, forward);
-  JvpRules rules(b, lin);
+  JvpRules rules(g, b, lin);
   std::vector<std::vector<Value>> primal(static_cast<std::size_t>(g.num_nodes()));
   std::vector<std::vector<Linearizer::Lin>> tangent(primal.size());
   std::vector<Linearizer::Lin> inputs;

@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -119,16 +121,67 @@ class Linearizer {
                  ReduceAttrs{std::move(dims)});
   }
 
+  /// Transposes a linear map with several results: given one cotangent per result (zeros
+  /// for the results nothing reached), returns one per linear operand, emitted in the builder.
+  using MultiTranspose = std::function<std::vector<Value>(const std::vector<Value>&)>;
+
+  /// Reverse mode only: a linear map of the tangents `operands` (none kZero) with results
+  /// of `result_shapes`, whose transpose is `transpose` (a program of its own, as the
+  /// transpose of a case or a loop is); one tangent per result. `op` names it in errors.
+  std::vector<Lin> apply_multi(OpCode op, const std::vector<Lin>& operands,
+                               const std::vector<Shape>& result_shapes, MultiTranspose transpose) {
+    if (forward_) {
+      fail(internal_error("autodiff: apply_multi in forward mode"));
+      return std::vector<Lin>(result_shapes.size(), kZero);
+    }
+    std::vector<Operand> ops;
+    for (Lin l : operands) ops.push_back(lin(l));
+    const Lin h = push(Entry{op, NoAttrs{}, std::move(ops), Shape(), Value{}, {}, 0, std::nullopt});
+    multi_heads_[h] = Multi{std::move(transpose), result_shapes};
+    std::vector<Lin> out;
+    for (std::size_t r = 0; r < result_shapes.size(); ++r) {
+      out.push_back(push(Entry{op, NoAttrs{}, {}, result_shapes[r], Value{}, {}, r, std::nullopt}));
+      multi_parts_[out.back()] = h;
+    }
+    return out;
+  }
+
   /// The cotangents of the inputs `inputs`, given those of the tangents `outputs`: the
   /// transposed tape. Inputs that nothing reaches get zeros.
   std::vector<Value> transpose(const std::vector<std::pair<Lin, Value>>& outputs,
                                const std::vector<Lin>& inputs) {
     ct_.assign(entries_.size(), Value{});
+    part_ct_.assign(entries_.size(), {});
     for (const auto& [l, ct] : outputs)
       if (l != kZero) accumulate(l, ct);
-    for (std::size_t i = entries_.size(); i-- > 0 && b_.ok();) {
-      if (!ct_[i].valid() || entries_[i].op == OpCode::kParameter) continue;
-      transpose_entry(entries_[i], ct_[i]);
+    for (std::size_t i = entries_.size(); i-- > 0 && b_.ok() && status_.ok();) {
+      const Entry& e = entries_[i];
+      const Lin li = static_cast<Lin>(i);
+      if (auto m = multi_heads_.find(li); m != multi_heads_.end()) {
+        // Every part comes after its head on the tape, so all are transposed by now.
+        std::vector<Value>& cts = part_ct_[i];
+        if (cts.empty()) continue;
+        cts.resize(m->second.result_shapes.size());
+        for (std::size_t r = 0; r < cts.size(); ++r)
+          if (!cts[r].valid()) cts[r] = zeros(m->second.result_shapes[r]);
+        const std::vector<Value> out = m->second.transpose(cts);
+        if (out.size() != e.operands.size()) {
+          fail(internal_error(str_cat("autodiff: the transpose of ", op_name(e.op), " returned ",
+                                      out.size(), " cotangents for ", e.operands.size(),
+                                      " operands")));
+          break;
+        }
+        for (std::size_t k = 0; k < out.size(); ++k) send(e.operands[k], out[k]);
+        continue;
+      }
+      if (!ct_[i].valid() || e.op == OpCode::kParameter) continue;
+      if (auto h = multi_parts_.find(li); h != multi_parts_.end()) {
+        std::vector<Value>& cts = part_ct_[static_cast<std::size_t>(h->second)];
+        if (cts.size() <= e.result) cts.resize(e.result + 1);
+        cts[e.result] = ct_[i];
+        continue;
+      }
+      transpose_entry(e, ct_[i]);
     }
     std::vector<Value> out;
     for (Lin l : inputs) {
@@ -164,6 +217,11 @@ class Linearizer {
     std::size_t result = 0;
     std::optional<Graph> chooser;
   };
+  // apply_multi's map: its head entry (its linear operands) and one entry per result.
+  struct Multi {
+    MultiTranspose transpose;
+    std::vector<Shape> result_shapes;
+  };
 
   Lin push(Entry e) {
     entries_.push_back(std::move(e));
@@ -195,6 +253,9 @@ class Linearizer {
   bool forward_;
   std::vector<Entry> entries_;
   std::vector<Value> ct_;
+  std::map<Lin, Multi> multi_heads_;
+  std::map<Lin, Lin> multi_parts_;           // result entry -> head entry
+  std::vector<std::vector<Value>> part_ct_;  // per apply_multi head: its results' cotangents
   Status status_;
 };
 
