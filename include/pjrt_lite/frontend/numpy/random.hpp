@@ -152,8 +152,9 @@ inline Tensor uniform(Tensor key, std::vector<std::int64_t> dims, DType dtype = 
     one_bits = bcast(Literal::scalar<std::uint64_t>(0x3FF0000000000000ull));
   }
   const Tensor floats = t->wrap(b.bitcast_convert(b.or_(mantissa, one_bits), dtype)) - 1.0;
-  const Tensor lo = np::full({}, minval, dtype);
-  return np::maximum(lo, floats * (maxval - minval) + minval);
+  // In dtype throughout, as JAX converts minval and maxval before the arithmetic.
+  const Tensor lo = np::full({}, minval, dtype), hi = np::full({}, maxval, dtype);
+  return np::maximum(lo, floats * (hi - lo) + lo);
 }
 
 /// jax.random.normal: standard normal numbers of `dims` and `dtype` (f32 or f64), as
