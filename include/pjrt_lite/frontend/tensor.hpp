@@ -14,12 +14,19 @@
 // transformation that opened the trace returns the error as a Status.
 //
 // This header gathers the pieces, by role: frontend/tracer.hpp (Tensor, Trace, promotion)
-// and frontend/numpy/ creation, shapes, elementwise, reductions, linalg and nn.
+// and frontend/numpy/ creation, shapes, elementwise, reductions, linalg, nn, lax (pad, flip,
+// dynamic slices, cumulative ops), convolution (and pooling), indexing (take, at), sorting
+// and random (jax.random's threefry keys, in pjrt_lite::random).
 
+#include "pjrt_lite/frontend/numpy/convolution.hpp"  // IWYU pragma: export
 #include "pjrt_lite/frontend/numpy/creation.hpp"     // IWYU pragma: export
 #include "pjrt_lite/frontend/numpy/elementwise.hpp"  // IWYU pragma: export
+#include "pjrt_lite/frontend/numpy/indexing.hpp"     // IWYU pragma: export
+#include "pjrt_lite/frontend/numpy/lax.hpp"          // IWYU pragma: export
 #include "pjrt_lite/frontend/numpy/linalg.hpp"       // IWYU pragma: export
 #include "pjrt_lite/frontend/numpy/nn.hpp"           // IWYU pragma: export
+#include "pjrt_lite/frontend/numpy/random.hpp"       // IWYU pragma: export
 #include "pjrt_lite/frontend/numpy/reductions.hpp"   // IWYU pragma: export
 #include "pjrt_lite/frontend/numpy/shapes.hpp"       // IWYU pragma: export
+#include "pjrt_lite/frontend/numpy/sorting.hpp"      // IWYU pragma: export
 #include "pjrt_lite/frontend/tracer.hpp"             // IWYU pragma: export
