@@ -176,8 +176,8 @@ TEST_CASE("frontend ops: one_hot against a loop, with out-of-range entries as ze
   check_error(error_of(*client, [](const Tensor& v) { return np::one_hot(v, 3); },
                        Literal::vector<double>({1.0})),
               StatusCode::kInvalidArgument, "one_hot: the indices must be integers");
-  check_error(error_of(*client, [](const Tensor& v) { return np::one_hot(v, 3, kF32, 2); }, il),
-              StatusCode::kInvalidArgument, "one_hot: axis 2 is out of range");
+  check_error(error_of(*client, [](const Tensor& v) { return np::one_hot(v, 3, kF32, 3); }, il),
+              StatusCode::kInvalidArgument, "one_hot: axis 3 is out of range");
 }
 
 // ---- pad, flip, dynamic slices, cumulative ops ----------------------------------------------
