@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "pjrt_lite/frontend/numpy/elementwise.hpp"
 #include "pjrt_lite/frontend/numpy/shapes.hpp"
 #include "pjrt_lite/frontend/tracer.hpp"
 
