@@ -166,6 +166,56 @@ void gemm_eigen(benchmark::State& state) {
       benchmark::Counter(2.0 * N * N * N, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// ---- gemm_int8_256 and gemm_int8_1024: s8 x s8 -> s32 matmul, as StableHLO's i8
+// dot_general with an i32 result arrives (converts, then the product); compare with
+// gemm_256/gemm_1024, the f32 product of the same size. The twin multiplies the same values
+// as int32 matrices in Eigen, one block of rows per thread.
+
+/// n x n values in [-128, 127], a fixed pattern per `seed`.
+inline Literal int8_matrix(std::int64_t n, int seed) {
+  Literal l(Shape(DType::kS8, {n, n}));
+  auto v = l.data<std::int8_t>();
+  for (std::int64_t i = 0; i < n * n; ++i) v[static_cast<std::size_t>(i)] = static_cast<std::int8_t>((i * (2 * seed + 7) + seed) % 256 - 128);
+  return l;
+}
+
+using IntMatrix = Eigen::Matrix<std::int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+using Int8Map = Eigen::Map<const Eigen::Matrix<std::int8_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
+
+template <std::int64_t N>
+void gemm_int8_pjrt_lite(benchmark::State& state) {
+  GraphBuilder b("gemm_int8");
+  Value x = b.parameter(Shape(DType::kS8, {N, N}));
+  Value y = b.parameter(Shape(DType::kS8, {N, N}));
+  const Literal av = int8_matrix(N, 1), bv = int8_matrix(N, 2);
+  Program<cpu::ThreadPool> p(take(b.build({b.dot(b.convert(x, DType::kS32), b.convert(y, DType::kS32))}), "build"), {av, bv});
+  for (auto _ : state) p.run();
+  state.counters["ops"] = benchmark::Counter(2.0 * N * N * N, benchmark::Counter::kIsIterationInvariantRate);
+  const IntMatrix want = Int8Map(av.data<std::int8_t>().data(), N, N).cast<std::int32_t>() *
+                         Int8Map(bv.data<std::int8_t>().data(), N, N).cast<std::int32_t>();
+  const Literal got = p.output_literal(0);
+  if (!std::equal(want.data(), want.data() + N * N, got.data<std::int32_t>().begin()))
+    state.SkipWithError("gemm_int8: the product differs from Eigen's");
+}
+
+template <std::int64_t N>
+void gemm_int8_eigen(benchmark::State& state) {
+  const Literal av = int8_matrix(N, 1), bv = int8_matrix(N, 2);
+  IntMatrix out(N, N), a(N, N), b(N, N);
+  for (auto _ : state) {
+    twin_parallel(N, kThreads, [&](std::int64_t r0, std::int64_t r1) {
+      a.middleRows(r0, r1 - r0) = Int8Map(av.data<std::int8_t>().data() + r0 * N, r1 - r0, N).cast<std::int32_t>();
+      b.middleRows(r0, r1 - r0) = Int8Map(bv.data<std::int8_t>().data() + r0 * N, r1 - r0, N).cast<std::int32_t>();
+    });
+    twin_parallel(N, kThreads, [&](std::int64_t r0, std::int64_t r1) {
+      out.middleRows(r0, r1 - r0).noalias() = a.middleRows(r0, r1 - r0) * b;
+    });
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["ops"] = benchmark::Counter(2.0 * N * N * N, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // ---- mlp_b1 and mlp_b256: a 64-256-256-8 MLP, tanh after the hidden layers.
 
 /// The MLP's forward pass on a [batch, 64] input; parameters x, w1, b1, w2, b2, w3, b3.
@@ -497,6 +547,8 @@ void register_core_workloads() {
   add_workload("chain_16M", chain_16M_pjrt_lite, chain_16M_eigen, kMillisecond);
   add_workload("gemm_256", gemm_pjrt_lite<256>, gemm_eigen<256>, kMicrosecond);
   add_workload("gemm_1024", gemm_pjrt_lite<1024>, gemm_eigen<1024>, kMillisecond);
+  add_workload("gemm_int8_256", gemm_int8_pjrt_lite<256>, gemm_int8_eigen<256>, kMicrosecond);
+  add_workload("gemm_int8_1024", gemm_int8_pjrt_lite<1024>, gemm_int8_eigen<1024>, kMillisecond);
   add_workload("mlp_b1", mlp_b1_pjrt_lite, mlp_b1_eigen, kMicrosecond);
   add_workload("mlp_b256", mlp_b256_pjrt_lite, mlp_b256_eigen, kMicrosecond);
   add_workload("mlp_grad_b256", mlp_grad_b256_pjrt_lite, mlp_grad_b256_eigen, kMicrosecond);

@@ -91,6 +91,12 @@ class Program {
     exe_.emplace(take(client_->compile(stablehlo_text), "compile StableHLO"));
     set_up(args, dims, mode);
   }
+  /// From a graph and arguments of any element type.
+  Program(const Graph& graph, const std::vector<Literal>& args) : client_(make_client<E>()) {
+    exe_.emplace(take(client_->compile(graph), "compile"));
+    for (const Literal& a : args) args_.push_back(take(client_->buffer_from_literal(a), "upload"));
+    finish_set_up(ExecutionMode::kSynchronous);
+  }
   Program(GraphBuilder& b, const std::vector<Value>& outputs,
           const std::vector<std::vector<float>>& args,
           const std::vector<std::vector<std::int64_t>>& dims,
@@ -112,6 +118,8 @@ class Program {
     const auto* p = static_cast<const float*>(l.untyped_data());
     return std::vector<float>(p, p + l.shape().element_count());
   }
+  /// Output `j` of the last run as a literal.
+  Literal output_literal(std::size_t j) { return take(results_[j].to_literal().await(), "to_literal"); }
 
  private:
   void set_up(const std::vector<std::vector<float>>& args,
@@ -119,6 +127,9 @@ class Program {
     for (std::size_t i = 0; i < args.size(); ++i)
       args_.push_back(take(
           client_->buffer_from_host_buffer(std::span<const float>(args[i]), dims[i]), "upload"));
+    finish_set_up(mode);
+  }
+  void finish_set_up(ExecutionMode mode) {
     for (auto& a : args_) arg_ptrs_.push_back(&a);
     options_.mode = mode;
     run();  // warm-up: fills the pools and the run-state cache

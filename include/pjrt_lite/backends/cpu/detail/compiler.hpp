@@ -4,6 +4,7 @@
 // give every array a slot, plan the arena, and emit kernels. The result is a Program.
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -60,6 +61,7 @@ class Compiler {
     for (Value p : g_.parameters()) program_->parameter_shapes.push_back(g_.shape(p));
     for (Value o : g_.outputs()) program_->output_shapes.push_back(g_.shape(o));
     find_users();
+    find_int8_products();
     form_row_groups();
     form_groups();
     assign_slots();
@@ -87,6 +89,35 @@ class Compiler {
     for (std::int64_t i = 0; i < g_.num_nodes(); ++i)
       for (Value v : g_.node(i).operands) users_[static_cast<std::size_t>(id(v))].push_back(i);
     for (Value v : g_.outputs()) is_output_[static_cast<std::size_t>(id(v))] = true;
+  }
+
+  // ---- Products of 8-bit integers. A dot_general of 32-bit integers whose operands are both
+  // converts from 8-bit integers (how StableHLO's i8 x i8 -> i32 products arrive) reads the
+  // 8-bit values themselves and multiplies them in Int8Gemm: the same bits, since each
+  // convert only sign- or zero-extends. A convert that nothing else reads is absorbed: it
+  // has no slot and no kernel.
+  void find_int8_products() {
+    int8_product_.assign(static_cast<std::size_t>(g_.num_nodes()), false);
+    absorbed_.assign(static_cast<std::size_t>(g_.num_nodes()), false);
+    auto eight_bit = [&](Value v) {
+      const Node& p = g_.node(v);
+      if (p.op != OpCode::kConvert) return false;
+      const DType from = g_.shape(p.operands[0]).dtype();
+      return from == DType::kS8 || from == DType::kU8;
+    };
+    for (std::int64_t i = 0; i < g_.num_nodes(); ++i) {
+      const Node& n = g_.node(i);
+      const DType t = n.op == OpCode::kDotGeneral ? n.shape().dtype() : DType::kInvalid;
+      if ((t == DType::kS32 || t == DType::kU32) && eight_bit(n.operands[0]) && eight_bit(n.operands[1]))
+        int8_product_[static_cast<std::size_t>(i)] = true;
+    }
+    for (std::int64_t i = 0; i < g_.num_nodes(); ++i) {
+      const Value v{static_cast<std::int32_t>(i), 0, 0};
+      if (g_.node(i).op != OpCode::kConvert || is_output_[static_cast<std::size_t>(id(v))]) continue;
+      const auto& users = users_[static_cast<std::size_t>(id(v))];
+      absorbed_[static_cast<std::size_t>(i)] =
+          !users.empty() && std::all_of(users.begin(), users.end(), [&](std::int64_t u) { return int8_product_[static_cast<std::size_t>(u)]; });
+    }
   }
 
   /// Element-wise ops and broadcasts of a scalar or a vector along a block of consecutive
@@ -157,7 +188,7 @@ class Compiler {
   /// What node `i` would be in row group `g`.
   RowRole row_role(std::int64_t i, const RowGroup& g) const {
     const Node& n = g_.node(i);
-    if (n.results.size() != 1) return RowRole::kNone;
+    if (n.results.size() != 1 || absorbed_[static_cast<std::size_t>(i)]) return RowRole::kNone;
     const auto dims = n.shape().dims();
     const bool full = std::equal(dims.begin(), dims.end(), g.full.begin(), g.full.end());
     const bool per_row = std::equal(dims.begin(), dims.end(), g.rows.begin(), g.rows.end());
@@ -263,7 +294,7 @@ class Compiler {
     for (std::int64_t i = 0; i < g_.num_nodes(); ++i) {
       const Node& n = g_.node(i);
       std::int32_t join = -1;
-      const bool fuses = fusible(n) && row_group_of_[static_cast<std::size_t>(i)] < 0;
+      const bool fuses = fusible(n) && row_group_of_[static_cast<std::size_t>(i)] < 0 && !absorbed_[static_cast<std::size_t>(i)];
       if (fuses && options_.fuse) {
         for (Value v : n.operands) {
           const std::int32_t gid = group_of_[static_cast<std::size_t>(v.node)];
@@ -361,6 +392,8 @@ class Compiler {
           program_->slots[static_cast<std::size_t>(slot)].constant = n.attr<ConstantAttrs>().value.get();
         } else if (is_alias(n)) {
           slot = value_slot_[static_cast<std::size_t>(id(n.operands[0]))];  // same bytes, new type
+        } else if (absorbed_[static_cast<std::size_t>(i)]) {
+          // read by 8-bit products only, which read its operand instead
         } else if (materialized(v)) {
           slot = add_slot(SlotKind::kTemp, n.shape(r));
         }
@@ -392,7 +425,7 @@ class Compiler {
           program_->node_kernel[static_cast<std::size_t>(m)] = static_cast<std::int32_t>(program_->kernels.size() - 1);
         continue;
       }
-      if (n.op == OpCode::kParameter || n.op == OpCode::kConstant) continue;
+      if (n.op == OpCode::kParameter || n.op == OpCode::kConstant || absorbed_[static_cast<std::size_t>(i)]) continue;
       Value v0{static_cast<std::int32_t>(i), 0, 0};
       if (is_alias(n)) {
         // An alias of its operand, except when it is an output with memory of its own.
@@ -823,8 +856,14 @@ class Compiler {
         return ok_status();
       }
       case OpCode::kDotGeneral: {
-        auto k = std::make_unique<DotKernel>(g_.shape(n.operands[0]), g_.shape(n.operands[1]), n.attr<DotDimensionNumbers>(),
-                                             max_workers_, reads[0], reads[1], dst);
+        std::array<Value, 2> operands = {n.operands[0], n.operands[1]};
+        if (int8_product_[static_cast<std::size_t>(i)]) {
+          for (Value& v : operands) v = g_.node(v).operands[0];  // the 8-bit values the converts read
+          reads = {slot_of(operands[0]), slot_of(operands[1])};
+          text = str_cat("$", dst, " = dot_general(8-bit $", reads[0], ", $", reads[1], ") : ", out);
+        }
+        auto k = std::make_unique<DotKernel>(g_.shape(operands[0]), g_.shape(operands[1]), n.attr<DotDimensionNumbers>(),
+                                             max_workers_, reads[0], reads[1], dst, out.dtype());
         k->text = text;
         add_kernel(std::move(k), reads, {dst});
         return ok_status();
@@ -1183,6 +1222,8 @@ class Compiler {
   std::shared_ptr<Program> program_;
   std::vector<std::int64_t> value_base_;
   std::vector<std::vector<std::int64_t>> users_;
+  std::vector<bool> int8_product_;  // per node: a dot_general that multiplies 8-bit integers
+  std::vector<bool> absorbed_;      // per node: a convert only such products read
   std::vector<bool> is_output_;
   std::vector<std::int32_t> value_slot_;
   std::vector<std::int32_t> group_of_;

@@ -2,7 +2,9 @@
 // IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // dot_general on the CPU: operands are brought to [batch, M, K] and [batch, K, N] (a strided
 // copy into scratch only when their layout is not already that), then each batch is one
-// Eigen GEMM, its rows split across the client's threads when the product is large.
+// Eigen GEMM, its rows split across the client's threads when the product is large. 8-bit
+// integer operands with a 32-bit integer result (the compiler's 8-bit products) multiply in
+// Int8Gemm instead.
 
 #include <complex>
 #include <cstdint>
@@ -15,6 +17,7 @@
 #include <Eigen/Core>
 
 #include "pjrt_lite/backends/cpu/detail/gemm.hpp"
+#include "pjrt_lite/backends/cpu/detail/int8_gemm.hpp"
 #include "pjrt_lite/backends/cpu/detail/kernels.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
@@ -24,10 +27,15 @@ namespace pjrt_lite::inline v0_1::cpu::detail {
 class DotKernel final : public Kernel {
  public:
   /// Plans the product of `lhs` and `rhs` with `dims` on up to `workers` threads; the result
-  /// is batch + lhs free + rhs free, row-major.
+  /// is batch + lhs free + rhs free, row-major, of the operands' type, or of `result` when
+  /// the operands are 8-bit integers and `result` a 32-bit integer type.
   DotKernel(const Shape& lhs, const Shape& rhs, const DotDimensionNumbers& dims, int workers, std::int32_t lhs_slot,
-            std::int32_t rhs_slot, std::int32_t dst_slot)
+            std::int32_t rhs_slot, std::int32_t dst_slot, DType result = DType::kInvalid)
       : dtype_(lhs.dtype()), lhs_slot_(lhs_slot), rhs_slot_(rhs_slot), dst_slot_(dst_slot) {
+    const auto eight_bit = [](DType t) { return t == DType::kS8 || t == DType::kU8; };
+    int8_ = eight_bit(lhs.dtype()) && eight_bit(rhs.dtype()) && (result == DType::kS32 || result == DType::kU32);
+    lhs_signed_ = lhs.dtype() == DType::kS8;
+    rhs_signed_ = rhs.dtype() == DType::kS8;
     std::vector<std::int64_t> lhs_order = dims.lhs_batching_dimensions;
     std::vector<std::int64_t> rhs_order = dims.rhs_batching_dimensions;
     for (std::int64_t d : dims.lhs_batching_dimensions) batch_ *= lhs.dim(d);
@@ -51,7 +59,7 @@ class DotKernel final : public Kernel {
     // for the left, [batch, N, K] for the right: the products of a backward pass) go to
     // Eigen's GEMM as transposed maps, which its packing reads at no extra cost, instead of
     // being copied first.
-    const bool real = dtype_ == DType::kF32 || dtype_ == DType::kF64;
+    const bool real = !int8_ && (dtype_ == DType::kF32 || dtype_ == DType::kF64);
     const std::size_t batch_rank = dims.lhs_batching_dimensions.size();
     lhs_transposed_ = real && swaps_two_blocks(lhs_order, batch_rank, lhs_order.size() - batch_rank - dims.lhs_contracting_dimensions.size());
     rhs_transposed_ = real && swaps_two_blocks(rhs_order, batch_rank, dims.rhs_contracting_dimensions.size());
@@ -65,6 +73,14 @@ class DotKernel final : public Kernel {
     };
     if (lhs_copy_) lhs_scratch_ = reserve(batch_ * m_ * k_ * esize);
     if (rhs_copy_) rhs_scratch_ = reserve(batch_ * k_ * n_ * esize);
+    if (int8_) {
+      // Int8Gemm's packed blocks, one set per worker that can run a block of rows.
+      int8_slice_ = Int8Gemm::scratch_bytes(n_, k_);
+      int8_scratch_ = reserve(int8_slice_ * (splits() ? workers : 1));
+      flops = 2.0 * static_cast<double>(batch_ * m_ * n_ * k_);
+      bytes_accessed = batch_ * (m_ * k_ + k_ * n_ + 4 * m_ * n_);
+      return;
+    }
     if (computes_wide(dtype_)) {
       lhs_wide_ = reserve(batch_ * m_ * k_ * wide);
       rhs_wide_ = reserve(batch_ * k_ * n_ * wide);
@@ -93,6 +109,11 @@ class DotKernel final : public Kernel {
       b = ctx.scratch + rhs_scratch_;
     }
     std::byte* c = ctx.slots[dst_slot_];
+    if (int8_) {
+      int8_product(ctx, reinterpret_cast<const std::uint8_t*>(a), reinterpret_cast<const std::uint8_t*>(b),
+                   reinterpret_cast<std::int32_t*>(c));
+      return;
+    }
     if (computes_in_f32(dtype_)) {
       auto* aw = reinterpret_cast<float*>(ctx.scratch + lhs_wide_);
       auto* bw = reinterpret_cast<float*>(ctx.scratch + rhs_wide_);
@@ -210,21 +231,45 @@ class DotKernel final : public Kernel {
         }
         with_rhs.template operator()<false>(ab + r0 * k_, k_);
       };
-      // One block of rows per worker: each block packs all of B again, and the pool's
-      // threads poll before they sleep, so they start close together (finer blocks were
-      // slower; the figures are in docs/DECISIONS.md, "GEMM splits rows"). Blocks start on
-      // a multiple of kRowUnit rows and the last takes the remainder, so each row meets the
-      // same micro-kernel path (Eigen's register blocks of rows, its one-row remainder) as
-      // on one thread: the bits never depend on the split.
-      if (splits()) {
-        const std::int64_t units = m_ / kRowUnit;
-        auto unit_rows = [&](std::int64_t u0, std::int64_t u1, int worker) {
-          rows(u0 * kRowUnit, u1 == units ? m_ : u1 * kRowUnit, worker);
+      split_rows(ctx, rows);
+    }
+  }
+
+  /// Runs rows(r0, r1, worker) over [0, m_). One block of rows per worker: each block packs
+  /// all of B again, and the pool's threads poll before they sleep, so they start close
+  /// together (finer blocks were slower; the figures are in docs/DECISIONS.md, "GEMM splits
+  /// rows"). Blocks start on a multiple of kRowUnit rows and the last takes the remainder, so
+  /// each row meets the same micro-kernel path (Eigen's register blocks of rows, its one-row
+  /// remainder) as on one thread: the bits never depend on the split.
+  template <class Rows>
+  void split_rows(const RunContext& ctx, Rows& rows) const {
+    if (!splits()) return rows(0, m_, 0);
+    const std::int64_t units = m_ / kRowUnit;
+    auto unit_rows = [&](std::int64_t u0, std::int64_t u1, int worker) {
+      rows(u0 * kRowUnit, u1 == units ? m_ : u1 * kRowUnit, worker);
+    };
+    ctx.parallel(units, (units + ctx.max_workers - 1) / ctx.max_workers, unit_rows);
+  }
+
+  /// c = a * b for 8-bit operands laid out [batch, M, K] and [batch, K, N].
+  void int8_product(const RunContext& ctx, const std::uint8_t* a, const std::uint8_t* b, std::int32_t* c) const {
+    for (std::int64_t batch = 0; batch < batch_; ++batch) {
+      const std::uint8_t* ab = a + batch * m_ * k_;
+      const std::uint8_t* bb = b + batch * k_ * n_;
+      std::int32_t* cb = c + batch * m_ * n_;
+      auto rows = [&](std::int64_t r0, std::int64_t r1, int worker) {
+        std::byte* scratch = ctx.scratch + int8_scratch_ + int8_slice_ * worker;
+        auto run = [&]<bool kSignedA, bool kSignedB>() {
+          Int8Gemm::run<kSignedA, kSignedB>(r1 - r0, n_, k_, ab + r0 * k_, k_, bb, n_, cb + r0 * n_, n_, scratch);
         };
-        ctx.parallel(units, (units + ctx.max_workers - 1) / ctx.max_workers, unit_rows);
-      } else {
-        rows(0, m_, 0);
-      }
+        if (lhs_signed_) {
+          if (rhs_signed_) return run.template operator()<true, true>();
+          return run.template operator()<true, false>();
+        }
+        if (rhs_signed_) return run.template operator()<false, true>();
+        run.template operator()<false, false>();
+      };
+      split_rows(ctx, rows);
     }
   }
 
@@ -255,6 +300,8 @@ class DotKernel final : public Kernel {
   std::optional<StridedCopy> lhs_copy_, rhs_copy_;
   bool lhs_transposed_ = false, rhs_transposed_ = false;  // f32/f64 only: read in place, transposed
   std::int64_t lhs_scratch_ = 0, rhs_scratch_ = 0, lhs_wide_ = 0, rhs_wide_ = 0, out_wide_ = 0;
+  bool int8_ = false, lhs_signed_ = false, rhs_signed_ = false;  // 8-bit operands, 32-bit sums
+  std::int64_t int8_scratch_ = 0, int8_slice_ = 0;
   GemmScratch gemm_;  // Eigen's packing buffers, one pair per worker
 };
 
