@@ -164,7 +164,7 @@ class JvpRules {
       StatusOr<Graph> back = differentiate(*tangents, wrt, false);
       if (!back.ok()) return back.status().with_context(str_cat(what, ": the rule's transpose"));
       auto graph = std::make_shared<const Graph>(*std::move(back));
-      transpose = [this, graph, x, in, outs, r, p](const std::vector<Value>& cts) {
+      transpose = [this, graph, x, outs, r, p](const std::vector<Value>& cts) {
         std::vector<Value> args = x;
         for (std::size_t i = 0; i < r.k; ++i) args.push_back(l_.zeros(shape(p[1 + i])));
         args.insert(args.end(), cts.begin(), cts.end());
