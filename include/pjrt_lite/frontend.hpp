@@ -1,14 +1,13 @@
 #pragma once
 // The JAX-style front end: Tensor and its numpy-like functions, jit, the function
 // transformations jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev, hessian and vmap,
-// stop_gradient, custom_jvp and custom_vjp, control flow (cond, switch_, while_loop,
-// fori_loop, scan), and np::linalg's factorizations with JAX's derivative rules.
+// stop_gradient, custom_jvp and custom_vjp, and control flow (cond, switch_, while_loop,
+// fori_loop, scan).
 
 #include "pjrt_lite/frontend/control_flow.hpp"  // IWYU pragma: export
 #include "pjrt_lite/frontend/custom_derivatives.hpp"  // IWYU pragma: export
 #include "pjrt_lite/frontend/jacobians.hpp"   // IWYU pragma: export
 #include "pjrt_lite/frontend/jit.hpp"         // IWYU pragma: export
-#include "pjrt_lite/frontend/linalg.hpp"      // IWYU pragma: export
 #include "pjrt_lite/frontend/tensor.hpp"      // IWYU pragma: export
 #include "pjrt_lite/frontend/transforms.hpp"  // IWYU pragma: export
 #include "pjrt_lite/frontend/tree.hpp"        // IWYU pragma: export
