@@ -2,9 +2,10 @@
 // triangular_solve and the ops with kinks, the way JAX's lax_autodiff_test checks them: in
 // f64, forward mode against central differences along a random direction, reverse mode
 // against forward mode by <vjp(w), v> == <w, jvp(v)>, and both again on the derivative
-// functions (order 2), with lax_autodiff_test's f64 tolerance (1e-5). The oracle is always
-// the function itself (finite differences), evaluated by the reference interpreter; the
-// derivative graphs also run on the CPU client, which must agree with the interpreter.
+// functions (order 2), with lax_autodiff_test's f64 tolerance (1e-5) (check_grads.hpp). The
+// oracle is always the function itself (finite differences), evaluated by the reference
+// interpreter; the derivative graphs also run on the CPU client, which must agree with the
+// interpreter.
 
 #include <doctest/doctest.h>
 
@@ -21,6 +22,7 @@
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/transforms/autodiff.hpp"
+#include "check_grads.hpp"
 #include "test_util.hpp"
 
 namespace autodiff_rules_test {
@@ -30,66 +32,7 @@ using namespace pjrt_lite::testing;
 
 namespace {
 
-constexpr double kTol = 1e-5;  // lax_autodiff_test's gradient tolerance for f64
-constexpr double kStep = 1e-4;  // JAX check_grads' finite-difference step
-
 Shape f64(std::vector<std::int64_t> dims) { return Shape(kF64, std::move(dims)); }
-
-double inner(const std::vector<Literal>& a, const std::vector<Literal>& b) {
-  double s = 0;
-  for (std::size_t k = 0; k < a.size(); ++k)
-    for (std::size_t i = 0; i < a[k].data<double>().size(); ++i)
-      s += a[k].data<double>()[i] * b[k].data<double>()[i];
-  return s;
-}
-
-bool close(double a, double b) { return std::abs(a - b) <= kTol + kTol * std::abs(b); }
-
-std::vector<Literal> slice_of(const std::vector<Literal>& v, std::size_t from) {
-  return {v.begin() + static_cast<std::ptrdiff_t>(from), v.end()};
-}
-
-/// Runs `g` on the CPU client.
-std::vector<Literal> run_cpu(const Graph& g, const std::vector<Literal>& args) {
-  static auto client = cpu::Client<>::create().value();
-  auto exe = client->compile(g);
-  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
-  std::vector<cpu::Buffer<>> buffers;
-  for (const Literal& a : args) buffers.push_back(client->buffer_from_literal(a).value());
-  std::vector<cpu::Buffer<>*> ptrs;
-  for (auto& b : buffers) ptrs.push_back(&b);
-  auto out = exe->execute_sharded(ptrs, client->devices()[0], sync_options());
-  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
-  std::vector<Literal> r;
-  for (auto& b : *out) r.push_back(b.to_literal().await().value());
-  return r;
-}
-
-/// The interpreter's results, checked against the CPU client's.
-std::vector<Literal> run(const Graph& g, const std::vector<Literal>& args) {
-  std::vector<Literal> ref = evaluate_ok(g, args);
-  std::vector<Literal> cpu = run_cpu(g, args);
-  REQUIRE(cpu.size() == ref.size());
-  for (std::size_t k = 0; k < ref.size(); ++k)
-    for (std::size_t i = 0; i < ref[k].data<double>().size(); ++i) {
-      const double a = ref[k].data<double>()[i], c = cpu[k].data<double>()[i];
-      CHECK_MESSAGE(std::abs(a - c) <= 1e-9 + 1e-9 * std::abs(a), g.name(), " output ", k, "[", i,
-                    "]: interpreter ", a, ", cpu ", c);
-    }
-  return ref;
-}
-
-/// `inner`'s outputs with x bound to parameters and `fixed` bound to constants: the
-/// function x -> inner(x, fixed)[from:].
-Graph bound(const Graph& inner_graph, std::size_t n_x, const std::vector<Literal>& fixed,
-           std::size_t from, const std::string& name) {
-  GraphBuilder b(name);
-  std::vector<Value> args;
-  for (std::size_t k = 0; k < n_x; ++k) args.push_back(b.parameter(inner_graph.shape(inner_graph.parameters()[k])));
-  for (const Literal& l : fixed) args.push_back(b.constant(l));
-  std::vector<Value> out = b.inline_graph(inner_graph, args);
-  return build_ok(b, {out.begin() + static_cast<std::ptrdiff_t>(from), out.end()});
-}
 
 struct Fn {
   std::string name;
@@ -97,56 +40,6 @@ struct Fn {
   double lo = -2, hi = 2;
   int order = 2;
 };
-
-/// check_grads(f, x, order, modes=(fwd, rev)).
-void check_grads(const Graph& g, std::mt19937_64& rng, double lo, double hi, int order) {
-  CAPTURE(g.name());
-  const std::size_t n = static_cast<std::size_t>(g.num_parameters());
-  const std::size_t m = g.outputs().size();
-  std::vector<Literal> x, v, w;
-  for (Value p : g.parameters()) {
-    x.push_back(random_literal<double>(rng, g.shape(p), lo, hi));
-    v.push_back(random_literal<double>(rng, g.shape(p), -1, 1));
-  }
-  for (const Shape& s : g.output_shapes()) w.push_back(random_literal<double>(rng, s, -1, 1));
-  const std::vector<bool> all(n, true);
-
-  // Forward mode against central differences along v.
-  StatusOr<Graph> jvp = jvp_graph(g, all);
-  REQUIRE_MESSAGE(jvp.ok(), jvp.status().to_string());
-  std::vector<Literal> jargs = x;
-  jargs.insert(jargs.end(), v.begin(), v.end());
-  const std::vector<Literal> jout = run(*jvp, jargs);
-  REQUIRE(jout.size() == 2 * m);
-  std::vector<Literal> xp = x, xm = x;
-  for (std::size_t k = 0; k < n; ++k)
-    for (std::size_t i = 0; i < x[k].data<double>().size(); ++i) {
-      xp[k].data<double>()[i] += kStep * v[k].data<double>()[i];
-      xm[k].data<double>()[i] -= kStep * v[k].data<double>()[i];
-    }
-  const std::vector<Literal> fp = evaluate_ok(g, xp), fm = evaluate_ok(g, xm);
-  for (std::size_t o = 0; o < m; ++o)
-    for (std::size_t i = 0; i < fp[o].data<double>().size(); ++i) {
-      const double fd = (fp[o].data<double>()[i] - fm[o].data<double>()[i]) / (2 * kStep);
-      const double ad = jout[m + o].data<double>()[i];
-      CHECK_MESSAGE(close(ad, fd), "jvp output ", o, "[", i, "] = ", ad, ", differences give ", fd);
-    }
-
-  // Reverse mode against forward mode.
-  StatusOr<Graph> vjp = vjp_graph(g, all);
-  REQUIRE_MESSAGE(vjp.ok(), vjp.status().to_string());
-  std::vector<Literal> vargs = x;
-  vargs.insert(vargs.end(), w.begin(), w.end());
-  const std::vector<Literal> vout = run(*vjp, vargs);
-  REQUIRE(vout.size() == m + n);
-  const double lhs = inner(slice_of(vout, m), v), rhs = inner(w, slice_of(jout, m));
-  CHECK_MESSAGE(close(lhs, rhs), "<vjp(w), v> = ", lhs, ", <w, jvp(v)> = ", rhs);
-
-  if (order < 2) return;
-  // The derivative functions x -> jvp(x, v) and x -> vjp(x, w), checked at order 1.
-  check_grads(bound(*jvp, n, v, m, g.name() + "_jvp"), rng, lo, hi, order - 1);
-  check_grads(bound(*vjp, n, w, m, g.name() + "_vjp"), rng, lo, hi, order - 1);
-}
 
 /// A graph of f64 parameters of `inputs` computing `f`.
 Graph make(const std::string& name, const std::vector<Shape>& inputs,

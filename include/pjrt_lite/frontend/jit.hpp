@@ -13,6 +13,16 @@
 // signature traces and compiles a new entry. The entries are bounded (JitOptions::
 // cache_capacity, least recently used dropped first). `execute(buffers, outputs)` is the path
 // for loops that must not allocate: buffers in, buffers out, no transfer.
+//
+// As jax.jit:
+// - static_argnums: `jit<1>(client, f)` passes argument 1 to f as it is (any copyable type
+//   with ==, such as an int, a string or an enum), not as a Tensor; its value is part of the
+//   signature, so each new value traces and compiles again.
+// - donate_argnums: JitOptions::donate_argnums lists arguments whose buffers the call may
+//   reuse for its results; a donated Buffer argument is deleted by the call.
+// - Called on Tensors (inside grad, vmap, jvp or another jit), a jitted function inlines f
+//   into the caller's trace, so the transformations see through it: grad(jit(f)) is
+//   grad(f). Literal and scalar arguments next to the Tensors become constants.
 
 #include <algorithm>
 #include <atomic>
@@ -52,12 +62,86 @@ struct JitOptions {
   /// call down.
   std::size_t cache_capacity = 64;
   static constexpr std::size_t kMaxCacheCapacity = std::size_t{1} << 16;
+  /// The arguments (by position) whose buffers each call donates to the executable (see
+  /// ExecuteOptions::donated_arguments): every leaf of them. A Buffer passed there is deleted
+  /// by the call; host values are copied to a buffer first, which is donated. A position out
+  /// of range, listed twice or also static is an INVALID_ARGUMENT of the call.
+  std::vector<int> donate_argnums;
 };
 
+namespace detail {
+// True when every leaf of T is a Tensor (and T has no other leaves): an argument of a jitted
+// function called inside a trace.
+template <class T>
+inline constexpr bool kTensorTree =
+    !std::is_arithmetic_v<std::remove_cvref_t<T>> &&
+    std::is_same_v<tree::Rebind<T, Tensor>, std::remove_cvref_t<T>>;
+
+// An argument of a jitted function called inside a trace, as Tensors: Literal and scalar
+// leaves become constants of the innermost trace.
+template <class A>
+auto as_traced(const A& a) {
+  return tree::map<Tensor>(a, [](const auto& leaf) {
+    using L = std::remove_cvref_t<decltype(leaf)>;
+    if constexpr (std::is_same_v<L, Tensor>)
+      return leaf;
+    else if constexpr (std::is_same_v<L, Literal>)
+      return np::array(leaf);
+    else if constexpr (std::is_arithmetic_v<L>)
+      return np::array(Literal::scalar(leaf));
+    else
+      static_assert(sizeof(L) == 0, "jit: a Buffer cannot be an argument next to Tensors (inside a trace)");
+  });
+}
+}  // namespace detail
+
 /// A jitted function. Thread-safe: calls may come from several threads; a signature seen
-/// before is found without a lock and without allocating.
-template <CompilingClient C, class F>
+/// before is found without a lock and without allocating. StaticArgNums are the arguments
+/// passed to f as they are (see static_argnums above).
+template <CompilingClient C, class F, std::size_t... StaticArgNums>
 class Jit {
+  template <std::size_t I>
+  static constexpr bool kIsStatic = ((I == StaticArgNums) || ...);
+  // An argument as the traced function sees it: static ones as they are, the others as trees
+  // of Tensors; and as the signature sees it: static ones as empty trees.
+  template <bool Static, class A>
+  struct TracedArgImpl {
+    using type = tree::Rebind<A, Tensor>;
+  };
+  template <class A>
+  struct TracedArgImpl<true, A> {
+    using type = A;
+  };
+  template <std::size_t I, class A>
+  using TracedArg = typename TracedArgImpl<kIsStatic<I>, A>::type;
+  template <std::size_t I, class A>
+  static decltype(auto) dynamic_part(const A& a) {
+    if constexpr (kIsStatic<I>)
+      return std::tuple<>{};
+    else
+      return (a);
+  }
+  template <class... Args, std::size_t... I>
+  static auto out_type(std::index_sequence<I...>)
+      -> std::invoke_result_t<F&, const TracedArg<I, Args>&...>;
+  template <class... Args>
+  using OutOf = decltype(out_type<Args...>(std::index_sequence_for<Args...>{}));
+
+  // The static arguments' values (a std::tuple), the rest of the signature.
+  template <class... Args>
+  static auto statics_of(const Args&... args) {
+    return statics_impl(std::index_sequence_for<Args...>{}, std::forward_as_tuple(args...));
+  }
+  template <std::size_t... I, class Tuple>
+  static auto statics_impl(std::index_sequence<I...>, const Tuple& all) {
+    return std::tuple_cat([&]() {
+      if constexpr (kIsStatic<I>)
+        return std::tuple<std::decay_t<std::tuple_element_t<I, Tuple>>>{std::get<I>(all)};
+      else
+        return std::tuple<>{};
+    }()...);
+  }
+
  public:
   using Executable = typename C::executable_type;
   using BufferType = typename C::buffer_type;
@@ -66,33 +150,39 @@ class Jit {
       : client_(&client),
         f_(std::move(f)),
         options_(std::move(options)),
-        cache_(std::make_unique<Cache>(std::clamp<std::size_t>(options_.cache_capacity, 1, JitOptions::kMaxCacheCapacity))) {}
+        cache_(std::make_shared<Cache>(std::clamp<std::size_t>(options_.cache_capacity, 1, JitOptions::kMaxCacheCapacity))) {}
   /// Not thread-safe: nothing may call either function meanwhile. A moved-from Jit has no
   /// cache: its calls return FAILED_PRECONDITION.
-  Jit(Jit&& other) noexcept
-      : client_(other.client_),
-        f_(std::move(other.f_)),
-        options_(std::move(other.options_)),
-        cache_(std::move(other.cache_)),
-        traces_(other.traces_.load()) {}
-  Jit(const Jit&) = delete;
+  Jit(Jit&& other) noexcept = default;
+  /// A copy shares the cache (and its statistics) with the original, as copies of a
+  /// jax.jit function do; so transformations, which take functions by value, can take a Jit.
+  /// Copying is thread-safe; calls on copies are as on one Jit.
+  Jit(const Jit&) = default;
   Jit& operator=(const Jit&) = delete;
   /// No call may be running.
   ~Jit() = default;
 
   /// Runs f on the arguments, compiling on the first call with their signature; the result
   /// is f's tree with Literals for Tensors.
+  /// Called with Tensors (some argument a tree of Tensors only), f runs inline in the
+  /// caller's trace and the result is f's. Otherwise the result is f's tree with Literals
+  /// for Tensors, as a StatusOr.
   template <class... Args>
   auto operator()(const Args&... args) {
-    using Out = std::invoke_result_t<F&, const tree::Rebind<Args, Tensor>&...>;
-    using Result = tree::Rebind<Out, Literal>;
-    return call<Result>(args...);
+    static_assert((((StaticArgNums < sizeof...(Args))) && ...),
+                  "jit: a static argument number is not less than the number of arguments");
+    if constexpr (any_traced<Args...>(std::index_sequence_for<Args...>{})) {
+      return inline_call(std::index_sequence_for<Args...>{}, args...);
+    } else {
+      using Result = tree::Rebind<OutOf<Args...>, Literal>;
+      return call<Result>(statics_of(args...), std::index_sequence_for<Args...>{}, args...);
+    }
   }
 
   /// The traced graph for these arguments, without compiling (as jax.jit(f).lower(x)).
   template <class... Args>
   StatusOr<Graph> lower(const Args&... args) {
-    PJRT_LITE_ASSIGN_OR_RETURN(auto traced, trace(args...));
+    PJRT_LITE_ASSIGN_OR_RETURN(auto traced, trace(std::index_sequence_for<Args...>{}, args...));
     return std::move(traced.graph);
   }
 
@@ -101,7 +191,8 @@ class Jit {
   /// (from this thread or any other), clear(), or the end of the Jit.
   template <class... Args>
   StatusOr<const Executable*> executable(const Args&... args) {
-    PJRT_LITE_ASSIGN_OR_RETURN(Pinned e, lookup_or_compile(args...));
+    PJRT_LITE_ASSIGN_OR_RETURN(
+        Pinned e, lookup_or_compile(statics_of(args...), std::index_sequence_for<Args...>{}, args...));
     return &e->exe;
   }
 
@@ -141,8 +232,8 @@ class Jit {
   /// Drops every compiled signature (the statistics' counters stay); calls in flight finish
   /// with theirs. Pointers from executable() become invalid. Thread-safe.
   void clear() {
-    std::lock_guard lock(compile_mutex_);
     if (!cache_) return;
+    std::lock_guard lock(cache_->compile_mutex);
     Cache& c = *cache_;
     const std::size_t used = c.used.load(std::memory_order_relaxed);
     std::vector<Entry*> dropped;
@@ -153,11 +244,13 @@ class Jit {
     for (Entry* e : dropped) unref(e);
   }
   /// How many times f has been traced.
-  [[nodiscard]] std::size_t trace_count() const { return traces_.load(); }
+  [[nodiscard]] std::size_t trace_count() const { return cache_ ? cache_->traces.load() : 0; }
 
  private:
   struct Entry {
     std::vector<Shape> signature;
+    std::shared_ptr<const void> statics;  // the static arguments' values (a std::tuple)
+    const void* statics_type = nullptr;   // which tuple: &kTypeTag<that tuple>
     Executable exe;
     std::shared_ptr<void> skeleton;  // the result tree, with dead Tensors, type-erased
     std::atomic<std::uint64_t> last_used{0};  // the cache's clock at the last hit
@@ -194,7 +287,7 @@ class Jit {
   // used one. An entry taken out of its slot is freed only after every reader that may have
   // seen it has left (two reader counters and an epoch that switches between them, as in
   // userspace RCU), and after every call that pinned it is done (the entry's count). Readers
-  // never wait; the writer (under compile_mutex_) waits for the readers in the scan.
+  // never wait; the writer (under compile_mutex) waits for the readers in the scan.
   struct Cache {
     explicit Cache(std::size_t capacity) : slots(capacity) {}
     ~Cache() {
@@ -231,6 +324,8 @@ class Jit {
     std::atomic<std::int64_t> evictions{0};
     std::atomic<std::size_t> epoch{0};
     std::atomic<std::uint32_t> readers[2] = {0, 0};
+    std::atomic<std::size_t> traces{0};  // how many times f has been traced
+    std::mutex compile_mutex;  // one trace and compile at a time; the cache's only writer
   };
 
   /// The cached entry that `match` accepts, pinned and marked used, or empty. Lock-free and
@@ -256,7 +351,7 @@ class Jit {
   }
 
   /// Publishes `e` (with a count of 2: the slot's and the caller's), replacing the least
-  /// recently used entry when the cache is full. Under compile_mutex_.
+  /// recently used entry when the cache is full. Under compile_mutex.
   Pinned insert(Entry* e) {
     Cache& c = *cache_;
     // A new entry is the most recently used: entries inserted one after another never tie,
@@ -308,9 +403,20 @@ class Jit {
     }
   }
 
-  template <class... Args>
-  Pinned find(const Args&... args) const {
+  template <class T>
+  static constexpr char kTypeTag = 0;
+
+  template <class S, std::size_t... I, class... Args>
+  Pinned find(const S& statics, std::index_sequence<I...>, const Args&... all) const {
+    return find_dynamic(statics, dynamic_part<I>(all)...);
+  }
+  template <class S, class... Args>
+  Pinned find_dynamic(const S& statics, const Args&... args) const {
     return find_if([&](const Entry& e) {
+      if constexpr (std::tuple_size_v<S> > 0) {
+        if (e.statics_type != &kTypeTag<S> || !(*static_cast<const S*>(e.statics.get()) == statics))
+          return false;
+      }
       std::size_t k = 0;
       bool match = true;
       auto check = [&](const auto& leaf) {
@@ -330,19 +436,37 @@ class Jit {
     });
   }
 
-  template <class... Args>
-  StatusOr<detail::Traced<std::invoke_result_t<F&, const tree::Rebind<Args, Tensor>&...>>> trace(
-      const Args&... args) {
+  // f with the static arguments of `all` bound, taking the others (static positions get
+  // empty trees).
+  template <std::size_t... I, class Tuple>
+  auto bind_statics(std::index_sequence<I...>, const Tuple& all) {
+    return [this, &all](const auto&... dyn) -> decltype(auto) {
+      const auto d = std::forward_as_tuple(dyn...);
+      return f_(pick<I>(all, d)...);
+    };
+  }
+  template <std::size_t I, class A, class D>
+  static const auto& pick(const A& all, const D& dyn) {
+    if constexpr (kIsStatic<I>)
+      return std::get<I>(all);
+    else
+      return std::get<I>(dyn);
+  }
+
+  template <std::size_t... I, class... Args>
+  StatusOr<detail::Traced<OutOf<Args...>>> trace(std::index_sequence<I...> seq, const Args&... args) {
     std::vector<Shape> shapes;
-    (tree::for_each_leaf(args, [&](const auto& leaf) { shapes.push_back(leaf_shape(leaf)); }), ...);
-    ++traces_;
+    (tree::for_each_leaf(dynamic_part<I>(args), [&](const auto& leaf) { shapes.push_back(leaf_shape(leaf)); }), ...);
+    ++cache_->traces;
     // A root trace: jit is where tracing starts, whatever this thread is tracing already.
     auto& stack = detail::active_traces();
     std::vector<Trace*> saved;
     saved.swap(stack);
-    auto traced =
-        detail::trace_function(options_.name.c_str(), f_, shapes,
-                               tree::map<Tensor>(args, [](const auto&) { return Tensor(); })...);
+    const auto all = std::forward_as_tuple(args...);
+    auto bound = bind_statics(seq, all);
+    auto traced = detail::trace_function(
+        options_.name.c_str(), bound, shapes,
+        tree::map<Tensor>(dynamic_part<I>(args), [](const auto&) { return Tensor(); })...);
     stack.swap(saved);
     if (traced.ok() && !traced->captures.empty())
       return invalid_argument_error(str_cat(options_.name,
@@ -351,19 +475,20 @@ class Jit {
     return traced;
   }
 
-  template <class... Args>
-  StatusOr<Pinned> lookup_or_compile(const Args&... args) {
+  template <class S, class Seq, class... Args>
+  StatusOr<Pinned> lookup_or_compile(const S& statics, Seq seq, const Args&... args) {
     if (!cache_) return failed_precondition_error("jit: the jitted function was moved from");
-    if (Pinned e = find(args...)) return e;
-    std::lock_guard lock(compile_mutex_);
+    if (Pinned e = find(statics, seq, args...)) return e;
+    std::lock_guard lock(cache_->compile_mutex);
     // Another thread may have compiled it meanwhile: then this call is a hit after all.
-    if (Pinned e = find(args...)) return e;
+    if (Pinned e = find(statics, seq, args...)) return e;
     cache_->misses.fetch_add(1, std::memory_order_relaxed);
-    PJRT_LITE_ASSIGN_OR_RETURN(auto traced, trace(args...));
+    PJRT_LITE_ASSIGN_OR_RETURN(auto traced, trace(seq, args...));
     auto exe = client_->compile(traced.graph);
     if (!exe.ok()) return exe.status().with_context(options_.name);
     using Out = decltype(traced.skeleton);
-    auto* e = new Entry{traced.graph.parameter_shapes(), std::move(*exe),
+    auto* e = new Entry{traced.graph.parameter_shapes(), std::make_shared<const S>(statics),
+                        &kTypeTag<S>, std::move(*exe),
                         std::make_shared<Out>(std::move(traced.skeleton))};
     e->refs.store(2, std::memory_order_relaxed);
     return insert(e);
@@ -383,9 +508,72 @@ class Jit {
     }
   }
 
-  template <class Result, class... Args>
-  StatusOr<Result> call(const Args&... args) {
-    PJRT_LITE_ASSIGN_OR_RETURN(Pinned pinned, lookup_or_compile(args...));
+  template <std::size_t I, class A>
+  static constexpr bool traced_arg() {
+    if constexpr (kIsStatic<I>)
+      return false;
+    else
+      return detail::kTensorTree<A>;
+  }
+  template <class... Args, std::size_t... I>
+  static constexpr bool any_traced(std::index_sequence<I...>) {
+    return (traced_arg<I, Args>() || ...);
+  }
+
+  template <std::size_t... I, class... Args>
+  auto inline_call(std::index_sequence<I...>, const Args&... args) {
+    const auto all = std::forward_as_tuple(args...);
+    const auto traced = std::make_tuple([&]() -> decltype(auto) {
+      if constexpr (kIsStatic<I>)
+        return std::tuple<>{};
+      else
+        return detail::as_traced(std::get<I>(all));
+    }()...);
+    return f_(pick<I>(all, traced)...);
+  }
+
+  // The leaves of the donated arguments, as execute numbers them; an error for a bad list.
+  template <std::size_t... I, class... Args>
+  StatusOr<std::vector<int>> donated_leaves(std::index_sequence<I...>, const Args&... args) const {
+    std::vector<int> out;
+    const auto& donate = options_.donate_argnums;
+    for (std::size_t k = 0; k < donate.size(); ++k) {
+      const int a = donate[k];
+      if (a < 0 || a >= static_cast<int>(sizeof...(Args)))
+        return invalid_argument_error(str_cat(options_.name, ": donate_argnums[", k, "] = ", a,
+                                              " is not an argument number (0..", sizeof...(Args) - 1, ")"));
+      if (std::find(donate.begin(), donate.begin() + static_cast<std::ptrdiff_t>(k), a) !=
+          donate.begin() + static_cast<std::ptrdiff_t>(k))
+        return invalid_argument_error(str_cat(options_.name, ": argument ", a, " is donated twice"));
+      if (((static_cast<int>(I) == a && kIsStatic<I>) || ...))
+        return invalid_argument_error(str_cat(options_.name, ": argument ", a,
+                                              " is static and cannot be donated (jax: donate_argnums "
+                                              "and static_argnums must not overlap)"));
+    }
+    int leaf = 0;
+    auto mark = [&](std::size_t position, const auto& arg) {
+      const bool on = std::find(donate.begin(), donate.end(), static_cast<int>(position)) != donate.end();
+      tree::for_each_leaf(arg, [&](const auto&) {
+        if (on) out.push_back(leaf);
+        ++leaf;
+      });
+    };
+    (mark(I, dynamic_part<I>(args)), ...);
+    return out;
+  }
+
+  template <class Result, class S, std::size_t... I, class... Args>
+  StatusOr<Result> call(const S& statics, std::index_sequence<I...> seq, const Args&... all) {
+    ExecuteOptions execute_options;
+    if (!options_.donate_argnums.empty()) {
+      PJRT_LITE_ASSIGN_OR_RETURN(execute_options.donated_arguments, donated_leaves(seq, all...));
+    }
+    PJRT_LITE_ASSIGN_OR_RETURN(Pinned pinned, lookup_or_compile(statics, seq, all...));
+    return call_pinned<Result, OutOf<Args...>>(std::move(pinned), execute_options, dynamic_part<I>(all)...);
+  }
+
+  template <class Result, class Out, class... Args>
+  StatusOr<Result> call_pinned(Pinned pinned, const ExecuteOptions& execute_options, const Args&... args) {
     Entry* e = pinned.get();
     // Host leaves become buffers on the executable's device; buffer leaves go as they are.
     auto devices = e->exe.addressable_devices();
@@ -430,14 +618,13 @@ class Jit {
     (tree::for_each_leaf(args, stage), ...);
     PJRT_LITE_RETURN_IF_ERROR(status);
     std::vector<BufferType> outputs;
-    PJRT_LITE_RETURN_IF_ERROR(run(e, arg_ptrs, outputs, {}));
+    PJRT_LITE_RETURN_IF_ERROR(run(e, arg_ptrs, outputs, execute_options));
     std::vector<Literal> literals;
     for (BufferType& b : outputs) {
       StatusOr<Literal> l = b.to_literal().await();
       if (!l.ok()) return l.status().with_context(options_.name);
       literals.push_back(std::move(*l));
     }
-    using Out = std::invoke_result_t<F&, const tree::Rebind<Args, Tensor>&...>;
     std::size_t next = 0;
     return tree::unflatten<Literal>(*static_cast<const Out*>(e->skeleton.get()), literals, next);
   }
@@ -445,19 +632,18 @@ class Jit {
   C* client_;
   F f_;
   JitOptions options_;
-  std::unique_ptr<Cache> cache_;
-  std::atomic<std::size_t> traces_{0};
-  std::mutex compile_mutex_;  // one trace and compile at a time; the cache's only writer
+  std::shared_ptr<Cache> cache_;  // shared by copies
 };
 
-/// f compiled for `client` on first use per signature.
-template <CompilingClient C, class F>
-Jit<C, F> jit(C& client, F f, JitOptions options = {}) {
-  return Jit<C, F>(client, std::move(f), std::move(options));
+/// f compiled for `client` on first use per signature; the arguments StaticArgNums are
+/// static (jit<1>(client, f) as jax.jit(f, static_argnums=1)).
+template <std::size_t... StaticArgNums, CompilingClient C, class F>
+Jit<C, F, StaticArgNums...> jit(C& client, F f, JitOptions options = {}) {
+  return Jit<C, F, StaticArgNums...>(client, std::move(f), std::move(options));
 }
-template <CompilingClient C, class F>
-Jit<C, F> jit(const std::unique_ptr<C>& client, F f, JitOptions options = {}) {
-  return Jit<C, F>(*client, std::move(f), std::move(options));
+template <std::size_t... StaticArgNums, CompilingClient C, class F>
+Jit<C, F, StaticArgNums...> jit(const std::unique_ptr<C>& client, F f, JitOptions options = {}) {
+  return Jit<C, F, StaticArgNums...>(*client, std::move(f), std::move(options));
 }
 
 }  // namespace pjrt_lite

@@ -1,6 +1,8 @@
 #pragma once
-// Function transformations over traced C++ functions, as in JAX: jvp, vjp, grad,
-// value_and_grad, jacfwd, jacrev, vmap.
+// Function transformations over traced C++ functions, as in JAX: jvp, linearize, vjp, grad,
+// value_and_grad (both with has_aux), vmap (in_axes and out_axes). The Jacobians and the
+// Hessian are in frontend/jacobians.hpp, stop_gradient, custom_jvp and custom_vjp in
+// frontend/custom_derivatives.hpp; jit (frontend/jit.hpp) called on Tensors inlines.
 //
 //   auto f = [](Tensor x) { return -(sin(x) * 2.0) + x; };
 //   auto df = grad(f);                        // a function of Tensors again
@@ -216,6 +218,89 @@ auto jvp(F f, const Tensor& primal, const Tensor& tangent) {
   return jvp(std::move(f), std::tuple<Tensor>{primal}, std::tuple<Tensor>{tangent});
 }
 
+/// The linear function linearize returns: maps tangents of f's arguments (as many trees as
+/// f takes, shaped like the primals) to the tangent of f's result at the primals. Call it
+/// while the trace that made it is being built; each call adds the jvp's ops to it (in a
+/// compiled program the primal part is shared with the result by CSE).
+template <class Out, class... Args>
+class Linearized {
+ public:
+  Linearized() = default;
+  Linearized(std::shared_ptr<const Graph> graph, std::vector<Tensor> inputs, std::vector<bool> wrt,
+             std::size_t num_outputs, Out skeleton)
+      : graph_(std::move(graph)),
+        inputs_(std::move(inputs)),
+        wrt_(std::move(wrt)),
+        num_outputs_(num_outputs),
+        skeleton_(std::move(skeleton)) {}
+
+  Out operator()(const Args&... tangents) const {
+    auto fail = [&](Status s) {
+      detail::report(s);
+      return detail::invalid_like(skeleton_);
+    };
+    if (graph_ == nullptr)
+      return fail(failed_precondition_error("linearize: the linear function is empty (linearize failed)"));
+    const std::vector<Tensor> t = detail::tensor_leaves(tangents...);
+    if (t.size() != wrt_.size())
+      return fail(invalid_argument_error(
+          str_cat("linearize: ", t.size(), " tangent leaves for ", wrt_.size(), " primal leaves")));
+    std::vector<Tensor> args = inputs_;
+    for (std::size_t k = 0; k < t.size(); ++k) {
+      if (!t[k].valid())
+        return fail(invalid_argument_error(str_cat("linearize: tangent ", k, " is an invalid Tensor")));
+      if (!t[k].shape().same_type_and_dims(inputs_[k].shape()))
+        return fail(invalid_argument_error(str_cat("linearize: tangent ", k, " has shape ", t[k].shape(),
+                                                   " but its primal has ", inputs_[k].shape())));
+      if (wrt_[k]) args.push_back(t[k]);
+    }
+    Trace* trace = detail::report_trace();
+    if (trace == nullptr)
+      return fail(failed_precondition_error("linearize: the linear function was called outside a trace"));
+    std::vector<Tensor> out = detail::inline_into(trace, *graph_, std::move(args));
+    if (!trace->ok()) return detail::invalid_like(skeleton_);
+    std::size_t next = num_outputs_;  // skip the primal outputs
+    return tree::unflatten<Tensor>(skeleton_, out, next);
+  }
+
+ private:
+  std::shared_ptr<const Graph> graph_;
+  std::vector<Tensor> inputs_;  // primal leaves, then captures
+  std::vector<bool> wrt_;       // per primal leaf: takes a tangent (floating point)
+  std::size_t num_outputs_ = 0;
+  Out skeleton_;
+};
+
+/// (f(primals...), the linear map tangents -> jvp), as jax.linearize.
+template <class F, class... Args>
+auto linearize(F f, const Args&... primals) {
+  using Out = std::invoke_result_t<F&, const Args&...>;
+  using Result = std::pair<Out, Linearized<Out, Args...>>;
+  auto fail = [](Status s) {
+    detail::report(s);
+    return Result{};
+  };
+  StatusOr<std::vector<Shape>> shapes = detail::leaf_shapes("linearize", primals...);
+  if (!shapes.ok()) return fail(shapes.status());
+  auto traced = detail::trace_function("linearize", f, *shapes, primals...);
+  if (!traced.ok()) return fail(traced.status());
+  std::vector<bool> wrt;
+  for (const Shape& s : *shapes) wrt.push_back(is_inexact(s.dtype()));
+  std::vector<bool> all = wrt;
+  all.resize(traced->graph.parameters().size(), false);
+  StatusOr<Graph> g = jvp_graph(traced->graph, all);
+  if (!g.ok()) return fail(g.status());
+  Trace* trace = detail::report_trace();
+  const std::vector<Tensor> inputs = detail::concat(detail::tensor_leaves(primals...), traced->captures);
+  std::vector<Tensor> y = detail::inline_into(trace, traced->graph, inputs);
+  if (!trace->ok()) return Result{};
+  std::size_t n = 0;
+  Out out = tree::unflatten<Tensor>(traced->skeleton, y, n);
+  return Result{std::move(out),
+                Linearized<Out, Args...>(std::make_shared<const Graph>(*std::move(g)), inputs,
+                                         std::move(wrt), traced->num_outputs, traced->skeleton)};
+}
+
 // ---- Reverse mode --------------------------------------------------------------------------
 
 /// The pullback of vjp: maps a cotangent of f's result to the cotangents of f's arguments
@@ -326,6 +411,14 @@ auto vjp(F f, const Args&... args) {
                              std::move(seeded), std::tuple<Args...>{args...}, traced->skeleton)};
 }
 
+/// The tag that asks grad and value_and_grad for a function returning (value, aux), as
+/// jax.grad's has_aux=True: aux (a tree of Tensors) comes back next to the gradient, not
+/// differentiated.
+struct HasAux {
+  explicit HasAux() = default;
+};
+inline constexpr HasAux has_aux{};
+
 namespace detail {
 
 template <std::size_t First, std::size_t...>
@@ -339,8 +432,19 @@ constexpr bool detail_sorted() {
   return true;
 }
 
-// value_and_grad's work: (f(args...), the gradients of the arguments ArgNums).
-template <bool WithValue, std::size_t... ArgNums, class F, class... Args>
+// The aux part of a has_aux function's result (Out itself when there is none).
+template <class Out, bool WithAux>
+struct AuxOf {
+  using type = Tensor;
+};
+template <class Out>
+struct AuxOf<Out, true> {
+  using type = std::remove_cvref_t<std::tuple_element_t<1, Out>>;
+};
+
+// value_and_grad's work: (f(args...), the gradients of the arguments ArgNums); with WithAux,
+// f returns (value, aux) and the value is (value, aux).
+template <bool WithValue, bool WithAux, std::size_t... ArgNums, class F, class... Args>
 auto value_and_grad_impl(const char* name, F& f, const Args&... args) {
   static_assert(sizeof...(ArgNums) > 0);
   using Out = std::invoke_result_t<F&, const Args&...>;
@@ -348,7 +452,18 @@ auto value_and_grad_impl(const char* name, F& f, const Args&... args) {
   using Grads = std::conditional_t<sizeof...(ArgNums) == 1,
                                    std::tuple_element_t<detail_first<ArgNums...>, ArgTuple>,
                                    std::tuple<std::tuple_element_t<ArgNums, ArgTuple>...>>;
+  using Aux = typename AuxOf<Out, WithAux>::type;
   static_assert(detail_sorted<ArgNums...>(), "grad: list the argument numbers in increasing order");
+  static_assert(((ArgNums < sizeof...(Args)) && ...),
+                "grad: an argument number is not less than the number of arguments");
+  if constexpr (WithAux)
+    static_assert(std::tuple_size_v<Out> == 2 &&
+                      std::is_same_v<std::remove_cvref_t<std::tuple_element_t<0, Out>>, Tensor>,
+                  "grad with has_aux: the function must return a pair (a scalar Tensor, aux)");
+  else
+    static_assert(std::is_same_v<std::remove_cvref_t<Out>, Tensor>,
+                  "grad: the function must return one Tensor, a scalar (or a pair (scalar, aux) "
+                  "with has_aux)");
   const ArgTuple all{args...};
   auto invalid = [&]() {
     if constexpr (sizeof...(ArgNums) == 1)
@@ -356,18 +471,20 @@ auto value_and_grad_impl(const char* name, F& f, const Args&... args) {
     else
       return Grads{invalid_like(std::get<ArgNums>(all))...};
   };
-  auto result = [&](Tensor value, Grads grads) {
-    if constexpr (WithValue)
+  auto result = [&](Tensor value, Aux aux, Grads grads) {
+    if constexpr (WithValue && WithAux)
+      return std::pair<std::pair<Tensor, Aux>, Grads>{{value, std::move(aux)}, std::move(grads)};
+    else if constexpr (WithValue)
       return std::pair<Tensor, Grads>{value, std::move(grads)};
+    else if constexpr (WithAux)
+      return std::pair<Grads, Aux>{std::move(grads), std::move(aux)};
     else
       return grads;
   };
   auto fail = [&](Status s) {
     report(s);
-    return result(Tensor(), invalid());
+    return result(Tensor(), Aux{}, invalid());
   };
-  static_assert(std::is_same_v<std::remove_cvref_t<Out>, Tensor>,
-                "grad: the function must return one Tensor, a scalar");
   StatusOr<std::vector<Shape>> shapes = leaf_shapes(name, args...);
   if (!shapes.ok()) return fail(shapes.status());
   // Leaves of the differentiated arguments.
@@ -388,43 +505,50 @@ auto value_and_grad_impl(const char* name, F& f, const Args&... args) {
                                          "leave them out of argnums)")));
   auto traced = trace_function(name, f, *shapes, args...);
   if (!traced.ok()) return fail(traced.status());
-  const Shape out = traced->graph.output_shapes()[0];
+  const std::vector<Shape> outs = traced->graph.output_shapes();
+  const Shape out = outs[0];
   if (out.rank() != 0 || !is_floating(out.dtype()))
     return fail(invalid_argument_error(
-        str_cat(name, ": the function must return a real scalar, it returned ", out,
-                " (use vjp or jacrev for other results)")));
+        str_cat(name, ": the function must return a real scalar", WithAux ? " (and aux)" : "",
+                ", it returned ", out, " (use vjp or jacrev for other results)")));
   wrt.resize(traced->graph.parameters().size(), false);
   StatusOr<Graph> g = vjp_graph(traced->graph, wrt);
   if (!g.ok()) return fail(g.status());
   Trace* trace = report_trace();
   std::vector<Tensor> inputs = concat(tensor_leaves(args...), traced->captures);
-  Tensor one = np::detail::constant_in(trace, np::detail::scalar_literal(out.dtype(), 1));
-  inputs.push_back(one);
+  // The cotangents: 1 for the value, 0 for the aux leaves that take one.
+  inputs.push_back(np::detail::constant_in(trace, np::detail::scalar_literal(out.dtype(), 1)));
+  for (std::size_t k = 1; k < outs.size(); ++k)
+    if (is_inexact(outs[k].dtype()))
+      inputs.push_back(np::zeros({outs[k].dims().begin(), outs[k].dims().end()}, outs[k].dtype()));
   std::vector<Tensor> r = inline_into(trace, *g, std::move(inputs));
-  if (!trace->ok()) return result(Tensor(), invalid());
-  // r = [value, cotangents of the wrt leaves in order]; rebuild each picked argument.
-  std::vector<Tensor> grads(r.begin() + 1, r.end());
+  if (!trace->ok()) return result(Tensor(), Aux{}, invalid());
+  // r = [value, aux leaves, cotangents of the wrt leaves in order]; rebuild each picked
+  // argument.
+  std::vector<Tensor> grads(r.begin() + static_cast<std::ptrdiff_t>(outs.size()), r.end());
+  Aux aux{};
+  if constexpr (WithAux) {
+    std::size_t from = 1;
+    aux = tree::unflatten<Tensor>(std::get<1>(traced->skeleton), r, from);
+  }
   std::size_t next = 0;
   auto rebuild = [&](const auto& arg) { return tree::unflatten<Tensor>(arg, grads, next); };
   if constexpr (sizeof...(ArgNums) == 1) {
-    return result(r[0], rebuild(std::get<detail_first<ArgNums...>>(all)));
+    return result(r[0], std::move(aux), rebuild(std::get<detail_first<ArgNums...>>(all)));
   } else {
     // Braced initialization evaluates in order: the cotangents come in argument order.
-    return result(r[0], Grads{rebuild(std::get<ArgNums>(all))...});
+    return result(r[0], std::move(aux), Grads{rebuild(std::get<ArgNums>(all))...});
   }
 }
 
-}  // namespace detail
-
-namespace detail {
 // grad and value_and_grad: ArgNums default to the first argument.
-template <bool WithValue, std::size_t... ArgNums, class F>
+template <bool WithValue, bool WithAux, std::size_t... ArgNums, class F>
 auto grad_transform(const char* name, F f) {
   return [name, f = std::move(f)](const auto&... args) mutable {
     if constexpr (sizeof...(ArgNums) == 0)
-      return value_and_grad_impl<WithValue, 0>(name, f, args...);
+      return value_and_grad_impl<WithValue, WithAux, 0>(name, f, args...);
     else
-      return value_and_grad_impl<WithValue, ArgNums...>(name, f, args...);
+      return value_and_grad_impl<WithValue, WithAux, ArgNums...>(name, f, args...);
   };
 }
 }  // namespace detail
@@ -434,13 +558,23 @@ auto grad_transform(const char* name, F f) {
 /// for several. Arguments must be listed in increasing order.
 template <std::size_t... ArgNums, class F>
 auto grad(F f) {
-  return detail::grad_transform<false, ArgNums...>("grad", std::move(f));
+  return detail::grad_transform<false, false, ArgNums...>("grad", std::move(f));
+}
+/// grad of a function returning (value, aux): (the gradient, aux).
+template <std::size_t... ArgNums, class F>
+auto grad(F f, HasAux) {
+  return detail::grad_transform<false, true, ArgNums...>("grad", std::move(f));
 }
 
 /// (f(args...), grad(f)(args...)), computed together.
 template <std::size_t... ArgNums, class F>
 auto value_and_grad(F f) {
-  return detail::grad_transform<true, ArgNums...>("value_and_grad", std::move(f));
+  return detail::grad_transform<true, false, ArgNums...>("value_and_grad", std::move(f));
+}
+/// value_and_grad of a function returning (value, aux): ((value, aux), the gradient).
+template <std::size_t... ArgNums, class F>
+auto value_and_grad(F f, HasAux) {
+  return detail::grad_transform<true, true, ArgNums...>("value_and_grad", std::move(f));
 }
 
 // ---- Batching ---------------------------------------------------------------------------------
@@ -450,11 +584,15 @@ using InAxis = std::optional<std::int64_t>;
 inline constexpr InAxis kNotMapped = std::nullopt;
 
 /// f mapped over an axis of its arguments, as jax.vmap: in_axes gives one axis per argument
-/// (empty: axis 0 for all), applied to every leaf of that argument; each result leaf gets
-/// the mapped axis first.
+/// (empty: axis 0 for all), applied to every leaf of that argument. out_axes places the
+/// mapped axis of the results: empty for axis 0 everywhere, one entry for every result leaf,
+/// or one per result leaf; negative axes count from the end of the mapped result, and
+/// kNotMapped returns a result that does not depend on a mapped input without the axis (an
+/// error for one that does, as in JAX).
 template <class F>
-auto vmap(F f, std::vector<InAxis> in_axes = {}) {
-  return [f = std::move(f), in_axes = std::move(in_axes)](const auto&... args) mutable {
+auto vmap(F f, std::vector<InAxis> in_axes = {}, std::vector<InAxis> out_axes = {}) {
+  return [f = std::move(f), in_axes = std::move(in_axes),
+          out_axes = std::move(out_axes)](const auto&... args) mutable {
     using Out = std::invoke_result_t<F&, const std::remove_cvref_t<decltype(args)>&...>;
     auto fail = [](Status s) {
       detail::report(s);
@@ -515,68 +653,39 @@ auto vmap(F f, std::vector<InAxis> in_axes = {}) {
     auto traced = detail::trace_function("vmap", f, shapes, args...);
     if (!traced.ok()) return fail(traced.status());
     batched.resize(traced->graph.parameters().size(), false);  // captures are unbatched
-    StatusOr<Graph> g = batch_graph(traced->graph, batched, *size);
+    const std::size_t n_out = traced->num_outputs;
+    if (out_axes.size() > 1 && out_axes.size() != n_out)
+      return fail(invalid_argument_error(str_cat("vmap: out_axes has ", out_axes.size(),
+                                                 " entries for ", n_out,
+                                                 " result leaves (give one, or one per leaf)")));
+    std::vector<bool> batched_outputs;
+    StatusOr<Graph> g = batch_graph(traced->graph, batched, *size, &batched_outputs);
     if (!g.ok()) return fail(g.status());
     Trace* trace = detail::report_trace();
     std::vector<Tensor> out =
         detail::inline_into(trace, *g, detail::concat(leaves, traced->captures));
     if (!trace->ok()) return detail::invalid_like(traced->skeleton);
+    for (std::size_t k = 0; k < out.size() && !out_axes.empty(); ++k) {
+      const InAxis axis = out_axes.size() == 1 ? out_axes[0] : out_axes[k];
+      if (!axis) {
+        if (batched_outputs[k])
+          return fail(invalid_argument_error(str_cat(
+              "vmap: out_axes for result leaf ", k,
+              " is kNotMapped, but the result depends on a mapped input (jax: vmap has mapped "
+              "output but out_axes is None)")));
+        out[k] = out[k][0];
+        continue;
+      }
+      const std::int64_t rank = out[k].rank();
+      const std::int64_t a = *axis < 0 ? *axis + rank : *axis;
+      if (a < 0 || a >= rank)
+        return fail(invalid_argument_error(str_cat("vmap: out_axes = ", *axis,
+                                                   " is out of range for result leaf ", k,
+                                                   " of mapped shape ", out[k].shape())));
+      if (a != 0) out[k] = np::moveaxis(out[k], 0, a);
+    }
     std::size_t next = 0;
     return tree::unflatten<Tensor>(traced->skeleton, out, next);
-  };
-}
-
-// ---- Jacobians ----------------------------------------------------------------------------------
-
-/// The Jacobian of a function of one Tensor returning one Tensor, by forward mode (one jvp
-/// per input element, batched with vmap): shape out.dims + in.dims.
-template <class F>
-auto jacfwd(F f) {
-  return [f = std::move(f)](const Tensor& x) mutable -> Tensor {
-    if (!x.valid()) {
-      detail::report(invalid_argument_error("jacfwd: the argument is an invalid Tensor"));
-      return Tensor();
-    }
-    const std::int64_t n = x.size();
-    std::vector<std::int64_t> basis_dims{n};
-    for (std::int64_t d : x.dims()) basis_dims.push_back(d);
-    Tensor basis = np::reshape(np::eye(n, x.dtype()), basis_dims);
-    Tensor columns = vmap([&](const Tensor& t) { return jvp(f, x, t).second; })(basis);
-    if (!columns.valid()) return Tensor();
-    // columns: [n] + out dims; the Jacobian is out dims + in dims.
-    std::vector<std::int64_t> dims = x.dims();
-    const std::vector<std::int64_t> cdims = columns.dims();
-    dims.insert(dims.end(), cdims.begin() + 1, cdims.end());
-    Tensor j = np::reshape(columns, dims);
-    const std::int64_t in_rank = x.rank(), out_rank = static_cast<std::int64_t>(cdims.size()) - 1;
-    std::vector<std::int64_t> perm;
-    for (std::int64_t d = 0; d < out_rank; ++d) perm.push_back(in_rank + d);
-    for (std::int64_t d = 0; d < in_rank; ++d) perm.push_back(d);
-    return np::transpose(j, perm);
-  };
-}
-
-/// The Jacobian by reverse mode (one pullback per output element, batched with vmap).
-template <class F>
-auto jacrev(F f) {
-  return [f = std::move(f)](const Tensor& x) mutable -> Tensor {
-    if (!x.valid()) {
-      detail::report(invalid_argument_error("jacrev: the argument is an invalid Tensor"));
-      return Tensor();
-    }
-    auto forward = vjp(f, x);  // not a structured binding: lambdas below capture it
-    const Tensor y = forward.first;
-    const auto& pullback = forward.second;
-    if (!y.valid()) return Tensor();
-    const std::int64_t m = y.size();
-    std::vector<std::int64_t> basis_dims{m};
-    for (std::int64_t d : y.dims()) basis_dims.push_back(d);
-    Tensor basis = np::reshape(np::eye(m, y.dtype()), basis_dims);
-    Tensor rows = vmap([&](const Tensor& ct) { return std::get<0>(pullback(ct)); })(basis);
-    if (!rows.valid()) return Tensor();
-    std::vector<std::int64_t> dims = y.dims();
-    for (std::int64_t d : x.dims()) dims.push_back(d);
-    return np::reshape(rows, dims);
   };
 }
 

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <numbers>
 #include <optional>
 #include <string>
@@ -31,6 +32,7 @@
 #include "pjrt_lite/ir/shape_inference.hpp"
 #include "pjrt_lite/ir/verifier.hpp"
 #include "pjrt_lite/transforms/detail/control_flow_rules.hpp"
+#include "pjrt_lite/transforms/detail/custom_rules.hpp"
 #include "pjrt_lite/transforms/detail/jvp_rules.hpp"
 #include "pjrt_lite/transforms/detail/linearizer.hpp"
 
@@ -52,6 +54,9 @@ class JvpRules {
   Status apply(const Node& n, const std::vector<Value>& p, const std::vector<Lin>& t,
                std::vector<Value>& y, std::vector<Lin>& ty) {
     const bool any = std::any_of(t.begin(), t.end(), [](Lin x) { return x != kZero; });
+    if (any && n.op == OpCode::kCase)
+      if (const CustomRule r = custom_rule_of(n); r.kind != CustomRule::Kind::kNone)
+        return custom(n, r, p, t, y, ty);
     if (any && is_control_flow(n.op)) return control_flow(n, p, t, y, ty);
     if (n.op == OpCode::kSort && any) return sort(n, p, t, y, ty);
     y = b_.op(n.op, p, n.attrs, n.bodies);
@@ -77,6 +82,114 @@ class JvpRules {
  private:
   Shape shape(Value v) const { return b_.shape(v).value_or(Shape()); }
   Value full(Value like, double v) { return l_.full(shape(like), v); }
+
+  /// A node carrying a user rule (detail/custom_rules.hpp).
+  Status custom(const Node& n, const CustomRule& r, const std::vector<Value>& p,
+                const std::vector<Lin>& t, std::vector<Value>& y, std::vector<Lin>& ty) {
+    using Kind = CustomRule::Kind;
+    const char* what = r.kind == Kind::kCustomVjp ? "custom_vjp" : "custom_jvp";
+    if (r.kind == Kind::kStopGradient) {
+      y = b_.op(n.op, p, n.attrs, n.bodies);
+      ty.assign(y.size(), kZero);
+      return b_.status();
+    }
+    // The tangents of the values the function closes over: the rule knows nothing of them.
+    for (std::size_t i = r.n; i < r.k; ++i)
+      if (t[1 + i] != kZero && is_inexact(shape(p[1 + i]).dtype()))
+        return invalid_argument_error(str_cat(
+            what, ": the function is differentiated with respect to a value it closes over (",
+            i - r.n, " of its closed-over tensors); the rule only says how to differentiate it "
+            "with respect to its arguments: pass that value as an argument"));
+    const std::size_t m =
+        r.kind == Kind::kCustomJvp ? n.results.size() / 2 : n.results.size() - r.k;
+    const Graph& rule = n.bodies[1];
+    std::vector<Value> x(p.begin() + 1, p.begin() + 1 + static_cast<std::ptrdiff_t>(r.k));
+    if (r.kind == Kind::kCustomJvp && l_.forward()) {
+      // The rule on the real tangents.
+      std::vector<Value> args = x;
+      for (std::size_t i = 0; i < r.k; ++i) args.push_back(l_.value(t[1 + i], shape(p[1 + i])));
+      const std::vector<Value> out = b_.inline_graph(rule, args);
+      PJRT_LITE_RETURN_IF_ERROR(b_.status());
+      y = out;
+      ty.assign(y.size(), kZero);
+      for (std::size_t j = 0; j < m; ++j)
+        if (is_inexact(n.results[j].dtype())) ty[j] = l_.input(n.results[j], out[m + j]);
+      return l_.status();
+    }
+    if (r.kind == Kind::kCustomVjp && l_.forward())
+      return unimplemented_error(
+          "can't apply forward-mode autodiff (jvp) to a custom_vjp function (it has no rule "
+          "for forward mode; use custom_jvp for that)");
+    // Reverse mode: the results' tangents as one linear map of the inputs' tangents whose
+    // transpose comes from the rule. The primal values: custom_jvp's node again (so a
+    // derivative of them uses the rule too); custom_vjp's from fwd's ops, as JAX computes
+    // them (so forward mode over reverse mode, as in hessian, differentiates fwd).
+    if (r.kind == Kind::kCustomVjp) {
+      std::vector<Value> args = x;
+      for (std::size_t j = 0; j < m; ++j) args.push_back(l_.zeros(n.results[j]));
+      y = b_.inline_graph(n.bodies[1], args);
+    } else {
+      y = b_.op(n.op, p, n.attrs, n.bodies);
+    }
+    ty.assign(y.size(), kZero);
+    PJRT_LITE_RETURN_IF_ERROR(b_.status());
+    std::vector<std::size_t> in;  // the x with a tangent
+    std::vector<Lin> lins;
+    for (std::size_t i = 0; i < r.n; ++i)
+      if (t[1 + i] != kZero && is_inexact(shape(p[1 + i]).dtype())) {
+        in.push_back(i);
+        lins.push_back(t[1 + i]);
+      }
+    std::vector<std::size_t> outs;  // the y with a tangent
+    std::vector<Shape> out_shapes;
+    for (std::size_t j = 0; j < m; ++j)
+      if (is_inexact(n.results[j].dtype())) {
+        outs.push_back(j);
+        out_shapes.push_back(n.results[j]);
+      }
+    if (lins.empty() || outs.empty()) return ok_status();
+    Linearizer::MultiTranspose transpose;
+    if (r.kind == Kind::kCustomJvp) {
+      // The rule's ty in t is linear: its transpose is the rule's vjp in t (at t = 0).
+      GraphBuilder tb(str_cat(rule.name(), "_tangents"));
+      std::vector<Value> params;
+      for (Value v : rule.parameters()) params.push_back(tb.parameter(rule.shape(v)));
+      const std::vector<Value> all = tb.inline_graph(rule, params);
+      std::vector<Value> tys;
+      for (std::size_t j : outs) tys.push_back(all[m + j]);
+      StatusOr<Graph> tangents = tb.build(tys);
+      if (!tangents.ok()) return tangents.status().with_context(what);
+      std::vector<bool> wrt(2 * r.k, false);
+      for (std::size_t i : in) wrt[r.k + i] = true;
+      StatusOr<Graph> back = differentiate(*tangents, wrt, false);
+      if (!back.ok()) return back.status().with_context(str_cat(what, ": the rule's transpose"));
+      auto graph = std::make_shared<const Graph>(*std::move(back));
+      transpose = [this, graph, x, outs, r, p](const std::vector<Value>& cts) {
+        std::vector<Value> args = x;
+        for (std::size_t i = 0; i < r.k; ++i) args.push_back(l_.zeros(shape(p[1 + i])));
+        args.insert(args.end(), cts.begin(), cts.end());
+        const std::vector<Value> out = b_.inline_graph(*graph, args);
+        return std::vector<Value>(out.begin() + static_cast<std::ptrdiff_t>(outs.size()), out.end());
+      };
+    } else {
+      // bwd on the cotangents of y (zeros for the y without one).
+      auto graph = std::make_shared<const Graph>(rule);
+      transpose = [this, graph, x, in, outs, m, n_results = n.results](const std::vector<Value>& cts) {
+        std::vector<Value> args = x;
+        std::vector<Value> full(m);
+        for (std::size_t j = 0; j < outs.size(); ++j) full[outs[j]] = cts[j];
+        for (std::size_t j = 0; j < m; ++j)
+          args.push_back(full[j].valid() ? full[j] : l_.zeros(n_results[j]));
+        const std::vector<Value> out = b_.inline_graph(*graph, args);
+        std::vector<Value> picked;
+        for (std::size_t i : in) picked.push_back(out[m + i]);
+        return picked;
+      };
+    }
+    const std::vector<Lin> result = l_.apply_multi(OpCode::kCase, lins, out_shapes, transpose);
+    for (std::size_t j = 0; j < outs.size(); ++j) ty[outs[j]] = result[j];
+    return l_.status();
+  }
 
   /// while, case and if in forward mode: the op again, its regions replaced by their jvps,
   /// carrying a tangent next to each floating-point or complex value the regions take and
@@ -478,9 +591,16 @@ inline StatusOr<Graph> differentiate(const Graph& g, const std::vector<bool>& wr
     tangent[static_cast<std::size_t>(pv.node)] = {l};
     inputs.push_back(l);
   }
+  // Nodes no output depends on are left out (their rules might refuse, as a custom_vjp in
+  // forward mode does, for a value nothing uses).
+  std::vector<bool> live(static_cast<std::size_t>(g.num_nodes()), false);
+  for (Value v : g.outputs()) live[static_cast<std::size_t>(v.node)] = true;
+  for (std::int64_t i = g.num_nodes(); i-- > 0;)
+    if (live[static_cast<std::size_t>(i)])
+      for (Value v : g.node(i).operands) live[static_cast<std::size_t>(v.node)] = true;
   for (std::int64_t i = 0; i < g.num_nodes(); ++i) {
     const Node& node = g.node(i);
-    if (node.op == OpCode::kParameter) continue;
+    if (node.op == OpCode::kParameter || !live[static_cast<std::size_t>(i)]) continue;
     std::vector<Value> p;
     std::vector<Linearizer::Lin> t;
     for (Value v : node.operands) {

@@ -18,8 +18,17 @@
 #include "pjrt_lite/ir/builder.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/verifier.hpp"
+#include "pjrt_lite/transforms/detail/custom_rules.hpp"
 
 namespace pjrt_lite::inline v0_1 {
+
+/// vmap of a graph: the graph returned takes g's parameters, those with batched[k] set with a
+/// leading dimension of size `batch`, and returns each of g's outputs with a leading
+/// dimension of size `batch` (outputs that depend on no batched value are broadcast, and
+/// `batched_outputs`, when given, says which outputs those are not).
+inline StatusOr<Graph> batch_graph(const Graph& g, const std::vector<bool>& batched,
+                                   std::int64_t batch,
+                                   std::vector<bool>* batched_outputs = nullptr);
 
 namespace detail {
 
@@ -39,6 +48,9 @@ class Batcher {
       for (const BValue& v : in) ops.push_back(v.value);
       return wrap(b_.op(n.op, ops, n.attrs, n.bodies), false);
     }
+    if (n.op == OpCode::kCase && !in[0].batched)
+      if (const CustomRule r = custom_rule_of(n); r.kind != CustomRule::Kind::kNone)
+        return custom(n, r, in);
     if (is_elementwise(n.op)) return elementwise(n, in);
     switch (n.op) {
       case OpCode::kBroadcastInDim: {
@@ -151,6 +163,33 @@ class Batcher {
   }
   static std::vector<BValue> one(Value v) { return {BValue{v, true}}; }
 
+  // A node carrying a user rule (detail/custom_rules.hpp) stays one: its branches batched,
+  // so the rule survives vmap. A custom_jvp's t operands are batched with their x (autodiff
+  // passes tangents shaped like the batched x), a custom_vjp's ct operands always (every
+  // result of the batched node is batched).
+  std::vector<BValue> custom(const Node& n, const CustomRule& r, const std::vector<BValue>& in) {
+    std::vector<bool> mask;
+    for (std::size_t i = 1; i < in.size(); ++i) mask.push_back(in[i].batched);
+    if (r.kind == CustomRule::Kind::kCustomJvp)
+      for (std::size_t i = 0; i < r.k; ++i) mask[i] = mask[r.k + i] = mask[i] || mask[r.k + i];
+    if (r.kind == CustomRule::Kind::kCustomVjp)
+      for (std::size_t i = r.k; i < mask.size(); ++i) mask[i] = true;
+    std::vector<Value> ops{in[0].value};
+    for (std::size_t i = 1; i < in.size(); ++i)
+      ops.push_back(mask[i - 1] ? materialize(in[i]) : in[i].value);
+    std::vector<Graph> branches;
+    for (const Graph& branch : n.bodies) {
+      StatusOr<Graph> batched = batch_graph(branch, mask, batch_);
+      if (batched.ok()) batched = renamed(*batched, branch.name());
+      if (!batched.ok()) {
+        if (status_.ok()) status_ = batched.status().with_context("vmap of a custom rule");
+        return wrap(std::vector<Value>(n.results.size()), true);
+      }
+      branches.push_back(*std::move(batched));
+    }
+    return wrap(b_.op(n.op, ops, n.attrs, std::move(branches)), true);
+  }
+
   // Every operand at [batch] + the result's dims (rank-0 operands of select and clamp
   // included), so the op applies unchanged.
   std::vector<BValue> elementwise(const Node& n, const std::vector<BValue>& in) {
@@ -245,15 +284,17 @@ class Batcher {
 
   GraphBuilder& b_;
   std::int64_t batch_;
+  Status status_;
+
+ public:
+  /// The first error of a rule that does not go through the builder.
+  [[nodiscard]] const Status& status() const { return status_; }
 };
 
 }  // namespace detail
 
-/// vmap of a graph: the graph returned takes g's parameters, those with batched[k] set with a
-/// leading dimension of size `batch`, and returns each of g's outputs with a leading
-/// dimension of size `batch` (outputs that depend on no batched value are broadcast).
 inline StatusOr<Graph> batch_graph(const Graph& g, const std::vector<bool>& batched,
-                                   std::int64_t batch) {
+                                   std::int64_t batch, std::vector<bool>* batched_outputs) {
   PJRT_LITE_RETURN_IF_ERROR(verify(g));
   const auto n = static_cast<std::size_t>(g.num_parameters());
   if (batched.size() != n)
@@ -279,14 +320,18 @@ inline StatusOr<Graph> batch_graph(const Graph& g, const std::vector<bool>& batc
     for (Value v : node.operands)
       in.push_back(values[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.index)]);
     values[static_cast<std::size_t>(i)] = batcher.apply(node, in);
+    if (!batcher.status().ok()) return batcher.status();
     if (!b.ok())
       return b.status().with_context(
           str_cat("batch_graph of '", g.name(), "' at %", i, " (", op_name(node.op), ")"));
   }
   std::vector<Value> outputs;
-  for (Value v : g.outputs())
-    outputs.push_back(batcher.materialize(
-        values[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.index)]));
+  if (batched_outputs) batched_outputs->clear();
+  for (Value v : g.outputs()) {
+    const auto& bv = values[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.index)];
+    if (batched_outputs) batched_outputs->push_back(bv.batched);
+    outputs.push_back(batcher.materialize(bv));
+  }
   return b.build(outputs);
 }
 

@@ -1,0 +1,335 @@
+// check_grads (check_grads.hpp: JAX's method, f64, forward and reverse mode, orders 1 and 2)
+// over every op of the IR: each op is either differentiated by a graph checked here at order
+// 2, has zero derivatives (checked zero in both modes), has no floating-point values to
+// differentiate, or is a known gap whose missing rule is checked to be UNIMPLEMENTED (so a
+// new rule fails this test until it moves to the checked list). A test also checks that the
+// four lists cover every opcode, so a new op must be placed in one.
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "check_grads.hpp"
+#include "pjrt_lite/cpu.hpp"
+#include "pjrt_lite/frontend.hpp"
+#include "pjrt_lite/ir/ir.hpp"
+#include "test_util.hpp"
+
+namespace check_grads_test {
+
+using namespace pjrt_lite;
+using namespace pjrt_lite::testing;
+
+namespace {
+
+Shape f64(std::vector<std::int64_t> dims) { return Shape(kF64, std::move(dims)); }
+
+struct Case {
+  std::string name;
+  Graph g;
+  double lo = -2, hi = 2;
+  int order = 2;
+};
+
+using Body = std::function<std::vector<Value>(GraphBuilder&, const std::vector<Value>&)>;
+
+Graph make(const std::string& name, const std::vector<Shape>& inputs, const Body& f) {
+  GraphBuilder b(name);
+  std::vector<Value> p;
+  for (const Shape& s : inputs) p.push_back(b.parameter(s));
+  return build_ok(b, f(b, p));
+}
+
+Value full(GraphBuilder& b, double v, std::vector<std::int64_t> dims) {
+  return b.broadcast_in_dim(b.scalar(kF64, v), std::move(dims), {});
+}
+
+/// The graph jit traces for a front-end function of f64 arguments of `shapes`.
+template <class F>
+Graph lowered(const std::string& name, F f, const std::vector<Shape>& shapes) {
+  std::vector<Literal> args;
+  for (const Shape& s : shapes) args.emplace_back(s);
+  auto j = jit(grad_client(), [&](const std::vector<Tensor>& x) { return f(x); }, JitOptions{.name = name});
+  return require_ok(j.lower(args));
+}
+
+Case unary(OpCode op, double lo, double hi) {
+  return {std::string(op_name(op)), make(std::string(op_name(op)), {f64({3})}, [&](GraphBuilder& b, const auto& p) {
+            return std::vector<Value>{b.unary(op, p[0])};
+          }),
+          lo, hi};
+}
+Case binary(OpCode op, double lo, double hi) {
+  return {std::string(op_name(op)),
+          make(std::string(op_name(op)), {f64({3}), f64({3})},
+               [&](GraphBuilder& b, const auto& p) { return std::vector<Value>{b.binary(op, p[0], p[1])}; }),
+          lo, hi};
+}
+
+std::vector<Case> checked_cases() {
+  using np::Tensor;
+  std::vector<Case> c;
+  for (auto [op, lo, hi] : std::vector<std::tuple<OpCode, double, double>>{
+           {OpCode::kAbs, 0.3, 2},      {OpCode::kNegate, -2, 2},   {OpCode::kExponential, -2, 2},
+           {OpCode::kExponentialMinusOne, -2, 2}, {OpCode::kLog, 0.5, 2}, {OpCode::kLogPlusOne, 0, 2},
+           {OpCode::kSqrt, 0.5, 2},     {OpCode::kRsqrt, 0.5, 2},   {OpCode::kCbrt, 0.5, 2},
+           {OpCode::kTanh, -2, 2},      {OpCode::kLogistic, -2, 2}, {OpCode::kSine, -2, 2},
+           {OpCode::kCosine, -2, 2},    {OpCode::kTan, -1, 1},      {OpCode::kAcosh, 1.5, 3},
+           {OpCode::kAsin, -0.8, 0.8},  {OpCode::kAsinh, -2, 2},    {OpCode::kAtan, -2, 2},
+           {OpCode::kAtanh, -0.8, 0.8}, {OpCode::kCosh, -2, 2},     {OpCode::kSinh, -2, 2},
+           {OpCode::kErf, -2, 2},       {OpCode::kErfc, -2, 2},     {OpCode::kErfInv, -0.8, 0.8},
+           {OpCode::kLgamma, 0.5, 3}})
+    c.push_back(unary(op, lo, hi));
+  // lgamma's derivative is digamma, which has none (a known gap): order 1 only.
+  c.back().order = 1;
+  c.push_back(unary(OpCode::kAbs, -2, -0.3));
+  for (auto [op, lo, hi] : std::vector<std::tuple<OpCode, double, double>>{
+           {OpCode::kAdd, -2, 2},     {OpCode::kSubtract, -2, 2}, {OpCode::kMultiply, -2, 2},
+           {OpCode::kDivide, 0.5, 2}, {OpCode::kPower, 0.5, 2},   {OpCode::kMaximum, -2, 2},
+           {OpCode::kMinimum, -2, 2}, {OpCode::kAtan2, 0.5, 2}})
+    c.push_back(binary(op, lo, hi));
+  // rem(x + 3, y + 2): the quotient stays in (1, 2), away from rem's jumps.
+  c.push_back({"remainder", make("remainder", {f64({3}), f64({3})}, [](GraphBuilder& b, const auto& p) {
+                 return std::vector<Value>{
+                     b.remainder(b.add(p[0], full(b, 3, {3})), b.add(p[1], full(b, 2, {3})))};
+               }),
+               0.1, 0.9});
+  c.push_back({"complex, real, imag", make("complex", {f64({3}), f64({3})}, [](GraphBuilder& b, const auto& p) {
+                 Value z = b.multiply(b.complex(p[0], p[1]), b.complex(p[1], p[0]));
+                 return std::vector<Value>{b.add(b.real(z), b.imag(z))};
+               })});
+  c.push_back({"convert", make("convert", {f64({3})}, [](GraphBuilder& b, const auto& p) {
+                 return std::vector<Value>{b.multiply(b.real(b.convert(p[0], kC128)), p[0])};
+               })});
+  c.push_back({"compare, select", make("select", {f64({3}), f64({3})}, [](GraphBuilder& b, const auto& p) {
+                 Value gt = b.compare(p[0], p[1], ComparisonDirection::kGt);
+                 return std::vector<Value>{b.select(gt, b.multiply(p[0], p[0]), p[1])};
+               })});
+  c.push_back({"clamp", make("clamp", {f64({3}), f64({3})}, [](GraphBuilder& b, const auto& p) {
+                 return std::vector<Value>{
+                     b.clamp(b.subtract(p[1], full(b, 1, {3})), p[0], b.add(p[1], full(b, 1, {3})))};
+               })});
+  c.push_back({"shapes", make("shapes", {f64({2, 3})}, [](GraphBuilder& b, const auto& p) {
+                 Value x = p[0];
+                 Value t = b.transpose(b.multiply(x, x), {1, 0});                        // [3, 2]
+                 Value r = b.reshape(t, {6});                                            // [6]
+                 Value s = b.slice(r, {1}, {6}, {2});                                    // [3]
+                 Value bc = b.broadcast_in_dim(s, {2, 3}, {1});                          // [2, 3]
+                 Value cat = b.concatenate({bc, b.reverse(x, {0, 1})}, 0);              // [4, 3]
+                 Value pd = b.pad(cat, b.scalar(kF64, 0.5), {1, -1}, {0, 1}, {1, 0});     // [8, 3]
+                 Value ds = b.dynamic_slice(pd, {b.scalar(kS32, 2), b.scalar(kS32, 1)}, {3, 2});
+                 Value du = b.dynamic_update_slice(pd, b.sine(ds), {b.scalar(kS32, 4), b.scalar(kS32, 0)});
+                 return std::vector<Value>{du};
+               })});
+  c.push_back({"reduce", make("reduce", {f64({2, 3})}, [](GraphBuilder& b, const auto& p) {
+                 Value s = b.reduce(p[0], b.scalar(kF64, 0), OpCode::kAdd, {1});
+                 Value m = b.reduce(p[0], b.scalar(kF64, 1), OpCode::kMultiply, {1});
+                 Value x = b.reduce(p[0], b.scalar(kF64, -INFINITY), OpCode::kMaximum, {1});
+                 Value n = b.reduce(p[0], b.scalar(kF64, INFINITY), OpCode::kMinimum, {0});
+                 Value a = b.argmax(p[0], 1)[0];
+                 return std::vector<Value>{b.add(b.add(s, m), b.multiply(x, a)), n};
+               })});
+  c.push_back({"dot_general", make("dot", {f64({2, 3}), f64({3, 2})}, [](GraphBuilder& b, const auto& p) {
+                 return std::vector<Value>{b.dot(p[0], p[1])};
+               })});
+  c.push_back({"reduce_precision", make("reduce_precision", {f64({3})}, [](GraphBuilder& b, const auto& p) {
+                 return std::vector<Value>{b.reduce_precision(b.multiply(p[0], p[0]), 11, 52)};
+               })});
+  c.push_back({"reduce_window", make("reduce_window", {f64({5})}, [](GraphBuilder& b, const auto& p) {
+                 Value s = b.reduce_window(p[0], b.scalar(kF64, 0), OpCode::kAdd, WindowAttrs{{2}, {1}});
+                 Value m = b.reduce_window(p[0], b.scalar(kF64, -INFINITY), OpCode::kMaximum, WindowAttrs{{2}, {1}});
+                 return std::vector<Value>{b.multiply(s, m)};
+               })});
+  c.push_back({"select_and_scatter", make("select_and_scatter", {f64({4}), f64({2})}, [](GraphBuilder& b, const auto& p) {
+                 return std::vector<Value>{b.multiply(
+                     b.select_and_scatter(p[0], p[1], b.scalar(kF64, 0), ComparisonDirection::kGe, OpCode::kAdd,
+                                          WindowAttrs{{2}, {2}}),
+                     p[0])};
+               })});
+  c.push_back({"fft", make("fft", {f64({4}), f64({4})}, [](GraphBuilder& b, const auto& p) {
+                 Value z = b.fft(b.complex(p[0], p[1]), FftType::kFft, {4});
+                 Value r = b.fft(p[0], FftType::kRfft, {4});
+                 return std::vector<Value>{b.add(b.real(z), b.imag(z)), b.imag(r)};
+               })});
+  c.push_back({"triangular_solve", make("triangular_solve", {f64({3, 3}), f64({3, 2})}, [](GraphBuilder& b, const auto& p) {
+                 // A well-conditioned lower triangle: the diagonal shifted by 3.
+                 Value eye = b.convert(b.compare(b.iota(Shape(kS32, {3, 3}), 0), b.iota(Shape(kS32, {3, 3}), 1),
+                                                 ComparisonDirection::kEq),
+                                       kF64);
+                 Value a = b.add(p[0], b.multiply(eye, full(b, 3, {3, 3})));
+                 return std::vector<Value>{b.triangular_solve(a, p[1], TriangularSolveAttrs{})};
+               })});
+  c.push_back({"top_k", make("top_k", {f64({5})}, [](GraphBuilder& b, const auto& p) {
+                 return std::vector<Value>{b.top_k(p[0], 2)[0]};
+               })});
+  // The ops the front end emits for its functions: convolution, gather, scatter, sort,
+  // cumulative sums and products, and control flow (while, case, if).
+  c.push_back({"convolution", lowered("convolution", [](const auto& x) {
+                 return np::conv_general_dilated(x[0], x[1], {2}, np::Padding("SAME"));
+               }, {f64({1, 2, 5}), f64({3, 2, 2})})});
+  c.push_back({"gather, scatter", lowered("gather_scatter", [](const auto& x) {
+                 Tensor g = np::take(x[0], std::vector<std::int64_t>{2, 0, 2}, 0);
+                 return np::at(g)[1].add(x[1]) + np::at(g)[0].set(x[1] * x[1]);
+               }, {f64({3, 2}), f64({2})})});
+  c.push_back({"sort, cumsum, cumprod", lowered("sort", [](const auto& x) {
+                 return np::sort(x[0]) * np::cumsum(x[0]) + np::cumprod(x[0]);
+               }, {f64({4})})});
+  c.push_back({"while, case, if", lowered("control_flow", [](const auto& x) {
+                 Tensor loop = fori_loop(0, 3, [](const Tensor&, const Tensor& v) { return sin(v) * 1.5; }, x[0]);
+                 Tensor branch = cond(np::sum(x[0]) > 0.0, [](const Tensor& v) { return v * v; },
+                                      [](const Tensor& v) { return exp(v); }, x[0]);
+                 std::vector<std::function<Tensor(const Tensor&)>> fns = {[](const Tensor& v) { return v * 2.0; },
+                                                                           [](const Tensor& v) { return cos(v); }};
+                 Tensor sw = switch_(np::full({}, 1, DType::kS32), fns, x[0]);
+                 return loop + branch + sw;
+               }, {f64({3})})});
+  return c;
+}
+
+/// Graphs of ops whose derivative is zero: their output, in f64, depends on x only through
+/// them.
+std::vector<Case> zero_cases() {
+  std::vector<Case> c;
+  for (OpCode op : {OpCode::kSign, OpCode::kFloor, OpCode::kCeil, OpCode::kRoundNearestAfz,
+                    OpCode::kRoundNearestEven})
+    c.push_back(unary(op, -2, 2));
+  c.push_back({"is_finite, compare", make("is_finite", {f64({3})}, [](GraphBuilder& b, const auto& p) {
+                 Value f = b.convert(b.is_finite(p[0]), kF64);
+                 Value g = b.convert(b.compare(p[0], full(b, 0, {3}), ComparisonDirection::kGt), kF64);
+                 return std::vector<Value>{b.add(f, g)};
+               })});
+  c.push_back({"integer ops", make("integers", {f64({3})}, [](GraphBuilder& b, const auto& p) {
+                 Value i = b.convert(b.multiply(p[0], full(b, 100, {3})), kS32);
+                 Value one = b.broadcast_in_dim(b.scalar(kS32, 1), {3}, {});
+                 Value v = b.add(b.popcnt(i), b.count_leading_zeros(b.not_(i)));
+                 v = b.add(v, b.xor_(b.and_(i, one), b.or_(i, one)));
+                 v = b.add(v, b.shift_left(i, one));
+                 v = b.add(v, b.add(b.shift_right_arithmetic(i, one), b.shift_right_logical(i, one)));
+                 v = b.add(v, b.iota(Shape(kS32, {3}), 0));
+                 v = b.add(v, b.convert(b.bitcast_convert(p[0], kS64), kS32));
+                 Value bits = b.rng_bit_generator(b.constant(Literal::vector<std::uint64_t>({1, 2})), Shape(kU32, {3}))[1];
+                 return std::vector<Value>{b.add(b.convert(v, kF64), b.convert(bits, kF64))};
+               })});
+  return c;
+}
+
+/// What has no rule: each graph must be refused (UNIMPLEMENTED) in the mode given.
+struct Gap {
+  std::string name;
+  Graph g;
+  bool forward;  // the mode that is refused (reverse mode fails wherever forward mode does)
+  std::string message;
+};
+
+std::vector<Gap> known_gaps() {
+  std::vector<Gap> c;
+  c.push_back({"digamma", unary(OpCode::kDigamma, 0.5, 2).g, true, "digamma"});
+  // So lgamma has no second derivative.
+  c.push_back({"lgamma at order 2", require_ok(jvp_graph(unary(OpCode::kLgamma, 0.5, 2).g, {true})), true, "digamma"});
+  c.push_back({"bessel_i1e", unary(OpCode::kBesselI1e, 0.5, 2).g, true, "bessel_i1e"});
+  c.push_back({"next_after", binary(OpCode::kNextAfter, 0.5, 2).g, true, "next_after"});
+  c.push_back({"linalg (getrf: lu)", make("lu", {f64({3, 3})}, [](GraphBuilder& b, const auto& p) {
+                 return std::vector<Value>{b.linalg({p[0]}, LinalgAttrs{})[0]};
+               }),
+               true, "linalg"});
+  c.push_back({"linalg (potrf: cholesky)", make("cholesky", {f64({3, 3})}, [](GraphBuilder& b, const auto& p) {
+                 LinalgAttrs a;
+                 a.routine = LinalgRoutine::kPotrf;
+                 return std::vector<Value>{b.linalg({p[0]}, a)[0]};
+               }),
+               true, "linalg"});
+  c.push_back({"scatter (multiply)", make("scatter_multiply", {f64({5}), f64({2})}, [](GraphBuilder& b, const auto& p) {
+                 ScatterAttrs s;
+                 s.inserted_window_dims = {0};
+                 s.scatter_dims_to_operand_dims = {0};
+                 s.index_vector_dim = 1;
+                 Literal idx(Shape(kS32, {2, 1}));
+                 idx.data<std::int32_t>()[0] = 1;
+                 idx.data<std::int32_t>()[1] = 3;
+                 return std::vector<Value>{b.scatter(p[0], b.constant(idx), p[1], OpCode::kMultiply, s)};
+               }),
+               true, "scatter"});
+  c.push_back({"reduce (another body)", make("reduce_other", {f64({4})}, [](GraphBuilder& b, const auto& p) {
+                 GraphBuilder body("weird_body");
+                 Value l = body.parameter(f64({}));
+                 Value r = body.parameter(f64({}));
+                 const Graph weird = build_ok(body, {body.add(body.multiply(l, r), r)});
+                 return std::vector<Value>{b.reduce(p[0], b.scalar(kF64, 1), weird, {0})};
+               }),
+               true, "weird_body"});
+  c.push_back({"reduce_window max with dilation (reverse mode)",
+               make("dilated_max_pool", {f64({6})}, [](GraphBuilder& b, const auto& p) {
+                 return std::vector<Value>{
+                     b.reduce_window(p[0], b.scalar(kF64, -INFINITY), OpCode::kMaximum, WindowAttrs{{2}, {1}, {1}, {2}})};
+               }),
+               false, "dilation"});
+  return c;
+}
+
+// The opcodes of g and of its regions.
+void collect_ops(const Graph& g, std::set<OpCode>& out) {
+  for (const Node& n : g.nodes()) {
+    out.insert(n.op);
+    for (const Graph& body : n.bodies) collect_ops(body, out);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("check_grads: every op with a rule, forward and reverse mode, orders 1 and 2") {
+  std::mt19937_64 rng(2406);
+  for (const Case& c : checked_cases()) {
+    CAPTURE(c.name);
+    check_grads(c.g, rng, c.lo, c.hi, c.order);
+  }
+}
+
+TEST_CASE("check_grads: piecewise-constant and integer ops have zero derivatives in both modes") {
+  std::mt19937_64 rng(2407);
+  for (const Case& c : zero_cases()) {
+    CAPTURE(c.name);
+    const Literal x = random_literal<double>(rng, c.g.shape(c.g.parameters()[0]), c.lo, c.hi);
+    const Literal v = random_literal<double>(rng, x.shape(), -1, 1);
+    const std::vector<Literal> fwd = run_both(require_ok(jvp_graph(c.g, {true})), {x, v});
+    const std::vector<Literal> rev = run_both(require_ok(vjp_graph(c.g, {true})), {x, v});
+    for (double t : fwd[1].data<double>()) CHECK(t == 0.0);
+    for (double t : rev[1].data<double>()) CHECK(t == 0.0);
+  }
+}
+
+TEST_CASE("check_grads: the known gaps are still refused (a new rule must move its op to the checked list)") {
+  for (const Gap& gap : known_gaps()) {
+    CAPTURE(gap.name);
+    const std::vector<bool> wrt(static_cast<std::size_t>(gap.g.num_parameters()), true);
+    StatusOr<Graph> fwd = jvp_graph(gap.g, wrt);
+    StatusOr<Graph> rev = vjp_graph(gap.g, wrt);
+    if (gap.forward) {
+      CHECK_MESSAGE(!fwd.ok(), gap.name, " now has a forward-mode rule: check it in checked_cases()");
+      if (!fwd.ok()) check_error(fwd.status(), StatusCode::kUnimplemented, gap.message);
+    } else {
+      CHECK_MESSAGE(fwd.ok(), gap.name, ": forward mode was expected to work");
+    }
+    CHECK_MESSAGE(!rev.ok(), gap.name, " now has a reverse-mode rule: check it in checked_cases()");
+    if (!rev.ok()) check_error(rev.status(), StatusCode::kUnimplemented, gap.message);
+  }
+}
+
+TEST_CASE("check_grads: the checked, zero and gap lists cover every opcode of the IR") {
+  std::set<OpCode> covered{OpCode::kParameter, OpCode::kConstant};
+  for (const Case& c : checked_cases()) collect_ops(c.g, covered);
+  for (const Case& c : zero_cases()) collect_ops(c.g, covered);
+  for (const Gap& gap : known_gaps()) collect_ops(gap.g, covered);
+  for (std::size_t k = 0; k < kOpCodeCount; ++k) {
+    const auto op = static_cast<OpCode>(k);
+    CHECK_MESSAGE(covered.count(op) == 1, op_name(op), " is in no list of check_grads_test.cpp: add a case");
+  }
+}
+
+}  // namespace check_grads_test
