@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace pjrt_lite::inline v0_1::stablehlo::detail {
@@ -194,5 +196,35 @@ static_assert(
       return true;
     }(),
     "kVhloOps must be sorted by name");
+
+/// The section of docs/conformance.md on portable artifacts (tests/stablehlo_corpus_test.cpp
+/// writes the page; tests/stablehlo_bytecode_test.cpp checks what it says).
+inline std::string portable_artifacts_markdown() {
+  const std::string ops = std::to_string(std::size(kVhloOps));
+  return "\n## StableHLO portable artifacts\n\n"
+         "`stablehlo::parse_portable_artifact` (include/pjrt_lite/stablehlo/bytecode.hpp), and\n"
+         "`parse_module`, `parse_stablehlo`, `compile_stablehlo` and `client.compile` given bytes, read\n"
+         "the MLIR bytecode (formats 0 to 6) holding the VHLO dialect that StableHLO writes as its\n"
+         "portable artifact, from StableHLO 0.9.0 to 1.20.0, with VHLO's " + ops + " versioned ops. Each\n"
+         "op is read as the StableHLO op it versions, upgraded as VHLO's version rules say, and the\n"
+         "text parser builds it, so an artifact runs wherever its text twin does. Checked against\n"
+         "StableHLO's own artifact for every release (0.9.0 to 1.20.0, 1.17.0 having none) and its\n"
+         "text twin (`../shared/stablehlo-vhlo`, tests/stablehlo_bytecode_test.cpp): function by\n"
+         "function, both give the same graph or the same refusal, and the programs run on the CPU\n"
+         "client as on the reference interpreter.\n\n"
+         "Refused, with the reason:\n\n"
+         "- an artifact of a newer StableHLO (its producer names the version) or a newer bytecode\n"
+         "  format: UNIMPLEMENTED naming both versions;\n"
+         "- a truncated or corrupt file: INVALID_ARGUMENT naming the section and the byte offset;\n"
+         "- what the text parser refuses (the ops and types above and in docs/ops.md), with the same\n"
+         "  message: collectives, infeed/outfeed/send/recv and tokens, quantized types, bounded\n"
+         "  dimensions, custom calls other than those above;\n"
+         "- what has no StableHLO text here: quantized (`!vhlo.quant_v1`), buffer and future types,\n"
+         "  the sharding attributes (`#vhlo.mesh_v1`, `#vhlo.axis_ref_v1`, ...), attributes or types\n"
+         "  kept in assembly form, regions with several blocks, and VHLO ops unknown to 1.20.0\n"
+         "  (UNIMPLEMENTED naming them).\n\n"
+         "Not read: dialect resources (`dense_resource`), use-list orders (read and dropped), and\n"
+         "locations, which do not change what a program computes.\n";
+}
 
 }  // namespace pjrt_lite::stablehlo::detail

@@ -806,7 +806,8 @@ class VhloReader {
     else
       target = str_cat("stablehlo.", base);
     const OpSyntax* syntax = find_op(target);
-    if (syntax == nullptr || !syntax->generic) return unsupported(target);
+    // Ops the parser knows to be unsupported are left to it, so both paths refuse alike.
+    if (syntax == nullptr && !is_known_unsupported_op(base)) return unsupported(target);
     PJRT_LITE_ASSIGN_OR_RETURN(std::string attrs, vhlo_internal::stablehlo_attributes(base, op.raw.attrs));
     if (base == "call") {
       if (const VAttr* callee = op.raw.attrs.find("callee")) fn.callees.push_back(callee->text);
@@ -860,9 +861,15 @@ class VhloReader {
   const BcFile& f_;
   VhloTables tables_;
   std::uint32_t next_scope_ = 0;
-  VType placeholder_type_{VType::Kind::kOther, "none"};
+  static VType make_type(VType::Kind kind, std::string text) {
+    VType t;
+    t.kind = kind;
+    t.text = std::move(text);
+    return t;
+  }
+  VType placeholder_type_ = make_type(VType::Kind::kOther, "none");
   VAttr placeholder_attr_;
-  VType placeholder_function_type_{VType::Kind::kFunction, "() -> ()"};
+  VType placeholder_function_type_ = make_type(VType::Kind::kFunction, "() -> ()");
   VAttr placeholder_function_ = [this] {
     VAttr a;
     a.kind = VAttr::Kind::kType;
