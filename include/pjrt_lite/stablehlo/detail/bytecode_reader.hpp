@@ -199,6 +199,7 @@ struct BcOpName {
 
 /// The sections of a bytecode file, split and indexed; the entries are decoded on demand.
 struct BcFile {
+  std::size_t file_size = 0;
   std::uint64_t version = 0;
   std::string_view producer;
   std::vector<std::string_view> strings;
@@ -342,6 +343,7 @@ inline StatusOr<BcFile> read_bytecode_file(std::span<const std::uint8_t> bytes) 
     return invalid_argument_error("portable artifact: not MLIR bytecode (no \"ML\\xEFR\" magic)");
   PJRT_LITE_RETURN_IF_ERROR(top.bytes(4).status());
   BcFile f;
+  f.file_size = bytes.size();
   PJRT_LITE_ASSIGN_OR_RETURN(f.version, top.varint());
   PJRT_LITE_ASSIGN_OR_RETURN(f.producer, top.cstring());
   if (f.version > kMaxBytecodeVersion)
@@ -359,7 +361,8 @@ inline StatusOr<BcFile> read_bytecode_file(std::span<const std::uint8_t> bytes) 
     if (!sections[static_cast<std::uint8_t>(required)])
       return invalid_argument_error(str_cat("portable artifact: the ",
                                             bc_section_name(static_cast<std::uint8_t>(required)),
-                                            " section is missing"));
+                                            " section is missing (the file ends at offset ",
+                                            bytes.size(), ")"));
   PJRT_LITE_RETURN_IF_ERROR(bc_internal::read_strings(*sections[0], f));
   PJRT_LITE_RETURN_IF_ERROR(bc_internal::read_dialects(*sections[1], f));
   PJRT_LITE_RETURN_IF_ERROR(bc_internal::read_attr_types(*sections[3], *sections[2], f));

@@ -151,6 +151,10 @@ class VhloTables {
     --depth_;
     type_state_[i] = 0;
     if (!t.ok()) return t.status();
+    // A type shared many times over (tuples of tuples of one another) could spell out to
+    // more than memory holds.
+    if (t->text.size() > kMaxTypeText)
+      return c.error(str_cat("a type's spelling exceeds ", kMaxTypeText, " bytes"));
     if (!c.empty()) return c.error("unexpected bytes after a type");
     types_[i] = std::move(t).value();
     type_state_[i] = 2;
@@ -159,6 +163,7 @@ class VhloTables {
 
  private:
   static constexpr int kMaxDepth = 64;
+  static constexpr std::size_t kMaxTypeText = std::size_t{1} << 20;
 
   std::string_view dialect(const BcEntry& e) const { return f_.dialects[e.dialect]; }
 

@@ -132,12 +132,22 @@ inline Status unsupported(std::string_view what) {
   return unimplemented_error(str_cat(what, " is not supported"));
 }
 
+/// The longest attribute spelling written: an attribute shared many times over (arrays of
+/// arrays of one another) could otherwise spell out to more than memory holds.
+inline constexpr std::size_t kMaxAttrText = std::size_t{1} << 24;
+
+inline Status too_long() {
+  return invalid_argument_error(
+      str_cat("portable artifact: an attribute's StableHLO spelling exceeds ", kMaxAttrText, " bytes"));
+}
+
 /// The integers of a rank-0/1 integer tensor attribute or an array of integer attributes.
 inline StatusOr<std::vector<std::int64_t>> int_list(const VAttr* a, std::string_view key) {
   std::vector<std::int64_t> out;
   if (a->kind == VAttr::Kind::kTensor && a->type->is_int && a->type->dims.size() <= 1) {
     const std::size_t w = static_cast<std::size_t>(a->type->element_bytes);
     const std::int64_t n = a->type->num_elements();
+    if (n > static_cast<std::int64_t>(kMaxAttrText / 2)) return too_long();  // a splat of a huge tensor
     for (std::int64_t k = 0; k < n; ++k) {
       const std::size_t at = a->raw.size() == w ? 0 : static_cast<std::size_t>(k) * w;
       std::uint64_t v = 0;
@@ -180,6 +190,7 @@ inline StatusOr<std::string> attr_text(const VAttr* a, bool dense = false) {
       for (std::size_t k = 0; k < a->items.size(); ++k) {
         PJRT_LITE_ASSIGN_OR_RETURN(std::string item, attr_text(a->items[k]));
         out += str_cat(k ? ", " : "", item);
+        if (out.size() > kMaxAttrText) return too_long();
       }
       return out + "]";
     }
@@ -194,6 +205,7 @@ inline StatusOr<std::string> attr_text(const VAttr* a, bool dense = false) {
         if (a->items[k]->kind != K::kString) return unsupported("a dictionary key that is not a string");
         PJRT_LITE_ASSIGN_OR_RETURN(std::string value, attr_text(a->items[k + 1]));
         out += str_cat(k ? ", " : "", key_text(a->items[k]->text), " = ", value);
+        if (out.size() > kMaxAttrText) return too_long();
       }
       return out + "}";
     }
@@ -206,6 +218,7 @@ inline StatusOr<std::string> attr_text(const VAttr* a, bool dense = false) {
       }
       if (!dense && t.is_bool && t.dims.size() == 1) {  // today's StableHLO keeps flags as array<i1>
         const std::int64_t n = t.num_elements();
+        if (n > static_cast<std::int64_t>(kMaxAttrText / 8)) return too_long();
         std::string out = n == 0 ? "array<i1" : "array<i1: ";
         for (std::int64_t k = 0; k < n; ++k)
           out += str_cat(k ? ", " : "", a->raw[a->raw.size() == 1 ? 0 : static_cast<std::size_t>(k)] ? "true" : "false");
@@ -472,7 +485,7 @@ class VhloReader {
     scope.id = next_scope_++;
     PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t blocks, body.count("blocks"));
     if (blocks != 1) return body.error("the module's region must hold one block");
-    PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t values, body.count("values", 0));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t values, body.count("values"));
     PJRT_LITE_RETURN_IF_ERROR(scope.push(body, values));
     PJRT_LITE_ASSIGN_OR_RETURN(auto bh, body.varint_with_flag());
     if (bh.second) return body.error("the module's block has arguments");
@@ -719,7 +732,7 @@ class VhloReader {
   Status read_region(ByteCursor& c, Scope& scope, FnState& fn, Region& out, bool in_function) {
     PJRT_LITE_ASSIGN_OR_RETURN(out.blocks, c.count("blocks"));
     if (out.blocks == 0) return ok_status();
-    PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t values, c.count("values", 0));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t values, c.count("values"));
     PJRT_LITE_RETURN_IF_ERROR(scope.push(c, values));
     if (out.blocks > 1) fn.refuse(unimplemented_error("portable artifact: regions with several blocks are not supported"));
     for (std::uint64_t b = 0; b < out.blocks; ++b) {
@@ -769,6 +782,11 @@ class VhloReader {
                                             line.status().message())));
       return ok_status();
     }
+    // The text grows with the file; a file whose attributes are shared by many ops could
+    // otherwise spell out to far more than it holds.
+    text_bytes_ += line->size();
+    if (text_bytes_ > (std::size_t{1} << 20) + 64 * f_.file_size)
+      return c.error("the program's StableHLO text grows far beyond the size of the file");
     out += *line;
     return ok_status();
   }
@@ -861,6 +879,7 @@ class VhloReader {
   const BcFile& f_;
   VhloTables tables_;
   std::uint32_t next_scope_ = 0;
+  std::size_t text_bytes_ = 0;
   static VType make_type(VType::Kind kind, std::string text) {
     VType t;
     t.kind = kind;
