@@ -217,14 +217,14 @@ inline std::string portable_artifacts_markdown() {
          "  format: UNIMPLEMENTED naming both versions;\n"
          "- a truncated or corrupt file: INVALID_ARGUMENT naming the section and the byte offset;\n"
          "- what the text parser refuses (the ops and types above and in docs/ops.md), with the same\n"
-         "  message: collectives, infeed/outfeed/send/recv and tokens, quantized types, bounded\n"
-         "  dimensions, custom calls other than those above;\n"
+         "  status code: collectives, infeed/outfeed/send/recv and tokens, bounded dimensions,\n"
+         "  custom calls other than those above;\n"
          "- what has no StableHLO text here: quantized (`!vhlo.quant_v1`), buffer and future types,\n"
          "  the sharding attributes (`#vhlo.mesh_v1`, `#vhlo.axis_ref_v1`, ...), attributes or types\n"
          "  kept in assembly form, regions with several blocks, and VHLO ops unknown to 1.20.0\n"
          "  (UNIMPLEMENTED naming them).\n\n"
-         "Not read: dialect resources (`dense_resource`), use-list orders (read and dropped), and\n"
-         "locations, which do not change what a program computes.\n";
+         "Not read: use-list orders (read and dropped) and locations, which do not change what a\n"
+         "program computes.\n";
 }
 
 }  // namespace pjrt_lite::stablehlo::detail
