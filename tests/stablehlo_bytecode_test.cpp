@@ -329,9 +329,9 @@ TEST_CASE("portable artifacts: changed bytes give errors or programs, never cras
     // Every byte of the header and the section table, then bytes spread over the file.
     std::vector<std::size_t> offsets;
     for (std::size_t k = 0; k < 96; ++k) offsets.push_back(k);
-    for (std::size_t k = 0; k < 160; ++k) offsets.push_back(rng() % original.size());
+    for (std::size_t k = 0; k < 64; ++k) offsets.push_back(rng() % original.size());
     for (std::size_t at : offsets) {
-      for (std::uint8_t mask : {std::uint8_t{0xFF}, std::uint8_t{0x01}, std::uint8_t{0x80}}) {
+      for (std::uint8_t mask : {std::uint8_t{0xFF}, std::uint8_t{0x01}}) {
         std::string bytes = original;
         bytes[at] = static_cast<char>(bytes[at] ^ mask);
         CAPTURE(version);
