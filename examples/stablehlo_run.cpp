@@ -1,8 +1,10 @@
 // stablehlo_run: runs StableHLO test programs (as JAX exports them) on the CPU client and
 // evaluates their check.expect_* calls.
 //
-//   stablehlo_run [--dump] [--time] <file.mlir | directory>...
+//   stablehlo_run [--dump] [--time] <file.mlir | file.mlir.bc | directory>...
 //
+// A .mlir.bc file is a portable artifact (MLIR bytecode holding VHLO), read as its text would
+// be (stablehlo/bytecode.hpp).
 // One line per file: PASS, FAIL (what differed and where) or SKIP (the unsupported op or
 // type); then "N passed, M failed, K skipped". Exits 1 if any file failed.
 #include <algorithm>
@@ -29,7 +31,7 @@ struct Options {
 /// Runs one file; `detail` says why for FAIL and SKIP.
 stablehlo::TestOutcome run_file(cpu::Client<cpu::InlineExecutor>& client, const std::filesystem::path& path,
                                 const Options& options) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);  // text, or a portable artifact's bytes
   if (!in) return {stablehlo::Verdict::kFail, "cannot read the file", 0, 0};
   std::stringstream text;
   text << in.rdbuf();
@@ -51,13 +53,13 @@ int main(int argc, char** argv) {
     else if (arg == "--time") options.time = true;
     else if (std::filesystem::is_directory(arg)) {
       for (const auto& entry : std::filesystem::recursive_directory_iterator(arg))
-        if (entry.path().extension() == ".mlir") files.push_back(entry.path());
+        if (entry.path().extension() == ".mlir" || entry.path().extension() == ".bc") files.push_back(entry.path());
     } else {
       files.emplace_back(arg);
     }
   }
   if (files.empty()) {
-    std::fprintf(stderr, "usage: stablehlo_run [--dump] [--time] <file.mlir | directory>...\n");
+    std::fprintf(stderr, "usage: stablehlo_run [--dump] [--time] <file.mlir | file.mlir.bc | directory>...\n");
     return 2;
   }
   std::sort(files.begin(), files.end());

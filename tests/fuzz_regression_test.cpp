@@ -49,7 +49,8 @@ int replay(const std::string& target, Run run) {
 TEST_CASE("fuzz regressions: kept inputs replay through their targets") {
   const int kept = replay("parser", [](const std::vector<std::byte>& b) { return fuzz::parse_one(b); }) +
                    replay("deserialize", [](const std::vector<std::byte>& b) { return fuzz::deserialize_one(b); }) +
-                   replay("builder", [](const std::vector<std::byte>& b) { return fuzz::build_one(b); });
+                   replay("builder", [](const std::vector<std::byte>& b) { return fuzz::build_one(b); }) +
+                   replay("bytecode", [](const std::vector<std::byte>& b) { return fuzz::bytecode_one(b); });
   MESSAGE(kept, " kept fuzz inputs replayed");
 }
 

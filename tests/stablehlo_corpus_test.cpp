@@ -19,6 +19,7 @@
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/stablehlo/runner.hpp"
 #include "pjrt_lite/stablehlo/detail/lapack_names.hpp"
+#include "pjrt_lite/stablehlo/detail/vhlo_ops.hpp"
 #include "corpus.hpp"
 
 namespace stablehlo_corpus_test {
@@ -158,6 +159,7 @@ std::string conformance_markdown(const std::map<std::string, Tally>& families,
   }
   os << kBeyondTheCorpus;
   os << stablehlo::detail::lapack_targets_markdown();
+  os << stablehlo::detail::portable_artifacts_markdown();
   return os.str();
 }
 

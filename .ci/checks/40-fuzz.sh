@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Fuzzing: the libFuzzer binary (StableHLO parser, executable deserializer, graph builder)
-# built at -O0 with ASan+UBSan, and the three targets run side by side for 60 s each from their
+# Fuzzing: the libFuzzer binary (StableHLO parser, executable deserializer, graph builder,
+# portable-artifact reader)
+# built at -O0 with ASan+UBSan, and the four targets run side by side for 60 s each from their
 # generated seeds and the kept regressions; any crash, leak, timeout or UB fails CI.
 # The random seed is fixed and the corpus starts empty every time: CI repeats mutations that
 # were run for much longer before a change landed (docs/reliability.md), so it fails on what

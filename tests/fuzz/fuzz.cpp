@@ -1,5 +1,6 @@
-// The libFuzzer binary for all three targets, chosen at run time by PJRT_LITE_FUZZ_TARGET:
+// The libFuzzer binary for all four targets, chosen at run time by PJRT_LITE_FUZZ_TARGET:
 //   parser       StableHLO text -> parse_module
+//   bytecode     a portable artifact (MLIR bytecode holding VHLO) -> the bytecode reader
 //   deserialize  a mode byte, then executable bytes -> Client::deserialize_executable
 //   builder      decisions -> a random sequence of GraphBuilder calls, then CPU vs reference
 // (bodies in targets.hpp). One binary means one build of the instrumented runtime. Run with
@@ -13,7 +14,7 @@
 
 namespace {
 
-enum class Target { kParser, kDeserialize, kBuilder };
+enum class Target { kParser, kDeserialize, kBuilder, kBytecode };
 Target g_target = Target::kParser;
 
 void write_seeds(Target target, const std::string& dir) {
@@ -32,7 +33,8 @@ void write_seeds(Target target, const std::string& dir) {
       fuzz::write_seed(dir, str_cat("executable_", k++), bytes);
     }
   }
-  // The builder's inputs are decisions: libFuzzer's own random bytes seed it well.
+  // The builder's inputs are decisions: libFuzzer's own random bytes seed it well. The
+  // bytecode target's seeds are StableHLO's own artifacts, which run.sh copies in.
 }
 
 }  // namespace
@@ -43,8 +45,9 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
   if (target == "parser") g_target = Target::kParser;
   else if (target == "deserialize") g_target = Target::kDeserialize;
   else if (target == "builder") g_target = Target::kBuilder;
+  else if (target == "bytecode") g_target = Target::kBytecode;
   else {
-    std::fprintf(stderr, "set PJRT_LITE_FUZZ_TARGET to parser, deserialize or builder (got '%s')\n",
+    std::fprintf(stderr, "set PJRT_LITE_FUZZ_TARGET to parser, deserialize, builder or bytecode (got '%s')\n",
                  name != nullptr ? name : "");
     std::exit(2);
   }
@@ -61,6 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     case Target::kParser: (void)pjrt_lite::fuzz::parse_one(bytes); break;
     case Target::kDeserialize: (void)pjrt_lite::fuzz::deserialize_one(bytes); break;
     case Target::kBuilder: (void)pjrt_lite::fuzz::build_one(bytes); break;
+    case Target::kBytecode: (void)pjrt_lite::fuzz::bytecode_one(bytes); break;
   }
   return 0;
 }

@@ -2,15 +2,16 @@
 # Builds the libFuzzer binary (tests/fuzz/fuzz.cpp, all targets) and runs each target for a
 # given time.
 #
-#   tests/fuzz/run.sh [seconds per target] [target...]     (targets: parser deserialize builder)
+#   tests/fuzz/run.sh [seconds per target] [target...]     (targets: parser deserialize builder bytecode)
 #
 # Needs clang++-14 with libFuzzer (Debian 12: clang-14 and libclang-rt-14-dev). Writes to
 # $FUZZ_DIR (default build-fuzz/): bin/, corpus/<target>/ (kept between runs), artifacts/.
 # A crashing input found here belongs in tests/fuzz/regressions/<target>/ once fixed: the
 # normal suite replays those (tests/fuzz_regression_test.cpp).
 # Seeds: each target's generated seeds, the kept regressions (tests/fuzz/regressions/<target>),
-# and for the parser the StableHLO corpus in $PJRT_LITE_STABLEHLO_TESTDATA (default
-# ../shared/stablehlo-testdata) when present. FUZZ_CFLAGS replaces the optimization flags
+# for the parser the StableHLO corpus in $PJRT_LITE_STABLEHLO_TESTDATA (default
+# ../shared/stablehlo-testdata) and for bytecode StableHLO's portable artifacts in
+# $PJRT_LITE_STABLEHLO_VHLO (default ../shared/stablehlo-vhlo) when present. FUZZ_CFLAGS replaces the optimization flags
 # (default -O1 -g; CI builds with -O0 to build fast), FUZZ_UNIT_TIMEOUT libFuzzer's per-input
 # timeout in seconds (default 20); FUZZ_PARALLEL=1 runs the targets at the same time; FUZZ_SEED
 # fixes libFuzzer's random seed, so that a run repeats the mutations of an earlier one. Exits
@@ -21,10 +22,11 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[[ ${#targets[@]} -eq 0 ]] && targets=(parser deserialize builder)
+[[ ${#targets[@]} -eq 0 ]] && targets=(parser deserialize builder bytecode)
 out="${FUZZ_DIR:-${root}/build-fuzz}"
 cxx="${FUZZ_CXX:-clang++-14}"
 testdata="${PJRT_LITE_STABLEHLO_TESTDATA:-${root}/../shared/stablehlo-testdata}"
+vhlodata="${PJRT_LITE_STABLEHLO_VHLO:-${root}/../shared/stablehlo-vhlo}"
 mkdir -p "${out}/bin" "${out}/artifacts"
 launcher=()
 command -v ccache >/dev/null && launcher=(ccache)
@@ -47,6 +49,9 @@ fuzz_one() {
   rm -f "${seeds}/README"
   if [[ ${t} == parser && -d ${testdata} && -z $(ls -A "${corpus}") ]]; then
     find "${testdata}" -name '*.mlir' -size -64k -exec cp -n {} "${seeds}/" \;
+  fi
+  if [[ ${t} == bytecode && -d ${vhlodata} && -z $(ls -A "${corpus}") ]]; then
+    find "${vhlodata}" -name '*.mlir.bc' -size -64k -exec cp -n {} "${seeds}/" \;
   fi
   echo "== fuzzing ${t} for ${seconds} s"
   if ! PJRT_LITE_FUZZ_TARGET="${t}" "${bin}" "${corpus}" "${seeds}" -max_total_time="${seconds}" \

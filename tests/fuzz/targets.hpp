@@ -15,6 +15,9 @@
 //   build_one:       bytes -> a sequence of GraphBuilder calls with shapes and attributes
 //                    drawn from the bytes; the graph verifies, round-trips, and the CPU client
 //                    agrees with the reference interpreter on it.
+//   bytecode_one:    a portable artifact (MLIR bytecode holding VHLO) -> the bytecode reader;
+//                    an error names the artifact, each function it decodes is text the parser
+//                    takes or refuses, and the graphs it builds keep the invariants above.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -32,6 +35,7 @@
 #include "pjrt_lite/ir/fingerprint.hpp"
 #include "pjrt_lite/ir/printer.hpp"
 #include "pjrt_lite/ir/serialize.hpp"
+#include "pjrt_lite/stablehlo/bytecode.hpp"
 #include "pjrt_lite/stablehlo/stablehlo.hpp"
 
 namespace pjrt_lite::fuzz {
@@ -200,6 +204,34 @@ inline Status parse_one(std::span<const std::byte> data) {
   }
   for (const stablehlo::Function& f : module->functions) check_graph(f.graph, true);
   return Status();
+}
+
+// ---- bytecode_one ------------------------------------------------------------------------
+
+/// A portable artifact: decode it, parse what it decodes to, check the graphs. Returns the
+/// status of parsing the whole artifact.
+inline Status bytecode_one(std::span<const std::byte> data) {
+  const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(data.data()), data.size());
+  StatusOr<stablehlo::detail::PortableProgram> program = stablehlo::detail::read_portable_program(bytes);
+  if (!program.ok()) {
+    if (program.status().message().find("portable artifact") == std::string_view::npos)
+      fail("read_portable_program: an error that does not name the artifact", program.status());
+    return program.status();
+  }
+  for (const auto& f : program->functions) {
+    if (!f.status.ok()) {
+      if (f.status.code() != StatusCode::kUnimplemented) fail("a function refused other than UNIMPLEMENTED", f.status);
+      continue;
+    }
+    // Each function alone (its callees may be missing: then the parser says so).
+    StatusOr<stablehlo::Module> m = stablehlo::parse_module(str_cat("module {\n", f.text, "}\n"));
+    if (!m.ok() && m.status().message().empty()) fail("parse_module: an error without a message");
+    if (m.ok())
+      for (const stablehlo::Function& fn : m->functions) check_graph(fn.graph, true);
+  }
+  StatusOr<stablehlo::Module> whole = stablehlo::parse_portable_artifact(data);
+  if (!whole.ok() && whole.status().message().empty()) fail("parse_portable_artifact: an error without a message");
+  return whole.ok() ? Status() : whole.status();
 }
 
 // ---- deserialize_one ---------------------------------------------------------------------

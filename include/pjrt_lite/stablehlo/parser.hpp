@@ -45,21 +45,34 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <utility>
 
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/stablehlo/detail/module_reader.hpp"
+#include "pjrt_lite/stablehlo/detail/vhlo_reader.hpp"
 #include "pjrt_lite/stablehlo/module.hpp"
 
 namespace pjrt_lite::inline v0_1::stablehlo {
 
+namespace detail {
+/// `text`'s bytes when they are MLIR bytecode (a portable artifact), else an empty span.
+inline std::span<const std::uint8_t> bytecode_of(std::string_view text) {
+  std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(text.data()), text.size());
+  return has_bytecode_magic(bytes) ? bytes : std::span<const std::uint8_t>();
+}
+}  // namespace detail
+
 /// Parses a StableHLO module: every func.func with its calls inlined and its checks listed
-/// (module.hpp). Text without a `module { ... }` wrapper (bare functions) is accepted too.
-/// INVALID_ARGUMENT "line:column: ..." for malformed or ill-typed text, UNIMPLEMENTED for
-/// valid StableHLO the IR cannot represent. Thread-safe (no shared state).
+/// (module.hpp). Text without a `module { ... }` wrapper (bare functions) is accepted too, and
+/// so are the bytes of a portable artifact (MLIR bytecode holding VHLO, which starts with
+/// "ML\xEFR"; see bytecode.hpp). INVALID_ARGUMENT "line:column: ..." for malformed or
+/// ill-typed text, UNIMPLEMENTED for valid StableHLO the IR cannot represent. Thread-safe (no
+/// shared state).
 inline StatusOr<Module> parse_module(std::string_view text) {
+  if (auto bytes = detail::bytecode_of(text); !bytes.empty()) return detail::parse_portable_module(bytes);
   return detail::ModuleReader(text).parse();
 }
 
@@ -74,6 +87,8 @@ inline StatusOr<Module> parse_module(std::string_view text) {
 /// Thread-safe.
 inline StatusOr<Module> parse_module(std::string_view text, const std::vector<Shape>& arg_shapes,
                                      std::string_view entry = "main") {
+  if (auto bytes = detail::bytecode_of(text); !bytes.empty())
+    return detail::parse_portable_module(bytes, &arg_shapes, entry);
   return detail::ModuleReader(text, entry, &arg_shapes).parse();
 }
 

@@ -300,6 +300,16 @@ class Client {
   /// backends/cpu/executable.hpp; thread-safe.
   [[nodiscard]] StatusOr<LoadedExecutable<E>> compile(std::string_view stablehlo_text, const CompileOptions& options = {});
 
+  /// compile for a StableHLO portable artifact's bytes (MLIR bytecode holding VHLO, as
+  /// `stablehlo.serialize_portable_artifact` and jax.export write it; see
+  /// stablehlo/bytecode.hpp), or for text given as bytes: the same path as the text overload,
+  /// which tells the two apart by bytecode's magic number. Thread-safe.
+  [[nodiscard]] StatusOr<LoadedExecutable<E>> compile(std::span<const std::byte> stablehlo_bytes,
+                                                      const CompileOptions& options = {}) {
+    return compile(std::string_view(reinterpret_cast<const char*>(stablehlo_bytes.data()), stablehlo_bytes.size()),
+                   options);
+  }
+
   /// Rebuilds an executable from LoadedExecutable::serialize() bytes. DATA_LOSS or
   /// INVALID_ARGUMENT for a corrupt, truncated or foreign blob.
   [[nodiscard]] StatusOr<LoadedExecutable<E>> deserialize_executable(std::span<const std::byte> bytes);
