@@ -1714,7 +1714,10 @@ inline Status check_collective_reducer(OpCode op, const Signature& body,
 /// The collectives (all_reduce .. collective_broadcast): the spec's constraints that hold
 /// whatever the grid (group ids below the grid size are checked when it is known, at run
 /// time). all_gather and reduce_scatter need explicit groups: their result dims depend on the
-/// group size.
+/// group size, taken as the length of a replica_groups row. That is the process group's size
+/// in every mode but cross_replica_and_partition (channel_id > 0 without
+/// use_global_device_ids), whose groups also span the partitions: there the types hold for a
+/// grid of one partition, and a backend refuses other grids.
 inline StatusOr<std::vector<Shape>> infer_collective(OpCode op, std::span<const Shape> operands,
                                                      const CollectiveAttrs& a,
                                                      std::span<const Signature> bodies) {

@@ -44,7 +44,7 @@ struct CompileOptions {
   /// the client's default assignment (Client::get_default_device_assignment).
   int num_replicas = 1;
   int num_partitions = 1;
-  std::optional<DeviceAssignment> device_assignment;
+  std::optional<DeviceAssignment> device_assignment = std::nullopt;
   /// How long a participant waits at a collective for the others before its execute fails
   /// with DEADLINE_EXCEEDED.
   std::int64_t collective_timeout_ms = 30000;

@@ -55,6 +55,7 @@ inline constexpr OpSyntax kOpTable[] = {
     {"stablehlo.dynamic_pad",             OpCode::kParameter,               5,         1,         pretty_dynamic,          nullptr,                build_dynamic},
     {"stablehlo.dynamic_gather",          OpCode::kParameter,               3,         1,         nullptr,                 nullptr,                build_dynamic},
     {"stablehlo.dynamic_conv",            OpCode::kParameter,               3,         1,         nullptr,                 nullptr,                build_dynamic},
+    {"interpreter.run_parallel",          OpCode::kParameter,               kVariadic, kVariadic, nullptr,                 nullptr,                build_run_parallel},
     {"check.expect_eq",                   OpCode::kParameter,               2,         0,         pretty_check,            nullptr,                build_check, false},
     {"check.expect_eq_const",             OpCode::kParameter,               1,         0,         pretty_check,            nullptr,                build_check, false},
     {"check.expect_close",                OpCode::kParameter,               2,         0,         pretty_check,            nullptr,                build_check, false},
@@ -162,8 +163,8 @@ inline constexpr OpSyntax kOpTable[] = {
     {"chlo.next_after",                   OpCode::kNextAfter,               2,         1,         pretty_operands,         nullptr,                build_node},
     {"chlo.tan",                          OpCode::kTan,                     1,         1,         pretty_operands,         nullptr,                build_node},
     // Many processes: the grid position and the collectives (generic form only).
-    {"stablehlo.replica_id",              OpCode::kReplicaId,               0,         1,         nullptr,                 nullptr,                build_node},
-    {"stablehlo.partition_id",            OpCode::kPartitionId,             0,         1,         nullptr,                 nullptr,                build_node},
+    {"stablehlo.replica_id",              OpCode::kReplicaId,               0,         1,         pretty_operands,                 nullptr,                build_node},
+    {"stablehlo.partition_id",            OpCode::kPartitionId,             0,         1,         pretty_operands,                 nullptr,                build_node},
     {"stablehlo.all_reduce",              OpCode::kAllReduce,               kVariadic, kVariadic, nullptr,                 read_collective,        build_node},
     {"stablehlo.all_gather",              OpCode::kAllGather,               kVariadic, kVariadic, nullptr,                 read_collective,        build_node},
     {"stablehlo.reduce_scatter",          OpCode::kReduceScatter,           1,         1,         nullptr,                 read_collective,        build_node},

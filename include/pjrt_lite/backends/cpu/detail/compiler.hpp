@@ -1098,7 +1098,7 @@ class Compiler {
       }
     }
     if (n.op == OpCode::kAllReduce || n.op == OpCode::kReduceScatter) {
-      Status lowered = lower_scalar_graph(n.bodies[0], k->body, k->body_constants);
+      Status lowered = lower_scalar_graph(n.bodies[0], k->body, k->body_constants, /*splat_constants=*/true);
       if (!lowered.ok()) return lowered.with_context(str_cat(op_name(n.op), ": computation"));
     }
     if (n.op == OpCode::kAllToAll) {
