@@ -6,7 +6,9 @@
 // A .mlir.bc file is a portable artifact (MLIR bytecode holding VHLO), read as its text would
 // be (stablehlo/bytecode.hpp).
 // One line per file: PASS, FAIL (what differed and where) or SKIP (the unsupported op or
-// type); then "N passed, M failed, K skipped". Exits 1 if any file failed.
+// type); then "N passed, M failed, K skipped". Exits 1 if any file failed. Programs that
+// call `"interpreter.run_parallel"(...) {programs = [[@f, ...], ...]}` run the grid with one
+// device per program (up to 16), every process at once.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
@@ -63,7 +65,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   std::sort(files.begin(), files.end());
-  auto client = cpu::Client<cpu::InlineExecutor>::create({}).value();
+  // Devices enough for interpreter.run_parallel grids, one device per program.
+  auto client = cpu::Client<cpu::InlineExecutor>::create({.device_count = 16}).value();
   int passed = 0, failed = 0, skipped = 0;
   for (const auto& file : files) {
     const stablehlo::TestOutcome o = run_file(*client, file, options);

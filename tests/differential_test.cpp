@@ -138,6 +138,9 @@ enum class Outcome { kNotAccepted, kPass, kFail, kUnsupported };
 struct Sweep {
   std::mt19937_64 rng{20261122};
   std::unique_ptr<cpu::Client<cpu::InlineExecutor>> client = cpu::Client<cpu::InlineExecutor>::create({}).value();
+  /// Devices for the collectives' grids.
+  std::unique_ptr<cpu::Client<cpu::InlineExecutor>> grid_client =
+      cpu::Client<cpu::InlineExecutor>::create({.device_count = 3}).value();
   std::map<std::string, std::map<DType, Outcome>> table;
   std::vector<std::string> failures;
   std::set<std::string> done;  // the parts of the sweep that have run in this process
@@ -180,6 +183,57 @@ struct Sweep {
         failures.push_back(str_cat(row, " ", dtype_name(t), " output ", k, ": ", diff));
       }
     }
+    record(row, t, outcome);
+  }
+
+  /// As check, on a grid of `replicas` processes (process k on args[k]): the CPU executes
+  /// every participant at once, the reference runs evaluate_parallel.
+  template <class F>
+  void check_grid(const std::string& row, DType t, const std::vector<std::vector<Literal>>& args, F make) {
+    const auto replicas = static_cast<int>(args.size());
+    GraphBuilder b(row);
+    std::vector<Value> params;
+    for (const Literal& a : args[0]) params.push_back(b.parameter(a.shape()));
+    std::vector<Value> outs = make(b, params);
+    StatusOr<Graph> g = b.build(outs);
+    if (!g.ok()) {
+      record(row, t, Outcome::kNotAccepted);
+      return;
+    }
+    reference::ParallelOptions grid;
+    grid.num_replicas = replicas;
+    auto ref = reference::evaluate_parallel(*g, args, grid);
+    cpu::CompileOptions options;
+    options.num_replicas = replicas;
+    auto exe = grid_client->compile(*g, options);
+    if (!exe.ok() || !ref.ok()) {
+      record(row, t, Outcome::kUnsupported);
+      if (!exe.ok() && exe.status().code() != StatusCode::kUnimplemented) failures.push_back(str_cat(row, " ", dtype_name(t), ": ", exe.status()));
+      if (!ref.ok()) failures.push_back(str_cat(row, " ", dtype_name(t), ": ", ref.status()));
+      return;
+    }
+    std::vector<std::vector<cpu::Buffer<cpu::InlineExecutor>>> buffers(args.size());
+    std::vector<std::vector<cpu::Buffer<cpu::InlineExecutor>*>> pointers(args.size());
+    for (std::size_t k = 0; k < args.size(); ++k) {
+      for (const Literal& a : args[k])
+        buffers[k].push_back(grid_client->buffer_from_literal(a, exe->addressable_devices()[k]->memory_spaces()[0]).value());
+      for (auto& buffer : buffers[k]) pointers[k].push_back(&buffer);
+    }
+    auto out = exe->execute(pointers);
+    if (!out.ok()) {
+      record(row, t, Outcome::kFail);
+      failures.push_back(str_cat(row, " ", dtype_name(t), ": ", out.status()));
+      return;
+    }
+    Outcome outcome = Outcome::kPass;
+    for (std::size_t p = 0; p < args.size(); ++p)
+      for (std::size_t k = 0; k < (*out)[p].size(); ++k) {
+        std::string diff = compare((*out)[p][k].to_literal().await().value(), (*ref)[p][k], 0);
+        if (!diff.empty()) {
+          outcome = Outcome::kFail;
+          failures.push_back(str_cat(row, " ", dtype_name(t), " process ", p, " output ", k, ": ", diff));
+        }
+      }
     record(row, t, outcome);
   }
 
@@ -566,6 +620,45 @@ static void sweep_triangular_solve() {
 /// rng_bit_generator making every output type from random states (a counter about to wrap
 /// among them): odd and even counts, one big enough for several tiles of work, and the new
 /// state. Rows by algorithm; PHILOX also from a three-word state whose low counter carries.
+static void sweep_collectives() {
+  Sweep& s = sweep();
+  if (!s.done.insert("sweep_collectives").second) return;
+  const CollectiveAttrs all{};  // one group of every replica
+  const CollectiveAttrs pairs{{0, 1}, 2, 0, 0, false, 0, 0, 0};
+  for (DType t : kAllDTypes) {
+    std::vector<std::vector<Literal>> args;
+    for (int k = 0; k < 2; ++k) args.push_back({make_input(t, k, s.rng)});
+    auto even = [](GraphBuilder& b, Value v) { return b.slice(v, {0}, {96}); };
+    s.check_grid("all_reduce add (2 replicas)", t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+      return std::vector<Value>{b.all_reduce(p[0], OpCode::kAdd, all)};
+    });
+    s.check_grid("all_reduce maximum (2 replicas)", t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+      return std::vector<Value>{b.all_reduce(p[0], OpCode::kMaximum, all)};
+    });
+    s.check_grid("all_gather (2 replicas)", t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+      return b.all_gather({p[0]}, pairs);
+    });
+    s.check_grid("reduce_scatter add (2 replicas)", t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+      StatusOr<Graph> body = make_binary_body(OpCode::kAdd, t);
+      if (!body.ok()) return std::vector<Value>{b.reduce_scatter(even(b, p[0]), Graph(), pairs)};
+      return std::vector<Value>{b.reduce_scatter(even(b, p[0]), std::move(body).value(), pairs)};
+    });
+    s.check_grid("all_to_all (2 replicas)", t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+      return b.all_to_all({b.reshape(even(b, p[0]), {8, 12})}, CollectiveAttrs{{}, 0, 0, 0, false, 1, 0, 2});
+    });
+    s.check_grid("collective_permute (2 replicas)", t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+      return std::vector<Value>{b.collective_permute(p[0], CollectiveAttrs{{1, 0}, 2, 0, 0, false, 0, 0, 0})};
+    });
+    s.check_grid("collective_broadcast (2 replicas)", t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+      return b.collective_broadcast({p[0]}, CollectiveAttrs{{1, 0}, 2, 0, 0, false, 0, 0, 0});
+    });
+  }
+  const std::vector<std::vector<Literal>> none(3);
+  s.check_grid("replica_id, partition_id (3 replicas)", DType::kU32, none, [&](GraphBuilder& b, std::vector<Value>) {
+    return std::vector<Value>{b.replica_id(), b.partition_id()};
+  });
+}
+
 static void sweep_rng_bit_generator() {
   Sweep& s = sweep();
   if (!s.done.insert("sweep_rng_bit_generator").second) return;
@@ -892,6 +985,7 @@ TEST_CASE("differential: empty arrays through every CPU kernel, as the reference
 TEST_CASE("differential: fft on every dtype") { check_part(sweep_fft); }
 TEST_CASE("differential: triangular_solve on every dtype") { check_part(sweep_triangular_solve); }
 TEST_CASE("differential: rng_bit_generator on every dtype") { check_part(sweep_rng_bit_generator); }
+TEST_CASE("differential: collectives on a grid of replicas on every dtype") { check_part(sweep_collectives); }
 
 /// Runs `g` on the CPU (fused or not) and on the reference; both results, as literals.
 std::pair<Literal, Literal> cpu_and_reference(const Graph& g, const std::vector<Literal>& args, bool fuse) {
@@ -973,6 +1067,7 @@ TEST_CASE("differential: docs/ops.md is the table of the whole sweep") {
   sweep_fft();
   sweep_triangular_solve();
   sweep_rng_bit_generator();
+  sweep_collectives();
   Sweep& s = sweep();
   CHECK(s.failures.empty());
   const std::string table = s.markdown();

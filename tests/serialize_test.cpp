@@ -169,6 +169,16 @@ Graph every_op_graph() {
   for (const std::vector<Value>* list : {&loop, &cs, &ifs}) outs.insert(outs.end(), list->begin(), list->end());
   std::vector<Value> am = b.argmax(f, 1);
   outs.insert(outs.end(), am.begin(), am.end());
+  // Many processes: the grid position and every collective.
+  const CollectiveAttrs pair_groups{{0, 1}, 2, 1, 1, true, 1, 0, 0};
+  outs.push_back(b.replica_id());
+  outs.push_back(b.partition_id());
+  outs.push_back(b.all_reduce(f, OpCode::kAdd, pair_groups));
+  outs.push_back(b.all_gather({f}, pair_groups)[0]);
+  outs.push_back(b.reduce_scatter(f, make_binary_body(OpCode::kMaximum, kF32).value(), CollectiveAttrs{{0, 1}, 2, 0, 0, false, 0, 0, 0}));
+  outs.push_back(b.all_to_all({f}, CollectiveAttrs{{}, 0, 0, 0, false, 1, 0, 3})[0]);
+  outs.push_back(b.collective_permute(s, CollectiveAttrs{{0, 1, 1, 0}, 2, 2, 1, false, 0, 0, 0}));
+  outs.push_back(b.collective_broadcast({c}, CollectiveAttrs{})[0]);
   return build_ok(b, outs);
 }
 

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -576,6 +577,40 @@ struct TopKAttrs {
   friend bool operator==(const TopKAttrs&, const TopKAttrs&) = default;
 };
 
+/// The collectives' attributes (all_reduce .. collective_broadcast), each op reading its own:
+/// which processes meet (the spec's process groups) and how the data splits. Lists of lists
+/// are stored flat, row-major, with the length of a row beside them.
+struct CollectiveAttrs {
+  /// The spec's replica_groups (all but collective_permute) or source_target_pairs
+  /// (collective_permute, rows of two): `groups.size() / group_size` rows. Empty (group_size
+  /// 0) means one group of every replica (or partition, or process, by the mode below).
+  std::vector<std::int64_t> groups = {};
+  std::int64_t group_size = 0;
+  /// channel_handle's handle and type. A handle above 0 makes the groups cross-partition
+  /// (all_to_all, collective_permute, collective_broadcast) or cross-replica-and-partition.
+  std::int64_t channel_id = 0;
+  std::int64_t channel_type = 0;
+  /// With channel_id > 0: the groups list flattened process ids (replica * num_partitions +
+  /// partition). all_reduce, all_gather, reduce_scatter only.
+  bool use_global_device_ids = false;
+  /// all_gather_dim (all_gather), scatter_dimension (reduce_scatter), split_dimension
+  /// (all_to_all).
+  std::int64_t dimension = 0;
+  /// all_to_all only.
+  std::int64_t concat_dimension = 0;
+  std::int64_t split_count = 0;
+  friend bool operator==(const CollectiveAttrs&, const CollectiveAttrs&) = default;
+
+  /// Row `r` of `groups`.
+  [[nodiscard]] std::span<const std::int64_t> group(std::size_t r) const {
+    return std::span<const std::int64_t>(groups).subspan(r * static_cast<std::size_t>(group_size),
+                                                         static_cast<std::size_t>(group_size));
+  }
+  [[nodiscard]] std::size_t group_count() const {
+    return group_size > 0 ? groups.size() / static_cast<std::size_t>(group_size) : 0;
+  }
+};
+
 /// The attributes of one node. The alternative's index is part of the fingerprint: append new
 /// alternatives at the end.
 using Attributes =
@@ -584,7 +619,7 @@ using Attributes =
                  PadAttrs, ReverseAttrs, DynamicSliceAttrs, ReduceAttrs, DotDimensionNumbers,
                  ScatterAttrs, GatherAttrs, WindowAttrs, ConvolutionAttrs, ReducePrecisionAttrs,
                  SortAttrs, TopKAttrs, FftAttrs, TriangularSolveAttrs, RngBitGeneratorAttrs,
-                 LinalgAttrs>;
+                 LinalgAttrs, CollectiveAttrs>;
 
 namespace detail {
 template <class A, class... Ts>
@@ -629,7 +664,8 @@ constexpr std::string_view attributes_name(std::size_t index) {
       "FftAttrs",
       "TriangularSolveAttrs",
       "RngBitGeneratorAttrs",
-      "LinalgAttrs"};
+      "LinalgAttrs",
+      "CollectiveAttrs"};
   return index < names.size() ? names[index] : std::string_view("invalid");
 }
 
@@ -664,6 +700,12 @@ constexpr std::size_t attributes_index_for(OpCode op) {
     case OpCode::kTriangularSolve: return kAttributesIndex<TriangularSolveAttrs>;
     case OpCode::kRngBitGenerator: return kAttributesIndex<RngBitGeneratorAttrs>;
     case OpCode::kLinalg: return kAttributesIndex<LinalgAttrs>;
+    case OpCode::kAllReduce:
+    case OpCode::kAllGather:
+    case OpCode::kReduceScatter:
+    case OpCode::kAllToAll:
+    case OpCode::kCollectivePermute:
+    case OpCode::kCollectiveBroadcast: return kAttributesIndex<CollectiveAttrs>;
     default: return kAttributesIndex<NoAttrs>;
   }
 }

@@ -388,6 +388,48 @@ class GraphBuilder {
                            ComparisonDirection direction, OpCode scatter_op,
                            const WindowAttrs& window);
 
+  // ---- Many processes --------------------------------------------------------------------
+
+  /// This process's replica and partition number in the grid (u32 scalars).
+  Value replica_id() { return op1(OpCode::kReplicaId, {}); }
+  Value partition_id() { return op1(OpCode::kPartitionId, {}); }
+  /// all_reduce: each result is the reduction by `body` ((E, E) -> E on scalars) of its
+  /// operand over the processes of this process's group (CollectiveAttrs).
+  std::vector<Value> all_reduce(const std::vector<Value>& operands, Graph body,
+                                CollectiveAttrs groups) {
+    std::vector<Graph> bodies;
+    bodies.push_back(std::move(body));
+    return op(OpCode::kAllReduce, operands, std::move(groups), std::move(bodies));
+  }
+  /// all_reduce of one operand with the body make_binary_body(binary_op, its dtype).
+  Value all_reduce(Value operand, OpCode binary_op, CollectiveAttrs groups);
+  /// all_gather: the operands of the group's processes, concatenated along `a.dimension`.
+  std::vector<Value> all_gather(const std::vector<Value>& operands, CollectiveAttrs a) {
+    return op(OpCode::kAllGather, operands, std::move(a));
+  }
+  /// reduce_scatter: the all_reduce of `operand`, split along `a.dimension` into one part per
+  /// process of the group; each process keeps its own part.
+  Value reduce_scatter(Value operand, Graph body, CollectiveAttrs a) {
+    std::vector<Graph> bodies;
+    bodies.push_back(std::move(body));
+    return op(OpCode::kReduceScatter, {operand}, std::move(a), std::move(bodies)).front();
+  }
+  /// all_to_all: each operand split along `a.dimension` into split_count parts, part k sent to
+  /// the group's k-th process, the parts received concatenated along a.concat_dimension.
+  std::vector<Value> all_to_all(const std::vector<Value>& operands, CollectiveAttrs a) {
+    return op(OpCode::kAllToAll, operands, std::move(a));
+  }
+  /// collective_permute: the operand of the process that names this one as its target
+  /// (a.groups holds (source, target) pairs), zeros where none does.
+  Value collective_permute(Value operand, CollectiveAttrs a) {
+    return op1(OpCode::kCollectivePermute, {operand}, std::move(a));
+  }
+  /// collective_broadcast: the operands of the first process of this process's group, zeros
+  /// for a process in no group.
+  std::vector<Value> collective_broadcast(const std::vector<Value>& operands, CollectiveAttrs a) {
+    return op(OpCode::kCollectiveBroadcast, operands, std::move(a));
+  }
+
   // ---- Control flow ----------------------------------------------------------------------
 
   /// while(operands...): the values start as `operands` and become body(values...) for as
@@ -747,6 +789,14 @@ inline Value GraphBuilder::reduce(Value input, Value init_value, OpCode binary_o
   StatusOr<Graph> body = make_binary_body(binary_op, value_shape(input).dtype());
   if (!body.ok()) return fail(1, body.status().with_context("reduce")).front();
   return reduce(input, init_value, std::move(*body), std::move(dimensions));
+}
+
+inline Value GraphBuilder::all_reduce(Value operand, OpCode binary_op, CollectiveAttrs groups) {
+  if (!status_.ok()) return Value{};
+  if (Status s = check_value(operand, "all_reduce: operand 0"); !s.ok()) return fail(1, s).front();
+  StatusOr<Graph> body = make_binary_body(binary_op, value_shape(operand).dtype());
+  if (!body.ok()) return fail(1, body.status().with_context("all_reduce")).front();
+  return all_reduce(std::vector<Value>{operand}, std::move(*body), std::move(groups)).front();
 }
 
 inline Value GraphBuilder::scatter(Value input, Value scatter_indices, Value updates,

@@ -124,10 +124,20 @@ enum class OpCode : std::uint8_t {
   kCountLeadingZeros,
   // jaxlib's LAPACK custom calls (appended for the same reason): LinalgAttrs names the routine.
   kLinalg,
+  // Many processes, one program (appended for the same reason): the process's position in
+  // the grid, then the collectives (CollectiveAttrs says which processes meet).
+  kReplicaId,
+  kPartitionId,
+  kAllReduce,
+  kAllGather,
+  kReduceScatter,
+  kAllToAll,
+  kCollectivePermute,
+  kCollectiveBroadcast,
 };
 
 /// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kLinalg) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kCollectiveBroadcast) + 1;
 
 namespace detail {
 inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
@@ -220,6 +230,14 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "rng_bit_generator",
     "count_leading_zeros",
     "linalg",
+    "replica_id",
+    "partition_id",
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "collective_permute",
+    "collective_broadcast",
 };
 }  // namespace detail
 
@@ -291,6 +309,16 @@ constexpr bool is_commutative(OpCode op) {
     default: return false;
   }
 }
+/// all_reduce .. collective_broadcast: ops whose results depend on the operands of other
+/// processes of the grid, which every process of a group must reach together.
+constexpr bool is_collective(OpCode op) {
+  return op >= OpCode::kAllReduce && op <= OpCode::kCollectiveBroadcast;
+}
+/// replica_id and partition_id: no operands, but a value that differs between processes
+/// (never folded to a constant).
+constexpr bool is_process_position(OpCode op) {
+  return op == OpCode::kReplicaId || op == OpCode::kPartitionId;
+}
 /// while, case and if: ops whose regions see the op's operands as their parameters and run
 /// zero or more times (while) or one of them once (case, if), chosen at run time.
 constexpr bool is_control_flow(OpCode op) { return op >= OpCode::kWhile && op <= OpCode::kIf; }
@@ -298,7 +326,7 @@ constexpr bool is_control_flow(OpCode op) { return op >= OpCode::kWhile && op <=
 /// body_count(op).
 constexpr bool has_variadic_bodies(OpCode op) { return op == OpCode::kCase; }
 /// How many regions (nested Graphs) a node of `op` carries: one for reduce, scatter,
-/// reduce_window and sort (its comparator), two for select_and_scatter (select, then scatter), while (cond, then body)
+/// reduce_window, all_reduce and reduce_scatter (the reducer) and sort (its comparator), two for select_and_scatter (select, then scatter), while (cond, then body)
 /// and if (true branch, then false branch), at least one for case (see has_variadic_bodies),
 /// none otherwise.
 constexpr std::size_t body_count(OpCode op) {
@@ -307,6 +335,8 @@ constexpr std::size_t body_count(OpCode op) {
     case OpCode::kScatter:
     case OpCode::kReduceWindow:
     case OpCode::kSort:
+    case OpCode::kAllReduce:
+    case OpCode::kReduceScatter:
     case OpCode::kCase: return 1;
     case OpCode::kSelectAndScatter:
     case OpCode::kWhile:
@@ -320,14 +350,15 @@ constexpr bool body_count_fits(OpCode op, std::size_t n) {
 }
 /// Ops whose nodes carry regions: see body_count.
 constexpr bool has_body(OpCode op) { return body_count(op) > 0; }
-/// Ops with several results: reduce and reduce_window (one per input), sort (one per
-/// operand), top_k (values and indices), rng_bit_generator (the new state and the bits),
+/// Ops with several results: reduce and reduce_window (one per input), sort, all_reduce,
+/// all_gather, all_to_all and collective_broadcast (one per operand), top_k (values and indices), rng_bit_generator (the new state and the bits),
 /// while (one per operand), case and if (one per branch result; possibly none), linalg (what
 /// its routine returns). Every other op has exactly one.
 constexpr bool is_variadic_result(OpCode op) {
   return op == OpCode::kReduce || op == OpCode::kReduceWindow || op == OpCode::kSort ||
          op == OpCode::kTopK || op == OpCode::kRngBitGenerator || op == OpCode::kLinalg ||
-         is_control_flow(op);
+         op == OpCode::kAllReduce || op == OpCode::kAllGather || op == OpCode::kAllToAll ||
+         op == OpCode::kCollectiveBroadcast || is_control_flow(op);
 }
 /// How many results a node of `op` with `operands` operands has (at least one, so that a
 /// malformed node still has a first result to name); the builder counts control flow's.
@@ -335,7 +366,11 @@ constexpr std::size_t result_count(OpCode op, std::size_t operands) {
   switch (op) {
     case OpCode::kReduce:
     case OpCode::kReduceWindow: return operands / 2 > 1 ? operands / 2 : 1;
-    case OpCode::kSort: return operands > 1 ? operands : 1;
+    case OpCode::kSort:
+    case OpCode::kAllReduce:
+    case OpCode::kAllGather:
+    case OpCode::kAllToAll:
+    case OpCode::kCollectiveBroadcast: return operands > 1 ? operands : 1;
     case OpCode::kTopK:
     case OpCode::kRngBitGenerator: return 2;
     default: return 1;
@@ -344,7 +379,7 @@ constexpr std::size_t result_count(OpCode op, std::size_t operands) {
 
 /// The number of operands an op takes, or -1 when it depends on the node: concatenate (>= 1),
 /// dynamic_slice (1 + rank), dynamic_update_slice (2 + rank), reduce and reduce_window (2 per
-/// input), sort (>= 1), while (the loop-carried values), case and if (the index or
+/// input), sort, all_reduce, all_gather, all_to_all and collective_broadcast (>= 1), while (the loop-carried values), case and if (the index or
 /// predicate, then the values the branches take), linalg (its routine's).
 constexpr int operand_count(OpCode op) {
   if (is_source(op)) return 0;
@@ -372,6 +407,10 @@ constexpr int operand_count(OpCode op) {
     case OpCode::kFft: return 1;
     case OpCode::kTriangularSolve: return 2;
     case OpCode::kRngBitGenerator: return 1;
+    case OpCode::kReplicaId:
+    case OpCode::kPartitionId: return 0;
+    case OpCode::kReduceScatter:
+    case OpCode::kCollectivePermute: return 1;
     default: return -1;
   }
 }

@@ -141,6 +141,27 @@ inline std::string attributes_text(const Node& node) {
                          ", transpose=", a.transpose ? "true" : "false",
                          ", compute_left=", ch(a.compute_left), ", compute_right=", ch(a.compute_right),
                          ", sort=", ch(a.sort));
+        } else if constexpr (std::is_same_v<A, CollectiveAttrs>) {
+          std::string groups = "[";
+          for (std::size_t r = 0; r < a.group_count(); ++r) {
+            const auto row = a.group(r);
+            groups += str_cat(r ? ", " : "",
+                              dims(std::vector<std::int64_t>(row.begin(), row.end())));
+          }
+          std::string text = str_cat(node.op == OpCode::kCollectivePermute ? "source_target_pairs="
+                                                                           : "replica_groups=",
+                                     groups, "]");
+          if (a.channel_id != 0 || a.channel_type != 0)
+            text += str_cat(", channel_id=", a.channel_id, ", channel_type=", a.channel_type);
+          if (a.use_global_device_ids) text += ", use_global_device_ids=true";
+          if (node.op == OpCode::kAllGather) text += str_cat(", all_gather_dim=", a.dimension);
+          if (node.op == OpCode::kReduceScatter)
+            text += str_cat(", scatter_dimension=", a.dimension);
+          if (node.op == OpCode::kAllToAll)
+            text += str_cat(", split_dimension=", a.dimension,
+                            ", concat_dimension=", a.concat_dimension,
+                            ", split_count=", a.split_count);
+          return text;
         } else {
           // NoAttrs; ConvertAttrs and ReshapeAttrs repeat the result type.
           return "";

@@ -1650,6 +1650,135 @@ inline StatusOr<std::vector<Shape>> infer_case(OpCode op, const Shape& selector,
   return results;
 }
 
+/// replica_id and partition_id: a u32 scalar, the process's position in the grid.
+inline Shape infer_process_position() { return Shape(DType::kU32, {}); }
+
+namespace detail {
+
+/// The group lists of a collective: rows of `group_size` non-negative ids, unique across the
+/// whole list (collective_permute: rows of two, sources unique and targets unique).
+inline Status check_collective_groups(OpCode op, const CollectiveAttrs& a) {
+  const std::string_view what =
+      op == OpCode::kCollectivePermute ? "source_target_pairs" : "replica_groups";
+  if (a.group_size < 0) return op_error(op, what, " has rows of ", a.group_size, " ids");
+  if (a.group_size == 0 && !a.groups.empty())
+    return op_error(op, what, " lists ", a.groups.size(), " ids in rows of none");
+  if (a.group_size > 0 && a.groups.size() % static_cast<std::size_t>(a.group_size) != 0)
+    return op_error(op, what, " lists ", a.groups.size(), " ids, not whole rows of ",
+                    a.group_size);
+  for (std::int64_t id : a.groups)
+    if (id < 0) return op_error(op, what, " holds the negative id ", id);
+  if (op == OpCode::kCollectivePermute) {
+    if (a.group_size != 0 && a.group_size != 2)
+      return op_error(op, "source_target_pairs has rows of ", a.group_size, ", not pairs");
+    for (std::size_t i = 0; i < a.groups.size(); ++i)
+      for (std::size_t j = i % 2; j < i; j += 2)
+        if (a.groups[i] == a.groups[j])
+          return op_error(op, "source_target_pairs names ", i % 2 ? "target " : "source ",
+                          a.groups[i], " twice");
+  } else {
+    for (std::size_t i = 0; i < a.groups.size(); ++i)
+      for (std::size_t j = 0; j < i; ++j)
+        if (a.groups[i] == a.groups[j])
+          return op_error(op, "replica_groups names ", a.groups[i], " twice");
+  }
+  if (a.use_global_device_ids && a.channel_id <= 0)
+    return op_error(op, "use_global_device_ids needs a channel_id above 0");
+  if (a.use_global_device_ids && op != OpCode::kAllReduce && op != OpCode::kAllGather &&
+      op != OpCode::kReduceScatter)
+    return op_error(op, "takes no use_global_device_ids");
+  return ok_status();
+}
+
+/// all_reduce's and reduce_scatter's reducer: (E[], E[]) -> E[] with E each operand's type.
+inline Status check_collective_reducer(OpCode op, const Signature& body,
+                                       std::span<const Shape> operands) {
+  const bool scalar_pair = body.parameters.size() == 2 && body.results.size() == 1 &&
+                           body.parameters[0].is_scalar() && body.parameters[1].is_scalar() &&
+                           body.results[0].is_scalar() &&
+                           body.parameters[0].dtype() == body.parameters[1].dtype() &&
+                           body.results[0].dtype() == body.parameters[0].dtype();
+  if (!scalar_pair)
+    return op_error(op, "the computation must take two scalars of one type and return one, "
+                        "but it is ", type_list(body.parameters), " -> ",
+                    type_list(body.results));
+  for (std::size_t i = 0; i < operands.size(); ++i)
+    if (operands[i].dtype() != body.parameters[0].dtype())
+      return op_error(op, "operand ", i, " is ", operands[i], " but the computation takes ",
+                      body.parameters[0]);
+  return ok_status();
+}
+
+}  // namespace detail
+
+/// The collectives (all_reduce .. collective_broadcast): the spec's constraints that hold
+/// whatever the grid (group ids below the grid size are checked when it is known, at run
+/// time). all_gather and reduce_scatter need explicit groups: their result dims depend on the
+/// group size, taken as the length of a replica_groups row. That is the process group's size
+/// in every mode but cross_replica_and_partition (channel_id > 0 without
+/// use_global_device_ids), whose groups also span the partitions: there the types hold for a
+/// grid of one partition, and a backend refuses other grids.
+inline StatusOr<std::vector<Shape>> infer_collective(OpCode op, std::span<const Shape> operands,
+                                                     const CollectiveAttrs& a,
+                                                     std::span<const Signature> bodies) {
+  if (operands.empty()) return detail::op_error(op, "needs at least one operand");
+  for (std::size_t i = 0; i < operands.size(); ++i)
+    PJRT_LITE_RETURN_IF_ERROR(detail::check_valid_shape(op, str_cat("operand ", i), operands[i]));
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_collective_groups(op, a));
+  std::vector<Shape> results;
+  for (const Shape& s : operands) results.push_back(s.with_default_layout());
+  auto check_dim = [&](std::string_view what, std::int64_t d) -> Status {
+    for (const Shape& s : operands)
+      if (d < 0 || d >= s.rank())
+        return detail::op_error(op, what, " ", d, " is out of range for ", s);
+    return ok_status();
+  };
+  auto resize = [&](std::int64_t d, std::int64_t multiply, std::int64_t divide) -> Status {
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      std::vector<std::int64_t> dims(results[i].dims().begin(), results[i].dims().end());
+      if (dims[static_cast<std::size_t>(d)] % divide != 0)
+        return detail::op_error(op, "dimension ", d, " of operand ", i, " (",
+                                dims[static_cast<std::size_t>(d)], ") does not split into ",
+                                divide, " parts");
+      dims[static_cast<std::size_t>(d)] = dims[static_cast<std::size_t>(d)] / divide * multiply;
+      PJRT_LITE_ASSIGN_OR_RETURN(results[i], detail::make_result(op, results[i].dtype(), dims));
+    }
+    return ok_status();
+  };
+  switch (op) {
+    case OpCode::kAllReduce:
+      PJRT_LITE_RETURN_IF_ERROR(detail::check_collective_reducer(op, bodies[0], operands));
+      return results;
+    case OpCode::kReduceScatter:
+      PJRT_LITE_RETURN_IF_ERROR(detail::check_collective_reducer(op, bodies[0], operands));
+      [[fallthrough]];
+    case OpCode::kAllGather:
+      PJRT_LITE_RETURN_IF_ERROR(check_dim(
+          op == OpCode::kAllGather ? "all_gather_dim" : "scatter_dimension", a.dimension));
+      if (a.group_size <= 0)
+        return detail::op_error(op, "needs replica_groups (the result's size depends on them)");
+      if (op == OpCode::kAllGather)
+        PJRT_LITE_RETURN_IF_ERROR(resize(a.dimension, a.group_size, 1));
+      else
+        PJRT_LITE_RETURN_IF_ERROR(resize(a.dimension, 1, a.group_size));
+      return results;
+    case OpCode::kAllToAll:
+      PJRT_LITE_RETURN_IF_ERROR(check_dim("split_dimension", a.dimension));
+      PJRT_LITE_RETURN_IF_ERROR(check_dim("concat_dimension", a.concat_dimension));
+      if (a.split_count <= 0)
+        return detail::op_error(op, "split_count must be positive, not ", a.split_count);
+      if (a.group_size > 0 && a.group_size != a.split_count)
+        return detail::op_error(op, "replica_groups has groups of ", a.group_size,
+                                " but split_count is ", a.split_count);
+      PJRT_LITE_RETURN_IF_ERROR(resize(a.dimension, 1, a.split_count));
+      PJRT_LITE_RETURN_IF_ERROR(resize(a.concat_dimension, a.split_count, 1));
+      return results;
+    case OpCode::kCollectivePermute:
+    case OpCode::kCollectiveBroadcast: return results;
+    default: return detail::op_error(op, "is not a collective");
+  }
+}
+
 /// The result shapes of any op: checks the operand count, the attributes' alternative and
 /// the number of bodies, then applies the op's rule above. `bodies` are the signatures of
 /// the node's regions (body_count(op) of them, or at least that many for case). The builder and the verifier

@@ -60,6 +60,21 @@ struct Check {
   std::int64_t line = 0;
 };
 
+/// One `"interpreter.run_parallel"(%in...) {programs = [[@f, ...], ...]}` of a test program:
+/// a grid of processes, process (r, p) running function programs[r][p]. The processes take
+/// the operands in order, replica-major, each as many as its function has parameters, and
+/// give their results in the same order. The operands are outputs of the caller's graph and
+/// the results are parameters of it (numbered after the function's own), so a runner
+/// evaluates the graph, runs the grid, and evaluates it again with the results bound.
+struct ParallelRun {
+  std::vector<std::vector<std::string>> programs;
+  /// Where each operand sits in the graph's outputs.
+  std::vector<std::int64_t> operand_outputs;
+  /// The parameter number standing for each result.
+  std::vector<std::int64_t> result_parameters;
+  std::int64_t line = 0;
+};
+
 /// func.func visibility; `nested` reads as private.
 enum class Visibility : std::uint8_t { kPublic, kPrivate };
 
@@ -77,6 +92,8 @@ struct Function {
   /// ("pinned_host", "device"), or empty. Recorded, not enforced: the graph computes every
   /// result in device memory, and a caller that wants the kind copies the result there.
   std::vector<std::string> result_memory_kinds;
+  /// The interpreter.run_parallel calls of a test program, in order.
+  std::vector<ParallelRun> parallel_runs;
 };
 
 /// A parsed module. Plain data; thread-compatible.

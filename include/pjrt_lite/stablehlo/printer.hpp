@@ -286,6 +286,14 @@ class Printer {
       print_lapack_call(g, names, n);
       return;
     }
+    if (is_process_position(n.op)) {
+      out_ += str_cat("\"", name, "\"() : () -> ", tensor_type_name(n.results[0]));
+      return;
+    }
+    if (is_collective(n.op)) {
+      print_collective(g, names, n, n.attr<CollectiveAttrs>(), body_prefix, indent);
+      return;
+    }
     if (is_chlo(n.op)) {
       // CHLO's form: `chlo.erf %x : T -> T`, `chlo.next_after %x, %y : T, T -> T`.
       std::string types;
@@ -458,6 +466,51 @@ class Printer {
     out_ += "}> ({\n";
     print_block_header(n.bodies[0], body_prefix, indent);
     out_ += str_cat(indent, "}) : ", function_type(g, n));
+  }
+
+  /// The collectives in the generic form, attributes in MLIR's (alphabetical) order:
+  /// `"stablehlo.all_reduce"(%a) <{channel_handle = #stablehlo.channel_handle<handle = 1,
+  /// type = 1>, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}> ({ ^bb0(...): ... }) :
+  /// (T) -> T`. A channel handle of 0 and type 0 and false flags are left out.
+  void print_collective(const Graph& g, const std::vector<std::string>& names, const Node& n,
+                        const CollectiveAttrs& a, const std::string& body_prefix,
+                        std::string_view indent) {
+    std::vector<std::string> attrs;
+    const bool permute = n.op == OpCode::kCollectivePermute;
+    std::string groups = "dense<";
+    if (a.groups.empty()) {
+      groups += ">";
+    } else {
+      groups += "[";
+      for (std::size_t r = 0; r < a.group_count(); ++r) {
+        const auto row = a.group(r);
+        groups += str_cat(r ? ", " : "", int_list(std::vector<std::int64_t>(row.begin(), row.end())));
+      }
+      groups += "]>";
+    }
+    groups += str_cat(" : tensor<", a.group_count(), "x", a.group_size, "xi64>");
+    if (n.op == OpCode::kAllGather) attrs.push_back(str_cat("all_gather_dim = ", a.dimension, " : i64"));
+    if (a.channel_id != 0 || a.channel_type != 0)
+      attrs.push_back(str_cat("channel_handle = #stablehlo.channel_handle<handle = ", a.channel_id,
+                              ", type = ", a.channel_type, ">"));
+    if (n.op == OpCode::kAllToAll) attrs.push_back(str_cat("concat_dimension = ", a.concat_dimension, " : i64"));
+    if (!permute) attrs.push_back("replica_groups = " + groups);
+    if (n.op == OpCode::kReduceScatter) attrs.push_back(str_cat("scatter_dimension = ", a.dimension, " : i64"));
+    if (permute) attrs.push_back("source_target_pairs = " + groups);
+    if (n.op == OpCode::kAllToAll) {
+      attrs.push_back(str_cat("split_count = ", a.split_count, " : i64"));
+      attrs.push_back(str_cat("split_dimension = ", a.dimension, " : i64"));
+    }
+    if (a.use_global_device_ids) attrs.push_back("use_global_device_ids");
+    out_ += str_cat("\"stablehlo.", op_name(n.op), "\"(", operand_list(g, names, n), ") <{");
+    for (std::size_t i = 0; i < attrs.size(); ++i) out_ += str_cat(i ? ", " : "", attrs[i]);
+    out_ += "}>";
+    if (!n.bodies.empty()) {
+      out_ += " ({\n";
+      print_block_header(n.bodies[0], body_prefix, indent);
+      out_ += str_cat(indent, "})");
+    }
+    out_ += str_cat(" : ", function_type(g, n));
   }
 
   /// sort has only the generic form: `"stablehlo.sort"(...) <{dimension = D : i64[, is_stable =

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -37,6 +38,123 @@ StatusOr<typename C::executable_type> compile_stablehlo(C& client, std::string_v
   PJRT_LITE_ASSIGN_OR_RETURN(Graph g, parse_stablehlo(text, arg_shapes, entry));
   return client.compile(g);
 }
+
+namespace detail {
+
+/// The compile options a client's executables report (CompileOptions on the CPU).
+template <class C>
+using compile_options_of =
+    std::remove_cvref_t<decltype(std::declval<typename C::executable_type&>().compile_options())>;
+
+/// One interpreter.run_parallel on `client`: the grid's function compiled for num_replicas x
+/// num_partitions participants, one per device, run at once on `operands` (taken in process
+/// order). Returns the results in process order. UNIMPLEMENTED when the processes run
+/// different functions or the client cannot compile for a grid.
+template <CompilingClient C>
+StatusOr<std::vector<Literal>> run_grid(C& client, const Module& module, const ParallelRun& run,
+                                        std::span<const Literal> operands) {
+  const auto replicas = static_cast<int>(run.programs.size());
+  const auto partitions = static_cast<int>(run.programs.front().size());
+  const std::string& name = run.programs.front().front();
+  for (const auto& row : run.programs)
+    for (const std::string& f : row)
+      if (f != name)
+        return unimplemented_error(str_cat("line ", run.line, ": interpreter.run_parallel of different functions (@",
+                                           name, ", @", f, ") on one executable"));
+  const Function* f = module.find(name);
+  if (f == nullptr) return invalid_argument_error(str_cat("line ", run.line, ": no function @", name));
+  if (static_cast<std::size_t>(replicas * partitions) > client.devices().size())
+    return unimplemented_error(str_cat("line ", run.line, ": interpreter.run_parallel needs ", replicas * partitions,
+                                       " devices; the client has ", client.devices().size()));
+  GraphParts parts = f->graph.to_parts();
+  parts.outputs.resize(static_cast<std::size_t>(f->num_results));
+  const Graph g = Graph::from_parts(std::move(parts));
+  if constexpr (requires(compile_options_of<C> o) {
+                  o.num_replicas = 1;
+                  o.num_partitions = 1;
+                }) {
+    compile_options_of<C> options;
+    options.num_replicas = replicas;
+    options.num_partitions = partitions;
+    PJRT_LITE_ASSIGN_OR_RETURN(auto exe, client.compile(g, options));
+    const auto per = static_cast<std::size_t>(g.num_parameters());
+    const auto n = static_cast<std::size_t>(replicas * partitions);
+    if (operands.size() != per * n)
+      return invalid_argument_error(str_cat("line ", run.line, ": interpreter.run_parallel gives ", operands.size(),
+                                            " operands to ", n, " processes of @", name, ", which takes ", per));
+    std::vector<std::vector<typename C::buffer_type>> buffers(n);
+    std::vector<std::vector<typename C::buffer_type*>> lists(n);
+    for (std::size_t k = 0; k < n; ++k) {
+      auto* device = exe.addressable_devices()[k];
+      for (std::size_t i = 0; i < per; ++i) {
+        PJRT_LITE_ASSIGN_OR_RETURN(auto b, client.buffer_from_literal(operands[k * per + i], device->memory_spaces()[0]));
+        buffers[k].push_back(std::move(b));
+      }
+      for (auto& b : buffers[k]) lists[k].push_back(&b);
+    }
+    PJRT_LITE_ASSIGN_OR_RETURN(auto outputs, exe.execute(lists));
+    std::vector<Literal> results;
+    for (auto& process : outputs)
+      for (auto& b : process) {
+        PJRT_LITE_ASSIGN_OR_RETURN(Literal l, b.to_literal().await());
+        results.push_back(std::move(l));
+      }
+    return results;
+  } else {
+    return unimplemented_error("interpreter.run_parallel: the client cannot compile for a grid of processes");
+  }
+}
+
+/// The outputs of a test program's @main that makes interpreter.run_parallel calls: @main
+/// runs once per call to compute its operands (the results of later calls still zeros), the
+/// grid runs, and @main runs a last time with every result bound.
+template <CompilingClient C>
+StatusOr<std::vector<Literal>> run_with_parallel_calls(C& client, const Module& module, const Function& main) {
+  const Graph& g = main.graph;
+  std::vector<Literal> params;
+  for (const Shape& s : g.parameter_shapes()) params.emplace_back(s);
+  std::size_t bound = 0;
+  for (const ParallelRun& run : main.parallel_runs) bound += run.result_parameters.size();
+  if (bound != params.size())
+    return unimplemented_error("@main takes arguments; only self-contained test programs run here");
+  PJRT_LITE_ASSIGN_OR_RETURN(auto exe, client.compile(g));
+  auto run_main = [&]() -> StatusOr<std::vector<Literal>> {
+    std::vector<typename C::buffer_type> buffers;
+    std::vector<typename C::buffer_type*> pointers;
+    for (const Literal& p : params) {
+      PJRT_LITE_ASSIGN_OR_RETURN(auto b, client.buffer_from_literal(p));
+      buffers.push_back(std::move(b));
+    }
+    for (auto& b : buffers) pointers.push_back(&b);
+    PJRT_LITE_ASSIGN_OR_RETURN(auto outputs, exe.execute_sharded(pointers, client.devices()[0]));
+    std::vector<Literal> literals;
+    for (auto& b : outputs) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Literal l, b.to_literal().await());
+      literals.push_back(std::move(l));
+    }
+    return literals;
+  };
+  for (const ParallelRun& run : main.parallel_runs) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Literal> outputs, run_main());
+    std::vector<Literal> operands;
+    for (std::int64_t o : run.operand_outputs) operands.push_back(outputs[static_cast<std::size_t>(o)]);
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Literal> results, run_grid(client, module, run, operands));
+    if (results.size() != run.result_parameters.size())
+      return invalid_argument_error(str_cat("line ", run.line, ": interpreter.run_parallel declares ",
+                                            run.result_parameters.size(), " results but its processes give ",
+                                            results.size()));
+    for (std::size_t i = 0; i < results.size(); ++i) {
+      Literal& slot = params[static_cast<std::size_t>(run.result_parameters[i])];
+      if (!results[i].shape().same_type_and_dims(slot.shape()))
+        return invalid_argument_error(str_cat("line ", run.line, ": interpreter.run_parallel result ", i, " is ",
+                                              results[i].shape(), " but its type says ", slot.shape()));
+      slot = std::move(results[i]);
+    }
+  }
+  return run_main();
+}
+
+}  // namespace detail
 
 /// How a test program fared.
 enum class Verdict : std::uint8_t { kPass, kFail, kSkip };
@@ -110,30 +228,45 @@ TestOutcome run_test_program(C& client, std::string_view text, Graph* program = 
     return out;
   }
   if (program != nullptr) *program = main->graph;
-  if (main->graph.num_parameters() != 0) {
+  std::vector<Literal> literals;
+  if (!main->parallel_runs.empty()) {
+    if (main->checks.empty()) {
+      out.verdict = Verdict::kSkip;
+      out.detail = "the program checks nothing";
+      return out;
+    }
+    const auto t1 = Clock::now();
+    StatusOr<std::vector<Literal>> outputs = detail::run_with_parallel_calls(client, *module, *main);
+    if (!outputs.ok()) return fail_or_skip(outputs.status());
+    literals = std::move(outputs).value();
+    out.compile_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    out.run_ms = std::chrono::duration<double, std::milli>(Clock::now() - t1).count();
+  } else if (main->graph.num_parameters() != 0) {
     out.verdict = Verdict::kSkip;
     out.detail = "@main takes arguments; only self-contained test programs run here";
     return out;
   }
-  if (main->checks.empty()) {
+  if (!main->parallel_runs.empty()) {
+    // Run above.
+  } else if (main->checks.empty()) {
     out.verdict = Verdict::kSkip;
     out.detail = "the program checks nothing";
     return out;
+  } else {
+    auto exe = client.compile(main->graph);
+    if (!exe.ok()) return fail_or_skip(exe.status());
+    const auto t1 = Clock::now();
+    auto outputs = exe->execute_sharded({}, client.devices()[0]);
+    if (!outputs.ok()) return fail_or_skip(outputs.status());
+    for (auto& b : *outputs) {
+      StatusOr<Literal> l = b.to_literal().await();
+      if (!l.ok()) return fail_or_skip(l.status());
+      literals.push_back(std::move(l).value());
+    }
+    const auto t2 = Clock::now();
+    out.compile_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    out.run_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
   }
-  auto exe = client.compile(main->graph);
-  if (!exe.ok()) return fail_or_skip(exe.status());
-  const auto t1 = Clock::now();
-  auto outputs = exe->execute_sharded({}, client.devices()[0]);
-  if (!outputs.ok()) return fail_or_skip(outputs.status());
-  std::vector<Literal> literals;
-  for (auto& b : *outputs) {
-    StatusOr<Literal> l = b.to_literal().await();
-    if (!l.ok()) return fail_or_skip(l.status());
-    literals.push_back(std::move(l).value());
-  }
-  const auto t2 = Clock::now();
-  out.compile_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-  out.run_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
   for (const Check& check : main->checks) {
     const Literal& actual = literals[static_cast<std::size_t>(check.actual_output)];
     const Literal& expected = check.expected_literal

@@ -125,6 +125,19 @@ class Client {
     return device_ptrs_[static_cast<std::size_t>(id)];
   }
 
+  /// PJRT's default device assignment for a grid of num_replicas x num_partitions: participant
+  /// (r, p) on device r * num_partitions + p. INVALID_ARGUMENT when the grid has more
+  /// participants than the client has devices. Thread-safe.
+  [[nodiscard]] StatusOr<DeviceAssignment> get_default_device_assignment(int num_replicas, int num_partitions) const {
+    if (num_replicas < 1 || num_partitions < 1 || num_replicas * num_partitions > device_count())
+      return invalid_argument_error(str_cat("get_default_device_assignment: a grid of ", num_replicas, " x ",
+                                            num_partitions, " does not fit the client's ", device_count(),
+                                            " devices (ClientOptions::device_count)"));
+    DeviceAssignment a{num_replicas, num_partitions, {}};
+    for (int k = 0; k < num_replicas * num_partitions; ++k) a.device_ids.push_back(k);
+    return a;
+  }
+
   /// A buffer of `dtype` and `dims` in `memory_space` (null: the first device's default) from
   /// host `data`, which holds the array densely in row-major order, or as `byte_strides` say
   /// (a transposing copy). `semantics` says how long the caller keeps `data` valid and

@@ -2,11 +2,26 @@
 // Options of compiling a program for the CPU, and what the compiled program costs.
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/kernel_isa.hpp"
 
 namespace pjrt_lite::inline v0_1::cpu {
+
+/// PJRT's DeviceAssignment: the device that runs each (replica, partition) of a program
+/// compiled for num_replicas x num_partitions participants.
+struct DeviceAssignment {
+  int num_replicas = 1;
+  int num_partitions = 1;
+  /// Device ids, replica-major: participant (r, p) runs on device_ids[r * num_partitions + p].
+  std::vector<int> device_ids = {0};
+
+  [[nodiscard]] int operator()(int replica, int partition) const {
+    return device_ids[static_cast<std::size_t>(replica * num_partitions + partition)];
+  }
+  friend bool operator==(const DeviceAssignment&, const DeviceAssignment&) = default;
+};
 
 /// How to compile. Part of the compile cache key.
 struct CompileOptions {
@@ -22,6 +37,17 @@ struct CompileOptions {
   /// run fails the compile. Not serialized: a deserialized executable gets the best kernels of
   /// the machine that loads it.
   KernelIsa kernel_isa = KernelIsa::kBest;
+  /// The grid the program runs on, as PJRT's: num_replicas x num_partitions participants,
+  /// each on its own device, whose replica_id, partition_id and collectives see the grid.
+  /// With more than one participant the executable is loaded on `device_assignment`'s
+  /// devices; without one, on device_ids when it lists one device per participant, else on
+  /// the client's default assignment (Client::get_default_device_assignment).
+  int num_replicas = 1;
+  int num_partitions = 1;
+  std::optional<DeviceAssignment> device_assignment = std::nullopt;
+  /// How long a participant waits at a collective for the others before its execute fails
+  /// with DEADLINE_EXCEEDED.
+  std::int64_t collective_timeout_ms = 30000;
 
   friend bool operator==(const CompileOptions&, const CompileOptions&) = default;
 };

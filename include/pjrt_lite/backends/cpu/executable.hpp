@@ -6,6 +6,7 @@
 // so that a translation unit linking that library parses neither the compiler nor the kernels.
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <initializer_list>
 #include <memory>
@@ -17,6 +18,7 @@
 #include "pjrt_lite/backends/cpu/buffer.hpp"
 #include "pjrt_lite/backends/cpu/client.hpp"
 #include "pjrt_lite/backends/cpu/compile_options.hpp"
+#include "pjrt_lite/backends/cpu/detail/rendezvous.hpp"
 #include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/core/runtime_types.hpp"
 #include "pjrt_lite/future.hpp"
@@ -41,17 +43,23 @@ class LoadedExecutable {
   LoadedExecutable(Client<E>* client, std::shared_ptr<const detail::Program> program, std::vector<Device<E>*> devices,
                    CompileOptions options, Graph source)
       : client_(client), program_(std::move(program)), devices_(std::move(devices)), options_(std::move(options)),
-        source_(std::move(source)) {}
+        source_(std::move(source)) {
+    if (options_.num_replicas * options_.num_partitions > 1)
+      rendezvous_ = std::make_shared<detail::Rendezvous>(options_.num_replicas, options_.num_partitions,
+                                                         std::chrono::milliseconds(options_.collective_timeout_ms));
+  }
   // Moves are not thread-safe (nothing may use either executable meanwhile).
   LoadedExecutable(LoadedExecutable&& other) noexcept
       : client_(other.client_), program_(std::move(other.program_)), devices_(std::move(other.devices_)),
-        options_(std::move(other.options_)), source_(std::move(other.source_)), deleted_(other.is_deleted()) {}
+        options_(std::move(other.options_)), source_(std::move(other.source_)),
+        rendezvous_(std::move(other.rendezvous_)), deleted_(other.is_deleted()) {}
   LoadedExecutable& operator=(LoadedExecutable&& other) noexcept {
     client_ = other.client_;
     program_ = std::move(other.program_);
     devices_ = std::move(other.devices_);
     options_ = std::move(other.options_);
     source_ = std::move(other.source_);
+    rendezvous_ = std::move(other.rendezvous_);
     deleted_.store(other.is_deleted(), std::memory_order_relaxed);
     return *this;
   }
@@ -94,6 +102,16 @@ class LoadedExecutable {
   /// Runs on every addressable device, `per_device_args[d]` on addressable_devices()[d]. All
   /// devices or none: every device's execution is prepared before any starts, and an error on
   /// any device lets every argument go as it was.
+  ///
+  /// Compiled for a grid of several participants (CompileOptions::num_replicas x
+  /// num_partitions), device d is participant d (replica d / num_partitions, partition d %
+  /// num_partitions): every participant runs at once, on threads of the executable, and the
+  /// call returns when all are done, with their outputs ready. A collective whose
+  /// participants do not all arrive within CompileOptions::collective_timeout_ms fails the
+  /// execute with DEADLINE_EXCEEDED; participants whose control flow takes them to different
+  /// collectives fail it with FAILED_PRECONDITION. One such execute runs at a time per
+  /// executable; execute_sharded on each device from threads of the caller's own meets in the
+  /// same way.
   [[nodiscard]] StatusOr<std::vector<std::vector<Buffer<E>>>> execute(
       std::span<const std::vector<Buffer<E>*>> per_device_args, const ExecuteOptions& options = {});
 
@@ -160,11 +178,19 @@ class LoadedExecutable {
   static constexpr std::int64_t kInlineBytes = 1 << 20;
   static constexpr double kInlineFlops = 1 << 20;
 
+  /// Runs a prepared execution on the caller as participant `participant` of the grid, and
+  /// returns once it is done: the first error of its collectives, if any.
+  Status run_participant(std::unique_ptr<detail::RunState> state, std::span<Buffer<E>* const> args,
+                         Device<E>* device, const ExecuteOptions& options, std::vector<Buffer<E>>& results,
+                         int participant);
+
   Client<E>* client_;
   std::shared_ptr<const detail::Program> program_;
   std::vector<Device<E>*> devices_;
   CompileOptions options_;
   Graph source_;
+  /// Where the participants of a grid meet; null for an executable of one participant.
+  std::shared_ptr<detail::Rendezvous> rendezvous_;
   std::atomic<bool> deleted_{false};
 };
 

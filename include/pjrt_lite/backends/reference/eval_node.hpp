@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "pjrt_lite/backends/reference/collectives.hpp"
 #include "pjrt_lite/backends/reference/data_movement.hpp"
 #include "pjrt_lite/backends/reference/elementwise.hpp"
 #include "pjrt_lite/backends/reference/fft.hpp"
@@ -555,6 +556,14 @@ PJRT_LITE_COMPILED_ONCE StatusOr<std::vector<Literal>> eval_node(
     case OpCode::kSort: return eval_sort(node, operands);
     case OpCode::kTopK: return eval_top_k(node, operand(0));
     case OpCode::kLinalg: return eval_linalg(node, operands);
+    case OpCode::kReplicaId:
+    case OpCode::kPartitionId:
+    case OpCode::kAllReduce:
+    case OpCode::kAllGather:
+    case OpCode::kReduceScatter:
+    case OpCode::kAllToAll:
+    case OpCode::kCollectivePermute:
+    case OpCode::kCollectiveBroadcast: return eval_collective(node, operands, &run_graph);
     case OpCode::kRngBitGenerator:
       return eval_rng_bit_generator(operand(0), node.attr<RngBitGeneratorAttrs>());
     case OpCode::kSelectAndScatter:

@@ -16,6 +16,7 @@
 // dispatch over ops); the graph walk and the entry points are here.
 
 #include <algorithm>
+#include <thread>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -24,6 +25,7 @@
 #include <utility>
 #include <vector>
 
+#include "pjrt_lite/backends/reference/collectives.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
@@ -111,6 +113,57 @@ inline StatusOr<std::vector<Literal>> evaluate(const Graph& graph, std::span<con
     }
   }
   return detail::run_graph(graph, pointers);
+}
+
+/// Runs a grid of num_replicas x num_partitions processes, process (r, p) running
+/// `programs[r * num_partitions + p]` on `args[r * num_partitions + p]`, each on a thread of
+/// its own; their collectives meet (collectives.hpp). Returns each process's outputs, in the
+/// same order. The first failure of any process is the result (INVALID_ARGUMENT for
+/// mismatched groups or shapes, DEADLINE_EXCEEDED for a group member that never arrives
+/// within `options.timeout`). Thread-safe.
+inline StatusOr<std::vector<std::vector<Literal>>> evaluate_parallel(
+    std::span<const Graph* const> programs, std::span<const std::vector<Literal>> args,
+    const ParallelOptions& options) {
+  const std::int64_t processes = options.num_replicas * options.num_partitions;
+  if (options.num_replicas < 1 || options.num_partitions < 1)
+    return invalid_argument_error(str_cat("evaluate_parallel: a grid of ", options.num_replicas,
+                                          " x ", options.num_partitions, " processes"));
+  if (static_cast<std::int64_t>(programs.size()) != processes ||
+      static_cast<std::int64_t>(args.size()) != processes)
+    return invalid_argument_error(str_cat("evaluate_parallel: ", programs.size(), " programs and ",
+                                          args.size(), " argument lists for ", processes,
+                                          " processes"));
+  detail::Exchange exchange(options);
+  std::vector<StatusOr<std::vector<Literal>>> results(static_cast<std::size_t>(processes),
+                                                      StatusOr<std::vector<Literal>>(
+                                                          internal_error("not run")));
+  std::vector<std::thread> threads;
+  for (std::int64_t k = 0; k < processes; ++k)
+    threads.emplace_back([&, k] {
+      detail::ProcessContext process{&exchange, {k / options.num_partitions, k % options.num_partitions}, {}};
+      detail::current_process = &process;
+      const auto i = static_cast<std::size_t>(k);
+      results[i] = programs[i] == nullptr
+                       ? StatusOr<std::vector<Literal>>(invalid_argument_error("null program"))
+                       : evaluate(*programs[i], args[i]);
+      detail::current_process = nullptr;
+      if (!results[i].ok())
+        exchange.fail(results[i].status().with_context(
+            str_cat("process (", process.id.first, ", ", process.id.second, ")")));
+    });
+  for (std::thread& t : threads) t.join();
+  PJRT_LITE_RETURN_IF_ERROR(exchange.first_error().with_context("evaluate_parallel"));
+  std::vector<std::vector<Literal>> out;
+  for (auto& r : results) out.push_back(std::move(r).value());
+  return out;
+}
+
+/// evaluate_parallel with the same program on every process.
+inline StatusOr<std::vector<std::vector<Literal>>> evaluate_parallel(
+    const Graph& program, std::span<const std::vector<Literal>> args,
+    const ParallelOptions& options) {
+  std::vector<const Graph*> programs(args.size(), &program);
+  return evaluate_parallel(programs, args, options);
 }
 
 /// Evaluates one node given its operand literals, for constant folding by transforms.

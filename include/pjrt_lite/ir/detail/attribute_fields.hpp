@@ -135,6 +135,15 @@ void attribute_fields(A& a, F&& f) {
     f(a.compute_left);
     f(a.compute_right);
     f(a.sort);
+  } else if constexpr (std::is_same_v<T, CollectiveAttrs>) {
+    f(a.groups);
+    f(a.group_size);
+    f(a.channel_id);
+    f(a.channel_type);
+    f(a.use_global_device_ids);
+    f(a.dimension);
+    f(a.concat_dimension);
+    f(a.split_count);
   } else {
     static_assert(sizeof(T) == 0, "every Attributes alternative needs its fields listed here");
   }

@@ -109,6 +109,15 @@ PJRT_LITE_COMPILED_ONCE StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std
     case OpCode::kRngBitGenerator:
       return infer_rng_bit_generator(operands[0], std::get<RngBitGeneratorAttrs>(attrs));
     case OpCode::kLinalg: return infer_linalg(operands, std::get<LinalgAttrs>(attrs));
+    case OpCode::kReplicaId:
+    case OpCode::kPartitionId: return one(infer_process_position());
+    case OpCode::kAllReduce:
+    case OpCode::kAllGather:
+    case OpCode::kReduceScatter:
+    case OpCode::kAllToAll:
+    case OpCode::kCollectivePermute:
+    case OpCode::kCollectiveBroadcast:
+      return infer_collective(op, operands, std::get<CollectiveAttrs>(attrs), bodies);
     default: return detail::op_error(op, "has no shape rule");
   }
 }

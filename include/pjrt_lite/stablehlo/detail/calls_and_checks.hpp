@@ -74,6 +74,42 @@ inline StatusOr<OpResult> build_call(Context& ctx, const OpSyntax& op, OpParts& 
   return ctx.reader.inline_call(ctx, callee->text, p.operands, p.type, p.pos);
 }
 
+/// `"interpreter.run_parallel"(%a, ...) {programs = [[@f, ...], ...]} : (...) -> (...)`: its
+/// results become new parameters of the function, its operands are recorded (module.hpp,
+/// ParallelRun); the grid runs outside the graph.
+inline StatusOr<OpResult> build_run_parallel(Context& ctx, const OpSyntax& op, OpParts& p) {
+  if (ctx.parallel_runs == nullptr) return unsupported_at(p.pos, str_cat(op.name, " inside a region"));
+  const AttrValue* programs = find_attr(p.attrs, "programs");
+  if (programs == nullptr || programs->kind != AttrValue::Kind::kList || programs->list.empty())
+    return error_at(p.pos, str_cat(op.name, " needs programs = [[@f, ...], ...]"));
+  ParallelRun run;
+  run.line = p.pos.line;
+  for (const AttrValue& row : programs->list) {
+    if (row.kind != AttrValue::Kind::kList || row.list.empty())
+      return error_at(row.pos, "expected a list of functions [@f, ...] in programs");
+    run.programs.emplace_back();
+    for (const AttrValue& f : row.list) {
+      if (f.kind != AttrValue::Kind::kSymbol) return error_at(f.pos, "expected a function @name in programs");
+      run.programs.back().push_back(f.text);
+    }
+    if (run.programs.back().size() != run.programs.front().size())
+      return error_at(row.pos, "every row of programs needs as many partitions as the first");
+  }
+  if (find_attr(p.attrs, "infeed"))
+    return unsupported_at(p.pos, str_cat(op.name, " with infeed"));
+  if (!p.type.functional) return error_at(p.type.pos, str_cat(op.name, " needs a function type (...) -> (...)"));
+  OpResult out;
+  for (const Shape& s : p.type.function.results) {
+    // Numbered after the function's arguments and earlier runs' results, in order: the
+    // module reader fills result_parameters.
+    out.values.push_back(ctx.b.parameter(s));
+    run.result_parameters.push_back(-1);
+  }
+  PJRT_LITE_RETURN_IF_ERROR(ctx.b.status().with_context(op.name));
+  ctx.parallel_runs->emplace_back(std::move(run), p.operands);
+  return out;
+}
+
 // ---- Checks ---------------------------------------------------------------------------------
 
 /// `check.expect_eq`, `check.expect_close_const`, ... : the kind, or nullopt.

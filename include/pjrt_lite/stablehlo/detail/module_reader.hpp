@@ -290,7 +290,8 @@ class ModuleReader final : public BodyReader {
     scope.builder = &b;
     std::vector<Check> checks;
     std::vector<std::pair<Value, std::string>> placements;
-    Context ctx{*this, b, scope, &checks, 0, known, &meshes_, &placements};
+    std::vector<std::pair<ParallelRun, std::vector<Value>>> parallel_runs;
+    Context ctx{*this, b, scope, &checks, 0, known, &meshes_, &placements, &parallel_runs};
     for (std::size_t k = 0; k < arg_types.size(); ++k) {
       if (has_dynamic_dims(arg_types[k]))
         return error_at(arg_names[k].second,
@@ -330,6 +331,15 @@ class ModuleReader final : public BodyReader {
         outputs.push_back(c.expected);
         c.expected = c.expected.detached();
       }
+    }
+    auto next_parameter = static_cast<std::int64_t>(arg_types.size());
+    for (auto& [run, operands] : parallel_runs) {
+      for (std::int64_t& number : run.result_parameters) number = next_parameter++;
+      for (Value v : operands) {
+        run.operand_outputs.push_back(static_cast<std::int64_t>(outputs.size()));
+        outputs.push_back(v);
+      }
+      fn.parallel_runs.push_back(std::move(run));
     }
     StatusOr<Graph> g = b.build(outputs);
     if (!g.ok()) return error_at(source.pos, g.status().message());

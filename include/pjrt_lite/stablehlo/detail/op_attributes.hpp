@@ -497,4 +497,63 @@ inline StatusOr<Attributes> read_rng_bit_generator(const Context&, const OpSynta
   return RngBitGeneratorAttrs{algorithm, std::move(bits)};
 }
 
+/// A collective's process groups: `replica_groups` (or, for collective_permute,
+/// `source_target_pairs`) as a rank-2 integer `dense<...>`, `channel_handle =
+/// #stablehlo.channel_handle<handle = H, type = T>`, `use_global_device_ids` (a unit or a
+/// bool), and the op's own dimensions.
+inline StatusOr<Attributes> read_collective(const Context&, const OpSyntax& op, const OpParts& p) {
+  CollectiveAttrs a;
+  const bool permute = op.code == OpCode::kCollectivePermute;
+  const std::string_view groups_key = permute ? "source_target_pairs" : "replica_groups";
+  if (const AttrValue* v = find_attr(p.attrs, groups_key)) {
+    if (v->kind != AttrValue::Kind::kDense || !v->dense || v->dense->shape().rank() != 2 ||
+        !is_integral(v->dense->dtype()))
+      return v->kind == AttrValue::Kind::kOpaque
+                 ? unsupported_at(v->pos, str_cat(groups_key, " given as #", v->text))
+                 : error_at(v->pos, str_cat("expected a rank-2 integer dense<...> for ", groups_key));
+    StatusOr<Literal> as64 = v->dense->convert(DType::kS64);
+    if (!as64.ok()) return error_at(v->pos, as64.status().message());
+    std::span<const std::int64_t> data = as64->data<std::int64_t>();
+    a.groups.assign(data.begin(), data.end());
+    a.group_size = a.groups.empty() ? 0 : v->dense->shape().dim(1);
+  } else if (permute) {
+    return error_at(p.pos, str_cat(op.name, " needs the attribute source_target_pairs"));
+  }
+  if (const AttrValue* v = find_attr(p.attrs, "channel_handle")) {
+    if (v->kind != AttrValue::Kind::kDict)
+      return error_at(v->pos, "expected #stablehlo.channel_handle<handle = H, type = T>");
+    for (const auto& entry : v->dict) {
+      if (entry.second.kind != AttrValue::Kind::kInt ||
+          (entry.first != "handle" && entry.first != "type"))
+        return error_at(entry.second.pos,
+                        str_cat("unknown channel_handle field '", entry.first, "'"));
+      (entry.first == "handle" ? a.channel_id : a.channel_type) = entry.second.i;
+    }
+  }
+  if (const AttrValue* v = find_attr(p.attrs, "use_global_device_ids")) {
+    if (v->kind == AttrValue::Kind::kUnit) {
+      a.use_global_device_ids = true;
+    } else {
+      PJRT_LITE_ASSIGN_OR_RETURN(a.use_global_device_ids,
+                                 bool_attr(p.attrs, "use_global_device_ids"));
+    }
+  }
+  if (op.code == OpCode::kAllGather) {
+    PJRT_LITE_ASSIGN_OR_RETURN(a.dimension, int_attr(p.attrs, "all_gather_dim", op.name, p.pos));
+  } else if (op.code == OpCode::kReduceScatter) {
+    PJRT_LITE_ASSIGN_OR_RETURN(a.dimension, int_attr(p.attrs, "scatter_dimension", op.name, p.pos));
+  } else if (op.code == OpCode::kAllToAll) {
+    PJRT_LITE_ASSIGN_OR_RETURN(a.dimension, int_attr(p.attrs, "split_dimension", op.name, p.pos));
+    PJRT_LITE_ASSIGN_OR_RETURN(a.concat_dimension,
+                               int_attr(p.attrs, "concat_dimension", op.name, p.pos));
+    PJRT_LITE_ASSIGN_OR_RETURN(a.split_count, int_attr(p.attrs, "split_count", op.name, p.pos));
+  } else if (op.code == OpCode::kCollectiveBroadcast && find_attr(p.attrs, "has_dynamic_root")) {
+    return unsupported_at(p.pos, str_cat(op.name, " with has_dynamic_root"));
+  }
+  if (p.regions.size() != body_count(op.code))
+    return error_at(p.pos, str_cat(op.name, " needs ", body_count(op.code), " region(s), got ",
+                                   p.regions.size()));
+  return a;
+}
+
 }  // namespace pjrt_lite::stablehlo::detail

@@ -96,6 +96,9 @@ struct Context {
   /// Values that annotate_device_placement puts in a memory kind ("pinned_host"), in order;
   /// null inside regions.
   std::vector<std::pair<Value, std::string>>* placements = nullptr;
+  /// interpreter.run_parallel calls, with their operands as values and results as
+  /// parameters (outputs and numbers filled in by the module reader); null inside regions.
+  std::vector<std::pair<ParallelRun, std::vector<Value>>>* parallel_runs = nullptr;
 };
 
 /// What one parsed op yields.

@@ -55,6 +55,7 @@ inline constexpr OpSyntax kOpTable[] = {
     {"stablehlo.dynamic_pad",             OpCode::kParameter,               5,         1,         pretty_dynamic,          nullptr,                build_dynamic},
     {"stablehlo.dynamic_gather",          OpCode::kParameter,               3,         1,         nullptr,                 nullptr,                build_dynamic},
     {"stablehlo.dynamic_conv",            OpCode::kParameter,               3,         1,         nullptr,                 nullptr,                build_dynamic},
+    {"interpreter.run_parallel",          OpCode::kParameter,               kVariadic, kVariadic, nullptr,                 nullptr,                build_run_parallel},
     {"check.expect_eq",                   OpCode::kParameter,               2,         0,         pretty_check,            nullptr,                build_check, false},
     {"check.expect_eq_const",             OpCode::kParameter,               1,         0,         pretty_check,            nullptr,                build_check, false},
     {"check.expect_close",                OpCode::kParameter,               2,         0,         pretty_check,            nullptr,                build_check, false},
@@ -161,6 +162,15 @@ inline constexpr OpSyntax kOpTable[] = {
     {"chlo.bessel_i1e",                   OpCode::kBesselI1e,               1,         1,         pretty_operands,         nullptr,                build_node},
     {"chlo.next_after",                   OpCode::kNextAfter,               2,         1,         pretty_operands,         nullptr,                build_node},
     {"chlo.tan",                          OpCode::kTan,                     1,         1,         pretty_operands,         nullptr,                build_node},
+    // Many processes: the grid position and the collectives (generic form only).
+    {"stablehlo.replica_id",              OpCode::kReplicaId,               0,         1,         pretty_operands,                 nullptr,                build_node},
+    {"stablehlo.partition_id",            OpCode::kPartitionId,             0,         1,         pretty_operands,                 nullptr,                build_node},
+    {"stablehlo.all_reduce",              OpCode::kAllReduce,               kVariadic, kVariadic, nullptr,                 read_collective,        build_node},
+    {"stablehlo.all_gather",              OpCode::kAllGather,               kVariadic, kVariadic, nullptr,                 read_collective,        build_node},
+    {"stablehlo.reduce_scatter",          OpCode::kReduceScatter,           1,         1,         nullptr,                 read_collective,        build_node},
+    {"stablehlo.all_to_all",              OpCode::kAllToAll,                kVariadic, kVariadic, nullptr,                 read_collective,        build_node},
+    {"stablehlo.collective_permute",      OpCode::kCollectivePermute,       1,         1,         nullptr,                 read_collective,        build_node},
+    {"stablehlo.collective_broadcast",    OpCode::kCollectiveBroadcast,     kVariadic, kVariadic, nullptr,                 read_collective,        build_node},
     {"chlo.top_k",                        OpCode::kTopK,                    1,         2,         pretty_top_k,            read_top_k,             build_node},
 };
 // clang-format on
@@ -200,12 +210,12 @@ inline const OpSyntax* find_op(std::string_view name) {
 inline bool is_known_unsupported_op(std::string_view name) {
   // clang-format off
   constexpr std::string_view kNames[] = {
-      "after_all", "all_gather", "all_reduce", "all_to_all", "async_done", "async_start",
+      "after_all", "async_done", "async_start",
       "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "cholesky",
-      "collective_broadcast", "collective_permute", "collective_reduce",
+      "collective_reduce",
       "create_token", "cross-replica-sum", "einsum",
-      "infeed", "outfeed", "partition_id", "recv", "reduce_scatter",
-      "replica_id", "rng", "send",
+      "infeed", "outfeed", "recv",
+      "rng", "send",
       "set_dimension_size", "torch_index_select", "trace",
       "unary_einsum", "uniform_dequantize", "uniform_quantize"};
   // clang-format on

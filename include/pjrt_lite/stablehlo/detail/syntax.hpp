@@ -363,7 +363,7 @@ class Reader {
       return v;
     }
     if (t.text == "#stablehlo.dot" || t.text == "#stablehlo.scatter" ||
-        t.text == "#stablehlo.gather") {
+        t.text == "#stablehlo.gather" || t.text == "#stablehlo.channel_handle") {
       // key = value pairs; the values are plain lists and integers.
       lex_.next();
       v.kind = K::kDict;

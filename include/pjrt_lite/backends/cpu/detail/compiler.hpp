@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/compile_options.hpp"
+#include "pjrt_lite/backends/cpu/detail/collective_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/compile_program.hpp"
 #include "pjrt_lite/backends/cpu/detail/control_flow_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/conv_kernel.hpp"
@@ -433,7 +434,9 @@ class Compiler {
         continue;
       }
       const std::size_t before = program_->kernels.size();
-      PJRT_LITE_RETURN_IF_ERROR(is_control_flow(n.op) ? emit_control_flow(i, n) : emit_node(i, n));
+      PJRT_LITE_RETURN_IF_ERROR(is_control_flow(n.op)                                   ? emit_control_flow(i, n)
+                                : is_collective(n.op) || is_process_position(n.op) ? emit_collective(i, n)
+                                                                                  : emit_node(i, n));
       if (program_->kernels.size() > before)
         program_->node_kernel[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(program_->kernels.size() - 1);
     }
@@ -1047,6 +1050,7 @@ class Compiler {
       cost.transcendentals = sum ? cost.transcendentals + c.transcendentals : std::max(cost.transcendentals, c.transcendentals);
       cost.bytes_accessed = sum ? cost.bytes_accessed + c.bytes_accessed : std::max(cost.bytes_accessed, c.bytes_accessed);
     }
+    for (const auto& r : regions) program_->has_collectives |= r->has_collectives;
     std::unique_ptr<Kernel> k;
     if (n.op == OpCode::kWhile) {
       k = std::make_unique<WhileKernel>(regions[0], regions[1], reads, dsts, std::move(bytes));
@@ -1059,6 +1063,106 @@ class Compiler {
     k->transcendentals = cost.transcendentals;
     k->bytes_accessed = cost.bytes_accessed;
     add_kernel(std::move(k), reads, std::move(dsts));
+    return ok_status();
+  }
+
+  /// replica_id, partition_id and the collectives: which participants meet is settled here,
+  /// for the grid of the compile options (collective_kernel.hpp).
+  Status emit_collective(std::int64_t i, const Node& n) {
+    std::vector<std::int32_t> reads, dsts;
+    for (Value v : n.operands) reads.push_back(slot_of(v));
+    for (std::size_t r = 0; r < n.results.size(); ++r)
+      dsts.push_back(slot_of(Value{static_cast<std::int32_t>(i), static_cast<std::int32_t>(r), 0}));
+    std::string text;
+    for (std::int32_t d : dsts) text += str_cat(text.empty() ? "$" : ", $", d);
+    text += str_cat(" = ", op_name(n.op), "(");
+    for (std::size_t k = 0; k < reads.size(); ++k) text += str_cat(k ? ", $" : "$", reads[k]);
+    text += ")";
+    if (is_process_position(n.op)) {
+      auto k = std::make_unique<ProcessPositionKernel>();
+      k->replica = n.op == OpCode::kReplicaId;
+      k->dst_slot = dsts[0];
+      k->text = text;
+      add_kernel(std::move(k), reads, dsts);
+      return ok_status();
+    }
+    const int replicas = options_.num_replicas, partitions = options_.num_partitions;
+    auto k = std::make_unique<CollectiveKernel>();
+    k->op = n.op;
+    k->site = next_collective_site();
+    k->participants = replicas * partitions;
+    k->operand_slots = reads;
+    k->result_slots = dsts;
+    PJRT_LITE_ASSIGN_OR_RETURN(k->groups, participant_groups(n, replicas, partitions));
+    const auto& a = n.attr<CollectiveAttrs>();
+    for (std::size_t r = 0; r < n.results.size(); ++r) k->result_bytes.push_back(n.results[r].byte_size());
+    for (Value v : n.operands) {
+      const Shape& s = g_.shape(v);
+      const auto es = static_cast<std::int64_t>(byte_size(s.dtype()));
+      k->operand_bytes.push_back(s.byte_size());
+      k->element_size.push_back(es);
+      std::int64_t outer = 1, inner = 1;
+      const std::int64_t d = n.op == OpCode::kAllReduce || n.op == OpCode::kCollectivePermute ||
+                                     n.op == OpCode::kCollectiveBroadcast
+                                 ? 0
+                                 : a.dimension;
+      for (std::int64_t j = 0; j < d && j < s.rank(); ++j) outer *= s.dim(j);
+      for (std::int64_t j = d + 1; j < s.rank(); ++j) inner *= s.dim(j);
+      k->outer.push_back(outer);
+      k->inner.push_back(inner);
+      k->dim.push_back(s.rank() > d ? s.dim(d) : 1);
+    }
+    // Every group must have the size the result types were inferred for.
+    for (std::size_t p = 0; p < k->groups.size(); ++p) {
+      const auto size = static_cast<std::int64_t>(k->groups[p].size());
+      const std::int64_t want = n.op == OpCode::kAllToAll                                          ? a.split_count
+                                : n.op == OpCode::kAllGather || n.op == OpCode::kReduceScatter ? a.group_size
+                                                                                               : size;
+      if (size != want)
+        return invalid_argument_error(str_cat(op_name(n.op), ": participant ", p, "'s process group has ", size,
+                                              " members on a grid of ", replicas, " x ", partitions, ", but the op's types need ",
+                                              want));
+    }
+    if (n.op == OpCode::kCollectivePermute) {
+      const bool by_partition = a.channel_id > 0;
+      for (int p = 0; p < k->participants; ++p) {
+        const int r = p / partitions, q = p % partitions;
+        int source = -1;
+        for (std::size_t row = 0; row < a.group_count(); ++row)
+          if (a.group(row)[1] == (by_partition ? q : r)) {
+            const auto from = static_cast<int>(a.group(row)[0]);
+            source = by_partition ? r * partitions + from : from * partitions + q;
+          }
+        k->permute_source.push_back(source);
+      }
+    }
+    if (n.op == OpCode::kAllReduce || n.op == OpCode::kReduceScatter) {
+      Status lowered = lower_scalar_graph(n.bodies[0], k->body, k->body_constants, /*splat_constants=*/true);
+      if (!lowered.ok()) return lowered.with_context(str_cat(op_name(n.op), ": computation"));
+    }
+    if (n.op == OpCode::kAllToAll) {
+      for (std::size_t o = 0; o < n.operands.size(); ++o) {
+        const Shape& s = g_.shape(n.operands[o]);
+        const auto es = static_cast<std::int64_t>(byte_size(s.dtype()));
+        std::vector<std::int64_t> part(s.dims().begin(), s.dims().end());
+        part[static_cast<std::size_t>(a.dimension)] /= a.split_count;
+        const std::vector<std::int64_t> src = dense_byte_strides(s.dims(), es);
+        const std::vector<std::int64_t> dst = dense_byte_strides(n.results[o].dims(), es);
+        k->part_src_step.push_back(part[static_cast<std::size_t>(a.dimension)] * src[static_cast<std::size_t>(a.dimension)]);
+        k->part_dst_step.push_back(part[static_cast<std::size_t>(a.concat_dimension)] *
+                                   dst[static_cast<std::size_t>(a.concat_dimension)]);
+        StridedCopy c{part, dst, src, es};
+        c.simplify();
+        k->part_copy.push_back(std::move(c));
+      }
+    }
+    k->plan_scratch();
+    std::int64_t bytes = 0;
+    for (std::int64_t b : k->result_bytes) bytes += b;
+    k->bytes_accessed = bytes * (1 + k->participants);
+    k->text = text;
+    program_->has_collectives = true;
+    add_kernel(std::move(k), reads, dsts);
     return ok_status();
   }
 

@@ -15,6 +15,7 @@
 
 #include "pjrt_lite/backends/cpu/detail/kernels.hpp"
 #include "pjrt_lite/backends/cpu/detail/program.hpp"
+#include "pjrt_lite/backends/cpu/detail/rendezvous.hpp"
 #include "pjrt_lite/ir/op.hpp"
 
 namespace pjrt_lite::inline v0_1::cpu::detail {
@@ -80,6 +81,8 @@ class WhileKernel final : public Kernel {
     while (true) {
       region_.run(*cond_, block, current, &pred, ctx);
       if (!*reinterpret_cast<const bool*>(pred)) break;
+      // A failed collective leaves zeros behind, which need not end the loop: stop here.
+      if (ctx.collectives != nullptr && !ctx.collectives->status.ok()) break;
       region_.run(*body_, block, current, next, ctx);
       std::swap(current, next);
     }

@@ -5,6 +5,8 @@
 // again; the CPU's kernels are chosen at compile time and are not worth shipping as bytes.
 //
 //   "PJLX" | u32 version | u8 optimize | u8 fuse | u32 n, i32 device id * n
+//          | u32 num_replicas | u32 num_partitions | u64 collective timeout (ms)
+//          | u32 n, i32 device-assignment id * n (n = 0: none)   (version 2 on)
 //          | u64 n, serialized graph (ir/serialize.hpp, with its own checksum) | u64 FNV-1a-64
 
 #include <array>
@@ -22,7 +24,7 @@ namespace pjrt_lite::inline v0_1::cpu {
 
 inline constexpr std::array<std::byte, 4> kExecutableMagic = {std::byte{'P'}, std::byte{'J'}, std::byte{'L'},
                                                               std::byte{'X'}};
-inline constexpr std::uint32_t kExecutableFormatVersion = 1;
+inline constexpr std::uint32_t kExecutableFormatVersion = 2;
 
 namespace detail {
 
@@ -34,6 +36,12 @@ inline std::vector<std::byte> write_executable(const Graph& source, const Compil
   w.u8(options.fuse ? 1 : 0);
   w.u32(static_cast<std::uint32_t>(options.device_ids.size()));
   for (int id : options.device_ids) w.u32(static_cast<std::uint32_t>(id));
+  w.u32(static_cast<std::uint32_t>(options.num_replicas));
+  w.u32(static_cast<std::uint32_t>(options.num_partitions));
+  w.u64(static_cast<std::uint64_t>(options.collective_timeout_ms));
+  const std::vector<int> assigned = options.device_assignment ? options.device_assignment->device_ids : std::vector<int>{};
+  w.u32(static_cast<std::uint32_t>(assigned.size()));
+  for (int id : assigned) w.u32(static_cast<std::uint32_t>(id));
   const std::vector<std::byte> graph = serialize(source);
   w.u64(graph.size());
   w.bytes(graph);
@@ -50,7 +58,7 @@ inline StatusOr<std::pair<Graph, CompileOptions>> read_executable(std::span<cons
   ByteReader r(bytes);
   PJRT_LITE_RETURN_IF_ERROR(r.bytes(kExecutableMagic.size(), "magic").status());
   PJRT_LITE_ASSIGN_OR_RETURN(std::uint32_t version, r.u32("format version"));
-  if (version != kExecutableFormatVersion)
+  if (version != kExecutableFormatVersion && version != 1)
     return invalid_argument_error(str_cat("deserialize_executable: format version ", version,
                                           " is not supported; this build reads version ", kExecutableFormatVersion));
   if (bytes.size() < 16)
@@ -77,6 +85,25 @@ inline StatusOr<std::pair<Graph, CompileOptions>> read_executable(std::span<cons
   for (std::size_t i = 0; i < devices; ++i) {
     PJRT_LITE_ASSIGN_OR_RETURN(std::uint32_t id, body.u32("device id"));
     options.device_ids.push_back(static_cast<int>(id));
+  }
+  if (version >= 2) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::uint32_t replicas, body.u32("num_replicas"));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::uint32_t partitions, body.u32("num_partitions"));
+    PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t timeout, body.u64("collective timeout"));
+    if (replicas < 1 || partitions < 1 || replicas > 4096 || partitions > 4096)
+      return data_loss_error(str_cat("deserialize_executable: a grid of ", replicas, " x ", partitions));
+    options.num_replicas = static_cast<int>(replicas);
+    options.num_partitions = static_cast<int>(partitions);
+    options.collective_timeout_ms = static_cast<std::int64_t>(timeout & 0x7fffffffffffffffULL);
+    PJRT_LITE_ASSIGN_OR_RETURN(std::size_t assigned, body.count("device assignment size", 4, 1 << 20));
+    if (assigned > 0) {
+      DeviceAssignment a{options.num_replicas, options.num_partitions, {}};
+      for (std::size_t i = 0; i < assigned; ++i) {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::uint32_t id, body.u32("device assignment id"));
+        a.device_ids.push_back(static_cast<int>(id));
+      }
+      options.device_assignment = std::move(a);
+    }
   }
   PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t graph_size, body.u64("graph size"));
   if (graph_size != body.remaining())

@@ -120,6 +120,32 @@ StatusOr<std::vector<std::vector<Buffer<E>>>> LoadedExecutable<E>::execute(
     prepared[d] = std::move(state).value();
   }
   std::vector<std::vector<Buffer<E>>> results(devices_.size());
+  if (rendezvous_) {
+    // A grid: every participant at once, 0 on the caller, the others on the rendezvous's
+    // threads; done when all are.
+    std::vector<Status> statuses(devices_.size());
+    struct TeamRun {
+      LoadedExecutable* self;
+      std::span<const std::vector<Buffer<E>*>> args;
+      const ExecuteOptions* options;
+      std::vector<std::unique_ptr<detail::RunState>>* prepared;
+      std::vector<std::vector<Buffer<E>>>* results;
+      std::vector<Status>* statuses;
+    } run{this, per_device_args, &options, &prepared, &results, &statuses};
+    rendezvous_->run_team(
+        [](void* p, int k) {
+          auto* t = static_cast<TeamRun*>(p);
+          const auto i = static_cast<std::size_t>(k);
+          const std::vector<Buffer<E>*>& a = t->args[i];
+          (*t->statuses)[i] = t->self->run_participant(std::move((*t->prepared)[i]),
+                                                       std::span<Buffer<E>* const>(a.data(), a.size()),
+                                                       t->self->devices_[i], *t->options, (*t->results)[i], k);
+        },
+        &run);
+    for (const Status& s : statuses)
+      if (!s.ok()) return s.with_context(str_cat("execute '", name(), "'"));
+    return results;
+  }
   for (std::size_t d = 0; d < devices_.size(); ++d)
     start(std::move(prepared[d]), per_device_args[d], devices_[d], options, results[d]);
   return results;
@@ -193,8 +219,47 @@ Status LoadedExecutable<E>::launch(std::span<Buffer<E>* const> args, Device<E>* 
                                    const ExecuteOptions& options, std::vector<Buffer<E>>& results) {
   PJRT_LITE_RETURN_IF_ERROR(validate(args, device, options));
   PJRT_LITE_ASSIGN_OR_RETURN(std::unique_ptr<detail::RunState> state, prepare(args, options));
+  if (rendezvous_) {
+    // One participant of a grid, run here: the others come from other threads' calls.
+    const auto k = static_cast<int>(std::find(devices_.begin(), devices_.end(), device) - devices_.begin());
+    return run_participant(std::move(state), args, device, options, results, k)
+        .with_context(str_cat("execute '", name(), "' on ", device->debug_string()));
+  }
   start(std::move(state), args, device, options, results);
   return ok_status();
+}
+
+template <class E>
+Status LoadedExecutable<E>::run_participant(std::unique_ptr<detail::RunState> state, std::span<Buffer<E>* const> args,
+                                            Device<E>* device, const ExecuteOptions& options,
+                                            std::vector<Buffer<E>>& results, int participant) {
+  const detail::Program& program = *program_;
+  for (int d : options.donated_arguments)
+    state->holds[static_cast<std::size_t>(d)] = args[static_cast<std::size_t>(d)]->commit_donation();
+  results.clear();
+  Status status;
+  for (const auto& h : state->holds) {
+    Status s = h.ready.await();
+    if (!s.ok() && status.ok()) status = s;
+  }
+  detail::CollectiveContext* context = rendezvous_->begin_run(participant);
+  state->collectives = context;
+  if (status.ok()) {
+    detail::ObservedSpan span(client_->observer(), SpanKind::kExecute, name(), program.cost.bytes_accessed);
+    program.run(*state, &client_->executor(), client_->observer());
+    status = context->status;
+  } else {
+    // The others must not wait for this participant until the timeout.
+    rendezvous_->fail(status);
+  }
+  rendezvous_->end_run();
+  Future<void> ready = status.ok() ? make_ready_future() : make_error_future<void>(status);
+  MemorySpace<E>* memory_space = device->memory_spaces().front();
+  for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
+    results.push_back(
+        detail::BufferAccess::make(client_, memory_space, program.output_shapes[j], std::move(state->outputs[j]), ready));
+  program.release_state(std::move(state));
+  return status;
 }
 
 template <class E>
@@ -345,12 +410,38 @@ void LoadedExecutable<E>::start(std::unique_ptr<detail::RunState> state, std::sp
 template <class E>
 StatusOr<LoadedExecutable<E>> Client<E>::compile(const Graph& graph, const CompileOptions& options) {
   if (options.device_ids.empty()) return invalid_argument_error("compile: CompileOptions.device_ids is empty");
+  if (options.num_replicas < 1 || options.num_partitions < 1)
+    return invalid_argument_error(str_cat("compile: a grid of ", options.num_replicas, " replicas x ",
+                                          options.num_partitions, " partitions"));
+  if (options.collective_timeout_ms < 0)
+    return invalid_argument_error(str_cat("compile: collective_timeout_ms is negative (", options.collective_timeout_ms, ")"));
+  const int participants = options.num_replicas * options.num_partitions;
+  std::vector<int> ids = options.device_ids;
+  std::string_view source = "CompileOptions.device_ids";
+  if (options.device_assignment) {
+    const DeviceAssignment& a = *options.device_assignment;
+    if (a.num_replicas != options.num_replicas || a.num_partitions != options.num_partitions ||
+        a.device_ids.size() != static_cast<std::size_t>(participants))
+      return invalid_argument_error(str_cat("compile: the device assignment is ", a.num_replicas, " x ", a.num_partitions,
+                                            " with ", a.device_ids.size(), " devices, but the grid is ",
+                                            options.num_replicas, " x ", options.num_partitions));
+    ids = a.device_ids;
+    source = "CompileOptions.device_assignment";
+  } else if (participants > 1 && ids.size() != static_cast<std::size_t>(participants)) {
+    if (ids != std::vector<int>{0})
+      return invalid_argument_error(str_cat("compile: a grid of ", participants, " participants needs ", participants,
+                                            " devices, but CompileOptions.device_ids lists ", ids.size()));
+    PJRT_LITE_ASSIGN_OR_RETURN(DeviceAssignment a,
+                               get_default_device_assignment(options.num_replicas, options.num_partitions));
+    ids = a.device_ids;
+    source = "the default device assignment";
+  }
   std::vector<Device<E>*> devices;
-  for (int id : options.device_ids) {
+  for (int id : ids) {
     StatusOr<Device<E>*> d = lookup_device(id);
-    if (!d.ok()) return d.status().with_context("compile: CompileOptions.device_ids");
+    if (!d.ok()) return d.status().with_context(str_cat("compile: ", source));
     if (std::find(devices.begin(), devices.end(), *d) != devices.end())
-      return invalid_argument_error(str_cat("compile: device ", id, " appears twice in CompileOptions.device_ids"));
+      return invalid_argument_error(str_cat("compile: device ", id, " appears twice in ", source));
     devices.push_back(*d);
   }
   detail::ObservedSpan span(observer(), SpanKind::kCompile, graph.name());

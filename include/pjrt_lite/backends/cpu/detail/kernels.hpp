@@ -23,6 +23,8 @@
 
 namespace pjrt_lite::inline v0_1::cpu::detail {
 
+struct CollectiveContext;  // rendezvous.hpp
+
 /// What a kernel sees of one execution.
 struct RunContext {
   std::byte* const* slots;  // base address of every slot
@@ -30,6 +32,9 @@ struct RunContext {
   void* executor;           // the client's executor, for parallel()
   int max_workers;
   void (*parallel_fn)(void* executor, int max_workers, std::int64_t n, std::int64_t grain, RangeFn fn);
+  /// The participant this execution runs for, in an executable of several (replicas x
+  /// partitions); null for one that runs alone.
+  CollectiveContext* collectives;
 
   /// Runs fn over [0, n) in chunks of at least `grain`, on up to max_workers threads.
   void parallel(std::int64_t n, std::int64_t grain, RangeFn fn) const {

@@ -43,6 +43,8 @@ struct RunState {
   std::vector<MemoryRef> outputs;  // one per output
   // The donated arguments in the order an execute reserves them (room for one per argument).
   std::vector<int> donation_order;
+  // The participant the execution runs for (replica_id, partition_id, collectives), or null.
+  CollectiveContext* collectives = nullptr;
 };
 
 class Program {
@@ -62,6 +64,8 @@ class Program {
   std::int64_t scratch_offset = 0;
   int max_workers = 1;
   KernelIsa kernel_isa = compiled_kernel_isa();  // the build of the kernels it runs
+  /// Some kernel (here or in a region) is a collective: every participant must run at once.
+  bool has_collectives = false;
   CostAnalysis cost;
   MemoryStats memory;
   std::string text;
@@ -86,6 +90,7 @@ class Program {
   void release_state(std::unique_ptr<RunState> s) const {
     for (BufferHold& h : s->holds) h = BufferHold{};
     for (auto& m : s->outputs) m.reset();
+    s->collectives = nullptr;
     RunState* expected = nullptr;
     if (cached_.compare_exchange_strong(expected, s.get(), std::memory_order_release)) s.release();
   }
@@ -100,7 +105,8 @@ class Program {
     RunContext ctx{state.slot_addresses.data(), state.arena.get() + scratch_offset, executor, max_workers,
                    [](void* e, int workers, std::int64_t n, std::int64_t grain, RangeFn fn) {
                      parallel_for(static_cast<E*>(e), workers, n, grain, fn);
-                   }};
+                   },
+                   state.collectives};
     if (observer == nullptr) {
       for (const auto& k : kernels) k->run(ctx);
       return;
@@ -119,7 +125,8 @@ class Program {
                   std::byte* const* outputs, const RunContext& outer) const {
     bind_slots(slot_table, arena, [&](std::size_t p) { return parameters[p]; },
                [&](std::size_t o) { return outputs[o]; });
-    RunContext ctx{slot_table, arena + scratch_offset, outer.executor, outer.max_workers, outer.parallel_fn};
+    RunContext ctx{slot_table, arena + scratch_offset, outer.executor, outer.max_workers, outer.parallel_fn,
+                   outer.collectives};
     for (const auto& k : kernels) k->run(ctx);
   }
 

@@ -23,8 +23,10 @@ namespace pjrt_lite::inline v0_1::cpu::detail {
 /// Lowers a graph of rank-0 element-wise ops to a TileProgram over externals: parameters
 /// 0..P-1 are externals 0..P-1, outputs are externals P..P+R-1, constants follow. Returns the
 /// constants' external addresses in `constants` (pointers into the graph's literals, which
-/// outlive the program because the executable keeps the graph).
-inline Status lower_scalar_graph(const Graph& g, TileProgram& program, std::vector<const std::byte*>& constants) {
+/// outlive the program because the executable keeps the graph). With `splat_constants` the
+/// constants are broadcast, so the program may run over many elements at once.
+inline Status lower_scalar_graph(const Graph& g, TileProgram& program, std::vector<const std::byte*>& constants,
+                                 bool splat_constants = false) {
   const auto params = static_cast<std::int32_t>(g.num_parameters());
   const auto results = static_cast<std::int32_t>(g.outputs().size());
   std::vector<std::int32_t> reg(static_cast<std::size_t>(g.num_nodes()), -1);
@@ -39,8 +41,8 @@ inline Status lower_scalar_graph(const Graph& g, TileProgram& program, std::vect
       const auto& lit = *node.attr<ConstantAttrs>().value;
       if (lit.element_count() != 1) return unimplemented_error("cpu: non-scalar constant in a reduce body");
       constants.push_back(static_cast<const std::byte*>(lit.untyped_data()));
-      reg[static_cast<std::size_t>(i)] =
-          program.external(params + results + static_cast<std::int32_t>(constants.size() - 1), lit.dtype());
+      const auto e = params + results + static_cast<std::int32_t>(constants.size() - 1);
+      reg[static_cast<std::size_t>(i)] = splat_constants ? program.splat(e, lit.dtype()) : program.external(e, lit.dtype());
       continue;
     }
     if (!is_elementwise(node.op) || node.results.size() != 1)

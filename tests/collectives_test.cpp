@@ -1,0 +1,523 @@
+// Tests of many processes running one program: replica_id and partition_id, the collectives
+// (the spec's examples, inputs and outputs as the spec gives them), the CPU client's grid
+// execution against the reference interpreter's evaluate_parallel, StableHLO printing and
+// reading, and bad input (groups that do not fit the grid, a participant that never comes).
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "pjrt_lite/backends/reference/interpreter.hpp"
+#include "pjrt_lite/cpu.hpp"
+#include "pjrt_lite/ir/builder.hpp"
+#include "pjrt_lite/ir/printer.hpp"
+#include "pjrt_lite/ir/serialize.hpp"
+#include "pjrt_lite/stablehlo/parser.hpp"
+#include "pjrt_lite/stablehlo/printer.hpp"
+#include "pjrt_lite/stablehlo/runner.hpp"
+#include "test_util.hpp"
+
+namespace collectives_test {
+
+using namespace pjrt_lite;
+using namespace pjrt_lite::testing;
+
+namespace {
+
+Literal i64s(std::vector<std::int64_t> values, std::vector<std::int64_t> dims) {
+  return Literal::from_span<std::int64_t>(values, dims).value();
+}
+
+/// The reference interpreter's outputs of `g` on a grid, process k on args[k].
+std::vector<std::vector<Literal>> reference_run(const Graph& g, std::int64_t replicas, std::int64_t partitions,
+                                                const std::vector<std::vector<Literal>>& args) {
+  reference::ParallelOptions o;
+  o.num_replicas = replicas;
+  o.num_partitions = partitions;
+  auto r = reference::evaluate_parallel(g, args, o);
+  REQUIRE_MESSAGE(r.ok(), r.status().to_string());
+  return std::move(r).value();
+}
+
+/// The CPU client's outputs of `g` compiled for the grid, participant k on args[k] (on
+/// device k), every participant at once through execute.
+std::vector<std::vector<Literal>> cpu_run(const Graph& g, int replicas, int partitions,
+                                          const std::vector<std::vector<Literal>>& args, bool optimize = true) {
+  const int n = replicas * partitions;
+  auto client = cpu::Client<>::create({.device_count = n, .thread_count = 2}).value();
+  cpu::CompileOptions options;
+  options.num_replicas = replicas;
+  options.num_partitions = partitions;
+  options.optimize = optimize;
+  auto exe = client->compile(g, options);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  REQUIRE(exe->addressable_devices().size() == static_cast<std::size_t>(n));
+  std::vector<std::vector<cpu::Buffer<cpu::ThreadPool>>> buffers(static_cast<std::size_t>(n));
+  std::vector<std::vector<cpu::Buffer<cpu::ThreadPool>*>> pointers(static_cast<std::size_t>(n));
+  for (int k = 0; k < n; ++k) {
+    for (const Literal& a : args[static_cast<std::size_t>(k)])
+      buffers[static_cast<std::size_t>(k)].push_back(
+          client->buffer_from_literal(a, exe->addressable_devices()[static_cast<std::size_t>(k)]->memory_spaces()[0]).value());
+    for (auto& b : buffers[static_cast<std::size_t>(k)]) pointers[static_cast<std::size_t>(k)].push_back(&b);
+  }
+  auto out = exe->execute(pointers);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  std::vector<std::vector<Literal>> literals(static_cast<std::size_t>(n));
+  for (int k = 0; k < n; ++k)
+    for (auto& b : (*out)[static_cast<std::size_t>(k)])
+      literals[static_cast<std::size_t>(k)].push_back(b.to_literal().await().value());
+  return literals;
+}
+
+/// Runs `text`'s @main on both backends and checks each process's outputs against `expected`.
+void check_both(std::string_view text, int replicas, int partitions, const std::vector<std::vector<Literal>>& args,
+                const std::vector<std::vector<Literal>>& expected) {
+  StatusOr<Graph> g = parse_stablehlo(text);
+  REQUIRE_MESSAGE(g.ok(), g.status().to_string());
+  const auto ref = reference_run(*g, replicas, partitions, args);
+  const auto cpu = cpu_run(*g, replicas, partitions, args);
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    CAPTURE(k);
+    REQUIRE(ref[k].size() == expected[k].size());
+    REQUIRE(cpu[k].size() == expected[k].size());
+    for (std::size_t j = 0; j < expected[k].size(); ++j) {
+      CHECK_MESSAGE(ref[k][j] == expected[k][j], "reference: ", ref[k][j].to_string(), " expected ", expected[k][j].to_string());
+      CHECK_MESSAGE(cpu[k][j] == expected[k][j], "cpu: ", cpu[k][j].to_string(), " expected ", expected[k][j].to_string());
+    }
+  }
+  // The printed form reads back to the same graph.
+  StatusOr<Graph> back = parse_stablehlo(to_stablehlo(*g));
+  REQUIRE_MESSAGE(back.ok(), back.status().to_string(), "\n", to_stablehlo(*g));
+  CHECK(to_stablehlo(*back) == to_stablehlo(*g));
+  CHECK(deserialize_graph(serialize(*g)).value() == *g);
+}
+
+constexpr std::string_view kAddBody = R"(({
+      ^bb0(%a: tensor<i64>, %b: tensor<i64>):
+        %s = stablehlo.add %a, %b : tensor<i64>
+        stablehlo.return %s : tensor<i64>
+    }))";
+
+}  // namespace
+
+TEST_CASE("collectives: replica_id and partition_id give each process its place in the grid") {
+  const std::string text = R"(func.func @main() -> (tensor<ui32>, tensor<ui32>) {
+    %r = "stablehlo.replica_id"() : () -> tensor<ui32>
+    %p = "stablehlo.partition_id"() : () -> tensor<ui32>
+    return %r, %p : tensor<ui32>, tensor<ui32>
+  })";
+  std::vector<std::vector<Literal>> args(6), expected;
+  for (std::uint32_t k = 0; k < 6; ++k)
+    expected.push_back({Literal::scalar<std::uint32_t>(k / 3), Literal::scalar<std::uint32_t>(k % 3)});
+  check_both(text, 2, 3, args, expected);
+  // Outside a grid they do not fold to constants: evaluate says why.
+  check_error(reference::evaluate(parse_stablehlo(text).value(), {}), StatusCode::kFailedPrecondition,
+              "evaluate_parallel");
+}
+
+TEST_CASE("collectives: all_reduce, the spec's example") {
+  const std::string text = str_cat(R"(func.func @main(%x: tensor<4xi64>, %y: tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>) {
+    %r:2 = "stablehlo.all_reduce"(%x, %y) )", kAddBody, R"( {
+      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>,
+      channel_handle = #stablehlo.channel_handle<handle = 0, type = 0>
+    } : (tensor<4xi64>, tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>)
+    return %r#0, %r#1 : tensor<4xi64>, tensor<4xi64>
+  })");
+  std::vector<std::vector<Literal>> args = {{i64s({1, 2, 3, 4}, {4}), i64s({9, 10, 11, 12}, {4})},
+                                            {i64s({5, 6, 7, 8}, {4}), i64s({13, 14, 15, 16}, {4})}};
+  const std::vector<Literal> out = {i64s({6, 8, 10, 12}, {4}), i64s({22, 24, 26, 28}, {4})};
+  check_both(text, 2, 1, args, {out, out});
+}
+
+TEST_CASE("collectives: all_gather, the spec's example") {
+  const std::string text = R"(func.func @main(%x: tensor<2x2xi64>, %y: tensor<2x2xi64>) -> (tensor<2x4xi64>, tensor<2x4xi64>) {
+    %r:2 = "stablehlo.all_gather"(%x, %y) {
+      all_gather_dim = 1 : i64,
+      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>,
+      channel_handle = #stablehlo.channel_handle<handle = 0, type = 0>
+    } : (tensor<2x2xi64>, tensor<2x2xi64>) -> (tensor<2x4xi64>, tensor<2x4xi64>)
+    return %r#0, %r#1 : tensor<2x4xi64>, tensor<2x4xi64>
+  })";
+  std::vector<std::vector<Literal>> args = {{i64s({1, 2, 3, 4}, {2, 2}), i64s({11, 12, 13, 14}, {2, 2})},
+                                            {i64s({5, 6, 7, 8}, {2, 2}), i64s({15, 16, 17, 18}, {2, 2})}};
+  const std::vector<Literal> out = {i64s({1, 2, 5, 6, 3, 4, 7, 8}, {2, 4}), i64s({11, 12, 15, 16, 13, 14, 17, 18}, {2, 4})};
+  check_both(text, 2, 1, args, {out, out});
+}
+
+TEST_CASE("collectives: all_to_all, the spec's example") {
+  const std::string text = R"(func.func @main(%x: tensor<2x4xi64>, %y: tensor<2x4xi64>) -> (tensor<4x2xi64>, tensor<4x2xi64>) {
+    %r:2 = "stablehlo.all_to_all"(%x, %y) {
+      split_dimension = 1 : i64,
+      concat_dimension = 0 : i64,
+      split_count = 2 : i64,
+      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>
+    } : (tensor<2x4xi64>, tensor<2x4xi64>) -> (tensor<4x2xi64>, tensor<4x2xi64>)
+    return %r#0, %r#1 : tensor<4x2xi64>, tensor<4x2xi64>
+  })";
+  std::vector<std::vector<Literal>> args = {
+      {i64s({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4}), i64s({17, 18, 19, 20, 21, 22, 23, 24}, {2, 4})},
+      {i64s({9, 10, 11, 12, 13, 14, 15, 16}, {2, 4}), i64s({25, 26, 27, 28, 29, 30, 31, 32}, {2, 4})}};
+  check_both(text, 2, 1, args,
+             {{i64s({1, 2, 5, 6, 9, 10, 13, 14}, {4, 2}), i64s({17, 18, 21, 22, 25, 26, 29, 30}, {4, 2})},
+              {i64s({3, 4, 7, 8, 11, 12, 15, 16}, {4, 2}), i64s({19, 20, 23, 24, 27, 28, 31, 32}, {4, 2})}});
+}
+
+TEST_CASE("collectives: collective_broadcast, the spec's example") {
+  const std::string text = R"(func.func @main(%x: tensor<1x2xi64>) -> tensor<1x2xi64> {
+    %r = "stablehlo.collective_broadcast"(%x) {
+      replica_groups = dense<[[2, 1]]> : tensor<1x2xi64>,
+      channel_handle = #stablehlo.channel_handle<handle = 0, type = 0>
+    } : (tensor<1x2xi64>) -> tensor<1x2xi64>
+    return %r : tensor<1x2xi64>
+  })";
+  std::vector<std::vector<Literal>> args = {{i64s({1, 2}, {1, 2})}, {i64s({3, 4}, {1, 2})}, {i64s({5, 6}, {1, 2})},
+                                            {i64s({7, 8}, {1, 2})}};
+  check_both(text, 4, 1, args,
+             {{i64s({0, 0}, {1, 2})}, {i64s({5, 6}, {1, 2})}, {i64s({5, 6}, {1, 2})}, {i64s({0, 0}, {1, 2})}});
+}
+
+TEST_CASE("collectives: collective_permute, the spec's example") {
+  const std::string text = R"(func.func @main(%x: tensor<2x2xi64>) -> tensor<2x2xi64> {
+    %r = "stablehlo.collective_permute"(%x) {
+      source_target_pairs = dense<[[0, 1], [1, 2]]> : tensor<2x2xi64>,
+      channel_handle = #stablehlo.channel_handle<handle = 0, type = 0>
+    } : (tensor<2x2xi64>) -> tensor<2x2xi64>
+    return %r : tensor<2x2xi64>
+  })";
+  std::vector<std::vector<Literal>> args = {{i64s({1, 2, 3, 4}, {2, 2})}, {i64s({5, 6, 7, 8}, {2, 2})},
+                                            {i64s({9, 10, 11, 12}, {2, 2})}};
+  check_both(text, 3, 1, args,
+             {{i64s({0, 0, 0, 0}, {2, 2})}, {i64s({1, 2, 3, 4}, {2, 2})}, {i64s({5, 6, 7, 8}, {2, 2})}});
+}
+
+TEST_CASE("collectives: reduce_scatter, the spec's example") {
+  const std::string text = str_cat(R"(func.func @main(%x: tensor<2x4xi64>) -> tensor<2x2xi64> {
+    %r = "stablehlo.reduce_scatter"(%x) )", kAddBody, R"( {
+      scatter_dimension = 1 : i64,
+      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>,
+      channel_handle = #stablehlo.channel_handle<handle = 0, type = 0>
+    } : (tensor<2x4xi64>) -> tensor<2x2xi64>
+    return %r : tensor<2x2xi64>
+  })");
+  std::vector<std::vector<Literal>> args = {{i64s({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4})},
+                                            {i64s({9, 10, 11, 12, 13, 14, 15, 16}, {2, 4})}};
+  check_both(text, 2, 1, args, {{i64s({10, 12, 18, 20}, {2, 2})}, {i64s({14, 16, 22, 24}, {2, 2})}});
+}
+
+TEST_CASE("collectives: the process-group strategies on a 2 x 2 grid, CPU against the reference") {
+  // Each process holds its flattened id; every strategy sums over its groups.
+  const CollectiveAttrs cross_replica{{0, 1}, 2, 0, 0, false, 0, 0, 0};
+  const CollectiveAttrs replica_and_partition{{0, 1}, 2, 1, 1, false, 0, 0, 0};
+  const CollectiveAttrs flattened{{0, 3, 1, 2}, 2, 1, 1, true, 0, 0, 0};
+  const CollectiveAttrs cross_partition_gather{{0, 1}, 2, 1, 1, false, 0, 0, 2};
+  GraphBuilder b("strategies");
+  Value x = b.parameter(Shape(kF32, {3}));
+  Value m = b.parameter(Shape(kS32, {2, 2}));
+  std::vector<Value> outs;
+  outs.push_back(b.all_reduce(x, OpCode::kAdd, cross_replica));
+  outs.push_back(b.all_reduce(x, OpCode::kMaximum, replica_and_partition));
+  outs.push_back(b.all_reduce(x, OpCode::kMultiply, flattened));
+  outs.push_back(b.all_gather({x}, flattened)[0]);
+  outs.push_back(b.all_to_all({m}, cross_partition_gather)[0]);
+  outs.push_back(b.collective_permute(m, CollectiveAttrs{{0, 1, 1, 0}, 2, 1, 1, false, 0, 0, 0}));
+  outs.push_back(b.collective_broadcast({m}, CollectiveAttrs{{1, 0}, 2, 1, 1, false, 0, 0, 0})[0]);
+  outs.push_back(b.reduce_scatter(b.concatenate({x, x, x, x}, 0), make_binary_body(OpCode::kMinimum, kF32).value(),
+                                  CollectiveAttrs{{0, 1, 2, 3}, 4, 1, 1, true, 0, 0, 0}));
+  // A collective inside a loop body, and replica_id feeding arithmetic.
+  outs.push_back(b.add(b.convert(b.replica_id(), kF32), b.convert(b.partition_id(), kF32)));
+  const Graph g = build_ok(b, outs);
+  std::vector<std::vector<Literal>> args;
+  for (int k = 0; k < 4; ++k)
+    args.push_back({Literal::vector<float>({1.0f + static_cast<float>(k), 0.5f * static_cast<float>(k), -2.0f}),
+                    Literal::from_span<std::int32_t>(std::vector<std::int32_t>{10 * k, 10 * k + 1, 10 * k + 2, 10 * k + 3}, {2, 2}).value()});
+  const auto ref = reference_run(g, 2, 2, args);
+  for (bool optimize : {true, false}) {
+    CAPTURE(optimize);
+    const auto cpu = cpu_run(g, 2, 2, args, optimize);
+    for (std::size_t k = 0; k < 4; ++k)
+      for (std::size_t j = 0; j < outs.size(); ++j) {
+        CAPTURE(k);
+        CAPTURE(j);
+        CHECK_MESSAGE(cpu[k][j] == ref[k][j], cpu[k][j].to_string(), " vs ", ref[k][j].to_string());
+      }
+  }
+  // Cross-replica sum of x: processes (0, p) and (1, p) meet.
+  CHECK(values_of<float>(ref[0][0]) == std::vector<float>({4.0f, 1.0f, -4.0f}));
+  CHECK(values_of<float>(ref[1][0]) == std::vector<float>({6.0f, 2.0f, -4.0f}));
+  // Flattened ids {0, 3} and {1, 2} multiply.
+  CHECK(values_of<float>(ref[0][2]) == std::vector<float>({4.0f, 0.0f, 4.0f}));
+  CHECK(values_of<float>(ref[1][2]) == std::vector<float>({6.0f, 0.5f, 4.0f}));
+}
+
+TEST_CASE("collectives: an all_reduce in a while body and a custom computation") {
+  // Three turns of x = all_reduce(x) with (a, b) -> a * 2 + b on a 3 x 1 grid.
+  GraphBuilder body_b("body");
+  Value acc = body_b.parameter(Shape(kS32, {}));
+  Value xb = body_b.parameter(Shape(kS32, {2}));
+  GraphBuilder comp("comp");
+  Value ca = comp.parameter(Shape(kS32, {}));
+  Value cb = comp.parameter(Shape(kS32, {}));
+  const Graph computation = build_ok(comp, {comp.add(comp.multiply(ca, comp.constant(std::int32_t{2})), cb)});
+  Value reduced = body_b.all_reduce({xb}, computation, CollectiveAttrs{})[0];
+  const Graph body = build_ok(body_b, {body_b.add(acc, body_b.constant(std::int32_t{1})), reduced});
+  GraphBuilder cond_b("cond");
+  Value c0 = cond_b.parameter(Shape(kS32, {}));
+  cond_b.parameter(Shape(kS32, {2}));
+  const Graph cond = build_ok(cond_b, {cond_b.compare(c0, cond_b.constant(std::int32_t{3}), ComparisonDirection::kLt)});
+  GraphBuilder b("loop");
+  Value x = b.parameter(Shape(kS32, {2}));
+  std::vector<Value> loop = b.while_loop({b.constant(std::int32_t{0}), x}, cond, body);
+  const Graph g = build_ok(b, {loop[1]});
+  std::vector<std::vector<Literal>> args;
+  for (std::int32_t k = 0; k < 3; ++k) args.push_back({Literal::vector<std::int32_t>({k + 1, -k})});
+  const auto ref = reference_run(g, 3, 1, args);
+  const auto cpu = cpu_run(g, 3, 1, args);
+  for (std::size_t k = 0; k < 3; ++k) CHECK(cpu[k][0] == ref[k][0]);
+  // One turn maps x_0, x_1, x_2 to (x_0 * 2 + x_1) * 2 + x_2 everywhere.
+  auto turn = [](std::int64_t a, std::int64_t b2, std::int64_t c) { return (a * 2 + b2) * 2 + c; };
+  std::int64_t v = turn(turn(turn(1, 2, 3), turn(1, 2, 3), turn(1, 2, 3)), turn(turn(1, 2, 3), turn(1, 2, 3), turn(1, 2, 3)),
+                        turn(turn(1, 2, 3), turn(1, 2, 3), turn(1, 2, 3)));
+  CHECK(values_of<std::int32_t>(ref[0][0])[0] == static_cast<std::int32_t>(v));
+}
+
+TEST_CASE("collectives: groups that do not fit the grid are clear errors") {
+  auto client = cpu::Client<>::create({.device_count = 4, .thread_count = 1}).value();
+  GraphBuilder b("bad");
+  Value x = b.parameter(Shape(kF32, {2}));
+  const Graph leaves_out = build_ok(b, {b.all_reduce(x, OpCode::kAdd, CollectiveAttrs{{0, 1}, 2, 0, 0, false, 0, 0, 0})});
+  cpu::CompileOptions options;
+  options.num_replicas = 3;
+  check_error(client->compile(leaves_out, options), StatusCode::kInvalidArgument, "leave replica 2 out");
+  GraphBuilder b2("bad2");
+  Value y = b2.parameter(Shape(kF32, {2}));
+  const Graph too_big = build_ok(b2, {b2.all_reduce(y, OpCode::kAdd, CollectiveAttrs{{0, 5}, 2, 0, 0, false, 0, 0, 0})});
+  options.num_replicas = 2;
+  check_error(client->compile(too_big, options), StatusCode::kInvalidArgument, "names replica 5");
+  std::vector<std::vector<Literal>> two(2, std::vector<Literal>{Literal::vector<float>({1, 2})});
+  reference::ParallelOptions grid;
+  grid.num_replicas = 2;
+  check_error(reference::evaluate_parallel(too_big, two, grid), StatusCode::kInvalidArgument, "group id 5");
+  // An all_gather whose groups do not have the size its type was inferred for.
+  GraphBuilder b3("bad3");
+  Value z = b3.parameter(Shape(kF32, {2}));
+  const Graph gather = build_ok(b3, {b3.all_gather({z}, CollectiveAttrs{{0, 1}, 2, 0, 0, false, 0, 0, 0})[0]});
+  options.num_replicas = 4;
+  check_error(client->compile(gather, options), StatusCode::kInvalidArgument, "leave replica 2 out");
+  // The grid needs enough devices and a consistent assignment.
+  options.num_replicas = 8;
+  check_error(client->compile(gather, options), StatusCode::kInvalidArgument, "does not fit");
+  options.num_replicas = 2;
+  options.device_assignment = cpu::DeviceAssignment{1, 2, {0, 1}};
+  check_error(client->compile(gather, options), StatusCode::kInvalidArgument, "device assignment is 1 x 2");
+  // Shape rules: replica_groups rows, uniqueness, use_global_device_ids without a channel.
+  GraphBuilder b4("bad4");
+  Value w = b4.parameter(Shape(kF32, {3}));
+  b4.all_reduce(w, OpCode::kAdd, CollectiveAttrs{{0, 0}, 2, 0, 0, false, 0, 0, 0});
+  check_error(b4.status(), StatusCode::kInvalidArgument, "names 0 twice");
+  GraphBuilder b5("bad5");
+  b5.all_reduce(b5.parameter(Shape(kF32, {3})), OpCode::kAdd, CollectiveAttrs{{0, 1}, 2, 0, 0, true, 0, 0, 0});
+  check_error(b5.status(), StatusCode::kInvalidArgument, "use_global_device_ids needs a channel_id");
+  GraphBuilder b6("bad6");
+  b6.all_gather({b6.parameter(Shape(kF32, {3}))}, CollectiveAttrs{{0, 1}, 2, 0, 0, false, 1, 0, 0});
+  check_error(b6.status(), StatusCode::kInvalidArgument, "all_gather_dim 1 is out of range");
+  GraphBuilder b7("bad7");
+  b7.all_to_all({b7.parameter(Shape(kF32, {3}))}, CollectiveAttrs{{}, 0, 0, 0, false, 0, 0, 2});
+  check_error(b7.status(), StatusCode::kInvalidArgument, "does not split into 2 parts");
+}
+
+TEST_CASE("collectives: mismatched shapes between processes are a clear error in the reference") {
+  // Two programs (MPMD) whose all_reduce operands differ.
+  GraphBuilder b1("a");
+  const Graph g1 = build_ok(b1, {b1.all_reduce(b1.parameter(Shape(kF32, {2})), OpCode::kAdd, CollectiveAttrs{})});
+  GraphBuilder b2("b");
+  const Graph g2 = build_ok(b2, {b2.all_reduce(b2.parameter(Shape(kF32, {3})), OpCode::kAdd, CollectiveAttrs{})});
+  const Graph* programs[] = {&g1, &g2};
+  std::vector<std::vector<Literal>> args = {{Literal::vector<float>({1, 2})}, {Literal::vector<float>({1, 2, 3})}};
+  reference::ParallelOptions grid;
+  grid.num_replicas = 2;
+  check_error(reference::evaluate_parallel(programs, args, grid), StatusCode::kInvalidArgument, "gives operand 0 as f32[");
+}
+
+TEST_CASE("collectives: a participant that never arrives ends the execute with DEADLINE_EXCEEDED") {
+  GraphBuilder b("lonely");
+  Value x = b.parameter(Shape(kF32, {2}));
+  const Graph g = build_ok(b, {b.all_reduce(x, OpCode::kAdd, CollectiveAttrs{})});
+  auto client = cpu::Client<>::create({.device_count = 2, .thread_count = 1}).value();
+  cpu::CompileOptions options;
+  options.num_replicas = 2;
+  options.collective_timeout_ms = 100;
+  auto exe = client->compile(g, options);
+  REQUIRE(exe.ok());
+  auto* d0 = exe->addressable_devices()[0];
+  auto* d1 = exe->addressable_devices()[1];
+  auto a0 = client->buffer_from_literal(Literal::vector<float>({1, 2}), d0->memory_spaces()[0]).value();
+  auto a1 = client->buffer_from_literal(Literal::vector<float>({3, 4}), d1->memory_spaces()[0]).value();
+  const auto start = std::chrono::steady_clock::now();
+  auto alone = exe->execute_sharded({&a0}, d0);
+  check_error(alone, StatusCode::kDeadlineExceeded, "never arrived");
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+  // The executable recovers: both participants, each from a thread of its own.
+  StatusOr<std::vector<cpu::Buffer<cpu::ThreadPool>>> r0 = internal_error("not run"), r1 = internal_error("not run");
+  std::thread t([&] { r1 = exe->execute_sharded({&a1}, d1); });
+  r0 = exe->execute_sharded({&a0}, d0);
+  t.join();
+  REQUIRE_MESSAGE(r0.ok(), r0.status().to_string());
+  REQUIRE_MESSAGE(r1.ok(), r1.status().to_string());
+  CHECK(values_of<float>((*r0)[0].to_literal().await().value()) == std::vector<float>({4, 6}));
+  CHECK(values_of<float>((*r1)[0].to_literal().await().value()) == std::vector<float>({4, 6}));
+  // The reference interpreter gives up the same way when a process skips a collective.
+  GraphBuilder other("skips");
+  const Graph skips = build_ok(other, {other.parameter(Shape(kF32, {2}))});
+  const Graph* programs[] = {&g, &skips};
+  std::vector<std::vector<Literal>> args = {{Literal::vector<float>({1, 2})}, {Literal::vector<float>({3, 4})}};
+  reference::ParallelOptions grid;
+  grid.num_replicas = 2;
+  grid.timeout = std::chrono::milliseconds(100);
+  check_error(reference::evaluate_parallel(programs, args, grid), StatusCode::kDeadlineExceeded, "only 1 arrived");
+}
+
+TEST_CASE("collectives: a grid executable serializes with its grid and keeps running") {
+  GraphBuilder b("grid");
+  Value x = b.parameter(Shape(kS32, {2}));
+  const Graph g = build_ok(b, {b.all_reduce(x, OpCode::kAdd, CollectiveAttrs{}), b.convert(b.replica_id(), kS32)});
+  auto client = cpu::Client<>::create({.device_count = 3, .thread_count = 2}).value();
+  cpu::CompileOptions options;
+  options.num_replicas = 3;
+  options.device_assignment = cpu::DeviceAssignment{3, 1, {2, 0, 1}};
+  auto exe = client->compile(g, options);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  CHECK(exe->addressable_devices()[0]->id() == 2);
+  auto again = client->deserialize_executable(exe->serialize());
+  REQUIRE_MESSAGE(again.ok(), again.status().to_string());
+  CHECK(again->compile_options() == exe->compile_options());
+  for (int turn = 0; turn < 3; ++turn) {
+    std::vector<cpu::Buffer<cpu::ThreadPool>> bufs;
+    for (int k = 0; k < 3; ++k)
+      bufs.push_back(client->buffer_from_literal(Literal::vector<std::int32_t>({k, turn}),
+                                                 again->addressable_devices()[static_cast<std::size_t>(k)]->memory_spaces()[0])
+                         .value());
+    std::vector<std::vector<cpu::Buffer<cpu::ThreadPool>*>> lists = {{&bufs[0]}, {&bufs[1]}, {&bufs[2]}};
+    auto out = again->execute(lists);
+    REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+    for (int k = 0; k < 3; ++k) {
+      CHECK(values_of<std::int32_t>((*out)[static_cast<std::size_t>(k)][0].to_literal().await().value()) ==
+            std::vector<std::int32_t>({3, 3 * turn}));
+      CHECK(values_of<std::int32_t>((*out)[static_cast<std::size_t>(k)][1].to_literal().await().value()) ==
+            std::vector<std::int32_t>({k}));
+    }
+  }
+  auto d = client->get_default_device_assignment(1, 3);
+  REQUIRE(d.ok());
+  CHECK(d->device_ids == std::vector<int>({0, 1, 2}));
+  CHECK((*d)(0, 2) == 2);
+}
+
+namespace {
+
+/// The verdict of a run_parallel test program on a client of eight devices.
+stablehlo::TestOutcome run_program(const std::string& text) {
+  auto client = cpu::Client<cpu::InlineExecutor>::create({.device_count = 8}).value();
+  return stablehlo::run_test_program(*client, text);
+}
+
+}  // namespace
+
+TEST_CASE("collectives: interpreter.run_parallel programs, written from the spec's examples") {
+  const std::string all_reduce = str_cat(R"(module @distribution_ops {
+  func.func public @all_reduce(%operand0 : tensor<4xi64>, %operand1 : tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>) {
+    %result:2 = "stablehlo.all_reduce"(%operand0, %operand1) )", kAddBody, R"( {
+      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>,
+      channel_handle = #stablehlo.channel_handle<handle = 0, type = 0>
+    } : (tensor<4xi64>, tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>)
+    return %result#0, %result#1 : tensor<4xi64>, tensor<4xi64>
+  }
+  func.func @main() {
+    %inputs0 = stablehlo.constant dense<[1, 2, 3, 4]> : tensor<4xi64>
+    %inputs1 = stablehlo.constant dense<[9, 10, 11, 12]> : tensor<4xi64>
+    %inputs2 = stablehlo.constant dense<[5, 6, 7, 8]> : tensor<4xi64>
+    %inputs3 = stablehlo.constant dense<[13, 14, 15, 16]> : tensor<4xi64>
+    %results:4 = "interpreter.run_parallel"(%inputs0, %inputs1, %inputs2, %inputs3) {
+      programs=[[@all_reduce], [@all_reduce]]
+    } : (tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>) -> (tensor<4xi64>, tensor<4xi64>, tensor<4xi64>, tensor<4xi64>)
+    check.expect_eq_const %results#0, dense<[6, 8, 10, 12]> : tensor<4xi64>
+    check.expect_eq_const %results#1, dense<[22, 24, 26, 28]> : tensor<4xi64>
+    check.expect_eq_const %results#2, dense<[6, 8, 10, 12]> : tensor<4xi64>
+    check.expect_eq_const %results#3, dense<[22, 24, 26, 28]> : tensor<4xi64>
+    func.return
+  }
+})");
+  stablehlo::TestOutcome o = run_program(all_reduce);
+  CHECK_MESSAGE(o.verdict == stablehlo::Verdict::kPass, o.detail);
+
+  const std::string replica_id = R"(module @distribution_ops {
+  func.func @replica_id() -> tensor<ui32> {
+    %result = stablehlo.replica_id : tensor<ui32>
+    return %result : tensor<ui32>
+  }
+  func.func @partition_id() -> tensor<ui32> {
+    %result = stablehlo.partition_id : tensor<ui32>
+    return %result : tensor<ui32>
+  }
+  func.func @main() {
+    %results:2 = "interpreter.run_parallel"() {
+      programs=[[@replica_id], [@replica_id]]
+    } : () -> (tensor<ui32>, tensor<ui32>)
+    check.expect_eq_const %results#0, dense<0> : tensor<ui32>
+    check.expect_eq_const %results#1, dense<1> : tensor<ui32>
+    %parts:2 = "interpreter.run_parallel"() {
+      programs=[[@partition_id, @partition_id]]
+    } : () -> (tensor<ui32>, tensor<ui32>)
+    check.expect_eq_const %parts#0, dense<0> : tensor<ui32>
+    check.expect_eq_const %parts#1, dense<1> : tensor<ui32>
+    func.return
+  }
+})";
+  o = run_program(replica_id);
+  CHECK_MESSAGE(o.verdict == stablehlo::Verdict::kPass, o.detail);
+
+  const std::string permute = R"(module @distribution_ops {
+  func.func @collective_permute(%operand : tensor<2x2xi64>) -> tensor<2x2xi64> {
+    %result = "stablehlo.collective_permute"(%operand) {
+      source_target_pairs = dense<[[0, 1], [1, 2]]> : tensor<2x2xi64>,
+      channel_handle = #stablehlo.channel_handle<handle = 0, type = 0>
+    } : (tensor<2x2xi64>) -> tensor<2x2xi64>
+    return %result : tensor<2x2xi64>
+  }
+  func.func @main() {
+    %inputs0 = stablehlo.constant dense<[[1, 2], [3, 4]]> : tensor<2x2xi64>
+    %inputs1 = stablehlo.constant dense<[[5, 6], [7, 8]]> : tensor<2x2xi64>
+    %inputs2 = stablehlo.constant dense<[[9, 10], [11, 12]]> : tensor<2x2xi64>
+    %results:3 = "interpreter.run_parallel"(%inputs0, %inputs1, %inputs2) {
+      programs=[[@collective_permute], [@collective_permute], [@collective_permute]]
+    } : (tensor<2x2xi64>, tensor<2x2xi64>, tensor<2x2xi64>) -> (tensor<2x2xi64>, tensor<2x2xi64>, tensor<2x2xi64>)
+    check.expect_eq_const %results#0, dense<0> : tensor<2x2xi64>
+    check.expect_eq_const %results#1, dense<[[1, 2], [3, 4]]> : tensor<2x2xi64>
+    check.expect_eq_const %results#2, dense<[[5, 6], [7, 8]]> : tensor<2x2xi64>
+    func.return
+  }
+})";
+  o = run_program(permute);
+  CHECK_MESSAGE(o.verdict == stablehlo::Verdict::kPass, o.detail);
+
+  // A wrong expectation fails, naming the line of the check.
+  std::string wrong = permute;
+  wrong.replace(wrong.find("dense<[[5, 6], [7, 8]]> : tensor<2x2xi64>\n    func.return"), 23, "dense<[[5, 6], [7, 9]]>");
+  o = run_program(wrong);
+  CHECK(o.verdict == stablehlo::Verdict::kFail);
+  // Different functions per process (MPMD) do not run on one executable: a skip that says so.
+  std::string mpmd = replica_id;
+  mpmd.replace(mpmd.find("programs=[[@replica_id], [@replica_id]]"), 39, "programs=[[@replica_id], [@partition_id]]");
+  o = run_program(mpmd);
+  CHECK(o.verdict == stablehlo::Verdict::kSkip);
+  CHECK(contains(o.detail, "different functions"));
+  // A grid larger than the client's devices is a skip too.
+  auto small = cpu::Client<cpu::InlineExecutor>::create({.device_count = 1}).value();
+  o = stablehlo::run_test_program(*small, permute);
+  CHECK(o.verdict == stablehlo::Verdict::kSkip);
+  CHECK(contains(o.detail, "needs 3 devices"));
+}
+
+}  // namespace collectives_test
