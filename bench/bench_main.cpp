@@ -171,24 +171,13 @@ void gemm_eigen(benchmark::State& state) {
 // gemm_256/gemm_1024, the f32 product of the same size. The twin multiplies the same values
 // as int32 matrices in Eigen, one block of rows per thread.
 
-/// n x n values in [-128, 127], a fixed pattern per `seed`.
-inline Literal int8_matrix(std::int64_t n, int seed) {
-  Literal l(Shape(DType::kS8, {n, n}));
-  auto v = l.data<std::int8_t>();
-  for (std::int64_t i = 0; i < n * n; ++i) v[static_cast<std::size_t>(i)] = static_cast<std::int8_t>((i * (2 * seed + 7) + seed) % 256 - 128);
-  return l;
-}
-
 using IntMatrix = Eigen::Matrix<std::int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using Int8Map = Eigen::Map<const Eigen::Matrix<std::int8_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 
 template <std::int64_t N>
 void gemm_int8_pjrt_lite(benchmark::State& state) {
-  GraphBuilder b("gemm_int8");
-  Value x = b.parameter(Shape(DType::kS8, {N, N}));
-  Value y = b.parameter(Shape(DType::kS8, {N, N}));
   const Literal av = int8_matrix(N, 1), bv = int8_matrix(N, 2);
-  Program<cpu::ThreadPool> p(take(b.build({b.dot(b.convert(x, DType::kS32), b.convert(y, DType::kS32))}), "build"), {av, bv});
+  Program<cpu::ThreadPool> p(gemm_int8_graph(N), {av, bv});
   for (auto _ : state) p.run();
   state.counters["ops"] = benchmark::Counter(2.0 * N * N * N, benchmark::Counter::kIsIterationInvariantRate);
   const IntMatrix want = Int8Map(av.data<std::int8_t>().data(), N, N).cast<std::int32_t>() *

@@ -70,6 +70,24 @@ std::unique_ptr<cpu::Client<E>> make_client() {
       "client");
 }
 
+/// n x n values in [-128, 127], a fixed pattern per `seed`: the operands of gemm_int8.
+inline Literal int8_matrix(std::int64_t n, int seed) {
+  Literal l(Shape(DType::kS8, {n, n}));
+  auto v = l.data<std::int8_t>();
+  for (std::int64_t i = 0; i < n * n; ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<std::int8_t>((i * (2 * seed + 7) + seed) % 256 - 128);
+  return l;
+}
+
+/// s8 x s8 -> s32 matmul as StableHLO's i8 dot_general with an i32 result arrives: converts,
+/// then the product.
+inline Graph gemm_int8_graph(std::int64_t n) {
+  GraphBuilder b("gemm_int8");
+  Value x = b.parameter(Shape(DType::kS8, {n, n}));
+  Value y = b.parameter(Shape(DType::kS8, {n, n}));
+  return take(b.build({b.dot(b.convert(x, DType::kS32), b.convert(y, DType::kS32))}), "build");
+}
+
 /// A compiled program with its arguments on the device. run() executes it in `mode`: by
 /// default synchronously; in another mode it executes and then awaits the first output, as
 /// a caller that needs the result does.
@@ -92,8 +110,9 @@ class Program {
     set_up(args, dims, mode);
   }
   /// From a graph and arguments of any element type.
-  Program(const Graph& graph, const std::vector<Literal>& args) : client_(make_client<E>()) {
-    exe_.emplace(take(client_->compile(graph), "compile"));
+  Program(const Graph& graph, const std::vector<Literal>& args, const cpu::CompileOptions& options = {})
+      : client_(make_client<E>()) {
+    exe_.emplace(take(client_->compile(graph, options), "compile"));
     for (const Literal& a : args) args_.push_back(take(client_->buffer_from_literal(a), "upload"));
     finish_set_up(ExecutionMode::kSynchronous);
   }

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <map>
+#include <optional>
 
 namespace pjrt_lite_bench {
 namespace {
@@ -63,6 +64,21 @@ Workload gemm() {
           2.0 * n * n * n};
 }
 
+/// gemm_int8_1024/<isa>: the s8 x s8 -> s32 product of gemm_1024's size; every build's
+/// result must equal the first one's exactly.
+void run_gemm_int8(benchmark::State& state, cpu::KernelIsa isa) {
+  constexpr std::int64_t n = 1024;
+  cpu::CompileOptions options;
+  options.kernel_isa = isa;
+  Program<cpu::ThreadPool> p(gemm_int8_graph(n), {int8_matrix(n, 1), int8_matrix(n, 2)}, options);
+  for (auto _ : state) p.run();
+  state.counters["ops"] = benchmark::Counter(2.0 * n * n * n, benchmark::Counter::kIsIterationInvariantRate);
+  static std::optional<Literal> first;
+  Literal got = p.output_literal(0);
+  if (!first) first = std::move(got);
+  else if (!(got == *first)) state.SkipWithError("two builds of the kernels disagree on gemm_int8");
+}
+
 /// The first build's output of each workload, which the others must match.
 std::map<std::string, std::vector<float>>& first_outputs() {
   static std::map<std::string, std::vector<float>> outputs;
@@ -104,6 +120,11 @@ int main(int argc, char** argv) {
                                    [&w, isa](benchmark::State& state) { run_workload(state, w, isa); })
           ->Unit(benchmark::kMicrosecond)
           ->UseRealTime();
+  for (cpu::KernelIsa isa : isas)
+    benchmark::RegisterBenchmark(("gemm_int8_1024/" + std::string(cpu::kernel_isa_name(isa))).c_str(),
+                                 [isa](benchmark::State& state) { run_gemm_int8(state, isa); })
+        ->Unit(benchmark::kMicrosecond)
+        ->UseRealTime();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

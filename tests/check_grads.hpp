@@ -58,7 +58,7 @@ inline std::vector<Literal> run_cpu(const Graph& g, const std::vector<Literal>& 
 }
 
 /// The interpreter's results, checked against the CPU client's.
-inline std::vector<Literal> run_both(const Graph& g, const std::vector<Literal>& args) {
+inline std::vector<Literal> run_checked_on_cpu(const Graph& g, const std::vector<Literal>& args) {
   std::vector<Literal> ref = evaluate_ok(g, args);
   std::vector<Literal> cpu = run_cpu(g, args);
   REQUIRE(cpu.size() == ref.size());
@@ -103,7 +103,7 @@ inline void check_grads(const Graph& g, std::mt19937_64& rng, double lo, double 
   REQUIRE_MESSAGE(jvp.ok(), jvp.status().to_string());
   std::vector<Literal> jargs = x;
   jargs.insert(jargs.end(), v.begin(), v.end());
-  const std::vector<Literal> jout = run_both(*jvp, jargs);
+  const std::vector<Literal> jout = run_checked_on_cpu(*jvp, jargs);
   REQUIRE(jout.size() == 2 * m);
   std::vector<Literal> xp = x, xm = x;
   for (std::size_t k = 0; k < n; ++k)
@@ -124,7 +124,7 @@ inline void check_grads(const Graph& g, std::mt19937_64& rng, double lo, double 
   REQUIRE_MESSAGE(vjp.ok(), vjp.status().to_string());
   std::vector<Literal> vargs = x;
   vargs.insert(vargs.end(), w.begin(), w.end());
-  const std::vector<Literal> vout = run_both(*vjp, vargs);
+  const std::vector<Literal> vout = run_checked_on_cpu(*vjp, vargs);
   REQUIRE(vout.size() == m + n);
   const double lhs = inner(slice_of(vout, m), v), rhs = inner(w, slice_of(jout, m));
   CHECK_MESSAGE(grad_close(lhs, rhs), "<vjp(w), v> = ", lhs, ", <w, jvp(v)> = ", rhs);

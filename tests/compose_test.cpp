@@ -182,7 +182,7 @@ TEST_CASE("compose: custom_jvp's rule is what jvp, grad and their compositions u
   CHECK(scalar(gs(1.0).value()) == 30.0);
 }
 
-TEST_CASE("compose: custom_vjp's bwd is what reverse mode uses; forward mode is refused") {
+TEST_CASE("compose: custom_vjp's bwd is what reverse mode uses, and forward mode is refused") {
   auto& client = grad_client();
   // jax's clip_gradient: the identity whose cotangent is clipped to [-1, 1].
   auto clip_gradient = custom_vjp([](const Tensor& x) { return x; },

@@ -66,7 +66,7 @@ struct JitOptions {
   /// ExecuteOptions::donated_arguments): every leaf of them. A Buffer passed there is deleted
   /// by the call; host values are copied to a buffer first, which is donated. A position out
   /// of range, listed twice or also static is an INVALID_ARGUMENT of the call.
-  std::vector<int> donate_argnums;
+  std::vector<int> donate_argnums = {};
 };
 
 namespace detail {

@@ -499,8 +499,8 @@ inline StatusOr<Attributes> read_rng_bit_generator(const Context&, const OpSynta
 
 /// A collective's process groups: `replica_groups` (or, for collective_permute,
 /// `source_target_pairs`) as a rank-2 integer `dense<...>`, `channel_handle =
-/// #stablehlo.channel_handle<handle = H, type = T>`, `use_global_device_ids` (a unit or a
-/// bool), and the op's own dimensions.
+/// #stablehlo.channel_handle<handle = H, type = T>` (or `channel_id = H`), `use_global_device_ids`
+/// (a unit or a bool), and the op's own dimensions.
 inline StatusOr<Attributes> read_collective(const Context&, const OpSyntax& op, const OpParts& p) {
   CollectiveAttrs a;
   const bool permute = op.code == OpCode::kCollectivePermute;
@@ -530,6 +530,11 @@ inline StatusOr<Attributes> read_collective(const Context&, const OpSyntax& op, 
       (entry.first == "handle" ? a.channel_id : a.channel_type) = entry.second.i;
     }
   }
+  // A portable artifact's older ops carry the channel as `channel_id = N` (VHLO's spelling).
+  if (const AttrValue* v = find_attr(p.attrs, "channel_id")) {
+    if (v->kind != AttrValue::Kind::kInt) return error_at(v->pos, "expected an integer channel_id");
+    a.channel_id = v->i;
+  }
   if (const AttrValue* v = find_attr(p.attrs, "use_global_device_ids")) {
     if (v->kind == AttrValue::Kind::kUnit) {
       a.use_global_device_ids = true;
@@ -547,7 +552,10 @@ inline StatusOr<Attributes> read_collective(const Context&, const OpSyntax& op, 
     PJRT_LITE_ASSIGN_OR_RETURN(a.concat_dimension,
                                int_attr(p.attrs, "concat_dimension", op.name, p.pos));
     PJRT_LITE_ASSIGN_OR_RETURN(a.split_count, int_attr(p.attrs, "split_count", op.name, p.pos));
-  } else if (op.code == OpCode::kCollectiveBroadcast && find_attr(p.attrs, "has_dynamic_root")) {
+  } else if (const AttrValue* root = find_attr(p.attrs, "has_dynamic_root");
+             op.code == OpCode::kCollectiveBroadcast && root != nullptr &&
+             (root->kind == AttrValue::Kind::kUnit || bool_attr(p.attrs, "has_dynamic_root").value_or(true))) {
+    // A portable artifact spells out has_dynamic_root = false, the default.
     return unsupported_at(p.pos, str_cat(op.name, " with has_dynamic_root"));
   }
   if (p.regions.size() != body_count(op.code))

@@ -61,6 +61,7 @@ class Compiler {
     program_->max_workers = max_workers_;
     for (Value p : g_.parameters()) program_->parameter_shapes.push_back(g_.shape(p));
     for (Value o : g_.outputs()) program_->output_shapes.push_back(g_.shape(o));
+    PJRT_LITE_RETURN_IF_ERROR(check_reduce_bodies());
     find_users();
     find_int8_products();
     form_row_groups();
@@ -90,6 +91,21 @@ class Compiler {
     for (std::int64_t i = 0; i < g_.num_nodes(); ++i)
       for (Value v : g_.node(i).operands) users_[static_cast<std::size_t>(id(v))].push_back(i);
     for (Value v : g_.outputs()) is_output_[static_cast<std::size_t>(id(v))] = true;
+  }
+
+  /// A reduce whose body takes another type than its inputs (StableHLO's promotable types:
+  /// f32 inputs summed in f64) is refused, as for reduce_window and scatter: the reduce and
+  /// row kernels compute in the inputs' type.
+  Status check_reduce_bodies() const {
+    for (const Node& n : g_.nodes()) {
+      if (n.op != OpCode::kReduce || n.bodies.empty()) continue;
+      const Graph& body = n.bodies[0];
+      const std::size_t count = n.operands.size() / 2;
+      for (std::size_t k = 0; k < count && k < body.parameters().size(); ++k)
+        if (body.shape(body.parameters()[k]).dtype() != g_.shape(n.operands[k]).dtype())
+          return unimplemented_error("cpu: reduce whose body computes in a wider type than its input");
+    }
+    return ok_status();
   }
 
   // ---- Products of 8-bit integers. A dot_general of 32-bit integers whose operands are both
