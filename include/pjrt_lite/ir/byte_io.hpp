@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <span>
 #include <string>
@@ -45,8 +46,14 @@ class ByteWriter {
   void u64(std::uint64_t v) { put_le(v, 8); }
   /// Two's complement, 8 bytes.
   void i64(std::int64_t v) { u64(static_cast<std::uint64_t>(v)); }
-  /// Raw bytes, as they are.
-  void bytes(std::span<const std::byte> b) { buffer_.insert(buffer_.end(), b.begin(), b.end()); }
+  /// Raw bytes, as they are. (A resize and a copy rather than vector::insert, which GCC 12
+  /// reports as an overflow at -O2 when it inlines it after a small first write.)
+  void bytes(std::span<const std::byte> b) {
+    if (b.empty()) return;
+    const std::size_t at = buffer_.size();
+    buffer_.resize(at + b.size());
+    std::memcpy(buffer_.data() + at, b.data(), b.size());
+  }
   /// A u32 length, then the characters. The length must fit in 32 bits.
   void string(std::string_view s) {
     PJRT_LITE_ASSERT(s.size() <= std::numeric_limits<std::uint32_t>::max(),
