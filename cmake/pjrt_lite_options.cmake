@@ -6,6 +6,8 @@ option(PJRT_LITE_BUILD_EXAMPLES "Build the examples" ${PROJECT_IS_TOP_LEVEL})
 option(PJRT_LITE_BUILD_BENCH "Build the benchmarks (skipped without Google Benchmark)" ${PROJECT_IS_TOP_LEVEL})
 option(PJRT_LITE_BUILD_KERNELS
        "Add the compiled library pjrt_lite::cpu_kernels (the tests and examples need it)" ON)
+option(PJRT_LITE_LINALG_KERNELS
+       "Compile the linalg kernels (Eigen's decompositions) into pjrt_lite::cpu_kernels; OFF refuses linalg programs" ON)
 option(PJRT_LITE_INSTALL "Generate the install rules (headers, CMake package, pkg-config file)" ${PROJECT_IS_TOP_LEVEL})
 option(PJRT_LITE_WERROR "Treat warnings in pjrt_lite's own code as errors" OFF)
 # The older spelling of PJRT_LITE_WERROR.
@@ -55,4 +57,17 @@ function(pjrt_lite_project_settings target)
                                              -fno-sanitize-recover=all)
     target_link_options(${target} PRIVATE -fsanitize=${PJRT_LITE_SANITIZE})
   endif()
+endfunction()
+
+# pjrt_lite_kernels_objects(<name> <sources>...): <name>_objects, an object library of sources that
+# use pjrt_lite::cpu_kernels, compiled as its consumers are (its public definitions) but without
+# linking it. Make then compiles them while the library builds: a target's own objects wait for
+# every target it links, and the linalg kernels alone take five minutes of CPU. The executable
+# that links the objects links the library.
+function(pjrt_lite_kernels_objects name)
+  add_library(${name}_objects OBJECT ${ARGN})
+  target_link_libraries(${name}_objects PRIVATE pjrt_lite::pjrt_lite)
+  target_compile_definitions(${name}_objects
+                             PRIVATE $<TARGET_PROPERTY:pjrt_lite_cpu_kernels,INTERFACE_COMPILE_DEFINITIONS>)
+  pjrt_lite_project_settings(${name}_objects)
 endfunction()
