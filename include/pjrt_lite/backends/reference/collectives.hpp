@@ -120,30 +120,27 @@ struct ProcessContext {
 };
 inline thread_local ProcessContext* current_process = nullptr;
 
-/// The spec's four strategies, transcribed.
-inline std::vector<std::vector<ProcessId>> cross_replica(
-    const std::vector<std::vector<std::int64_t>>& replica_groups, std::int64_t partitions) {
+/// The spec's four strategies. cross_replica and cross_partition: each group of ids on one
+/// axis (replicas or partitions), once for every index of the other axis (`others` of them).
+inline std::vector<std::vector<ProcessId>> groups_along(const std::vector<std::vector<std::int64_t>>& groups,
+                                                        std::int64_t others, bool groups_of_replicas) {
   std::vector<std::vector<ProcessId>> out;
-  for (const auto& replica_group : replica_groups)
-    for (std::int64_t partition_id = 0; partition_id < partitions; ++partition_id) {
+  for (const auto& group : groups)
+    for (std::int64_t other = 0; other < others; ++other) {
       std::vector<ProcessId> process_group;
-      for (std::int64_t replica_id : replica_group)
-        process_group.emplace_back(replica_id, partition_id);
-      out.push_back(process_group);
+      for (std::int64_t id : group)
+        process_group.push_back(groups_of_replicas ? ProcessId(id, other) : ProcessId(other, id));
+      out.push_back(std::move(process_group));
     }
   return out;
 }
+inline std::vector<std::vector<ProcessId>> cross_replica(
+    const std::vector<std::vector<std::int64_t>>& replica_groups, std::int64_t partitions) {
+  return groups_along(replica_groups, partitions, true);
+}
 inline std::vector<std::vector<ProcessId>> cross_partition(
     const std::vector<std::vector<std::int64_t>>& partition_groups, std::int64_t replicas) {
-  std::vector<std::vector<ProcessId>> out;
-  for (const auto& partition_group : partition_groups)
-    for (std::int64_t replica_id = 0; replica_id < replicas; ++replica_id) {
-      std::vector<ProcessId> process_group;
-      for (std::int64_t partition_id : partition_group)
-        process_group.emplace_back(replica_id, partition_id);
-      out.push_back(process_group);
-    }
-  return out;
+  return groups_along(partition_groups, replicas, false);
 }
 inline std::vector<std::vector<ProcessId>> cross_replica_and_partition(
     const std::vector<std::vector<std::int64_t>>& replica_groups, std::int64_t partitions) {

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <numbers>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -68,29 +69,35 @@ inline Tensor logsumexp(const Tensor& x, std::vector<std::int64_t> axes = {},
   return keepdims ? r : squeeze(r, *ax);
 }
 
+namespace detail {
+/// x (as an inexact type) minus its maximum along `axis`, and that axis's index: where
+/// softmax and log_softmax start. Nothing when `x` or `axis` is bad (reported).
+inline std::optional<std::pair<Tensor, std::int64_t>> max_shifted(const char* name, const Tensor& x,
+                                                                   std::int64_t axis) {
+  Tensor y = x;
+  Trace* t = resolve(name, {&y});
+  if (t == nullptr) return std::nullopt;
+  y = inexact(y);
+  auto a = axis_index(t, name, axis, y.rank());
+  if (!a) return std::nullopt;
+  return std::pair{y - max(y, {*a}, true), *a};
+}
+}  // namespace detail
+
 /// exp(x) / sum(exp(x)) along `axis`, with the maximum subtracted first (jax.nn.softmax).
 inline Tensor softmax(const Tensor& x, std::int64_t axis = -1) {
-  Tensor y = x;
-  Trace* t = detail::resolve("softmax", {&y});
-  if (t == nullptr) return Tensor();
-  y = detail::inexact(y);
-  auto a = detail::axis_index(t, "softmax", axis, y.rank());
-  if (!a) return Tensor();
-  const Tensor e = exp(y - max(y, {*a}, true));
-  return e / sum(e, {*a}, true);
+  auto shifted = detail::max_shifted("softmax", x, axis);
+  if (!shifted) return Tensor();
+  const Tensor e = exp(shifted->first);
+  return e / sum(e, {shifted->second}, true);
 }
 
 /// x - logsumexp(x) along `axis`, computed as (x - max) - log(sum(exp(x - max)))
 /// (jax.nn.log_softmax).
 inline Tensor log_softmax(const Tensor& x, std::int64_t axis = -1) {
-  Tensor y = x;
-  Trace* t = detail::resolve("log_softmax", {&y});
-  if (t == nullptr) return Tensor();
-  y = detail::inexact(y);
-  auto a = detail::axis_index(t, "log_softmax", axis, y.rank());
-  if (!a) return Tensor();
-  const Tensor shifted = y - max(y, {*a}, true);
-  return shifted - log(sum(exp(shifted), {*a}, true));
+  auto shifted = detail::max_shifted("log_softmax", x, axis);
+  if (!shifted) return Tensor();
+  return shifted->first - log(sum(exp(shifted->first), {shifted->second}, true));
 }
 
 /// jax.nn.one_hot: x's integer entries as one-hot vectors of `num_classes` along a new axis

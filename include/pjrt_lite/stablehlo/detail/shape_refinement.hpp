@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <optional>
@@ -368,6 +369,18 @@ inline StatusOr<OpResult> build_dynamic(Context& ctx, const OpSyntax& op, OpPart
   auto operand_list = [&](std::size_t k, std::string_view what) {
     return fold_to_list(ctx, p.operands[k], str_cat("the ", what, " operand of ", op.name), p.pos);
   };
+  // Operands first, first + 1, ... folded into the static form's integer-array attributes
+  // `names`; returns the lists.
+  auto operand_attrs = [&](std::size_t first, std::initializer_list<const char*> names)
+      -> StatusOr<std::vector<std::vector<std::int64_t>>> {
+    std::vector<std::vector<std::int64_t>> lists;
+    for (const char* attr : names) {
+      PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> list, operand_list(first + lists.size(), attr));
+      set_attr(p.attrs, attr, int_array_value(list, p.pos));
+      lists.push_back(std::move(list));
+    }
+    return lists;
+  };
   const std::string_view name = op.name;
   if (name == "stablehlo.get_dimension_size") {
     PJRT_LITE_RETURN_IF_ERROR(need(1));
@@ -403,12 +416,10 @@ inline StatusOr<OpResult> build_dynamic(Context& ctx, const OpSyntax& op, OpPart
   }
   if (name == "stablehlo.real_dynamic_slice") {
     PJRT_LITE_RETURN_IF_ERROR(need(4));
-    PJRT_LITE_ASSIGN_OR_RETURN(auto start, operand_list(1, "start_indices"));
-    PJRT_LITE_ASSIGN_OR_RETURN(auto limit, operand_list(2, "limit_indices"));
-    PJRT_LITE_ASSIGN_OR_RETURN(auto strides, operand_list(3, "strides"));
-    set_attr(p.attrs, "start_indices", int_array_value(start, p.pos));
-    set_attr(p.attrs, "limit_indices", int_array_value(limit, p.pos));
-    set_attr(p.attrs, "strides", int_array_value(strides, p.pos));
+    PJRT_LITE_ASSIGN_OR_RETURN(auto lists, operand_attrs(1, {"start_indices", "limit_indices", "strides"}));
+    const auto& start = lists[0];
+    const auto& limit = lists[1];
+    const auto& strides = lists[2];
     p.operands.resize(1);
     if (start.size() != limit.size() || start.size() != strides.size())
       return error_at(p.pos, str_cat(name, ": start, limit and strides differ in length"));
@@ -423,12 +434,11 @@ inline StatusOr<OpResult> build_dynamic(Context& ctx, const OpSyntax& op, OpPart
   }
   if (name == "stablehlo.dynamic_pad") {
     PJRT_LITE_RETURN_IF_ERROR(need(5));
-    PJRT_LITE_ASSIGN_OR_RETURN(auto low, operand_list(2, "edge_padding_low"));
-    PJRT_LITE_ASSIGN_OR_RETURN(auto high, operand_list(3, "edge_padding_high"));
-    PJRT_LITE_ASSIGN_OR_RETURN(auto interior, operand_list(4, "interior_padding"));
-    set_attr(p.attrs, "edge_padding_low", int_array_value(low, p.pos));
-    set_attr(p.attrs, "edge_padding_high", int_array_value(high, p.pos));
-    set_attr(p.attrs, "interior_padding", int_array_value(interior, p.pos));
+    PJRT_LITE_ASSIGN_OR_RETURN(auto lists,
+                               operand_attrs(2, {"edge_padding_low", "edge_padding_high", "interior_padding"}));
+    const auto& low = lists[0];
+    const auto& high = lists[1];
+    const auto& interior = lists[2];
     p.operands.resize(2);
     PJRT_LITE_ASSIGN_OR_RETURN(Shape x, ctx.b.shape(p.operands[0]));
     if (static_cast<std::int64_t>(low.size()) != x.rank() || high.size() != low.size() ||
@@ -445,8 +455,7 @@ inline StatusOr<OpResult> build_dynamic(Context& ctx, const OpSyntax& op, OpPart
   }
   if (name == "stablehlo.dynamic_gather") {
     PJRT_LITE_RETURN_IF_ERROR(need(3));
-    PJRT_LITE_ASSIGN_OR_RETURN(auto sizes, operand_list(2, "slice_sizes"));
-    set_attr(p.attrs, "slice_sizes", int_array_value(sizes, p.pos));
+    PJRT_LITE_RETURN_IF_ERROR(operand_attrs(2, {"slice_sizes"}).status());
     p.operands.resize(2);
     // gather infers its own result shape from the folded slice sizes.
     const OpSyntax* gather = find_op("stablehlo.gather");

@@ -113,57 +113,56 @@ class VhloTables {
   }
 
   StatusOr<const VAttr*> attr_at(std::size_t i) {
-    if (attr_state_[i] == 2) return &*attrs_[i];
-    const BcEntry& e = f_.attributes[i];
-    ByteCursor c = e.data;
-    if (attr_state_[i] == 1 || depth_ >= kMaxDepth)
-      return c.error("attributes nest too deeply or refer to themselves");
-    attr_state_[i] = 1;
-    ++depth_;
-    StatusOr<VAttr> a = decode_attr(e, c);
-    --depth_;
-    attr_state_[i] = 0;
-    if (!a.ok() && a.status().code() == StatusCode::kUnimplemented) {
-      // A valid attribute without a StableHLO meaning here (a quantized type, say): kept, and
-      // refused where an op uses it.
-      VAttr other;
-      other.text = std::string(a.status().message());
-      a = std::move(other);
-    } else if (!a.ok()) {
-      return a.status();
-    } else if (!c.empty()) {
-      return c.error("unexpected bytes after an attribute");
-    }
-    attrs_[i] = std::move(a).value();
-    attr_state_[i] = 2;
-    return &*attrs_[i];
+    return decode_once(i, f_.attributes, attrs_, attr_state_, "attributes", "an attribute",
+                       [&](const BcEntry& e, ByteCursor& c) -> StatusOr<VAttr> {
+                         StatusOr<VAttr> a = decode_attr(e, c);
+                         if (a.ok() || a.status().code() != StatusCode::kUnimplemented) return a;
+                         // A valid attribute without a StableHLO meaning here (a quantized
+                         // type, say): kept, and refused where an op uses it.
+                         VAttr other;
+                         other.text = std::string(a.status().message());
+                         c = ByteCursor{};
+                         return other;
+                       });
   }
 
   StatusOr<const VType*> type_at(std::size_t i) {
-    if (type_state_[i] == 2) return &*types_[i];
-    const BcEntry& e = f_.types[i];
-    ByteCursor c = e.data;
-    if (type_state_[i] == 1 || depth_ >= kMaxDepth)
-      return c.error("types nest too deeply or refer to themselves");
-    type_state_[i] = 1;
-    ++depth_;
-    StatusOr<VType> t = decode_type(e, c);
-    --depth_;
-    type_state_[i] = 0;
-    if (!t.ok()) return t.status();
-    // A type shared many times over (tuples of tuples of one another) could spell out to
-    // more than memory holds.
-    if (t->text.size() > kMaxTypeText)
-      return c.error(str_cat("a type's spelling exceeds ", kMaxTypeText, " bytes"));
-    if (!c.empty()) return c.error("unexpected bytes after a type");
-    types_[i] = std::move(t).value();
-    type_state_[i] = 2;
-    return &*types_[i];
+    return decode_once(i, f_.types, types_, type_state_, "types", "a type",
+                       [&](const BcEntry& e, ByteCursor& c) -> StatusOr<VType> {
+                         StatusOr<VType> t = decode_type(e, c);
+                         // A type shared many times over (tuples of tuples of one another)
+                         // could spell out to more than memory holds.
+                         if (t.ok() && t->text.size() > kMaxTypeText)
+                           return c.error(str_cat("a type's spelling exceeds ", kMaxTypeText, " bytes"));
+                         return t;
+                       });
   }
 
  private:
   static constexpr int kMaxDepth = 64;
   static constexpr std::size_t kMaxTypeText = std::size_t{1} << 20;
+
+  // Entry i of `table`, decoded by `decode` the first time it is asked for and kept in `cache`.
+  // `state` marks an entry being decoded, so that one referring to itself, or nesting past
+  // kMaxDepth, is an error rather than a stack overflow; `decode` must use all of its bytes.
+  template <class T, class Decode>
+  StatusOr<const T*> decode_once(std::size_t i, const std::vector<BcEntry>& table,
+                                 std::vector<std::optional<T>>& cache, std::vector<std::uint8_t>& state,
+                                 std::string_view what, std::string_view one, Decode decode) {
+    if (state[i] == 2) return &*cache[i];
+    ByteCursor c = table[i].data;
+    if (state[i] == 1 || depth_ >= kMaxDepth) return c.error(str_cat(what, " nest too deeply or refer to themselves"));
+    state[i] = 1;
+    ++depth_;
+    StatusOr<T> v = decode(table[i], c);
+    --depth_;
+    state[i] = 0;
+    if (!v.ok()) return v.status();
+    if (!c.empty()) return c.error(str_cat("unexpected bytes after ", one));
+    cache[i] = std::move(v).value();
+    state[i] = 2;
+    return &*cache[i];
+  }
 
   std::string_view dialect(const BcEntry& e) const { return f_.dialects[e.dialect]; }
 
