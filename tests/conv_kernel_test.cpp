@@ -105,7 +105,75 @@ void check_cases(const std::vector<Case>& cases, const std::vector<DType>& types
     }
 }
 
+/// An 8-bit convolution: operands of types `lt` and `rt` (s8 or u8, every byte value)
+/// converted to `out` (s32 or u32) and convolved, on the CPU (which multiplies the 8-bit
+/// values in Int8Gemm unless the convolution is depthwise) and in the reference interpreter;
+/// the results must match bit for bit.
+void check_8_bit(const Case& c, DType lt, DType rt, DType out, std::uint64_t seed, int threads) {
+  CAPTURE(c.dn);
+  CAPTURE(dtype_name(lt));
+  CAPTURE(dtype_name(rt));
+  CAPTURE(dtype_name(out));
+  CAPTURE(threads);
+  std::mt19937_64 rng(seed);
+  GraphBuilder b("conv8");
+  Value x = b.parameter(Shape(lt, c.lhs));
+  Value k = b.parameter(Shape(rt, c.rhs));
+  const ConvolutionAttrs a = attrs(c);
+  const Graph g = build_ok(b, {b.convolution(b.convert(x, out), b.convert(k, out), a)});
+  std::vector<Literal> args = {Literal(Shape(lt, c.lhs)), Literal(Shape(rt, c.rhs))};
+  for (Literal& l : args)
+    for (std::byte& v : l.bytes()) v = static_cast<std::byte>(rng());
+  const Literal want = evaluate_ok(g, args)[0];
+  auto client = cpu::Client<>::create({.device_count = 1, .thread_count = threads}).value();
+  auto exe = client->compile(g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  const bool depthwise = a.feature_group_count > 1 && c.rhs[static_cast<std::size_t>(a.kernel_input_feature_dimension)] == 1 &&
+                         a.feature_group_count == g.output_shapes()[0].dim(a.output_feature_dimension);
+  CHECK(contains(exe->optimized_program_text(), "convolution(8-bit") == !depthwise);
+  std::vector<cpu::Client<>::buffer_type> buffers;
+  std::vector<cpu::Client<>::buffer_type*> pointers;
+  for (const Literal& l : args) buffers.push_back(client->buffer_from_literal(l).value());
+  for (auto& buf : buffers) pointers.push_back(&buf);
+  auto result = exe->execute_sharded(pointers, client->devices()[0]);
+  REQUIRE_MESSAGE(result.ok(), result.status().to_string());
+  CHECK((*result)[0].to_literal().await().value() == want);
+}
+
 }  // namespace
+
+TEST_CASE("conv kernel: 8-bit integer convolutions multiply the 8-bit values, as the reference does") {
+  // Every layout, window and group case above, every signedness pair and both 32-bit results,
+  // results written in place (NHWC-like) and scattered (others); shapes with depths over one
+  // block of Int8Gemm, split across threads; empty sums. The depthwise ones keep the wide path.
+  const bool small = testing::kAddressSanitizer || testing::kThreadSanitizer;
+  const std::vector<Case> cases = {
+      {{3, 7, 9, 5}, {3, 3, 5, 11}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}}},
+      {{2, 10, 11, 3},
+       {3, 2, 3, 7},
+       kNhwc,
+       {.window_strides = {2, 1}, .padding_low = {1, 2}, .padding_high = {2, 0}, .lhs_dilation = {2, 1},
+        .rhs_dilation = {1, 3}, .window_reversal = {0, 1}}},
+      {{2, 6, 6, 9}, {3, 3, 3, 6}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}, .feature_group_count = 3}},
+      {{4, 5, 5, 6}, {2, 2, 6, 4}, kNhwc, {.batch_group_count = 2}},
+      {{2, 5, 8, 7}, {6, 5, 3, 3}, kNchw, {.padding_low = {1, 1}, .padding_high = {1, 1}}},
+      {{7, 3, 2, 6}, {4, 6, 2, 3}, "[0, b, 1, f]x[1, i, o, 0]->[f, 1, b, 0]", {.padding_low = {1, 0}, .lhs_dilation = {1, 2}}},
+      {{2, 30, 7}, {4, 7, 5}, "[b, 0, f]x[0, i, o]->[b, 0, f]", {.padding_low = {3}, .rhs_dilation = {2}}},
+      {{1, 8, 7, 13}, {3, 3, 1, 13}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}, .feature_group_count = 13}},
+      {{2, 4, 4, 0}, {3, 3, 0, 5}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}}},
+  };
+  std::uint64_t seed = 100;
+  for (const Case& c : cases)
+    for (DType lt : {DType::kS8, DType::kU8})
+      for (DType rt : {DType::kS8, DType::kU8}) check_8_bit(c, lt, rt, lt == rt ? DType::kS32 : DType::kU32, seed++, 2);
+  const std::vector<Case> large = {
+      {{small ? 1 : 2, small ? 6 : 24, small ? 8 : 20, 64}, {3, 3, 64, 48}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}}},
+      {{1, 3, small ? 4 : 10, 300}, {1, 2, 300, 40}, kNhwc, {}},
+      {{1, 40, small ? 6 : 16, small ? 6 : 16}, {24, 40, 3, 3}, kNchw, {.padding_low = {1, 1}, .padding_high = {1, 1}}},
+  };
+  for (int threads : {1, 3})
+    for (const Case& c : large) check_8_bit(c, DType::kS8, DType::kS8, DType::kS32, seed++, threads);
+}
 
 TEST_CASE("conv kernel: NHWC reads taps in place, with strides, dilations, padding and odd sizes") {
   const std::vector<Case> cases = {

@@ -108,11 +108,11 @@ class Compiler {
     return ok_status();
   }
 
-  // ---- Products of 8-bit integers. A dot_general of 32-bit integers whose operands are both
-  // converts from 8-bit integers (how StableHLO's i8 x i8 -> i32 products arrive) reads the
-  // 8-bit values themselves and multiplies them in Int8Gemm: the same bits, since each
-  // convert only sign- or zero-extends. A convert that nothing else reads is absorbed: it
-  // has no slot and no kernel.
+  // ---- Products of 8-bit integers. A dot_general or convolution (not a depthwise one) of
+  // 32-bit integers whose operands are both converts from 8-bit integers (how StableHLO's
+  // i8 x i8 -> i32 products arrive) reads the 8-bit values themselves and multiplies them in
+  // Int8Gemm: the same bits, since each convert only sign- or zero-extends. A convert that
+  // nothing else reads is absorbed: it has no slot and no kernel.
   void find_int8_products() {
     int8_product_.assign(static_cast<std::size_t>(g_.num_nodes()), false);
     absorbed_.assign(static_cast<std::size_t>(g_.num_nodes()), false);
@@ -124,9 +124,13 @@ class Compiler {
     };
     for (std::int64_t i = 0; i < g_.num_nodes(); ++i) {
       const Node& n = g_.node(i);
-      const DType t = n.op == OpCode::kDotGeneral ? n.shape().dtype() : DType::kInvalid;
-      if ((t == DType::kS32 || t == DType::kU32) && eight_bit(n.operands[0]) && eight_bit(n.operands[1]))
-        int8_product_[static_cast<std::size_t>(i)] = true;
+      if (n.op != OpCode::kDotGeneral && n.op != OpCode::kConvolution) continue;
+      if (!eight_bit(n.operands[0]) || !eight_bit(n.operands[1])) continue;
+      const Shape& lhs = g_.shape(g_.node(n.operands[0]).operands[0]);
+      const Shape& rhs = g_.shape(g_.node(n.operands[1]).operands[0]);
+      int8_product_[static_cast<std::size_t>(i)] =
+          n.op == OpCode::kDotGeneral ? Int8Gemm::multiplies(lhs.dtype(), rhs.dtype(), n.shape().dtype())
+                                      : ConvKernel::multiplies_8_bit(lhs, rhs, n.shape(), n.attr<ConvolutionAttrs>());
     }
     for (std::int64_t i = 0; i < g_.num_nodes(); ++i) {
       const Value v{static_cast<std::int32_t>(i), 0, 0};
@@ -135,6 +139,20 @@ class Compiler {
       absorbed_[static_cast<std::size_t>(i)] =
           !users.empty() && std::all_of(users.begin(), users.end(), [&](std::int64_t u) { return int8_product_[static_cast<std::size_t>(u)]; });
     }
+  }
+
+  /// The operands a product kernel (dot_general, convolution) of node i reads: its own, or
+  /// for an 8-bit product the 8-bit values its converts read, with `reads` and `text` to match.
+  std::array<Value, 2> product_operands(std::int64_t i, std::string_view op, std::vector<std::int32_t>& reads,
+                                        std::string& text) const {
+    const Node& n = g_.node(i);
+    std::array<Value, 2> operands = {n.operands[0], n.operands[1]};
+    if (!int8_product_[static_cast<std::size_t>(i)]) return operands;
+    for (Value& v : operands) v = g_.node(v).operands[0];
+    reads = {slot_of(operands[0]), slot_of(operands[1])};
+    const std::int32_t dst = slot_of(Value{static_cast<std::int32_t>(i), 0, 0});
+    text = str_cat("$", dst, " = ", op, "(8-bit $", reads[0], ", $", reads[1], ") : ", n.shape());
+    return operands;
   }
 
   /// Element-wise ops and broadcasts of a scalar or a vector along a block of consecutive
@@ -875,12 +893,7 @@ class Compiler {
         return ok_status();
       }
       case OpCode::kDotGeneral: {
-        std::array<Value, 2> operands = {n.operands[0], n.operands[1]};
-        if (int8_product_[static_cast<std::size_t>(i)]) {
-          for (Value& v : operands) v = g_.node(v).operands[0];  // the 8-bit values the converts read
-          reads = {slot_of(operands[0]), slot_of(operands[1])};
-          text = str_cat("$", dst, " = dot_general(8-bit $", reads[0], ", $", reads[1], ") : ", out);
-        }
+        const std::array<Value, 2> operands = product_operands(i, "dot_general", reads, text);
         auto k = std::make_unique<DotKernel>(g_.shape(operands[0]), g_.shape(operands[1]), n.attr<DotDimensionNumbers>(),
                                              max_workers_, reads[0], reads[1], dst, out.dtype());
         k->text = text;
@@ -892,7 +905,8 @@ class Compiler {
         if (a.input_spatial_dimensions.size() > ConvKernel::kMaxConvSpatial)
           return unimplemented_error(str_cat("cpu: convolution with ", a.input_spatial_dimensions.size(),
                                              " spatial dimensions (at most ", ConvKernel::kMaxConvSpatial, ")"));
-        auto k = std::make_unique<ConvKernel>(g_.shape(n.operands[0]), g_.shape(n.operands[1]), out, a, max_workers_,
+        const std::array<Value, 2> operands = product_operands(i, "convolution", reads, text);
+        auto k = std::make_unique<ConvKernel>(g_.shape(operands[0]), g_.shape(operands[1]), out, a, max_workers_,
                                               reads[0], reads[1], dst);
         k->text = text;
         add_kernel(std::move(k), reads, {dst});

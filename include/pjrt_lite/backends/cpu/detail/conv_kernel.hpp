@@ -14,6 +14,10 @@
 // A depthwise convolution (one input and one output feature per group) is no product: each
 // output feature sums its own channel over the window, vectorized across channels.
 //
+// 8-bit integer operands with a 32-bit result (the compiler's 8-bit convolutions: converts
+// from s8/u8 to s32/u32 feeding a convolution) gather a block of rows' windows as bytes, an
+// explicit im2col block, and multiply it by the kernel in Int8Gemm (int8_gemm.hpp).
+//
 // Every buffer is kernel scratch planned at compile time, so a run allocates nothing. Each
 // element type computes in one type: f16 and bf16 in f32 (rounded once at the end, as
 // dot_general does), integers in unsigned arithmetic of at least 32 bits (whose low bits are
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/detail/gemm.hpp"
+#include "pjrt_lite/backends/cpu/detail/int8_gemm.hpp"
 #include "pjrt_lite/backends/cpu/detail/kernels.hpp"
 #include "pjrt_lite/backends/cpu/detail/packed_gemm.hpp"
 #include "pjrt_lite/core/dtype.hpp"
@@ -40,11 +45,29 @@ class ConvKernel final : public Kernel {
   /// The most spatial dimensions the kernel takes; the compiler rejects more.
   static constexpr std::size_t kMaxConvSpatial = 16;
 
+  /// Whether convolution(lhs, rhs) -> result with `a` has one input and one output feature
+  /// per group (of several): a depthwise convolution.
+  static bool depthwise(const Shape& rhs, const Shape& result, const ConvolutionAttrs& a) {
+    const std::int64_t groups = a.feature_group_count * a.batch_group_count;
+    return a.batch_group_count == 1 && groups > 1 && rhs.dim(a.kernel_input_feature_dimension) == 1 &&
+           result.dim(a.output_feature_dimension) == groups;
+  }
+
+  /// Whether the kernel multiplies the 8-bit values of `lhs` and `rhs` into `result`'s 32-bit
+  /// sums (Int8Gemm): any convolution but a depthwise one.
+  static bool multiplies_8_bit(const Shape& lhs, const Shape& rhs, const Shape& result, const ConvolutionAttrs& a) {
+    return Int8Gemm::multiplies(lhs.dtype(), rhs.dtype(), result.dtype()) && !depthwise(rhs, result, a);
+  }
+
   /// Plans convolution(lhs, rhs) -> result with `a` (already checked by shape inference); all
-  /// three arrays are dense row-major.
+  /// three arrays are dense row-major. The result is of the operands' type, or a 32-bit
+  /// integer type for 8-bit integer operands (multiplies_8_bit).
   ConvKernel(const Shape& lhs, const Shape& rhs, const Shape& result, const ConvolutionAttrs& a, int workers,
              std::int32_t lhs_slot, std::int32_t rhs_slot, std::int32_t dst_slot)
       : dtype_(lhs.dtype()), lhs_slot_(lhs_slot), rhs_slot_(rhs_slot), dst_slot_(dst_slot) {
+    int8_ = multiplies_8_bit(lhs, rhs, result, a);
+    lhs_signed_ = lhs.dtype() == DType::kS8;
+    rhs_signed_ = rhs.dtype() == DType::kS8;
     const auto lhs_strides = element_strides(lhs);
     const auto rhs_strides = element_strides(rhs);
     const auto out_strides = element_strides(result);
@@ -91,8 +114,11 @@ class ConvKernel final : public Kernel {
     depth_ = taps_ * group_inputs_;
     rows_ = batch_ * positions_;
     lhs_empty_ = lhs.element_count() == 0;
-    depthwise_ = a.batch_group_count == 1 && group_inputs_ == 1 && group_outputs_ == 1 && groups_ > 1;
-    visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) { plan<T, typename GemmComputeType<T>::type>(workers); });
+    depthwise_ = depthwise(rhs, result, a);
+    if (int8_)
+      plan_int8(workers);
+    else
+      visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) { plan<T, typename GemmComputeType<T>::type>(workers); });
     flops = 2.0 * static_cast<double>(batch_ * groups_) * static_cast<double>(positions_) *
             static_cast<double>(depth_) * static_cast<double>(group_outputs_);
     bytes_accessed = (lhs.element_count() + rhs.element_count() + result.element_count()) *
@@ -100,6 +126,12 @@ class ConvKernel final : public Kernel {
   }
 
   void run(const RunContext& ctx) const override {
+    if (int8_) {
+      Int8Gemm::with_signedness(lhs_signed_, rhs_signed_, [&]<bool kSignedL, bool kSignedR>() {
+        run_int8<kSignedL, kSignedR>(ctx);
+      });
+      return;
+    }
     visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) { run_typed<T>(ctx); });
   }
 
@@ -184,6 +216,37 @@ class ConvKernel final : public Kernel {
     sums_at_ = rows_at_ + (indirect_ ? 0 : round_up(Tile::kMr * block_depth * size, 64));
     slice_bytes_ = sums_at_ + round_up((direct_ ? Tile::kMr * Tile::kNr : mc_ * nc_) * size, 64);
     slices_ = reserve(slice_bytes_ * workers_);
+  }
+
+  /// The 8-bit product's blocking: blocks of rows whose gathered windows (bytes) fill about
+  /// 256 KiB; per worker, their descriptions, one window's offsets, the gathered block, its sums
+  /// (unless they go straight into a result whose rows are a matrix of all the features) and
+  /// Int8Gemm's packed panels. The kernel is repacked once per run as [group][depth][output].
+  void plan_int8(int workers) {
+    constexpr std::int64_t kMr = Int8Gemm::kMr;
+    mc_ = std::clamp<std::int64_t>((std::int64_t{1} << 18) / std::max<std::int64_t>(depth_, 1), kMr, 512) / kMr * kMr;
+    mc_ = std::min(mc_, round_up(std::max<std::int64_t>(rows_, 1), kMr));
+    workers_ = splits(rows_ * depth_ * group_outputs_) ? std::max(workers, 1) : 1;
+    packed_ = reserve(groups_ * depth_ * group_outputs_);
+    direct_ = rows_are_matrix();
+    windows_at_ = round_up(mc_ * static_cast<std::int64_t>(sizeof(Row)), 64);
+    rows_at_ = windows_at_ + round_up(taps_ * 8, 64);
+    sums_at_ = rows_at_ + round_up(mc_ * depth_, 64);
+    gemm_at_ = sums_at_ + (direct_ ? 0 : round_up(mc_ * group_outputs_ * 4, 64));
+    slice_bytes_ = gemm_at_ + Int8Gemm::scratch_bytes(group_outputs_, depth_);
+    slices_ = reserve(slice_bytes_ * workers_);
+  }
+
+  /// Whether row m of the product (batch, then output positions in order) is the result's
+  /// features at m * (all features), contiguous: an NHWC-like result.
+  bool rows_are_matrix() const {
+    std::int64_t stride = groups_ * group_outputs_;
+    if (out_feature_stride_ != 1) return false;
+    for (std::size_t d = spatial_; d-- > 0;) {
+      if (out_spatial_strides_[d] != stride && out_sizes_[d] != 1) return false;
+      stride *= out_sizes_[d];
+    }
+    return out_batch_stride_ == stride || batch_ == 1;
   }
 
   /// Rows a depthwise worker describes at a time.
@@ -303,11 +366,7 @@ class ConvKernel final : public Kernel {
   void pack_kernel(const T* rhs, C* packed) const {
     constexpr std::int64_t kNr = MicroTile<C>::kNr;
     for (std::int64_t tap = 0; tap < taps_; ++tap) {
-      std::int64_t offset = 0, rest = tap;
-      for (std::size_t d = spatial_; d-- > 0;) {
-        offset += rest % kernel_sizes_[d] * rhs_spatial_strides_[d];
-        rest /= kernel_sizes_[d];
-      }
+      const std::int64_t offset = kernel_tap_offset(tap);
       for (std::int64_t g = 0; g < groups_; ++g)
         for (std::int64_t n0 = 0; n0 < n_pad_; n0 += kNr) {
           C* panel = packed + (g * n_pad_ + n0) * depth_;
@@ -423,17 +482,90 @@ class ConvKernel final : public Kernel {
     }
   }
 
+  /// The 8-bit product: per group, blocks of rows gather their windows' bytes (zeros on
+  /// padding) into a row-major block [rows, taps x input features] that Int8Gemm multiplies
+  /// by the group's kernel [taps x input features, outputs].
+  template <bool kSignedL, bool kSignedR>
+  void run_int8(const RunContext& ctx) const {
+    const auto* lhs = reinterpret_cast<const std::uint8_t*>(ctx.slots[lhs_slot_]);
+    const auto* rhs = reinterpret_cast<const std::uint8_t*>(ctx.slots[rhs_slot_]);
+    auto* out = reinterpret_cast<std::int32_t*>(ctx.slots[dst_slot_]);
+    if (batch_ == 0 || positions_ == 0 || group_outputs_ == 0) return;
+    if (depth_ == 0 || lhs_empty_) {
+      zero_output(out);
+      return;
+    }
+    auto* kernel = reinterpret_cast<std::uint8_t*>(ctx.scratch + packed_);
+    for (std::int64_t tap = 0; tap < taps_; ++tap) {
+      const std::int64_t offset = kernel_tap_offset(tap);
+      for (std::int64_t g = 0; g < groups_; ++g)
+        for (std::int64_t i = 0; i < group_inputs_; ++i) {
+          std::uint8_t* dst = kernel + (g * depth_ + tap * group_inputs_ + i) * group_outputs_;
+          const std::uint8_t* src = rhs + offset + i * rhs_in_stride_ + g * group_outputs_ * rhs_out_stride_;
+          for (std::int64_t o = 0; o < group_outputs_; ++o) dst[o] = src[o * rhs_out_stride_];
+        }
+    }
+    const std::int64_t features = groups_ * group_outputs_;
+    const std::int64_t blocks = (rows_ + mc_ - 1) / mc_;
+    for (std::int64_t g = 0; g < groups_; ++g) {
+      const std::uint8_t* lhs_group = lhs + g * lhs_group_offset_;
+      std::int32_t* out_group = out + g * group_outputs_ * out_feature_stride_;
+      const std::uint8_t* kernel_group = kernel + g * depth_ * group_outputs_;
+      auto block = [&](std::int64_t b0, std::int64_t b1, int worker) {
+        std::byte* slice = ctx.scratch + slices_ + slice_bytes_ * worker;
+        Row* rows = reinterpret_cast<Row*>(slice);
+        auto* windows = reinterpret_cast<std::int64_t*>(slice + windows_at_);
+        auto* gathered = reinterpret_cast<std::uint8_t*>(slice + rows_at_);
+        auto* sums = reinterpret_cast<std::int32_t*>(slice + sums_at_);
+        for (std::int64_t m0 = b0 * mc_; m0 < std::min(b1 * mc_, rows_); m0 += mc_) {
+          const std::int64_t count = std::min(mc_, rows_ - m0);
+          describe_rows(m0, count, rows);
+          for (std::int64_t r = 0; r < count; ++r) {
+            window(rows[r], windows);
+            std::uint8_t* dst = gathered + r * depth_;
+            for (std::int64_t t = 0; t < taps_; ++t, dst += group_inputs_) {
+              const std::int64_t o = windows[t];
+              if (o < 0) {
+                std::memset(dst, 0, static_cast<std::size_t>(group_inputs_));
+              } else if (lhs_feature_stride_ == 1) {
+                std::memcpy(dst, lhs_group + o, static_cast<std::size_t>(group_inputs_));
+              } else {
+                for (std::int64_t i = 0; i < group_inputs_; ++i) dst[i] = lhs_group[o + i * lhs_feature_stride_];
+              }
+            }
+          }
+          std::int32_t* c = direct_ ? out_group + rows[0].out : sums;
+          Int8Gemm::run<kSignedL, kSignedR>(count, group_outputs_, depth_, gathered, depth_, kernel_group,
+                                            group_outputs_, c, direct_ ? features : group_outputs_,
+                                            slice + gemm_at_);
+          if (direct_) continue;
+          for (std::int64_t r = 0; r < count; ++r)
+            for (std::int64_t o = 0; o < group_outputs_; ++o)
+              out_group[rows[r].out + o * out_feature_stride_] = sums[r * group_outputs_ + o];
+        }
+      };
+      for_range(ctx, workers_, workers_ > 1, blocks, 1, block);
+    }
+  }
+
+  /// The rhs offset of kernel tap `tap` (taps numbered row-major over the kernel's spatial
+  /// dimensions).
+  std::int64_t kernel_tap_offset(std::int64_t tap) const {
+    std::int64_t offset = 0;
+    for (std::size_t d = spatial_; d-- > 0;) {
+      offset += tap % kernel_sizes_[d] * rhs_spatial_strides_[d];
+      tap /= kernel_sizes_[d];
+    }
+    return offset;
+  }
+
   /// One input and one output feature per group: result[b, p, g] = sum over taps of
   /// lhs[b, p's window tap, g] * rhs[tap, g].
   template <class T, class C>
   void run_depthwise(const RunContext& ctx, const T* lhs, const T* rhs, T* out) const {
     C* packed = reinterpret_cast<C*>(ctx.scratch + packed_);
     for (std::int64_t tap = 0; tap < taps_; ++tap) {
-      std::int64_t offset = 0, rest = tap;
-      for (std::size_t d = spatial_; d-- > 0;) {
-        offset += rest % kernel_sizes_[d] * rhs_spatial_strides_[d];
-        rest /= kernel_sizes_[d];
-      }
+      const std::int64_t offset = kernel_tap_offset(tap);
       for (std::int64_t g = 0; g < groups_; ++g) packed[tap * groups_ + g] = widen<T, C>(rhs[offset + g * rhs_out_stride_]);
     }
     const bool contiguous = lhs_feature_stride_ == 1 && out_feature_stride_ == 1;
@@ -508,6 +640,7 @@ class ConvKernel final : public Kernel {
   std::int64_t rhs_in_stride_ = 0, rhs_out_stride_ = 0, out_batch_stride_ = 0, out_feature_stride_ = 0;
   std::int64_t positions_ = 1, taps_ = 1, depth_ = 0, rows_ = 0;
   bool lhs_empty_ = false, depthwise_ = false, indirect_ = false, direct_ = false;
+  bool int8_ = false, lhs_signed_ = false, rhs_signed_ = false;  // 8-bit operands, 32-bit sums
   std::vector<std::int64_t> out_sizes_, kernel_sizes_, out_spatial_strides_, rhs_spatial_strides_;
   std::vector<std::vector<std::int64_t>> tap_offsets_;
   // Blocking: rows per block (mc_), columns per block (nc_, of n_pad_ = the group's outputs
@@ -517,7 +650,7 @@ class ConvKernel final : public Kernel {
   // tile's lhs row pointers, its result row pointers, row descriptions, window offsets,
   // gathered rows and sums (a depthwise slice: sums, row descriptions, one window).
   std::int64_t packed_ = 0, zeros_ = 0, slices_ = 0, slice_bytes_ = 0;
-  std::int64_t offsets_at_ = 0, row_info_at_ = 0, windows_at_ = 0, rows_at_ = 0, sums_at_ = 0;
+  std::int64_t offsets_at_ = 0, row_info_at_ = 0, windows_at_ = 0, rows_at_ = 0, sums_at_ = 0, gemm_at_ = 0;
   int workers_ = 1;
 };
 

@@ -32,8 +32,7 @@ class DotKernel final : public Kernel {
   DotKernel(const Shape& lhs, const Shape& rhs, const DotDimensionNumbers& dims, int workers, std::int32_t lhs_slot,
             std::int32_t rhs_slot, std::int32_t dst_slot, DType result = DType::kInvalid)
       : dtype_(lhs.dtype()), lhs_slot_(lhs_slot), rhs_slot_(rhs_slot), dst_slot_(dst_slot) {
-    const auto eight_bit = [](DType t) { return t == DType::kS8 || t == DType::kU8; };
-    int8_ = eight_bit(lhs.dtype()) && eight_bit(rhs.dtype()) && (result == DType::kS32 || result == DType::kU32);
+    int8_ = Int8Gemm::multiplies(lhs.dtype(), rhs.dtype(), result);
     lhs_signed_ = lhs.dtype() == DType::kS8;
     rhs_signed_ = rhs.dtype() == DType::kS8;
     std::vector<std::int64_t> lhs_order = dims.lhs_batching_dimensions;
@@ -259,15 +258,9 @@ class DotKernel final : public Kernel {
       std::int32_t* cb = c + batch * m_ * n_;
       auto rows = [&](std::int64_t r0, std::int64_t r1, int worker) {
         std::byte* scratch = ctx.scratch + int8_scratch_ + int8_slice_ * worker;
-        auto run = [&]<bool kSignedA, bool kSignedB>() {
+        Int8Gemm::with_signedness(lhs_signed_, rhs_signed_, [&]<bool kSignedA, bool kSignedB>() {
           Int8Gemm::run<kSignedA, kSignedB>(r1 - r0, n_, k_, ab + r0 * k_, k_, bb, n_, cb + r0 * n_, n_, scratch);
-        };
-        if (lhs_signed_) {
-          if (rhs_signed_) return run.template operator()<true, true>();
-          return run.template operator()<true, false>();
-        }
-        if (rhs_signed_) return run.template operator()<false, true>();
-        run.template operator()<false, false>();
+        });
       };
       split_rows(ctx, rows);
     }

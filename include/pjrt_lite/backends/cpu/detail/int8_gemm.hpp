@@ -20,6 +20,8 @@
 #include <immintrin.h>
 #endif
 
+#include "pjrt_lite/core/dtype.hpp"
+
 namespace pjrt_lite::inline v0_1::cpu::detail {
 
 struct Int8Gemm {
@@ -27,6 +29,23 @@ struct Int8Gemm {
   static constexpr std::int64_t kNr = 16;    // columns of the register tile (two 8-lane vectors)
   static constexpr std::int64_t kKc = 256;   // depth block, a multiple of 2
   static constexpr std::int64_t kMc = 128;   // rows packed at once, a multiple of kMr
+
+  /// Whether a product of `a` and `b` into `result` is one of 8-bit integers into 32-bit sums.
+  static constexpr bool multiplies(DType a, DType b, DType result) {
+    const auto eight_bit = [](DType t) { return t == DType::kS8 || t == DType::kU8; };
+    return eight_bit(a) && eight_bit(b) && (result == DType::kS32 || result == DType::kU32);
+  }
+
+  /// fn.template operator()<kSignedA, kSignedB>() for the operands' signedness.
+  template <class F>
+  static void with_signedness(bool signed_a, bool signed_b, F&& fn) {
+    if (signed_a) {
+      if (signed_b) return fn.template operator()<true, true>();
+      return fn.template operator()<true, false>();
+    }
+    if (signed_b) return fn.template operator()<false, true>();
+    fn.template operator()<false, false>();
+  }
 
   /// Scratch bytes one worker needs for a product of `cols` columns and depth `depth`.
   static std::int64_t scratch_bytes(std::int64_t cols, std::int64_t depth) {
