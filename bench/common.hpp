@@ -70,14 +70,16 @@ std::unique_ptr<cpu::Client<E>> make_client() {
       "client");
 }
 
-/// n x n values in [-128, 127], a fixed pattern per `seed`: the operands of gemm_int8.
-inline Literal int8_matrix(std::int64_t n, int seed) {
-  Literal l(Shape(DType::kS8, {n, n}));
+/// s8 values in [-128, 127] of shape `dims`, a fixed pattern per `seed`: the operands of
+/// gemm_int8 (n x n matrices) and conv3x3_int8.
+inline Literal int8_literal(const std::vector<std::int64_t>& dims, int seed) {
+  Literal l(Shape(DType::kS8, dims));
   auto v = l.data<std::int8_t>();
-  for (std::int64_t i = 0; i < n * n; ++i)
-    v[static_cast<std::size_t>(i)] = static_cast<std::int8_t>((i * (2 * seed + 7) + seed) % 256 - 128);
+  for (std::size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<std::int8_t>((static_cast<std::int64_t>(i) * (2 * seed + 7) + seed) % 256 - 128);
   return l;
 }
+inline Literal int8_matrix(std::int64_t n, int seed) { return int8_literal({n, n}, seed); }
 
 /// s8 x s8 -> s32 matmul as StableHLO's i8 dot_general with an i32 result arrives: converts,
 /// then the product.

@@ -1,6 +1,7 @@
 // Convolution workloads on 56x56x64 NHWC activations, each + bias + relu: conv3x3_56x56x64
 // (3x3, 64 -> 64 channels, SAME, batch 1) and conv3x3_b8_56x56x64 (batch 8), conv1x1_56x56x64
-// and depthwise3x3_56x56x64 (64 groups of one channel); and gemm_same_flops, the 3x3
+// and depthwise3x3_56x56x64 (64 groups of one channel); conv3x3_int8_56x56x64 (s8 -> s32, no
+// bias or relu); and gemm_same_flops, the 3x3
 // convolution's implicit product as one GEMM ([3136, 576] x [576, 64], the same FLOPs), to
 // read the convolution against. pjrt_lite runs the graph a framework would export; the twins
 // are im2col, plain GEMM or per-channel loops by blocks of output positions on the same
@@ -238,6 +239,79 @@ void gemm_same_flops_eigen(benchmark::State& state) {
                                                benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// ---- conv3x3_int8_56x56x64: conv3x3_56x56x64's convolution on s8 activations and kernel
+// into s32 sums, as StableHLO's i8 convolution with an i32 result arrives (converts, then the
+// convolution), without bias and relu: read its ops/s against conv3x3_56x56x64's flops/s. The
+// twin: the same im2col chunks as int32, times the int32 kernel in Eigen.
+
+using IntMatrix = Eigen::Matrix<std::int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+
+Graph conv3x3_int8_graph() {
+  GraphBuilder b("conv3x3_int8");
+  Value x = b.parameter(Shape(DType::kS8, {1, kConvSize, kConvSize, kConvChannels}));
+  Value k = b.parameter(Shape(DType::kS8, {3, 3, kConvChannels, kConvChannels}));
+  return take(b.build({b.convolution(b.convert(x, DType::kS32), b.convert(k, DType::kS32), nhwc_conv3x3_attrs())}),
+              "build");
+}
+
+void conv_int8_positions(const std::int8_t* x, const IntMatrix& kernel, std::int32_t* y, IntMatrix& patches,
+                         std::int64_t p0, std::int64_t p1) {
+  for (std::int64_t c0 = p0; c0 < p1; c0 += kConvChunk) {
+    const std::int64_t n = std::min(kConvChunk, p1 - c0);
+    for (std::int64_t i = 0; i < n; ++i) {
+      const std::int64_t oh = (c0 + i) / kConvSize, ow = (c0 + i) % kConvSize;
+      std::int32_t* row = patches.data() + i * kConvDepth;
+      for (std::int64_t kh = 0; kh < 3; ++kh)
+        for (std::int64_t kw = 0; kw < 3; ++kw, row += kConvChannels) {
+          const std::int64_t ih = oh + kh - 1, iw = ow + kw - 1;
+          if (ih < 0 || ih >= kConvSize || iw < 0 || iw >= kConvSize)
+            std::fill_n(row, kConvChannels, 0);
+          else
+            std::copy_n(x + (ih * kConvSize + iw) * kConvChannels, kConvChannels, row);
+        }
+    }
+    Eigen::Map<IntMatrix>(y + c0 * kConvChannels, n, kConvChannels).noalias() = patches.topRows(n) * kernel;
+  }
+}
+
+/// The twin's kernel as an int32 [9 x 64, 64] matrix and its result, computed once.
+IntMatrix int8_kernel_matrix(const Literal& k) {
+  IntMatrix m(kConvDepth, kConvChannels);
+  std::copy_n(k.data<std::int8_t>().data(), kConvDepth * kConvChannels, m.data());
+  return m;
+}
+
+void conv3x3_int8_56x56x64_pjrt_lite(benchmark::State& state) {
+  const Literal x = int8_literal({1, kConvSize, kConvSize, kConvChannels}, 3), k = int8_literal({3, 3, kConvChannels, kConvChannels}, 4);
+  Program<cpu::ThreadPool> p(conv3x3_int8_graph(), {x, k});
+  for (auto _ : state) p.run();
+  state.counters["ops"] = benchmark::Counter(2.0 * kConvPositions * kConvDepth * kConvChannels,
+                                             benchmark::Counter::kIsIterationInvariantRate);
+  std::vector<std::int32_t> want(static_cast<std::size_t>(kConvPositions * kConvChannels));
+  IntMatrix patches(kConvChunk, kConvDepth);
+  conv_int8_positions(x.data<std::int8_t>().data(), int8_kernel_matrix(k), want.data(), patches, 0, kConvPositions);
+  const Literal got = p.output_literal(0);
+  if (!std::equal(want.begin(), want.end(), got.data<std::int32_t>().begin()))
+    state.SkipWithError("conv3x3_int8: the convolution differs from the twin's");
+}
+
+void conv3x3_int8_56x56x64_eigen(benchmark::State& state) {
+  const Literal x = int8_literal({1, kConvSize, kConvSize, kConvChannels}, 3), k = int8_literal({3, 3, kConvChannels, kConvChannels}, 4);
+  const IntMatrix kernel = int8_kernel_matrix(k);
+  std::vector<std::int32_t> y(static_cast<std::size_t>(kConvPositions * kConvChannels));
+  std::vector<IntMatrix> patches(kConvBlocks, IntMatrix(kConvChunk, kConvDepth));
+  for (auto _ : state) {
+    twin_parallel(kConvPositions, kConvBlocks, [&](std::int64_t p0, std::int64_t p1) {
+      conv_int8_positions(x.data<std::int8_t>().data(), kernel, y.data(),
+                          patches[static_cast<std::size_t>(p0 * kConvBlocks / kConvPositions)], p0, p1);
+    });
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["ops"] = benchmark::Counter(2.0 * kConvPositions * kConvDepth * kConvChannels,
+                                             benchmark::Counter::kIsIterationInvariantRate);
+}
+
 }  // namespace
 
 void register_conv_workloads() {
@@ -250,6 +324,8 @@ void register_conv_workloads() {
   add_workload("depthwise3x3_56x56x64", conv_layer_pjrt_lite<kDepthwise>, conv_layer_eigen<kDepthwise>,
                benchmark::kMicrosecond);
   add_workload("gemm_same_flops", gemm_same_flops_pjrt_lite, gemm_same_flops_eigen, benchmark::kMicrosecond);
+  add_workload("conv3x3_int8_56x56x64", conv3x3_int8_56x56x64_pjrt_lite, conv3x3_int8_56x56x64_eigen,
+               benchmark::kMicrosecond);
 }
 
 std::vector<float> conv_reference(std::string_view workload) {

@@ -6,10 +6,8 @@
 # The random seed is fixed and the corpus starts empty every time: CI repeats mutations that
 # were run for much longer before a change landed (docs/reliability.md), so it fails on what
 # a change breaks rather than on a new find by chance. Longer runs: tests/fuzz/run.sh 1800.
-# -O0 because the one translation unit (every kernel and the reference interpreter) builds in
-# about a minute of CPU there, and without the linalg kernels (Eigen's decompositions: the
-# targets compile and run linalg programs, which are then refused); the step takes about three minutes on an unloaded 2-vCPU
-# machine (docs/reliability.md).
+# -O0 because the one translation unit builds fastest there; it links the kernels library of
+# the ASan+UBSan build (30-sanitizers.sh) instead of compiling every kernel again.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 export DEBIAN_FRONTEND=noninteractive
@@ -21,4 +19,7 @@ fi
 export PJRT_LITE_STABLEHLO_TESTDATA=/nonexistent
 out="$PWD/build-fuzz-ci"
 rm -rf "${out}/corpus" "${out}/seeds" "${out}/artifacts"
-FUZZ_SEED=1 FUZZ_PARALLEL=1 FUZZ_CFLAGS="-O0 -gline-tables-only -DPJRT_LITE_CPU_NO_LINALG_KERNELS" FUZZ_DIR="${out}" tests/fuzz/run.sh 60
+# The kernels come from the ASan+UBSan build of 30-sanitizers.sh when it is there.
+kernels=$PWD/build-asan/libpjrt_lite_cpu_kernels.a
+[ -f "$kernels" ] || kernels=
+FUZZ_KERNELS="$kernels" FUZZ_SEED=1 FUZZ_PARALLEL=1 FUZZ_CFLAGS="-O0 -gline-tables-only" FUZZ_DIR="${out}" tests/fuzz/run.sh 60

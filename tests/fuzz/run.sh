@@ -13,7 +13,9 @@
 # ../shared/stablehlo-testdata) and for bytecode StableHLO's portable artifacts in
 # $PJRT_LITE_STABLEHLO_VHLO (default ../shared/stablehlo-vhlo) when present. FUZZ_CFLAGS replaces the optimization flags
 # (default -O1 -g; CI builds with -O0 to build fast), FUZZ_UNIT_TIMEOUT libFuzzer's per-input
-# timeout in seconds (default 20); FUZZ_PARALLEL=1 runs the targets at the same time; FUZZ_SEED
+# timeout in seconds (default 20); FUZZ_KERNELS a pjrt_lite::cpu_kernels library built with
+# ASan+UBSan and without exceptions (CI passes the one its sanitizer check built), linked
+# instead of compiling every kernel into the fuzz binary; FUZZ_PARALLEL=1 runs the targets at the same time; FUZZ_SEED
 # fixes libFuzzer's random seed, so that a run repeats the mutations of an earlier one. Exits
 # non-zero when a target finds a crash,
 # and prints libFuzzer's final statistics (executions, time) per target.
@@ -32,12 +34,18 @@ launcher=()
 command -v ccache >/dev/null && launcher=(ccache)
 
 bin="${out}/bin/pjrt_lite_fuzz"
-echo "== building ${bin}"
+kernels=()
+if [[ -n ${FUZZ_KERNELS:-} ]]; then
+  # The library's consumers declare the kernels instead of compiling them (and it was built
+  # with the test suite's EIGEN_RUNTIME_NO_MALLOC, which every user of its Eigen code shares).
+  kernels=(-DPJRT_LITE_CPU_EXTERN_KERNELS -DEIGEN_RUNTIME_NO_MALLOC "${FUZZ_KERNELS}")
+fi
+echo "== building ${bin}${FUZZ_KERNELS:+ against ${FUZZ_KERNELS}}"
 # shellcheck disable=SC2086
 "${launcher[@]}" "${cxx}" -std=c++20 ${FUZZ_CFLAGS:--O1 -g} -fno-omit-frame-pointer -fno-exceptions -fno-rtti \
   -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -pthread \
   -I"${root}/include" -I"${root}/tests/fuzz" -isystem /usr/include/eigen3 \
-  "${root}/tests/fuzz/fuzz.cpp" -o "${bin}"
+  "${root}/tests/fuzz/fuzz.cpp" "${kernels[@]}" -o "${bin}"
 
 # One target: seeds, then libFuzzer for the given time. Returns non-zero on a finding.
 fuzz_one() {
