@@ -316,6 +316,8 @@ inline Tensor constant_in(Trace* t, Literal value) {
 
 template <Scalar S>
 Literal scalar_literal(DType dtype, S value) {
+  // A narrow type has no C++ type: the value rounds (or wraps) from the type it computes in.
+  if (is_narrow(dtype)) return *scalar_literal(wide_dtype(dtype), value).convert(dtype);
   return visit_dtype(dtype, [&]<class T>(std::type_identity<T>) {
     if constexpr (is_complex_v<T>) {
       if constexpr (std::is_arithmetic_v<S>)
