@@ -333,7 +333,7 @@ func.func @main() -> (tensor<4xf8E4M3FN>, tensor<2xi4>, tensor<3xui2>, tensor<2x
   CHECK(contains(printed, "0x7C"));
   const Graph again = require_ok(require_ok(stablehlo::parse_module(printed)).main());
   CHECK(again == g);
-  GraphBuilder bld("big");
+  GraphBuilder bld;
   std::vector<std::int32_t> many(100);
   for (std::size_t i = 0; i < many.size(); ++i) many[i] = static_cast<std::int32_t>(i % 16) - 8;
   const Literal big = require_ok(require_ok(Literal::from_span<std::int32_t>(many, {100})).convert(DType::kS4));
