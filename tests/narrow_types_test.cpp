@@ -15,6 +15,8 @@
 
 #include "test_util.hpp"
 #include "pjrt_lite/backends/reference/interpreter.hpp"
+#include "pjrt_lite/cpu.hpp"
+#include "pjrt_lite/frontend.hpp"
 #include "pjrt_lite/ir/ir.hpp"
 #include "pjrt_lite/ir/serialize.hpp"
 #include "pjrt_lite/stablehlo/stablehlo.hpp"
@@ -381,6 +383,25 @@ func.func @main(%a: tensor<3xf8E4M3FN>) -> tensor<f8E4M3FN> {
   CHECK(decode(r[0]) == std::vector<float>{16});
   auto client = cpu::Client<>::create({.device_count = 1, .thread_count = 1}).value();
   check_error(client->compile(g, {}).status(), StatusCode::kUnimplemented, "reduce on f8e4m3fn");
+}
+
+TEST_CASE("narrow types: Tensors of them in jit, with weak scalars keeping the narrow type") {
+  auto client = cpu::Client<cpu::InlineExecutor>::create().value();
+  auto f = jit(client, [](np::Tensor x) { return std::make_tuple(x * 2.0 + 1, x.astype(DType::kF32)); });
+  // 200 is the midpoint of 192 and 208 and rounds to the even 192.
+  const Literal x = require_ok(Literal::vector<float>({1, 3, 200}).convert(DType::kF8E4M3FN));
+  auto [y, wide] = f(x).value();
+  CHECK(y.dtype() == DType::kF8E4M3FN);
+  // Each op rounds: 2 * 192 = 384, and 385 rounds back to 384 (the step there is 32).
+  CHECK(decode(y) == std::vector<float>{3, 7, 384});
+  CHECK(values_of<float>(wide) == std::vector<float>{1, 3, 192});
+  auto g = jit(client, [](np::Tensor a, np::Tensor b) { return a + b; });
+  const Literal a = require_ok(Literal::vector<std::int32_t>({7, -8}).convert(DType::kS4));
+  const Literal b = Literal::vector<std::int8_t>({1, -1});
+  const Literal sum = g(a, b).value();
+  CHECK(sum.dtype() == DType::kS8);  // s4 and s8 meet at s8, as in JAX
+  CHECK(values_of<std::int8_t>(sum) == std::vector<std::int8_t>{8, -9});
+  CHECK(promote_types(DType::kU4, DType::kS4) == DType::kS8);
 }
 
 }  // namespace narrow_types_test
