@@ -269,6 +269,21 @@ struct Sweep {
       os << "\n";
     }
     os << stablehlo::detail::lapack_targets_markdown();
+    os << "\n"
+       << "## The narrow types\n"
+       << "\n"
+       << "s2, s4, u2, u4 (StableHLO's i2, i4, ui2, ui4) and f8e3m4, f8e4m3, f8e4m3fn, f8e4m3fnuz,\n"
+       << "f8e4m3b11fnuz, f8e5m2, f8e5m2fnuz, f8e8m0fnu, f6e2m3fn, f6e3m2fn and f4e2m1fn follow ml_dtypes'\n"
+       << "semantics and are stored one element per byte, in its low bits (s2 and s4 sign-extended through\n"
+       << "the byte). They are not columns of the table above: an op that computes on values converts its\n"
+       << "narrow operands to f32 (the floats) or s32 / u32 (the integers), runs as the table says, and\n"
+       << "converts its narrow results back, rounding to nearest even or wrapping\n"
+       << "(`transforms/widen_narrow.hpp`). convert between any two types and bitcast_convert (by the\n"
+       << "types' real bit widths, lowest bits first) run on them directly. On the CPU, ops that move\n"
+       << "elements widen too, and reduce, reduce_window, scatter, select_and_scatter, sort, all_reduce\n"
+       << "and reduce_scatter on a narrow type are refused with UNIMPLEMENTED (their bodies would round\n"
+       << "once instead of per step); the reference interpreter runs them, rounding per step. Tested by\n"
+       << "`tests/narrow_types_test.cpp`.\n";
     return os.str();
   }
 };

@@ -496,7 +496,7 @@ TEST_CASE("serialize: forged blobs with valid checksums are rejected by validati
               "which takes ParameterAttrs");
   check_error(edited(30, {99}), StatusCode::kDataLoss, "attributes kind 99 (invalid)");
   check_error(edited(39, {99}), StatusCode::kDataLoss,
-              "corrupt at byte offset 39: dtype 99 is not a valid dtype (1..15)");
+              "corrupt at byte offset 39: dtype 99 is not a valid dtype (1..30)");
   check_error(edited(39, {0}), StatusCode::kDataLoss, "dtype 0 is not a valid dtype");
   check_error(edited(40, {0xff, 0xff, 0xff, 0xff}), StatusCode::kDataLoss,
               "corrupt at byte offset 40: rank 4294967295 exceeds the limit of 64");

@@ -1,13 +1,18 @@
 #pragma once
 // Element types: names, sizes, the C++ type behind each, and element conversion with
-// StableHLO's `convert` semantics.
+// StableHLO's `convert` semantics. The narrow types (2- and 4-bit integers, f8, f6, f4) have
+// no C++ type: each element is one byte of storage (core/narrow_float.hpp), backends compute
+// on them through a wider type, and visit_dtype does not enumerate them.
 
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cmath>
 #include <complex>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <string_view>
@@ -15,6 +20,7 @@
 
 #include <Eigen/Core>  // Eigen::half, Eigen::bfloat16: the same types the kernels compute in.
 
+#include "pjrt_lite/core/narrow_float.hpp"
 #include "pjrt_lite/core/status.hpp"
 
 namespace pjrt_lite::inline v0_1 {
@@ -24,7 +30,10 @@ using bf16 = Eigen::bfloat16;
 using c64 = std::complex<float>;
 using c128 = std::complex<double>;
 
-/// An element type. kInvalid is what a default-constructed Shape holds.
+/// An element type. kInvalid is what a default-constructed Shape holds. The types from kS2 on
+/// are narrow: one element per byte of storage, in the byte's low bits (a signed 2- or 4-bit
+/// integer sign-extended through the byte, as ml_dtypes stores it), with the semantics of
+/// StableHLO's i2/i4/ui2/ui4 and of ml_dtypes' float8/float6/float4 types.
 enum class DType : std::uint8_t {
   kInvalid = 0,
   kPred,
@@ -42,30 +51,68 @@ enum class DType : std::uint8_t {
   kF64,
   kC64,
   kC128,
+  kS2,
+  kS4,
+  kU2,
+  kU4,
+  kF8E3M4,
+  kF8E4M3,
+  kF8E4M3FN,
+  kF8E4M3FNUZ,
+  kF8E4M3B11FNUZ,
+  kF8E5M2,
+  kF8E5M2FNUZ,
+  kF8E8M0FNU,
+  kF6E2M3FN,
+  kF6E3M2FN,
+  kF4E2M1FN,
 };
 
-/// Every valid dtype, in declaration order.
+/// Every dtype with a C++ element type (what visit_dtype enumerates), in declaration order.
 inline constexpr std::array<DType, 15> kAllDTypes = {
     DType::kPred, DType::kS8,  DType::kS16,  DType::kS32, DType::kS64,
     DType::kU8,   DType::kU16, DType::kU32,  DType::kU64, DType::kF16,
     DType::kBF16, DType::kF32, DType::kF64,  DType::kC64, DType::kC128};
 
-constexpr bool is_valid(DType t) { return t >= DType::kPred && t <= DType::kC128; }
+/// The narrow dtypes, in declaration order: the 2- and 4-bit integers, then the f8, f6 and
+/// f4 floats.
+inline constexpr std::array<DType, 15> kNarrowDTypes = {
+    DType::kS2,          DType::kS4,          DType::kU2,          DType::kU4,
+    DType::kF8E3M4,      DType::kF8E4M3,      DType::kF8E4M3FN,    DType::kF8E4M3FNUZ,
+    DType::kF8E4M3B11FNUZ, DType::kF8E5M2,    DType::kF8E5M2FNUZ,  DType::kF8E8M0FNU,
+    DType::kF6E2M3FN,    DType::kF6E3M2FN,    DType::kF4E2M1FN};
+
+constexpr bool is_valid(DType t) { return t >= DType::kPred && t <= DType::kF4E2M1FN; }
+/// One of kNarrowDTypes: no C++ type; computed on through wide_dtype().
+constexpr bool is_narrow(DType t) { return t >= DType::kS2 && t <= DType::kF4E2M1FN; }
+constexpr bool is_narrow_integral(DType t) { return t >= DType::kS2 && t <= DType::kU4; }
+constexpr bool is_narrow_floating(DType t) { return t >= DType::kF8E3M4 && t <= DType::kF4E2M1FN; }
 constexpr bool is_pred(DType t) { return t == DType::kPred; }
-constexpr bool is_signed_integral(DType t) { return t >= DType::kS8 && t <= DType::kS64; }
-constexpr bool is_unsigned_integral(DType t) { return t >= DType::kU8 && t <= DType::kU64; }
+constexpr bool is_signed_integral(DType t) {
+  return (t >= DType::kS8 && t <= DType::kS64) || t == DType::kS2 || t == DType::kS4;
+}
+constexpr bool is_unsigned_integral(DType t) {
+  return (t >= DType::kU8 && t <= DType::kU64) || t == DType::kU2 || t == DType::kU4;
+}
 /// Signed or unsigned integers; pred is not one.
 constexpr bool is_integral(DType t) { return is_signed_integral(t) || is_unsigned_integral(t); }
-constexpr bool is_floating(DType t) { return t >= DType::kF16 && t <= DType::kF64; }
+constexpr bool is_floating(DType t) {
+  return (t >= DType::kF16 && t <= DType::kF64) || is_narrow_floating(t);
+}
 constexpr bool is_complex(DType t) { return t == DType::kC64 || t == DType::kC128; }
 /// Floating or complex: the types with NaN, infinities and derivatives.
 constexpr bool is_inexact(DType t) { return is_floating(t) || is_complex(t); }
 
-/// The short XLA name: "pred", "s32", "bf16", "c64", ...; "invalid" for kInvalid.
+/// The short XLA name: "pred", "s32", "bf16", "c64", "s4", "f8e4m3fn", ...; "invalid" for
+/// kInvalid.
 constexpr std::string_view dtype_name(DType t) {
-  constexpr std::array<std::string_view, 16> names = {
-      "invalid", "pred", "s8",  "s16",  "s32", "s64", "u8",  "u16",
-      "u32",     "u64",  "f16", "bf16", "f32", "f64", "c64", "c128"};
+  constexpr std::array<std::string_view, 31> names = {
+      "invalid",  "pred",     "s8",         "s16",           "s32",    "s64",
+      "u8",       "u16",      "u32",        "u64",           "f16",    "bf16",
+      "f32",      "f64",      "c64",        "c128",          "s2",     "s4",
+      "u2",       "u4",       "f8e3m4",     "f8e4m3",        "f8e4m3fn", "f8e4m3fnuz",
+      "f8e4m3b11fnuz", "f8e5m2", "f8e5m2fnuz", "f8e8m0fnu",  "f6e2m3fn", "f6e3m2fn",
+      "f4e2m1fn"};
   auto i = static_cast<std::size_t>(t);
   return i < names.size() ? names[i] : std::string_view("invalid");
 }
@@ -74,22 +121,65 @@ constexpr std::string_view dtype_name(DType t) {
 inline StatusOr<DType> dtype_from_name(std::string_view name) {
   for (DType t : kAllDTypes)
     if (dtype_name(t) == name) return t;
+  for (DType t : kNarrowDTypes)
+    if (dtype_name(t) == name) return t;
   return invalid_argument_error(str_cat("unknown dtype '", name,
                                         "' (expected one of pred, s8..s64, u8..u64, f16, bf16, "
-                                        "f32, f64, c64, c128)"));
+                                        "f32, f64, c64, c128, s2, s4, u2, u4, f8e3m4, f8e4m3, "
+                                        "f8e4m3fn, f8e4m3fnuz, f8e4m3b11fnuz, f8e5m2, f8e5m2fnuz, "
+                                        "f8e8m0fnu, f6e2m3fn, f6e3m2fn, f4e2m1fn)"));
 }
 
-/// Bytes per element; 0 for kInvalid. pred takes one byte.
+/// The format of a narrow floating dtype (is_narrow_floating(t) must hold).
+constexpr NarrowFloatFormat narrow_float_format(DType t) {
+  using K = NarrowFloatKind;
+  switch (t) {
+    case DType::kF8E3M4: return {3, 4, 3, K::kIeee};
+    case DType::kF8E4M3: return {4, 3, 7, K::kIeee};
+    case DType::kF8E4M3FN: return {4, 3, 7, K::kFiniteNan};
+    case DType::kF8E4M3FNUZ: return {4, 3, 8, K::kFnuz};
+    case DType::kF8E4M3B11FNUZ: return {4, 3, 11, K::kFnuz};
+    case DType::kF8E5M2: return {5, 2, 15, K::kIeee};
+    case DType::kF8E5M2FNUZ: return {5, 2, 16, K::kFnuz};
+    case DType::kF8E8M0FNU: return {8, 0, 127, K::kExponentOnly};
+    case DType::kF6E2M3FN: return {2, 3, 1, K::kFiniteOnly};
+    case DType::kF6E3M2FN: return {3, 2, 3, K::kFiniteOnly};
+    case DType::kF4E2M1FN: return {2, 1, 1, K::kFiniteOnly};
+    default: return {0, 0, 0, K::kIeee};
+  }
+}
+
+/// Bits of one element's value: 2 for s2, 4 for u4 and f4e2m1fn, 6 for the f6 types, 8 times
+/// byte_size for the others (pred counts 8). bitcast_convert splits and joins by it.
+constexpr int bit_width(DType t);
+
+/// The type a narrow dtype computes in: f32 for the narrow floats, s32 for s2/s4, u32 for
+/// u2/u4; any other dtype is its own.
+constexpr DType wide_dtype(DType t) {
+  if (is_narrow_floating(t)) return DType::kF32;
+  if (t == DType::kS2 || t == DType::kS4) return DType::kS32;
+  if (t == DType::kU2 || t == DType::kU4) return DType::kU32;
+  return t;
+}
+
+/// Bytes per element; 0 for kInvalid. pred and every narrow type take one byte.
 constexpr std::size_t byte_size(DType t) {
+  if (is_narrow(t)) return 1;
   switch (t) {
     case DType::kPred: case DType::kS8: case DType::kU8: return 1;
     case DType::kS16: case DType::kU16: case DType::kF16: case DType::kBF16: return 2;
     case DType::kS32: case DType::kU32: case DType::kF32: return 4;
     case DType::kS64: case DType::kU64: case DType::kF64: case DType::kC64: return 8;
     case DType::kC128: return 16;
-    case DType::kInvalid: return 0;
+    default: return 0;
   }
-  return 0;
+}
+
+constexpr int bit_width(DType t) {
+  if (is_narrow_floating(t)) return narrow_float_format(t).bits();
+  if (t == DType::kS2 || t == DType::kU2) return 2;
+  if (t == DType::kS4 || t == DType::kU4) return 4;
+  return static_cast<int>(8 * byte_size(t));
 }
 
 namespace detail {
@@ -158,9 +248,10 @@ decltype(auto) visit_dtype(DType t, F&& f) {
     case DType::kF64: return f(std::type_identity<double>{});
     case DType::kC64: return f(std::type_identity<c64>{});
     case DType::kC128: return f(std::type_identity<c128>{});
-    case DType::kInvalid: break;
+    default: break;
   }
-  std::fprintf(stderr, "pjrt_lite: visit_dtype on an invalid dtype\n");
+  std::fprintf(stderr, "pjrt_lite: visit_dtype on %s dtype %s, which has no C++ type\n",
+               is_narrow(t) ? "the narrow" : "an invalid", dtype_name(t).data());
   std::abort();
 }
 
@@ -229,11 +320,79 @@ To convert_element(From x) {
   }
 }
 
+inline void convert_elements(const void* src, DType from, void* dst, DType to, std::int64_t count);
+
+namespace detail {
+/// Encodes wide elements of type M (f64 or s64) as the narrow dtype `to`: floats round to
+/// nearest even (narrow_float.hpp); to a narrow integer, a float truncates toward zero and
+/// saturates at the type's range (NaN is 0) and an integer wraps, as for the wide integers.
+template <class M>
+void encode_narrow(const M* in, DType to, std::uint8_t* out, std::int64_t count) {
+  if (is_narrow_floating(to)) {
+    const NarrowFloatFormat f = narrow_float_format(to);
+    for (std::int64_t i = 0; i < count; ++i) out[i] = encode_narrow_float(f, static_cast<double>(in[i]));
+    return;
+  }
+  const int bits = bit_width(to);
+  const bool is_signed = is_signed_integral(to);
+  const double lo = is_signed ? -std::ldexp(1.0, bits - 1) : 0.0;
+  const double hi = is_signed ? std::ldexp(1.0, bits - 1) - 1 : std::ldexp(1.0, bits) - 1;
+  for (std::int64_t i = 0; i < count; ++i) {
+    std::int64_t v;
+    if constexpr (std::is_same_v<M, double>) {
+      const double d = in[i];
+      v = std::isnan(d) ? 0 : static_cast<std::int64_t>(d <= lo ? lo : d >= hi ? hi : std::trunc(d));
+    } else {
+      v = in[i];
+    }
+    out[i] = encode_narrow_int(v, bits, is_signed);
+  }
+}
+
+/// convert_elements where `from` or `to` is narrow: through f64 (exact for every narrow float
+/// and for integers up to 2^53) when either side is floating or complex, else through s64
+/// (so integers wrap exactly).
+inline void convert_narrow_elements(const void* src, DType from, void* dst, DType to, std::int64_t count) {
+  const bool through_float = is_inexact(from) || is_floating(to);
+  const DType mid = through_float ? DType::kF64 : DType::kS64;
+  constexpr std::int64_t kChunk = 256;
+  double fbuf[kChunk];
+  std::int64_t ibuf[kChunk];
+  void* buf = through_float ? static_cast<void*>(fbuf) : static_cast<void*>(ibuf);
+  const std::size_t in_size = byte_size(from), out_size = byte_size(to);
+  for (std::int64_t start = 0; start < count; start += kChunk) {
+    const std::int64_t n = std::min(kChunk, count - start);
+    const auto* in = static_cast<const std::uint8_t*>(src) + static_cast<std::size_t>(start) * in_size;
+    auto* out = static_cast<std::uint8_t*>(dst) + static_cast<std::size_t>(start) * out_size;
+    if (is_narrow_floating(from)) {
+      const NarrowFloatFormat f = narrow_float_format(from);
+      for (std::int64_t i = 0; i < n; ++i) fbuf[i] = decode_narrow_float(f, in[i]);
+    } else if (is_narrow_integral(from)) {
+      for (std::int64_t i = 0; i < n; ++i) {
+        const std::int64_t v = decode_narrow_int(in[i], bit_width(from), is_signed_integral(from));
+        if (through_float) fbuf[i] = static_cast<double>(v);
+        else ibuf[i] = v;
+      }
+    } else {
+      convert_elements(in, from, buf, mid, n);
+    }
+    if (!is_narrow(to)) convert_elements(buf, mid, out, to, n);
+    else if (through_float) encode_narrow(fbuf, to, out, n);
+    else encode_narrow(ibuf, to, out, n);
+  }
+}
+}  // namespace detail
+
 /// Converts `count` elements from `src` (of type `from`) to `dst` (of type `to`). Both dtypes
-/// must be valid; the ranges must not overlap unless from == to.
+/// must be valid; the ranges must not overlap unless from == to. Narrow types convert as
+/// ml_dtypes converts them (narrow_float.hpp), with the integer rules above.
 inline void convert_elements(const void* src, DType from, void* dst, DType to, std::int64_t count) {
   if (from == to) {
     std::memmove(dst, src, static_cast<std::size_t>(count) * byte_size(from));
+    return;
+  }
+  if (is_narrow(from) || is_narrow(to)) {
+    detail::convert_narrow_elements(src, from, dst, to, count);
     return;
   }
   visit_dtype(from, [&]<class F>(std::type_identity<F>) {
@@ -243,6 +402,30 @@ inline void convert_elements(const void* src, DType from, void* dst, DType to, s
       for (std::int64_t i = 0; i < count; ++i) d[i] = convert_element<T>(s[i]);
     });
   });
+}
+
+/// bitcast_convert's element step where `from` or `to` is narrow: the bit_width(from) bits of
+/// each of the `count` source elements, concatenated from the lowest bits up (element 0
+/// first, a wide element's bytes in little-endian order), are cut into bit_width(to)-bit
+/// result elements the same way. A narrow result is stored as a converted one would be (a
+/// signed integer sign-extended through its byte). The total number of bits must divide.
+inline void bitcast_narrow_elements(const void* src, DType from, void* dst, DType to, std::int64_t count) {
+  const int wf = bit_width(from), wt = bit_width(to);
+  const int piece_in = std::min(wf, 8), piece_out = std::min(wt, 8);
+  const auto* in = static_cast<const std::uint8_t*>(src);
+  auto* out = static_cast<std::uint8_t*>(dst);
+  const std::int64_t in_pieces = count * (wf / piece_in);
+  std::uint32_t acc = 0;
+  int have = 0;
+  std::int64_t written = 0;
+  for (std::int64_t i = 0; i < in_pieces; ++i) {
+    acc |= static_cast<std::uint32_t>(in[i] & ((1u << piece_in) - 1)) << have;
+    have += piece_in;
+    for (; have >= piece_out; have -= piece_out, acc >>= piece_out) {
+      const auto bits = static_cast<std::uint8_t>(acc & ((1u << piece_out) - 1));
+      out[written++] = is_narrow_integral(to) ? encode_narrow_int(bits, wt, is_signed_integral(to)) : bits;
+    }
+  }
 }
 
 }  // namespace pjrt_lite

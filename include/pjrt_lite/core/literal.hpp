@@ -217,6 +217,19 @@ class Literal {
     return {reinterpret_cast<const T*>(bytes_.get()), static_cast<std::size_t>(element_count())};
   }
 
+  /// The stored bytes of a literal of a narrow dtype, one per element in memory order (the
+  /// value in the low bits; see DType). Another dtype is a programming error that aborts, as
+  /// for data<T>(). To build one from values, convert a wide literal: values of f32 or s32
+  /// round or wrap as convert does.
+  [[nodiscard]] std::span<std::uint8_t> narrow_bits() {
+    if (!is_narrow(dtype())) [[unlikely]] detail::wrong_element_type(DType::kU4, dtype());
+    return {reinterpret_cast<std::uint8_t*>(bytes_.get()), static_cast<std::size_t>(element_count())};
+  }
+  [[nodiscard]] std::span<const std::uint8_t> narrow_bits() const {
+    if (!is_narrow(dtype())) [[unlikely]] detail::wrong_element_type(DType::kU4, dtype());
+    return {reinterpret_cast<const std::uint8_t*>(bytes_.get()), static_cast<std::size_t>(element_count())};
+  }
+
   /// The element at a multi-index (one entry per dimension, each in range).
   template <Element T>
   [[nodiscard]] T get(std::span<const std::int64_t> index) const {
@@ -286,15 +299,18 @@ class Literal {
     if (!is_valid(dtype())) return "<invalid literal>";
     std::string out = shape_.to_string();
     out += ' ';
-    visit_dtype(dtype(), [&]<class T>(std::type_identity<T>) {
-      Literal dense = with_default_layout();
+    // A narrow type prints its values, read through the type it computes in.
+    const Literal wide = is_narrow(dtype()) ? *convert(wide_dtype(dtype())) : Literal();
+    const Literal& shown = is_narrow(dtype()) ? wide : *this;
+    visit_dtype(shown.dtype(), [&]<class T>(std::type_identity<T>) {
+      Literal dense = shown.with_default_layout();
       std::span<const T> v = dense.data<T>();
       if (shape_.rank() == 0) {
         detail::append_element(out, v[0]);
         return;
       }
       std::size_t next = 0;
-      append_nested<T>(out, v, 0, next);
+      shown.append_nested<T>(out, v, 0, next);
     });
     return out;
   }

@@ -199,7 +199,7 @@ constexpr DType promote_types(DType a, DType b) {
   if (a == b) return a;
   if (is_pred(a)) return b;
   if (is_pred(b)) return a;
-  const auto bits = [](DType t) { return byte_size(t) * 8; };
+  const auto bits = [](DType t) { return bit_width(t); };  // s4 below s8, f6 below f8
   if (is_complex(a) || is_complex(b)) {
     const DType c = is_complex(a) ? a : b, o = is_complex(a) ? b : a;
     if (c == DType::kC128 || o == DType::kF64) return DType::kC128;
@@ -216,6 +216,8 @@ constexpr DType promote_types(DType a, DType b) {
   const DType s = is_signed_integral(a) ? a : b, u = is_signed_integral(a) ? b : a;
   if (bits(s) > bits(u)) return s;
   switch (bits(u)) {
+    case 2: return DType::kS4;
+    case 4: return DType::kS8;
     case 8: return DType::kS16;
     case 16: return DType::kS32;
     case 32: return DType::kS64;
@@ -316,6 +318,8 @@ inline Tensor constant_in(Trace* t, Literal value) {
 
 template <Scalar S>
 Literal scalar_literal(DType dtype, S value) {
+  // A narrow type has no C++ type: the value rounds (or wraps) from the type it computes in.
+  if (is_narrow(dtype)) return *scalar_literal(wide_dtype(dtype), value).convert(dtype);
   return visit_dtype(dtype, [&]<class T>(std::type_identity<T>) {
     if constexpr (is_complex_v<T>) {
       if constexpr (std::is_arithmetic_v<S>)

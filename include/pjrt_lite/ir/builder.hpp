@@ -154,6 +154,8 @@ class GraphBuilder {
             .front();
       return Value{};
     }
+    // A narrow type rounds or wraps from f64, as convert does.
+    if (is_narrow(dtype)) return constant(*Literal::scalar(value).convert(dtype));
     return visit_dtype(dtype, [&]<class T>(std::type_identity<T>) {
       return constant(Literal::scalar(convert_element<T>(value)));
     });
@@ -766,6 +768,23 @@ namespace detail {
 /// The lowest (or highest) value of a dtype: -inf / +inf for floating point, the limits for
 /// integers, false / true for pred. Not for complex.
 inline Literal extreme_scalar(DType dtype, bool lowest) {
+  // The narrow types: integers their own limits; floats +-inf where the format has it, else
+  // their largest finite value.
+  if (is_narrow_integral(dtype)) {
+    const int bits = bit_width(dtype);
+    const std::int64_t lo = is_signed_integral(dtype) ? -(std::int64_t{1} << (bits - 1)) : 0;
+    const std::int64_t hi = is_signed_integral(dtype) ? (std::int64_t{1} << (bits - 1)) - 1 : (std::int64_t{1} << bits) - 1;
+    return *Literal::scalar<std::int64_t>(lowest ? lo : hi).convert(dtype);
+  }
+  if (is_narrow_floating(dtype)) {
+    const NarrowFloatFormat f = narrow_float_format(dtype);
+    const double inf = std::numeric_limits<double>::infinity();
+    if (f.kind == NarrowFloatKind::kIeee) return *Literal::scalar<double>(lowest ? -inf : inf).convert(dtype);
+    // No infinity: the largest finite value (E8M0's lowest is its smallest, 2^-127).
+    const double max = decode_narrow_float(f, static_cast<std::uint8_t>(f.max_finite()));
+    const double low = f.kind == NarrowFloatKind::kExponentOnly ? std::ldexp(1.0, -127) : -max;
+    return *Literal::scalar<double>(lowest ? low : max).convert(dtype);
+  }
   return visit_dtype(dtype, [&]<class T>(std::type_identity<T>) {
     if constexpr (std::is_same_v<T, bool>) {
       return Literal::scalar<bool>(!lowest);

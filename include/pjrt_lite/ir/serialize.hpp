@@ -247,7 +247,7 @@ class GraphDecoder {
     PJRT_LITE_ASSIGN_OR_RETURN(std::uint8_t b, r_.u8("dtype"));
     const auto t = static_cast<DType>(b);
     if (!is_valid(t))
-      return corrupt(at, str_cat("dtype ", int{b}, " is not a valid dtype (1..15)"));
+      return corrupt(at, str_cat("dtype ", int{b}, " is not a valid dtype (1..", static_cast<int>(DType::kF4E2M1FN), ")"));
     return t;
   }
 
@@ -310,6 +310,20 @@ class GraphDecoder {
           return corrupt(
               r_.offset() - bytes.size() + k,
               str_cat("pred element ", k, " is ", static_cast<int>(bytes[k]), ", not 0 or 1"));
+    // A narrow element holds its value in its low bits, as the writer stored it; other bits
+    // would make two equal constants compare unequal.
+    if (is_narrow(shape.dtype()))
+      for (std::size_t k = 0; k < bytes.size(); ++k) {
+        const auto b = static_cast<std::uint8_t>(bytes[k]);
+        const int w = bit_width(shape.dtype());
+        const std::uint8_t canonical = is_narrow_integral(shape.dtype())
+                                           ? encode_narrow_int(b, w, is_signed_integral(shape.dtype()))
+                                           : static_cast<std::uint8_t>(b & ((1u << w) - 1));
+        if (b != canonical)
+          return corrupt(r_.offset() - bytes.size() + k,
+                         str_cat(dtype_name(shape.dtype()), " element ", k, " is byte ", int{b},
+                                 ", not a stored ", dtype_name(shape.dtype()), " value"));
+      }
     Literal lit(std::move(shape));
     if (!bytes.empty()) std::copy(bytes.begin(), bytes.end(), lit.bytes().begin());
     if constexpr (std::endian::native != std::endian::little)

@@ -521,7 +521,11 @@ inline StatusOr<Shape> infer_bitcast_convert(const Shape& operand, DType to) {
     return detail::op_error(op, "cannot bitcast ", dtype_name(from), " to ", dtype_name(to),
                             ": complex converts only to complex");
   std::vector<std::int64_t> dims(operand.dims().begin(), operand.dims().end());
-  const std::size_t wf = byte_size(from), wt = byte_size(to);
+  // Widths in bits: a narrow type's is its own (4 for s4), not its byte of storage.
+  const auto wf = static_cast<std::size_t>(bit_width(from)), wt = static_cast<std::size_t>(bit_width(to));
+  if (wf % wt != 0 && wt % wf != 0)
+    return detail::op_error(op, "cannot bitcast ", dtype_name(from), " (", wf, " bits) to ", dtype_name(to),
+                            " (", wt, " bits): neither width divides the other");
   if (wt < wf) {
     dims.push_back(static_cast<std::int64_t>(wf / wt));
   } else if (wt > wf) {

@@ -55,6 +55,9 @@ inline Status evaluate_check(CheckKind kind, const Literal& actual, const Litera
   if (!actual.shape().same_type_and_dims(expected.shape()))
     return invalid_argument_error(str_cat(check_kind_name(kind), ": actual ", actual.shape(),
                                           " but expected ", expected.shape()));
+  // A narrow type's values are exact in the type it computes in: compare those.
+  if (is_narrow(actual.dtype()))
+    return evaluate_check(kind, *actual.convert(wide_dtype(actual.dtype())), *expected.convert(wide_dtype(actual.dtype())));
   const Literal a = actual.with_default_layout(), e = expected.with_default_layout();
   Status result;
   visit_dtype(a.dtype(), [&]<class T>(std::type_identity<T>) {
@@ -87,10 +90,26 @@ inline constexpr double kRoundingEpsilons = 64;
 
 /// OK when every element of `actual` is within kRoundingEpsilons epsilons of the type, scaled
 /// by the largest magnitude in `expected`, of the expected element: equal up to the rounding
-/// of a computation done in another order. Integers must be equal.
+/// of a computation done in another order. Integers must be equal. A narrow float's epsilon
+/// is its own (2^-3 for f8e4m3fn).
 inline Status within_rounding(const Literal& actual, const Literal& expected) {
   if (!actual.shape().same_type_and_dims(expected.shape()))
     return invalid_argument_error(str_cat("actual ", actual.shape(), " but expected ", expected.shape()));
+  if (is_narrow_integral(actual.dtype()))
+    return within_rounding(*actual.convert(DType::kS32), *expected.convert(DType::kS32));
+  if (is_narrow_floating(actual.dtype())) {
+    const Literal a = *actual.convert(DType::kF64), e = *expected.convert(DType::kF64);
+    double largest = 0;
+    for (double v : e.data<double>()) largest = std::max(largest, std::abs(v));
+    const double bound =
+        kRoundingEpsilons * std::ldexp(1.0, -narrow_float_format(actual.dtype()).mantissa_bits) * largest;
+    for (std::size_t i = 0; i < a.data<double>().size(); ++i) {
+      const double d = std::abs(a.data<double>()[i] - e.data<double>()[i]);
+      if (!(d <= bound))
+        return invalid_argument_error(str_cat("element ", i, " differs by ", d, ", more than ", bound));
+    }
+    return ok_status();
+  }
   const Literal a = actual.with_default_layout(), e = expected.with_default_layout();
   Status result;
   visit_dtype(a.dtype(), [&]<class T>(std::type_identity<T>) {

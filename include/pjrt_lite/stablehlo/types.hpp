@@ -13,11 +13,16 @@
 
 namespace pjrt_lite::inline v0_1::stablehlo {
 
-/// The StableHLO element type of a dtype: "i1", "i32", "ui8", "bf16", "complex<f64>".
+/// The StableHLO element type of a dtype: "i1", "i32", "ui8", "bf16", "complex<f64>", "i4",
+/// "f8E4M3FN".
 constexpr std::string_view element_type_name(DType t) {
-  constexpr std::array<std::string_view, 16> names = {
-      "invalid", "i1",   "i8",  "i16",  "i32", "i64", "ui8",          "ui16",
-      "ui32",    "ui64", "f16", "bf16", "f32", "f64", "complex<f32>", "complex<f64>"};
+  constexpr std::array<std::string_view, 31> names = {
+      "invalid",    "i1",        "i8",        "i16",        "i32",          "i64",
+      "ui8",        "ui16",      "ui32",      "ui64",       "f16",          "bf16",
+      "f32",        "f64",       "complex<f32>", "complex<f64>", "i2",      "i4",
+      "ui2",        "ui4",       "f8E3M4",    "f8E4M3",     "f8E4M3FN",     "f8E4M3FNUZ",
+      "f8E4M3B11FNUZ", "f8E5M2", "f8E5M2FNUZ", "f8E8M0FNU", "f6E2M3FN",     "f6E3M2FN",
+      "f4E2M1FN"};
   const auto i = static_cast<std::size_t>(t);
   return i < names.size() ? names[i] : std::string_view("invalid");
 }
@@ -26,17 +31,16 @@ constexpr std::string_view element_type_name(DType t) {
 constexpr std::optional<DType> dtype_from_element_type(std::string_view name) {
   for (DType t : kAllDTypes)
     if (element_type_name(t) == name) return t;
+  for (DType t : kNarrowDTypes)
+    if (element_type_name(t) == name) return t;
   return std::nullopt;
 }
 
 /// Element types that StableHLO has and the IR lacks (so a program using them is valid but
 /// unsupported, not malformed).
 constexpr bool is_unsupported_element_type(std::string_view name) {
-  constexpr std::array<std::string_view, 22> names = {
-      "i2",       "i4",         "ui2",       "ui4",         "si8",        "si16",
-      "si32",     "si64",       "tf32",      "index",       "f4E2M1FN",   "f6E2M3FN",
-      "f6E3M2FN", "f8E3M4",     "f8E4M3",    "f8E4M3FN",    "f8E4M3FNUZ", "f8E4M3B11FNUZ",
-      "f8E5M2",   "f8E5M2FNUZ", "f8E8M0FNU", "complex<f16>"};
+  constexpr std::array<std::string_view, 7> names = {"si8",  "si16",  "si32",        "si64",
+                                                     "tf32", "index", "complex<f16>"};
   for (std::string_view n : names)
     if (n == name) return true;
   return false;

@@ -296,6 +296,7 @@ inline StatusOr<Literal> eval_clamp(const Literal& min, const Literal& operand, 
 /// convert, with convert_element's rules (StableHLO convert; float to integer saturates and
 /// NaN becomes 0, where the spec leaves it TBD).
 inline StatusOr<Literal> eval_convert(const Literal& x, const Shape& result) {
+  if (is_narrow(x.dtype()) || is_narrow(result.dtype())) return x.convert(result.dtype());
   return visit_dtype(x.dtype(), [&]<class From>(std::type_identity<From>) -> StatusOr<Literal> {
     return visit_dtype(result.dtype(), [&]<class To>(std::type_identity<To>) -> StatusOr<Literal> {
       return map_unary<From>(x, result, [](From v) { return convert_element<To>(v); });

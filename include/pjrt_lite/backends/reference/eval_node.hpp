@@ -33,6 +33,7 @@
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/op.hpp"
+#include "pjrt_lite/transforms/widen_narrow.hpp"
 
 namespace pjrt_lite::inline v0_1::reference::detail {
 
@@ -498,6 +499,42 @@ inline StatusOr<Literal> eval_convolution(const Literal& lhs, const Literal& rhs
   });
 }
 
+/// An op that computes on values, with narrow operands or results: evaluated on its operands
+/// converted to narrow_compute_dtype, its results converted back (rounding to nearest even,
+/// or wrapping). Each op rounds on its own, so a reduce body of f8 adds rounds per step.
+inline StatusOr<std::vector<Literal>> eval_widened(const Node& node, std::span<const Literal* const> operands) {
+  Node wide = node;
+  wide.attrs = pjrt_lite::detail::widened_attrs(node);
+  for (Shape& r : wide.results) {
+    std::vector<std::int64_t> dims(r.dims().begin(), r.dims().end());
+    r = Shape(narrow_compute_dtype(node.op, r.dtype()), std::move(dims));
+  }
+  std::vector<Literal> widened;
+  widened.reserve(operands.size());
+  std::vector<const Literal*> args;
+  for (const Literal* x : operands) {
+    if (!is_narrow(x->dtype())) {
+      args.push_back(x);
+      continue;
+    }
+    widened.push_back(pjrt_lite::detail::widen_literal(*x, narrow_compute_dtype(node.op, x->dtype())));
+    args.push_back(&widened.back());
+  }
+  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Literal> results, eval_node(wide, args));
+  for (std::size_t k = 0; k < results.size(); ++k) {
+    const DType t = node.results[k].dtype();
+    if (!is_narrow(t)) continue;
+    if (node.op == OpCode::kCountLeadingZeros)  // the count included the bits above the width
+      for (std::uint32_t& c : results[k].data<std::uint32_t>()) c -= static_cast<std::uint32_t>(32 - bit_width(t));
+    Literal& r = results[k];
+    if (is_narrow_integral(t) && is_signed_integral(t) != is_signed_integral(r.dtype())) {
+      PJRT_LITE_ASSIGN_OR_RETURN(r, r.convert(narrow_integral_twin(t)));
+    }
+    PJRT_LITE_ASSIGN_OR_RETURN(r, r.convert(t));
+  }
+  return results;
+}
+
 /// Results of at least this many bytes are allocated once as a test before evaluating.
 inline constexpr std::int64_t kProbedResultBytes = std::int64_t{1} << 20;
 
@@ -517,6 +554,12 @@ PJRT_LITE_COMPILED_ONCE StatusOr<std::vector<Literal>> eval_node(
         !pjrt_lite::detail::can_allocate(static_cast<std::size_t>(r.byte_size())))
       return pjrt_lite::detail::allocation_error(str_cat(op_name(op), ": its result ", r),
                                                  static_cast<std::size_t>(r.byte_size()));
+  if (computes_on_values(op)) {
+    bool narrow = false;
+    for (const Shape& r : node.results) narrow = narrow || is_narrow(r.dtype());
+    for (const Literal* x : operands) narrow = narrow || is_narrow(x->dtype());
+    if (narrow) return eval_widened(node, operands);
+  }
   const Shape& result = node.results[0];
   auto operand = [&](std::size_t k) -> const Literal& { return *operands[k]; };
   if (is_unary(op)) return one(eval_unary(op, operand(0), result));

@@ -256,6 +256,43 @@ StatusOr<T> to_element(const DenseSyntax::Element& e, DType dtype) {
   }
 }
 
+/// An element of a narrow type as its stored byte: an integer in range (or a hex pattern of
+/// the type's width), or a float that does not overflow the format (or its hex pattern).
+inline StatusOr<std::uint8_t> to_narrow_element(const DenseSyntax::Element& e, DType dtype) {
+  const std::string_view type = element_type_name(dtype);
+  const DenseScalar& s = e.re;
+  if (e.is_complex)
+    return error_at(s.pos, str_cat("a complex element (re, im) for the non-complex ", type));
+  const int bits = bit_width(dtype);
+  if (is_hex_text(s.text) && !s.negated) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t pattern, hex_bits(s, bits, type));
+    return is_narrow_integral(dtype)
+               ? encode_narrow_int(static_cast<std::int64_t>(pattern), bits, is_signed_integral(dtype))
+               : static_cast<std::uint8_t>(pattern);
+  }
+  if (is_narrow_integral(dtype)) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t v, to_integer<std::int64_t>(s, dtype));
+    const bool is_signed = is_signed_integral(dtype);
+    const std::int64_t lo = is_signed ? -(std::int64_t{1} << (bits - 1)) : 0;
+    const std::int64_t hi = is_signed ? (std::int64_t{1} << (bits - 1)) - 1 : (std::int64_t{1} << bits) - 1;
+    if (v < lo || v > hi)
+      return error_at(s.pos, str_cat("integer ", s.text, " is out of range for ", type, " [", lo, ", ", hi, "]"));
+    return encode_narrow_int(v, bits, is_signed);
+  }
+  const NarrowFloatFormat f = narrow_float_format(dtype);
+  PJRT_LITE_ASSIGN_OR_RETURN(double v, to_float<double>(s, DType::kF64));
+  if (std::isinf(v) && f.kind != NarrowFloatKind::kIeee)
+    return error_at(s.pos, str_cat(type, " has no infinity"));
+  if (std::isnan(v) && f.kind == NarrowFloatKind::kFiniteOnly)
+    return error_at(s.pos, str_cat(type, " has no NaN"));
+  bool overflowed = false;
+  const std::uint8_t pattern = encode_narrow_float(f, v, &overflowed);
+  if (overflowed)
+    return error_at(s.pos, str_cat("number ", s.text, " is out of range for ", type, " (largest finite ",
+                                   decode_narrow_float(f, static_cast<std::uint8_t>(f.max_finite())), ")"));
+  return pattern;
+}
+
 inline StatusOr<std::vector<std::byte>> decode_blob(const DenseSyntax& d) {
   std::string_view hex = d.blob;
   if (hex.size() >= 2) hex = hex.substr(1, hex.size() - 2);
@@ -359,6 +396,12 @@ inline StatusOr<Literal> dense_to_literal(const DenseSyntax& d, const Shape& sha
           std::byte b = bytes[from];
           // Any non-zero byte is true; a bool must hold exactly 0 or 1.
           if (shape.dtype() == DType::kPred) b = static_cast<std::byte>(b != std::byte{0} ? 1 : 0);
+          // A narrow element is its low bits (MLIR stores each in a byte, high bits zero).
+          if (is_narrow_integral(shape.dtype()))
+            b = static_cast<std::byte>(encode_narrow_int(static_cast<std::int64_t>(b), bit_width(shape.dtype()),
+                                                         is_signed_integral(shape.dtype())));
+          else if (is_narrow(shape.dtype()))
+            b &= static_cast<std::byte>((1u << bit_width(shape.dtype())) - 1);
           out[static_cast<std::size_t>(i) * width + c + k] = b;
         }
     return lit;
@@ -379,6 +422,13 @@ inline StatusOr<Literal> dense_to_literal(const DenseSyntax& d, const Shape& sha
     if (static_cast<std::int64_t>(d.elements.size()) != count)
       return error_at(d.pos, str_cat("dense literal has ", d.elements.size(), " elements but ",
                                      type, " has ", count));
+  }
+  if (is_narrow(shape.dtype())) {
+    std::span<std::uint8_t> out = lit.narrow_bits();
+    for (std::size_t i = 0; i < out.size(); ++i) {
+      PJRT_LITE_ASSIGN_OR_RETURN(out[i], dense_impl::to_narrow_element(d.elements[d.lists.empty() ? 0 : i], shape.dtype()));
+    }
+    return lit;
   }
   Status status;
   visit_dtype(shape.dtype(), [&]<class T>(std::type_identity<T>) {
@@ -453,16 +503,43 @@ struct MlirFloat {
   }
 };
 
+/// One element of a narrow type: an integer in decimal; a float as its shortest decimal, or
+/// its bit pattern (0x7F) for NaN, infinities and -0, as MLIR writes them.
+struct NarrowElement {
+  DType dtype;
+  void operator()(std::string& out, std::uint8_t bits) const {
+    if (is_narrow_integral(dtype)) {
+      out += std::to_string(decode_narrow_int(bits, bit_width(dtype), is_signed_integral(dtype)));
+      return;
+    }
+    const float x = decode_narrow_float(narrow_float_format(dtype), bits);
+    if (!std::isfinite(x) || (x == 0 && std::signbit(x)))
+      append_hex_bits(out, static_cast<std::uint8_t>(bits & ((1u << bit_width(dtype)) - 1)));
+    else
+      append_float(out, x);
+  }
+};
+
+/// Appends v[next] as one element: through `narrow` for a narrow type's bytes.
+template <class T>
+void append_one(std::string& out, T x, const NarrowElement* narrow) {
+  if (narrow != nullptr) {
+    if constexpr (std::is_same_v<T, std::uint8_t>) (*narrow)(out, x);
+  } else {
+    pjrt_lite::detail::append_element(out, x, MlirFloat{});
+  }
+}
+
 template <class T>
 void append_nested(std::string& out, std::span<const T> v, std::span<const std::int64_t> dims,
-                   std::size_t level, std::size_t& next) {
+                   std::size_t level, std::size_t& next, const NarrowElement* narrow = nullptr) {
   out += '[';
   for (std::int64_t i = 0; i < dims[level]; ++i) {
     if (i) out += ", ";
     if (level + 1 == dims.size())
-      pjrt_lite::detail::append_element(out, v[next++], MlirFloat{});
+      append_one(out, v[next++], narrow);
     else
-      append_nested(out, v, dims, level + 1, next);
+      append_nested(out, v, dims, level + 1, next, narrow);
   }
   out += ']';
 }
@@ -487,11 +564,20 @@ inline std::string dense_text(const Literal& value) {
     out += "\"0x";
     for (std::size_t i = 0; i < lit.size_bytes(); i += component)
       for (std::size_t k = 0; k < component; ++k) {
-        append_hex(out,
-                   bytes[i + (std::endian::native == std::endian::little ? k : component - 1 - k)],
-                   2, HexCase::kUpper);
+        unsigned char b = bytes[i + (std::endian::native == std::endian::little ? k : component - 1 - k)];
+        // A narrow element is written as MLIR stores it: its low bits, the rest zero.
+        if (is_narrow(lit.dtype())) b &= static_cast<unsigned char>((1u << bit_width(lit.dtype())) - 1);
+        append_hex(out, b, 2, HexCase::kUpper);
       }
     return out + "\">";
+  }
+  if (is_narrow(lit.dtype())) {
+    const dense_impl::NarrowElement narrow{lit.dtype()};
+    std::span<const std::uint8_t> v = lit.narrow_bits();
+    std::size_t next = 0;
+    if (splat) narrow(out, v[0]);
+    else dense_impl::append_nested(out, v, lit.dims(), 0, next, &narrow);
+    return out + ">";
   }
   visit_dtype(lit.dtype(), [&]<class T>(std::type_identity<T>) {
     std::span<const T> v = lit.data<T>();

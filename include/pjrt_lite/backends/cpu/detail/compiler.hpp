@@ -40,6 +40,7 @@
 #include "pjrt_lite/ir/printer.hpp"
 #include "pjrt_lite/ir/verifier.hpp"
 #include "pjrt_lite/transforms/simplify.hpp"
+#include "pjrt_lite/transforms/widen_narrow.hpp"
 
 namespace pjrt_lite::inline v0_1::cpu {
 
@@ -159,6 +160,7 @@ class Compiler {
   /// dimensions (a splat or a periodic register inside a loop) fuse.
   bool fusible(const Node& n) const {
     if (n.op == OpCode::kBroadcastInDim) return block_broadcast(n).has_value();
+    if (is_narrow_convert(n)) return false;
     return is_elementwise(n.op);
   }
 
@@ -220,10 +222,16 @@ class Compiler {
     return true;
   }
 
+  /// A convert or bitcast_convert from or to a narrow type: NarrowConvertKernel runs it, alone.
+  bool is_narrow_convert(const Node& n) const {
+    return (n.op == OpCode::kConvert || n.op == OpCode::kBitcastConvert) &&
+           (is_narrow(n.shape().dtype()) || is_narrow(g_.shape(n.operands[0]).dtype()));
+  }
+
   /// What node `i` would be in row group `g`.
   RowRole row_role(std::int64_t i, const RowGroup& g) const {
     const Node& n = g_.node(i);
-    if (n.results.size() != 1 || absorbed_[static_cast<std::size_t>(i)]) return RowRole::kNone;
+    if (n.results.size() != 1 || absorbed_[static_cast<std::size_t>(i)] || is_narrow_convert(n)) return RowRole::kNone;
     const auto dims = n.shape().dims();
     const bool full = std::equal(dims.begin(), dims.end(), g.full.begin(), g.full.end());
     const bool per_row = std::equal(dims.begin(), dims.end(), g.rows.begin(), g.rows.end());
@@ -386,7 +394,7 @@ class Compiler {
   /// only moves dimensions of size one (the others keep their order, so the row-major
   /// layout is the same). It is a view of the operand's slot, not a copy.
   bool is_alias(const Node& n) const {
-    if (n.op == OpCode::kReshape || n.op == OpCode::kBitcastConvert) return true;
+    if (n.op == OpCode::kReshape || (n.op == OpCode::kBitcastConvert && !is_narrow_convert(n))) return true;
     if (n.op != OpCode::kTranspose) return false;
     const Shape& in = g_.shape(n.operands[0]);
     std::int64_t last = -1;
@@ -749,6 +757,19 @@ class Compiler {
     for (std::size_t k = 0; k < reads.size(); ++k) text += str_cat(k ? ", $" : "$", reads[k]);
     text += str_cat(") : ", out);
     std::vector<std::int64_t> out_dims(out.dims().begin(), out.dims().end());
+    if (is_narrow_convert(n)) {
+      auto k = std::make_unique<NarrowConvertKernel>();
+      k->src_slot = reads[0];
+      k->dst_slot = dst;
+      k->from = g_.shape(n.operands[0]).dtype();
+      k->to = out.dtype();
+      k->count = g_.shape(n.operands[0]).element_count();
+      k->bitcast = n.op == OpCode::kBitcastConvert;
+      k->bytes_accessed = g_.shape(n.operands[0]).byte_size() + out.byte_size();
+      k->text = std::move(text);
+      add_kernel(std::move(k), std::move(reads), {dst});
+      return ok_status();
+    }
 
     auto move = [&](std::vector<MoveKernel::Piece> pieces, std::int32_t fill) {
       auto k = std::make_unique<MoveKernel>();
@@ -1374,14 +1395,16 @@ inline constexpr std::int64_t kMaxFoldElements = 1024;
 inline StatusOr<std::shared_ptr<Program>> compile_program_here(const Graph& graph, const CompileOptions& options,
                                                                int max_workers) {
   PJRT_LITE_RETURN_IF_ERROR(verify(graph));
-  if (!options.optimize) return Compiler(graph, options, max_workers).run();
+  // Only converts see the narrow types: every other op computes on them through a wide type.
+  PJRT_LITE_ASSIGN_OR_RETURN(Graph widened, widen_narrow_types(graph));
+  if (!options.optimize) return Compiler(widened, options, max_workers).run();
   // Constant folding evaluates with the reference interpreter: folding happens once per
   // compile, on small constants, where being obviously right matters more than speed. Large
   // results stay computed: a broadcast scalar is free inside a fused loop, a folded one is
   // memory traffic.
   SimplifyOptions simplify_options;
   simplify_options.max_fold_elements = kMaxFoldElements;
-  PJRT_LITE_ASSIGN_OR_RETURN(Graph simplified, simplify(graph, &reference::evaluate_node, simplify_options));
+  PJRT_LITE_ASSIGN_OR_RETURN(Graph simplified, simplify(widened, &reference::evaluate_node, simplify_options));
   return Compiler(simplified, options, max_workers).run();
 }
 

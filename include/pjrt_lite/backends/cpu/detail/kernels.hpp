@@ -111,6 +111,29 @@ inline constexpr std::int64_t kParallelCopyBytes = std::int64_t{1} << 20;
 /// Data movement: optionally fill the result with a scalar (pad), then strided copies of
 /// operands into it. Transpose, broadcast_in_dim, slice, reverse, concatenate, pad and copies
 /// of reshapes are all this kernel with different patterns.
+/// convert or bitcast_convert to or from a narrow type (s4, f8e4m3fn, ...), element by element
+/// through core's convert_elements / bitcast_narrow_elements: the only kernel that reads or
+/// writes narrow types, which every other op sees widened (transforms/widen_narrow.hpp).
+class NarrowConvertKernel final : public Kernel {
+ public:
+  std::int32_t src_slot = -1, dst_slot = -1;
+  DType from = DType::kInvalid, to = DType::kInvalid;
+  std::int64_t count = 0;  // source elements
+  bool bitcast = false;
+
+  void run(const RunContext& ctx) const override {
+    const std::byte* src = ctx.slots[src_slot];
+    std::byte* dst = ctx.slots[dst_slot];
+    if (bitcast) {
+      bitcast_narrow_elements(src, from, dst, to, count);
+      return;
+    }
+    const auto in = static_cast<std::int64_t>(byte_size(from)), out = static_cast<std::int64_t>(byte_size(to));
+    auto body = [&](std::int64_t b, std::int64_t e, int) { convert_elements(src + b * in, from, dst + b * out, to, e - b); };
+    ctx.parallel(count, kParallelGrain, body);
+  }
+};
+
 class MoveKernel final : public Kernel {
  public:
   struct Piece {
