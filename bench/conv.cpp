@@ -18,24 +18,31 @@ constexpr std::int64_t kConvChunk = 128;
 constexpr std::int64_t kConvDepth = kConvTaps * kConvChannels;
 constexpr std::int64_t kConvPositions = kConvSize * kConvSize;
 
+/// The im2col rows of output positions [c0, c0 + n): each position's 3x3 window of 64
+/// channels, zeros where it leaves the image.
+template <class X, class T>
+void im2col_chunk(const X* x, T* patches, std::int64_t c0, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const std::int64_t oh = (c0 + i) / kConvSize, ow = (c0 + i) % kConvSize;
+    T* row = patches + i * kConvDepth;
+    for (std::int64_t kh = 0; kh < 3; ++kh)
+      for (std::int64_t kw = 0; kw < 3; ++kw, row += kConvChannels) {
+        const std::int64_t ih = oh + kh - 1, iw = ow + kw - 1;
+        if (ih < 0 || ih >= kConvSize || iw < 0 || iw >= kConvSize)
+          std::fill_n(row, kConvChannels, T(0));
+        else
+          std::copy_n(x + (ih * kConvSize + iw) * kConvChannels, kConvChannels, row);
+      }
+  }
+}
+
 void conv_positions(const float* x, const float* kernel, const float* bias, float* y,
                     RowMatrix& patches, std::int64_t p0, std::int64_t p1) {
   Eigen::Map<const RowMatrix> k(kernel, kConvDepth, kConvChannels);
   Eigen::Map<const Row> b(bias, kConvChannels);
   for (std::int64_t c0 = p0; c0 < p1; c0 += kConvChunk) {
     const std::int64_t n = std::min(kConvChunk, p1 - c0);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t oh = (c0 + i) / kConvSize, ow = (c0 + i) % kConvSize;
-      float* row = patches.data() + i * kConvDepth;
-      for (std::int64_t kh = 0; kh < 3; ++kh)
-        for (std::int64_t kw = 0; kw < 3; ++kw, row += kConvChannels) {
-          const std::int64_t ih = oh + kh - 1, iw = ow + kw - 1;
-          if (ih < 0 || ih >= kConvSize || iw < 0 || iw >= kConvSize)
-            std::fill_n(row, kConvChannels, 0.0f);
-          else
-            std::copy_n(x + (ih * kConvSize + iw) * kConvChannels, kConvChannels, row);
-        }
-    }
+    im2col_chunk(x, patches.data(), c0, n);
     Eigen::Map<RowMatrix> out(y + c0 * kConvChannels, n, kConvChannels);
     out.noalias() = patches.topRows(n) * k;
     out = (out.rowwise() + b).cwiseMax(0.0f);
@@ -258,18 +265,7 @@ void conv_int8_positions(const std::int8_t* x, const IntMatrix& kernel, std::int
                          std::int64_t p0, std::int64_t p1) {
   for (std::int64_t c0 = p0; c0 < p1; c0 += kConvChunk) {
     const std::int64_t n = std::min(kConvChunk, p1 - c0);
-    for (std::int64_t i = 0; i < n; ++i) {
-      const std::int64_t oh = (c0 + i) / kConvSize, ow = (c0 + i) % kConvSize;
-      std::int32_t* row = patches.data() + i * kConvDepth;
-      for (std::int64_t kh = 0; kh < 3; ++kh)
-        for (std::int64_t kw = 0; kw < 3; ++kw, row += kConvChannels) {
-          const std::int64_t ih = oh + kh - 1, iw = ow + kw - 1;
-          if (ih < 0 || ih >= kConvSize || iw < 0 || iw >= kConvSize)
-            std::fill_n(row, kConvChannels, 0);
-          else
-            std::copy_n(x + (ih * kConvSize + iw) * kConvChannels, kConvChannels, row);
-        }
-    }
+    im2col_chunk(x, patches.data(), c0, n);
     Eigen::Map<IntMatrix>(y + c0 * kConvChannels, n, kConvChannels).noalias() = patches.topRows(n) * kernel;
   }
 }
