@@ -13,7 +13,7 @@ repetitions=${REPETITIONS:-5}
 binary=$build/bench/pjrt_lite_bench
 json=$build/bench/results.json
 if [ ! -x "$binary" ]; then
-  echo "run.sh: $binary not found; build it with: cmake --build $build -j2 --target pjrt_lite_bench" >&2
+  echo "run.sh: $binary not found; build it with: cmake -S . -B $build -DPJRT_LITE_BUILD_BENCH=ON && cmake --build $build -j2 --target pjrt_lite_bench" >&2
   exit 1
 fi
 if ! "$binary" --benchmark_list_tests | grep -q '/libtorch'; then

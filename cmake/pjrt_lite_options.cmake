@@ -1,9 +1,12 @@
-# Options of the pjrt_lite build. Tests, examples and benchmarks are on by default only when
-# pjrt_lite is the top-level project, so add_subdirectory / FetchContent users build none of them.
+# Options of the pjrt_lite build. Tests and examples are on by default only when pjrt_lite is
+# the top-level project, so add_subdirectory / FetchContent users build none of them; the
+# benchmarks only when asked for.
 
 option(PJRT_LITE_BUILD_TESTS "Build the test suite" ${PROJECT_IS_TOP_LEVEL})
 option(PJRT_LITE_BUILD_EXAMPLES "Build the examples" ${PROJECT_IS_TOP_LEVEL})
-option(PJRT_LITE_BUILD_BENCH "Build the benchmarks (skipped without Google Benchmark)" ${PROJECT_IS_TOP_LEVEL})
+# The benchmarks are opt-in: they compile every kernel once more at -O3 -march=native (bench/),
+# which the test suite does not need.
+option(PJRT_LITE_BUILD_BENCH "Build the benchmarks (needs Google Benchmark)" OFF)
 option(PJRT_LITE_BUILD_KERNELS
        "Add the compiled library pjrt_lite::cpu_kernels (the tests and examples need it)" ON)
 option(PJRT_LITE_LINALG_KERNELS
