@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <random>
 #include <string>
 #include <tuple>
@@ -152,12 +153,34 @@ inline std::vector<Tensor> constants(const std::vector<Literal>& values) {
   return out;
 }
 
+/// A front-end function of std::vector<Tensor> with its result flattened to its leaves,
+/// behind one type: check_grads_fn then compiles jit, jvp and vjp once per order rather than
+/// once per function (each lambda's own instantiations cost a test file minutes of compile).
+using LeafFn = std::function<std::vector<Tensor>(const std::vector<Tensor>&)>;
+
+template <class F>
+LeafFn leaf_fn(F f) {
+  return [f = std::move(f)](const std::vector<Tensor>& a) {
+    std::vector<Tensor> out;
+    tree::for_each_leaf(f(a), [&](const Tensor& t) { out.push_back(t); });
+    return out;
+  };
+}
+
+template <int Order>
+void check_grads_leaves(const LeafFn& f, const std::vector<Literal>& x, std::mt19937_64& rng);
+
 /// check_grads for a front-end function f(std::vector<Tensor>) returning a tree of f64
 /// Tensors, at `x`, to `Order`: jvp, vjp and central differences all run through jit on the
 /// CPU client, so this checks the front end's transformations (and what they compose with)
 /// as well as the rules.
 template <int Order, class F>
 void check_grads_fn(const F& f, const std::vector<Literal>& x, std::mt19937_64& rng) {
+  check_grads_leaves<Order>(leaf_fn(f), x, rng);
+}
+
+template <int Order>
+void check_grads_leaves(const LeafFn& f, const std::vector<Literal>& x, std::mt19937_64& rng) {
   using Tensors = std::vector<Tensor>;
   auto& client = grad_client();
   auto value = jit(client, [&](const Tensors& a) { return f(a); });
@@ -201,12 +224,12 @@ void check_grads_fn(const F& f, const std::vector<Literal>& x, std::mt19937_64& 
   CHECK_MESSAGE(grad_close(lhs, rhs), "order ", Order, ": <vjp(w), v> = ", lhs, ", <w, jvp(v)> = ", rhs);
 
   if constexpr (Order > 1) {
-    check_grads_fn<Order - 1>(
+    check_grads_leaves<Order - 1>(
         [&f, v](const Tensors& a) {
           return jvp(f, std::tuple<Tensors>{a}, std::tuple<Tensors>{constants(v)}).second;
         },
         x, rng);
-    check_grads_fn<Order - 1>(
+    check_grads_leaves<Order - 1>(
         [&f, w](const Tensors& a) {
           auto forward_pass = vjp(f, a);
           std::size_t next = 0;
