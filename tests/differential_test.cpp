@@ -135,6 +135,38 @@ std::string compare(const Literal& cpu, const Literal& ref, double relative = 0)
 /// What the sweep found for one op and dtype.
 enum class Outcome { kNotAccepted, kPass, kFail, kUnsupported };
 
+/// docs/ops.md's section on quantized types (the StableHLO parser lowers them; see
+/// stablehlo/detail/quantized_ops.hpp).
+constexpr std::string_view kQuantizedTypes = R"(
+## Quantized types
+
+StableHLO's `!quant.uniform<storage[<min:max>]:expressed[:axis], scale[:zero_point] | {...}>`
+(per tensor or per axis; storage i2..i32 or ui2..ui32, spelled i8 / u8 / ui8; expressed f16,
+bf16, f32 or f64) are read by the StableHLO parser, which lowers every op on them into ops of
+the IR as it reads them (`stablehlo/detail/quantized_ops.hpp`): the IR has no quantized types,
+and a quantized value is its storage integers, so both backends, the differential sweep and the
+compile cache see ordinary programs.
+
+| op | computed as |
+|---|---|
+| uniform_quantize of a float | x / scale + zero_point in the expressed type, clamped to [min, max], rounded to nearest even, converted to the storage type |
+| uniform_quantize of a quantized value | q * (s_in / s_out) + (zp_out - zp_in * s_in / s_out) in f32 (f64 if either expressed type is), clamped, rounded (the scales merged, as StableHLO's lowering does); a change of quantization dimension is UNIMPLEMENTED |
+| uniform_dequantize | (q - zero_point) in s32 (s64 for 32-bit storage), converted, times scale |
+| dot_general, convolution of two quantized operands into a quantized result | the integers q - zero_point multiplied and summed exactly in s32 (through bytes when they fit one: zero point 0, or -128 for i8, which the CPU's 8-bit products then run), times scale_lhs * scale_rhs / scale_result in f64, plus the result's zero point, clamped, rounded. Needs 8-bit storage, a per-tensor lhs, zero points 0 on a per-axis rhs and a per-axis rhs over a dimension the result keeps; otherwise as the row below |
+| ops that move or pick elements (broadcast_in_dim, reshape, transpose, slice, dynamic_slice, dynamic_update_slice, concatenate, pad, reverse, gather, select, maximum, minimum, clamp, and reduce, reduce_window, sort, scatter, select_and_scatter, while, case, if, all_gather, all_to_all, collective_permute, collective_broadcast) when every quantized operand and result has the same scales and zero points | the op on the storage integers (exact) |
+| constant, bitcast_convert, return, call, tuples, optimization_barrier | the storage integers as they are (a quantized constant's elements are storage values) |
+| every other op, a hybrid op (float lhs, quantized rhs), and the rows above when their quantizations differ | the spec's dequantize_op_quantize: quantized operands dequantized, the op in the expressed type, quantized results quantized |
+| ops with regions over values of different quantizations | UNIMPLEMENTED |
+
+Tested by `tests/quantized_test.cpp` (against the spec's formulas evaluated in double on
+scalars and 64-bit integer sums, on the CPU client and the reference interpreter) and by
+StableHLO's own quantized test programs (docs/conformance.md). Not yet: quantized function
+arguments carry no check that a caller's value has the declared quantization (the IR sees
+storage integers); the portable artifact's `!vhlo.quant_v1` types are UNIMPLEMENTED; the
+requantization after an 8-bit product is its own element-wise loop, not fused into the
+product's epilogue.
+)";
+
 struct Sweep {
   std::mt19937_64 rng{20261122};
   std::unique_ptr<cpu::Client<cpu::InlineExecutor>> client = cpu::Client<cpu::InlineExecutor>::create({}).value();
@@ -283,7 +315,8 @@ struct Sweep {
        << "elements widen too, and reduce, reduce_window, scatter, select_and_scatter, sort, all_reduce\n"
        << "and reduce_scatter on a narrow type are refused with UNIMPLEMENTED (their bodies would round\n"
        << "once instead of per step); the reference interpreter runs them, rounding per step. Tested by\n"
-       << "`tests/narrow_types_test.cpp`.\n";
+       << "`tests/narrow_types_test.cpp`.\n"
+       << kQuantizedTypes;
     return os.str();
   }
 };

@@ -15,8 +15,9 @@
 //
 // This header gathers the pieces, by role: frontend/tracer.hpp (Tensor, Trace, promotion)
 // and frontend/numpy/ creation, shapes, elementwise, reductions, linalg, nn, lax (pad, flip,
-// dynamic slices, cumulative ops), convolution (and pooling), indexing (take, at), sorting
-// and random (jax.random's threefry keys, in pjrt_lite::random).
+// dynamic slices, cumulative ops), convolution (and pooling), indexing (take, at), sorting,
+// quantize (uniform quantization to integers and back) and random (jax.random's threefry
+// keys, in pjrt_lite::random).
 
 #include "pjrt_lite/frontend/numpy/convolution.hpp"  // IWYU pragma: export
 #include "pjrt_lite/frontend/numpy/creation.hpp"     // IWYU pragma: export
@@ -25,6 +26,7 @@
 #include "pjrt_lite/frontend/numpy/lax.hpp"          // IWYU pragma: export
 #include "pjrt_lite/frontend/numpy/linalg.hpp"       // IWYU pragma: export
 #include "pjrt_lite/frontend/numpy/nn.hpp"           // IWYU pragma: export
+#include "pjrt_lite/frontend/numpy/quantize.hpp"     // IWYU pragma: export
 #include "pjrt_lite/frontend/numpy/random.hpp"       // IWYU pragma: export
 #include "pjrt_lite/frontend/numpy/reductions.hpp"   // IWYU pragma: export
 #include "pjrt_lite/frontend/numpy/shapes.hpp"       // IWYU pragma: export

@@ -31,7 +31,7 @@ inline constexpr double kAlmostEqTolerance = 1e-3;
 
 namespace detail {
 template <class T>
-bool component_matches(CheckKind kind, T a, T b) {
+bool component_matches(CheckKind kind, T a, T b, double tolerance) {
   if constexpr (is_float_v<T>) {
     const double x = static_cast<double>(
         static_cast<std::conditional_t<std::is_same_v<T, double>, double, float>>(a));
@@ -43,7 +43,7 @@ bool component_matches(CheckKind kind, T a, T b) {
     if (kind == CheckKind::kClose)
       return !std::isfinite(x) || !std::isfinite(y) || x == y || ulp_distance(a, b) <= kCloseUlps;
     if (std::isinf(x) || std::isinf(y)) return x == y;
-    return std::abs(x - y) <= kAlmostEqTolerance || ulp_distance(a, b) <= kCloseUlps;
+    return std::abs(x - y) <= tolerance || ulp_distance(a, b) <= kCloseUlps;
   } else {
     return a == b;
   }
@@ -51,13 +51,15 @@ bool component_matches(CheckKind kind, T a, T b) {
 }  // namespace detail
 
 /// OK when `actual` passes `kind` against `expected`; otherwise what differed and where.
-inline Status evaluate_check(CheckKind kind, const Literal& actual, const Literal& expected) {
+/// `tolerance` is kAlmostEq's absolute tolerance.
+inline Status evaluate_check(CheckKind kind, const Literal& actual, const Literal& expected,
+                             double tolerance = kAlmostEqTolerance) {
   if (!actual.shape().same_type_and_dims(expected.shape()))
     return invalid_argument_error(str_cat(check_kind_name(kind), ": actual ", actual.shape(),
                                           " but expected ", expected.shape()));
   // A narrow type's values are exact in the type it computes in: compare those.
   if (is_narrow(actual.dtype()))
-    return evaluate_check(kind, *actual.convert(wide_dtype(actual.dtype())), *expected.convert(wide_dtype(actual.dtype())));
+    return evaluate_check(kind, *actual.convert(wide_dtype(actual.dtype())), *expected.convert(wide_dtype(actual.dtype())), tolerance);
   const Literal a = actual.with_default_layout(), e = expected.with_default_layout();
   Status result;
   visit_dtype(a.dtype(), [&]<class T>(std::type_identity<T>) {
@@ -66,10 +68,10 @@ inline Status evaluate_check(CheckKind kind, const Literal& actual, const Litera
     for (std::size_t i = 0; i < x.size(); ++i) {
       bool ok;
       if constexpr (is_complex_v<T>)
-        ok = detail::component_matches(kind, x[i].real(), y[i].real()) &&
-             detail::component_matches(kind, x[i].imag(), y[i].imag());
+        ok = detail::component_matches(kind, x[i].real(), y[i].real(), tolerance) &&
+             detail::component_matches(kind, x[i].imag(), y[i].imag(), tolerance);
       else
-        ok = detail::component_matches(kind, x[i], y[i]);
+        ok = detail::component_matches(kind, x[i], y[i], tolerance);
       if (!ok) {
         std::string got, want;
         pjrt_lite::detail::append_element(got, x[i]);

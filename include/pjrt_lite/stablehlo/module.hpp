@@ -54,6 +54,8 @@ struct Check {
   /// Where actual (and expected, if it is a value) sit in the graph's outputs.
   std::int64_t actual_output = -1;
   std::int64_t expected_output = -1;
+  /// kAlmostEq's absolute tolerance (kAlmostEqTolerance unless the check says otherwise).
+  double tolerance = 1e-3;
   /// The call's other attributes (such as a tolerance), as written: name and value text.
   std::vector<std::pair<std::string, std::string>> attributes;
   /// The line of the call in the source.

@@ -23,12 +23,14 @@
 // Errors: malformed text and type errors are INVALID_ARGUMENT "line:column: what was
 // expected, found what"; a declared type that differs from what the IR infers is one too.
 // Valid StableHLO that the IR cannot represent (for example custom calls other than the
-// check dialect's and JAX's annotations, f8 and quantized types) is UNIMPLEMENTED naming the
+// check dialect's and JAX's annotations) is UNIMPLEMENTED naming the
 // op or type, such as "stablehlo.custom_call @lapack_sgetrf_ffi is not supported", so a
 // runner can skip the file. What JAX leaves in a one-device program (sharding and placement
 // annotations, shape assertions, composites, tuples, map: detail/annotations.hpp) is read
 // with its one-device meaning, and `?` dimensions are refined from argument shapes given to
-// the overloads below (detail/shape_refinement.hpp). The parser never throws, crashes or loops on any input: nesting and sizes
+// the overloads below (detail/shape_refinement.hpp). Quantized types (`!quant.uniform`) are
+// read, and the ops on them lowered into ops of the IR on their storage integers
+// (detail/quantized_ops.hpp). The parser never throws, crashes or loops on any input: nesting and sizes
 // are bounded and every index is checked.
 //
 // Round trip: parse_stablehlo(to_stablehlo(g)) has g's fingerprint when g's parameters are

@@ -203,15 +203,47 @@ inline bool marked_unchecked_upstream(std::string_view text) {
   return has_leading_marker(text, "RUN-DISABLED(no interpreter support)");
 }
 
-/// Parses `text`, compiles its @main on `client`, runs it on the client's first device and
-/// evaluates every check. An UNIMPLEMENTED status from any step (an op or type the IR or the
-/// backend lacks) is a SKIP; any other error, and a check that does not hold, is a FAIL, but
-/// for a program marked RUN-DISABLED(inaccurate) (see marked_inaccurate), whose failed check
-/// is a SKIP that says so.
-/// `program` (optional) receives the parsed @main. Thread-compatible: as thread-safe as the
-/// client's compile and execute.
+/// The parts of a test file that MLIR's `-split-input-file` runs one by one: the text between
+/// lines holding the marker `// -----` (anywhere in the line, as MLIR splits: `// // -----`
+/// splits too), each with the lines before it blanked, so that a part's line numbers are the
+/// file's. One part when the file has no such line.
+inline std::vector<std::string> split_input_file(std::string_view text) {
+  std::vector<std::string> parts;
+  std::string current;
+  std::size_t line_start = 0;
+  std::int64_t lines_before = 0, lines_in_part = 0;
+  while (line_start <= text.size()) {
+    std::size_t end = text.find('\n', line_start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(line_start, end - line_start);
+    if (line.find("// -----") != std::string_view::npos) {
+      parts.push_back(std::move(current));
+      lines_before += lines_in_part + 1;
+      lines_in_part = 0;
+      current.assign(static_cast<std::size_t>(lines_before), '\n');
+    } else {
+      current.append(line);
+      if (end < text.size()) current.push_back('\n');
+      ++lines_in_part;
+    }
+    line_start = end + 1;
+  }
+  parts.push_back(std::move(current));
+  return parts;
+}
+
+namespace detail {
+
+/// The function a test module runs, as StableHLO's interpreter picks it: @main, or the
+/// module's only function.
+inline const Function* entry_function(const Module& module) {
+  if (const Function* main = module.find("main")) return main;
+  return module.functions.size() == 1 ? &module.functions.front() : nullptr;
+}
+
+/// run_test_program for one module.
 template <CompilingClient C>
-TestOutcome run_test_program(C& client, std::string_view text, Graph* program = nullptr) {
+TestOutcome run_test_module(C& client, std::string_view text, Graph* program) {
   using Clock = std::chrono::steady_clock;
   TestOutcome out;
   auto fail_or_skip = [&](const Status& s) {
@@ -222,9 +254,9 @@ TestOutcome run_test_program(C& client, std::string_view text, Graph* program = 
   const auto t0 = Clock::now();
   StatusOr<Module> module = parse_module(text);
   if (!module.ok()) return fail_or_skip(module.status());
-  const Function* main = module->find("main");
+  const Function* main = entry_function(*module);
   if (main == nullptr) {
-    out.detail = "no function @main";
+    out.detail = "no function @main, and not a single function to run instead";
     return out;
   }
   if (program != nullptr) *program = main->graph;
@@ -272,7 +304,7 @@ TestOutcome run_test_program(C& client, std::string_view text, Graph* program = 
     const Literal& expected = check.expected_literal
                                   ? *check.expected_literal
                                   : literals[static_cast<std::size_t>(check.expected_output)];
-    if (Status s = evaluate_check(check.kind, actual, expected); !s.ok()) {
+    if (Status s = evaluate_check(check.kind, actual, expected, check.tolerance); !s.ok()) {
       out.detail = str_cat("line ", check.line, ": ", s.message());
       if (marked_inaccurate(text)) {
         // Upstream's own interpreter fails it too: not a conformance failure.
@@ -295,6 +327,44 @@ TestOutcome run_test_program(C& client, std::string_view text, Graph* program = 
   }
   out.verdict = Verdict::kPass;
   return out;
+}
+
+}  // namespace detail
+
+/// Parses `text`, compiles its entry function (@main, or the module's only function) on
+/// `client`, runs it on the client's first device and evaluates every check. A file split
+/// into parts by `// -----` lines (split_input_file) runs part by part: it passes when every
+/// part does, fails with the first failing part, and is skipped otherwise when a part is.
+/// An UNIMPLEMENTED status from any step (an op or type the IR or the backend lacks) is a
+/// SKIP; any other error, and a check that does not hold, is a FAIL, but for a program marked
+/// RUN-DISABLED(inaccurate) (see marked_inaccurate), whose failed check is a SKIP that says so.
+/// `program` (optional) receives the parsed entry function of the last part run.
+/// Thread-compatible: as thread-safe as the client's compile and execute.
+template <CompilingClient C>
+TestOutcome run_test_program(C& client, std::string_view text, Graph* program = nullptr) {
+  const std::vector<std::string> parts = split_input_file(text);
+  if (parts.size() == 1) return detail::run_test_module(client, text, program);
+  TestOutcome all;
+  all.verdict = Verdict::kPass;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    // A part without a function runs nothing, as in StableHLO's interpreter.
+    if (parts[i].find("func.func") == std::string::npos) continue;
+    TestOutcome one = detail::run_test_module(client, parts[i], program);
+    all.compile_ms += one.compile_ms;
+    all.run_ms += one.run_ms;
+    if (one.verdict == Verdict::kPass) continue;
+    const std::string where = str_cat("part ", i + 1, " of ", parts.size(), ": ", one.detail);
+    if (one.verdict == Verdict::kFail) {
+      all.verdict = Verdict::kFail;
+      all.detail = where;
+      return all;
+    }
+    if (all.verdict == Verdict::kPass) {
+      all.verdict = Verdict::kSkip;
+      all.detail = where;
+    }
+  }
+  return all;
 }
 
 }  // namespace pjrt_lite::stablehlo

@@ -6,6 +6,7 @@
 // assertions, dynamic shapes) are read by annotations.hpp, jaxlib's LAPACK calls by
 // lapack_calls.hpp.
 
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
@@ -162,6 +163,12 @@ inline StatusOr<OpResult> add_check(Context& ctx, std::string_view target,
       continue;
     }
     if (key == "has_side_effect" || key == "call_target_name" || key == "api_version") continue;
+    if (key == "tolerance" && (value.kind == AttrValue::Kind::kFloat || value.kind == AttrValue::Kind::kInt)) {
+      // expect_almost_eq's own tolerance (`tolerance = 0.1`).
+      c.tolerance = std::strtod(value.text.c_str(), nullptr);
+      if (!(c.tolerance >= 0))
+        return error_at(value.pos, str_cat(target, ": the tolerance ", value.text, " is not a non-negative number"));
+    }
     c.attributes.emplace_back(key, attr_text(value));
   }
   if (is_const) {
@@ -229,7 +236,54 @@ inline StatusOr<OpResult> build_check(Context& ctx, const OpSyntax& op, OpParts&
 inline bool is_known_custom_call(std::string_view target) {
   bool is_const = false;
   return is_annotation_custom_call(target) || lapack_target(target).has_value() ||
-         check_kind(target, is_const).has_value();
+         check_kind(target, is_const).has_value() || target == "check.eq";
+}
+
+/// The absolute tolerance of `custom_call @check.eq` on floating-point values, as StableHLO's
+/// interpreter compares them (integers must be equal).
+inline constexpr double kCheckEqTolerance = 1e-4;
+
+/// `%ok = stablehlo.custom_call @check.eq(%actual, %expected) : (T, T) -> tensor<i1>`, the
+/// older check that JAX's quantized test programs use: recorded as expect_eq for integers and
+/// booleans and as expect_almost_eq with kCheckEqTolerance otherwise, and returning whether
+/// it holds, computed in the graph (every element equal, or within the tolerance).
+inline StatusOr<OpResult> build_check_eq(Context& ctx, OpParts& p) {
+  if (p.operands.size() != 2)
+    return error_at(p.pos, str_cat("check.eq takes 2 operands, got ", p.operands.size()));
+  if (p.type.function.results.size() != 1 || p.type.function.results[0].dtype() != DType::kPred ||
+      p.type.function.results[0].rank() != 0)
+    return error_at(p.type.pos, "check.eq returns one tensor<i1>");
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape a, ctx.b.shape(p.operands[0]));
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape e, ctx.b.shape(p.operands[1]));
+  if (!a.same_type_and_dims(e))
+    return error_at(p.pos, str_cat("check.eq: the checked value has type ", tensor_type_name(a),
+                                   " but the expected value has ", tensor_type_name(e)));
+  Check c;
+  c.target = "check.eq";
+  c.line = p.pos.line;
+  c.actual = p.operands[0];
+  c.expected = p.operands[1];
+  const bool exact = !is_floating(a.dtype()) && !is_complex(a.dtype());
+  c.kind = exact ? CheckKind::kEq : CheckKind::kAlmostEq;
+  c.tolerance = kCheckEqTolerance;
+  ctx.checks->push_back(std::move(c));
+  GraphBuilder& b = ctx.b;
+  Value holds;
+  if (exact) {
+    holds = b.compare(p.operands[0], p.operands[1], ComparisonDirection::kEq);
+  } else {
+    const Value diff = b.abs(b.subtract(p.operands[0], p.operands[1]));
+    PJRT_LITE_ASSIGN_OR_RETURN(Shape d, b.shape(diff));
+    Literal tol = *Literal::scalar(kCheckEqTolerance).convert(d.dtype());
+    holds = b.compare(diff, b.broadcast_in_dim(b.constant(std::move(tol)), {d.dims().begin(), d.dims().end()}, {}),
+                      ComparisonDirection::kLe);
+  }
+  std::vector<std::int64_t> all(static_cast<std::size_t>(a.rank()));
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
+  OpResult out;
+  out.values.push_back(b.reduce(holds, b.constant(true), OpCode::kAnd, std::move(all)));
+  PJRT_LITE_RETURN_IF_ERROR(b.status().with_context("check.eq"));
+  return out;
 }
 
 /// `stablehlo.custom_call @target(%a, %b) {attrs} : (T, T) -> ()`.
@@ -263,6 +317,10 @@ inline StatusOr<OpResult> build_custom_call(Context& ctx, const OpSyntax& op, Op
   if (lapack_target(target->text)) return build_lapack_call(ctx, target->text, p);
   if (!p.type.functional)
     return error_at(p.type.pos, "a custom call's type must be a function type (...) -> (...)");
+  if (target->text == "check.eq") {
+    if (ctx.checks == nullptr) return unsupported_at(p.pos, "a check inside a region (check.eq)");
+    return build_check_eq(ctx, p);
+  }
   if (!p.type.function.results.empty())
     return error_at(p.type.pos,
                     str_cat(target->text, " returns nothing, but its type lists results"));

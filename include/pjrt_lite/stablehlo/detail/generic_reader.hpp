@@ -16,6 +16,7 @@
 #include "pjrt_lite/ir/op.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
+#include "pjrt_lite/stablehlo/detail/quantized_ops.hpp"
 #include "pjrt_lite/stablehlo/detail/op_table.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 
@@ -98,7 +99,7 @@ inline StatusOr<OpResult> read_generic_op(Reader& r, Context& ctx, std::string_v
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, r.parse_op_type());
   if (!p.type.functional)
     return error_at(p.type.pos, "a generic op's type must be a function type (...) -> ...");
-  return op->build(ctx, *op, p);
+  return build_op(ctx, *op, p);
 }
 
 }  // namespace pjrt_lite::stablehlo::detail

@@ -22,6 +22,7 @@
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
 #include "pjrt_lite/stablehlo/detail/pretty_forms.hpp"
 #include "pjrt_lite/stablehlo/detail/pretty_region_forms.hpp"
+#include "pjrt_lite/stablehlo/detail/quantized_ops.hpp"
 #include "pjrt_lite/stablehlo/detail/shape_refinement.hpp"
 
 namespace pjrt_lite::inline v0_1::stablehlo::detail {
@@ -56,12 +57,12 @@ inline constexpr OpSyntax kOpTable[] = {
     {"stablehlo.dynamic_gather",          OpCode::kParameter,               3,         1,         nullptr,                 nullptr,                build_dynamic},
     {"stablehlo.dynamic_conv",            OpCode::kParameter,               3,         1,         nullptr,                 nullptr,                build_dynamic},
     {"interpreter.run_parallel",          OpCode::kParameter,               kVariadic, kVariadic, nullptr,                 nullptr,                build_run_parallel},
-    {"check.expect_eq",                   OpCode::kParameter,               2,         0,         pretty_check,            nullptr,                build_check, false},
-    {"check.expect_eq_const",             OpCode::kParameter,               1,         0,         pretty_check,            nullptr,                build_check, false},
-    {"check.expect_close",                OpCode::kParameter,               2,         0,         pretty_check,            nullptr,                build_check, false},
-    {"check.expect_close_const",          OpCode::kParameter,               1,         0,         pretty_check,            nullptr,                build_check, false},
-    {"check.expect_almost_eq",            OpCode::kParameter,               2,         0,         pretty_check,            nullptr,                build_check, false},
-    {"check.expect_almost_eq_const",      OpCode::kParameter,               1,         0,         pretty_check,            nullptr,                build_check, false},
+    {"check.expect_eq",                   OpCode::kParameter,               2,         0,         pretty_check,            nullptr,                build_check},
+    {"check.expect_eq_const",             OpCode::kParameter,               1,         0,         pretty_check,            nullptr,                build_check},
+    {"check.expect_close",                OpCode::kParameter,               2,         0,         pretty_check,            nullptr,                build_check},
+    {"check.expect_close_const",          OpCode::kParameter,               1,         0,         pretty_check,            nullptr,                build_check},
+    {"check.expect_almost_eq",            OpCode::kParameter,               2,         0,         pretty_check,            nullptr,                build_check},
+    {"check.expect_almost_eq_const",      OpCode::kParameter,               1,         0,         pretty_check,            nullptr,                build_check},
     // Sources.
     {"stablehlo.constant",                OpCode::kConstant,                0,         1,         pretty_constant,         read_constant,          build_node},
     // MLIR's arith dialect spells a dense tensor constant this way too (`arith.constant dense<...> : T`).
@@ -172,6 +173,9 @@ inline constexpr OpSyntax kOpTable[] = {
     {"stablehlo.collective_permute",      OpCode::kCollectivePermute,       1,         1,         nullptr,                 read_collective,        build_node},
     {"stablehlo.collective_broadcast",    OpCode::kCollectiveBroadcast,     kVariadic, kVariadic, nullptr,                 read_collective,        build_node},
     {"chlo.top_k",                        OpCode::kTopK,                    1,         2,         pretty_top_k,            read_top_k,             build_node},
+    // Quantization (quantized_ops.hpp): ops of the IR's own.
+    {"stablehlo.uniform_quantize",        OpCode::kParameter,               1,         1,         pretty_operands,         nullptr,                build_uniform_quantize},
+    {"stablehlo.uniform_dequantize",      OpCode::kParameter,               1,         1,         pretty_operands,         nullptr,                build_uniform_quantize},
 };
 // clang-format on
 
@@ -217,7 +221,7 @@ inline bool is_known_unsupported_op(std::string_view name) {
       "infeed", "outfeed", "recv",
       "rng", "send",
       "set_dimension_size", "torch_index_select", "trace",
-      "unary_einsum", "uniform_dequantize", "uniform_quantize"};
+      "unary_einsum"};
   // clang-format on
   for (std::string_view n : kNames)
     if (n == name) return true;

@@ -10,6 +10,7 @@
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
+#include "pjrt_lite/stablehlo/detail/quantized_ops.hpp"
 #include "pjrt_lite/stablehlo/detail/op_table.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 
@@ -40,7 +41,7 @@ inline StatusOr<OpResult> read_pretty_op(Reader& r, Context& ctx, std::string_vi
   OpParts parts;
   parts.pos = pos;
   PJRT_LITE_RETURN_IF_ERROR(op->pretty(r, ctx, *op, parts));
-  return op->build(ctx, *op, parts);
+  return build_op(ctx, *op, parts);
 }
 
 }  // namespace pjrt_lite::stablehlo::detail

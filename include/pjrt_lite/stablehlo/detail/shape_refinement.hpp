@@ -33,6 +33,7 @@
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/detail/op_attributes.hpp"
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
+#include "pjrt_lite/stablehlo/detail/quantized_ops.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 #include "pjrt_lite/stablehlo/types.hpp"
 
@@ -333,7 +334,7 @@ inline StatusOr<OpResult> build_static_form(Context& ctx, std::string_view name,
   }
   t.function.results = std::move(results);
   p.type = std::move(t);
-  PJRT_LITE_ASSIGN_OR_RETURN(OpResult out, op->build(ctx, *op, p));
+  PJRT_LITE_ASSIGN_OR_RETURN(OpResult out, build_op(ctx, *op, p));
   PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, p.pos));
   return out;
 }

@@ -6,6 +6,7 @@
 // Y".
 
 #include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -136,6 +137,17 @@ class Reader {
   /// A ranked tensor type of an element type the IR has. Valid types the IR lacks (dynamic
   /// dimensions, f8 types, tokens, tuples, scalars) are UNIMPLEMENTED.
   StatusOr<Shape> parse_type() {
+    last_quant_.reset();
+    StatusOr<Shape> type = parse_type_once();
+    if (log_types_) type_log_.push_back(last_quant_);
+    return type;
+  }
+
+  /// The quantized element type of the last type read, if it had one.
+  [[nodiscard]] const std::optional<QuantType>& last_quant() const { return last_quant_; }
+
+ private:
+  StatusOr<Shape> parse_type_once() {
     Token t = lex_.next();
     if (t.is_ident("tensor")) return parse_tensor_body(t.pos);
     if (t.kind == TokenKind::kBangId) return unsupported_at(t.pos, str_cat("type ", t.text));
@@ -147,6 +159,8 @@ class Reader {
     }
     return error_at(t.pos, str_cat("expected a type such as tensor<2xf32>, found ", describe(t)));
   }
+
+ public:
 
   /// `T0, T1, ...` (at least one).
   StatusOr<std::vector<Shape>> parse_type_list() {
@@ -194,6 +208,17 @@ class Reader {
   StatusOr<OpType> parse_op_type() {
     OpType t;
     t.pos = lex_.next_pos();
+    type_log_.clear();
+    log_types_ = true;
+    StatusOr<OpType> read = parse_op_type_types(std::move(t));
+    log_types_ = false;
+    if (read.ok()) read->quant = std::move(type_log_);
+    type_log_.clear();
+    return read;
+  }
+
+ private:
+  StatusOr<OpType> parse_op_type_types(OpType t) {
     if (lex_.peek().is('(')) {
       t.functional = true;
       PJRT_LITE_ASSIGN_OR_RETURN(t.function, parse_function_type());
@@ -216,6 +241,8 @@ class Reader {
     }
     return t;
   }
+
+ public:
 
   // ---- Attributes -----------------------------------------------------------------------
 
@@ -557,8 +584,21 @@ class Reader {
         return error_at(type_pos, str_cat("tensor rank exceeds the limit of ", kMaxRank));
     }
     const SourcePos elem_pos = lex_.pos();
-    if (lex_.peek_char() == '!')
-      return unsupported_at(elem_pos, "quantized or dialect element types");
+    if (lex_.peek_char() == '!') {
+      PJRT_LITE_ASSIGN_OR_RETURN(QuantType q, parse_quant_element(elem_pos));
+      skip_spaces();
+      if (lex_.peek_char() != '>')
+        return error_at(lex_.pos(), str_cat("expected '>' to end the tensor type, found '",
+                                            std::string(1, lex_.peek_char()), "'"));
+      lex_.advance();
+      for (std::int64_t d : dims)
+        if (d == kDynamicDim)
+          return unsupported_at(type_pos, "a quantized tensor type with a dimension '?'");
+      PJRT_LITE_RETURN_IF_ERROR(check_quant_dims(q, dims, type_pos));
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape shape, Shape::make(q.storage, dims));
+      last_quant_ = std::move(q);
+      return shape;
+    }
     std::string name;
     while (is_letter(lex_.peek_char()) || is_digit(lex_.peek_char()) || lex_.peek_char() == '_') {
       name += lex_.peek_char();
@@ -608,8 +648,155 @@ class Reader {
     return shape;
   }
 
+  // ---- Quantized element types ------------------------------------------------------------
+
+  /// `!quant.uniform<Storage[<min:max>]:Expressed[:axis], Params>` from its '!' (the spec's
+  /// QuantizedTensorElementType), checked against constraints C1-C11.
+  StatusOr<QuantType> parse_quant_element(SourcePos pos) {
+    std::string word;
+    auto read_word = [&] {
+      word.clear();
+      while (is_letter(lex_.peek_char()) || is_digit(lex_.peek_char()) || lex_.peek_char() == '_' ||
+             lex_.peek_char() == '.' || lex_.peek_char() == '!') {
+        word += lex_.peek_char();
+        lex_.advance();
+      }
+    };
+    auto skip = [&] {
+      while (lex_.peek_char() == ' ' || lex_.peek_char() == '\t' || lex_.peek_char() == '\n' ||
+             lex_.peek_char() == '\r')
+        lex_.advance();
+    };
+    auto expect_char = [&](char c, std::string_view what) -> Status {
+      skip();
+      if (lex_.peek_char() != c)
+        return error_at(lex_.pos(), str_cat("expected '", std::string(1, c), "' ", what,
+                                            " in a quantized type, found '",
+                                            std::string(1, lex_.peek_char()), "'"));
+      lex_.advance();
+      return ok_status();
+    };
+    // A number as written: sign, digits, '.', exponent.
+    auto read_number = [&] {
+      skip();
+      std::string n;
+      auto take = [&] {
+        n += lex_.peek_char();
+        lex_.advance();
+      };
+      if (lex_.peek_char() == '-' || lex_.peek_char() == '+') take();
+      while (is_digit(lex_.peek_char()) || lex_.peek_char() == '.' || lex_.peek_char() == 'e' ||
+             lex_.peek_char() == 'E' ||
+             ((lex_.peek_char() == '-' || lex_.peek_char() == '+') &&
+              (n.ends_with('e') || n.ends_with('E'))))
+        take();
+      return n;
+    };
+    auto to_int = [&](const std::string& n, std::string_view what) -> StatusOr<std::int64_t> {
+      std::int64_t v = 0;
+      const auto [end, ec] = std::from_chars(n.data(), n.data() + n.size(), v);
+      if (n.empty() || ec != std::errc() || end != n.data() + n.size())
+        return error_at(lex_.pos(), str_cat("expected an integer ", what, " in a quantized type, found '", n, "'"));
+      return v;
+    };
+    read_word();
+    if (word != "!quant.uniform")
+      return unsupported_at(pos, str_cat("the element type ", word.empty() ? "!..." : word));
+    PJRT_LITE_RETURN_IF_ERROR(expect_char('<', "after !quant.uniform"));
+    QuantType q;
+    skip();
+    read_word();
+    // The quant dialect spells storage types i8 and u8 (StableHLO's ui8 is read too).
+    std::string storage = word;
+    if (storage.starts_with("u") && !storage.starts_with("ui")) storage.insert(1, "i");
+    const std::optional<DType> st = dtype_from_element_type(storage);
+    if (!st || !is_integral(*st) || *st == DType::kPred)
+      return error_at(pos, str_cat("the storage type of a quantized type must be an integer type, found '", word, "'"));
+    if (bit_width(*st) > 32) return unsupported_at(pos, str_cat("a quantized type stored in ", word));
+    q.storage = *st;
+    const int bits = bit_width(q.storage);
+    const bool is_signed = is_signed_integral(q.storage);
+    const std::int64_t type_min = is_signed ? -(std::int64_t{1} << (bits - 1)) : 0;
+    const std::int64_t type_max = is_signed ? (std::int64_t{1} << (bits - 1)) - 1 : (std::int64_t{1} << bits) - 1;
+    q.storage_min = type_min;
+    q.storage_max = type_max;
+    skip();
+    if (lex_.peek_char() == '<') {
+      lex_.advance();
+      PJRT_LITE_ASSIGN_OR_RETURN(q.storage_min, to_int(read_number(), "storage minimum"));
+      PJRT_LITE_RETURN_IF_ERROR(expect_char(':', "between the storage minimum and maximum"));
+      PJRT_LITE_ASSIGN_OR_RETURN(q.storage_max, to_int(read_number(), "storage maximum"));
+      PJRT_LITE_RETURN_IF_ERROR(expect_char('>', "after the storage range"));
+      if (!(type_min <= q.storage_min && q.storage_min < q.storage_max && q.storage_max <= type_max))
+        return error_at(pos, str_cat("the storage range <", q.storage_min, ":", q.storage_max,
+                                     "> of a quantized type is empty or outside ", word));
+    }
+    PJRT_LITE_RETURN_IF_ERROR(expect_char(':', "after the storage type"));
+    skip();
+    read_word();
+    const std::optional<DType> ex = dtype_from_element_type(word);
+    if (!ex || !is_floating(*ex) || is_narrow(*ex))
+      return error_at(pos, str_cat("the expressed type of a quantized type must be f16, bf16, f32 or f64, found '", word, "'"));
+    q.expressed = *ex;
+    skip();
+    if (lex_.peek_char() == ':') {
+      lex_.advance();
+      PJRT_LITE_ASSIGN_OR_RETURN(q.axis, to_int(read_number(), "quantization dimension"));
+      if (q.axis < 0) return error_at(pos, "the quantization dimension of a quantized type is negative");
+    }
+    PJRT_LITE_RETURN_IF_ERROR(expect_char(',', "before the scales"));
+    skip();
+    const bool list = lex_.peek_char() == '{';
+    if (list) lex_.advance();
+    while (true) {
+      const std::string scale_text = read_number();
+      double scale = 0;
+      const auto [end, ec] = std::from_chars(scale_text.data(), scale_text.data() + scale_text.size(), scale);
+      if (scale_text.empty() || ec != std::errc() || end != scale_text.data() + scale_text.size())
+        return error_at(lex_.pos(), str_cat("expected a scale in a quantized type, found '", scale_text, "'"));
+      if (!(scale > 0) || !std::isfinite(scale))
+        return error_at(pos, str_cat("the scale ", scale_text, " of a quantized type is not positive and finite"));
+      std::int64_t zero_point = 0;
+      skip();
+      if (lex_.peek_char() == ':') {
+        lex_.advance();
+        PJRT_LITE_ASSIGN_OR_RETURN(zero_point, to_int(read_number(), "zero point"));
+      }
+      if (zero_point < q.storage_min || zero_point > q.storage_max)
+        return error_at(pos, str_cat("the zero point ", zero_point, " of a quantized type is outside its storage range [",
+                                     q.storage_min, ", ", q.storage_max, "]"));
+      q.scales.push_back(scale);
+      q.zero_points.push_back(zero_point);
+      skip();
+      if (!list || lex_.peek_char() != ',') break;
+      lex_.advance();
+    }
+    if (list) PJRT_LITE_RETURN_IF_ERROR(expect_char('}', "after the scales"));
+    PJRT_LITE_RETURN_IF_ERROR(expect_char('>', "to end !quant.uniform<...>"));
+    if (!q.per_axis() && q.scales.size() != 1)
+      return error_at(pos, "a per-tensor quantized type has one scale and zero point; name a quantization "
+                           "dimension (`:f32:1, {...}`) for several");
+    return q;
+  }
+
+  /// C12-C13: a per-axis type's dimension exists and has one scale per index.
+  static Status check_quant_dims(const QuantType& q, const std::vector<std::int64_t>& dims, SourcePos pos) {
+    if (!q.per_axis()) return ok_status();
+    if (q.axis >= static_cast<std::int64_t>(dims.size()))
+      return error_at(pos, str_cat("the quantization dimension ", q.axis, " of a rank-", dims.size(),
+                                   " tensor type does not exist"));
+    if (dims[static_cast<std::size_t>(q.axis)] != static_cast<std::int64_t>(q.scales.size()))
+      return error_at(pos, str_cat("the quantization dimension ", q.axis, " has size ",
+                                   dims[static_cast<std::size_t>(q.axis)], " but the type lists ",
+                                   q.scales.size(), " scales"));
+    return ok_status();
+  }
+
   Lexer lex_;
   bool index_as_i64_ = false;  // inside a dense attribute's type
+  std::optional<QuantType> last_quant_;
+  bool log_types_ = false;  // inside parse_op_type: every type's quantization goes to the log
+  std::vector<std::optional<QuantType>> type_log_;
 };
 
 }  // namespace pjrt_lite::stablehlo::detail

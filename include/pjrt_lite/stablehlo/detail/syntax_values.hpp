@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <string_view>
@@ -18,6 +19,23 @@
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 
 namespace pjrt_lite::inline v0_1::stablehlo::detail {
+
+/// A quantized element type, `!quant.uniform<i8<-127:127>:f32:1, {0.1:-3, 0.2:4}>`: integers
+/// of `storage` in [storage_min, storage_max] standing for (q - zero_point) * scale in
+/// `expressed`. Per-tensor (one scale and zero point, axis -1) or per-axis (one pair per index
+/// of dimension `axis`). Values of a quantized type are their storage integers in the IR.
+struct QuantType {
+  DType storage = DType::kS8;
+  std::int64_t storage_min = 0;
+  std::int64_t storage_max = 0;
+  DType expressed = DType::kF32;
+  std::int64_t axis = -1;
+  std::vector<double> scales;
+  std::vector<std::int64_t> zero_points;
+
+  [[nodiscard]] bool per_axis() const { return axis >= 0; }
+  friend bool operator==(const QuantType&, const QuantType&) = default;
+};
 
 /// `(T0, T1) -> (R0)`.
 struct FunctionType {
@@ -32,6 +50,15 @@ struct OpType {
   FunctionType function;     // when functional
   std::vector<Shape> types;  // otherwise
   SourcePos pos;
+  /// Per type as written (function inputs, then results; or `types`), its quantized element
+  /// type, if it has one: the Shape is then the storage type's.
+  std::vector<std::optional<QuantType>> quant;
+
+  [[nodiscard]] bool quantized() const {
+    for (const auto& q : quant)
+      if (q) return true;
+    return false;
+  }
 };
 
 struct AttrEntry;
