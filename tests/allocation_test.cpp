@@ -256,15 +256,20 @@ class CountingScope {
   }
 };
 
+/// The executes a steady-state count covers: 100, and 10 under a sanitizer, where each one is
+/// many times slower (-O0 in CI) and one allocation or lock per execute shows all the same.
+constexpr int kSteadyExecutes = PJRT_LITE_INTERPOSE ? 100 : 10;
+constexpr const char* kSteadyLoop = PJRT_LITE_INTERPOSE ? "100 executes" : "10 executes";
+
 /// A steady state takes no lock: no mutex anywhere in the process while it runs, on the
 /// calling thread or on the pool's workers running its parallel parts.
 void check_no_lock(const Counts& counts) {
   if constexpr (PJRT_LITE_INTERPOSE)
-    CHECK_COUNT(counts.locks == 0, "mutex locks in 100 executes: ", counts.locks);
+    CHECK_COUNT(counts.locks == 0, "mutex locks in ", kSteadyLoop, ": ", counts.locks);
 }
 
 /// No allocation or deallocation on the calling thread, none on any thread, and no lock, in
-/// `what` ("100 executes").
+/// `what` (kSteadyLoop).
 void check_steady(const Counts& counts, const std::string& what) {
   CHECK_COUNT(counts.allocations == 0, "allocations in ", what, ": ", counts.allocations);
   CHECK_COUNT(counts.deallocations == 0, "deallocations in ", what, ": ", counts.deallocations);
@@ -336,8 +341,8 @@ Status control_loop(cpu::LoadedExecutable<E>& exe, std::span<cpu::Buffer<E>* con
   return ok_status();
 }
 
-/// Compiles `graph`, warms it up, then counts the allocations of 100 executes (each fed
-/// `feed` into its first argument, if given).
+/// Compiles `graph`, warms it up, then counts the allocations of kSteadyExecutes executes
+/// (each fed `feed` into its first argument, if given).
 template <class E>
 Counts count_steady_state(cpu::Client<E>& client, const Graph& graph,
                           std::vector<cpu::Buffer<E>*> args, std::vector<std::vector<float>>& host,
@@ -354,7 +359,7 @@ Counts count_steady_state(cpu::Client<E>& client, const Graph& graph,
   Status status;
   {
     CountingScope scope;
-    status = control_loop<E>(*exe, args, host, results, options, 100, feed);
+    status = control_loop<E>(*exe, args, host, results, options, kSteadyExecutes, feed);
     counts = scope.stop();
   }
   REQUIRE_MESSAGE(status.ok(), status.to_string());
@@ -383,7 +388,7 @@ void check_mlp_layer(cpu::Client<E>& client) {
   std::vector<std::vector<float>> host{std::vector<float>(kBatch * kOut)};
   // The input is written in place before every execute, as a control loop feeds each tick.
   Counts counts = count_steady_state<E>(client, graph, {&xb, &wb, &bb}, host, &xs);
-  check_steady(counts, "100 executes");
+  check_steady(counts, kSteadyLoop);
 
   CHECK(max_error(host[0], [](std::size_t index) {
           const auto i = static_cast<std::int64_t>(index) / kOut,
@@ -415,7 +420,7 @@ void check_elementwise_chain(cpu::Client<E>& client) {
 
   std::vector<std::vector<float>> host{std::vector<float>(kChain), std::vector<float>(kChain)};
   Counts counts = count_steady_state<E>(client, graph, {&ub, &vb}, host);
-  check_steady(counts, "100 executes");
+  check_steady(counts, kSteadyLoop);
 
   // Relative to max(1, |expected|), as the fused kernels compute in f32.
   CHECK(max_error(host[0], [](std::size_t i) {
@@ -463,7 +468,7 @@ void check_control_flow(cpu::Client<E>& client) {
   auto ub = upload(client, us, {kChain});
   std::vector<std::vector<float>> host{std::vector<float>(kChain)};
   Counts counts = count_steady_state<E>(client, graph, {&ub}, host);
-  check_steady(counts, "100 executes");
+  check_steady(counts, kSteadyLoop);
   const double scale = std::ldexp(1.0, -kHalvings);
   CHECK(max_error(host[0], [&](std::size_t i) {
           return u_at(static_cast<std::int64_t>(i)) * scale + 2 * (1 - scale);
@@ -494,7 +499,7 @@ void check_sort_and_top_k(cpu::Client<E>& client) {
   std::vector<std::vector<float>> host{std::vector<float>(n), std::vector<float>(n),
                                        std::vector<float>(5), std::vector<float>(n)};
   Counts counts = count_steady_state<E>(client, graph, {&ub, &vb}, host);
-  check_steady(counts, "100 executes");
+  check_steady(counts, kSteadyLoop);
 
   std::vector<std::size_t> order(n);
   for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
@@ -976,8 +981,10 @@ TEST_CASE(
   ExecuteOptions async;
   async.mode = ExecutionMode::kAsynchronous;
   const Counts counts = count_steady_state<cpu::ThreadPool>(*client, graph, {&ub, &vb}, host, nullptr, async);
-  CHECK_COUNT(counts.allocations == 100, "allocations on the caller in 100 executes: ", counts.allocations);
-  CHECK_COUNT(counts.any_thread == 100, "allocations on all threads in 100 executes: ", counts.any_thread);
+  CHECK_COUNT(counts.allocations == kSteadyExecutes, "allocations on the caller in ", kSteadyLoop,
+              ": ", counts.allocations);
+  CHECK_COUNT(counts.any_thread == kSteadyExecutes, "allocations on all threads in ", kSteadyLoop,
+              ": ", counts.any_thread);
   check_no_lock(counts);
   CHECK(max_error(host[0], [&](std::size_t i) {
           return double(us[i]) * double(vs[i]) + std::tanh(double(us[i]));
@@ -1069,8 +1076,8 @@ TEST_CASE("allocation: with the memory pool off the same loop allocates and the 
   auto xb = upload(*client, xs, {256});
   std::vector<std::vector<float>> host{std::vector<float>(256)};
   Counts counts = count_steady_state<cpu::InlineExecutor>(*client, graph, {&xb}, host);
-  CHECK_COUNT(counts.allocations == 100);  // exactly the output block of each execute
-  CHECK_COUNT(counts.deallocations == 100);
+  CHECK_COUNT(counts.allocations == kSteadyExecutes);  // exactly the output block of each execute
+  CHECK_COUNT(counts.deallocations == kSteadyExecutes);
   CHECK(host[0][255] == -2.0f);
 }
 
