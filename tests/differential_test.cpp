@@ -160,9 +160,10 @@ compile cache see ordinary programs.
 
 Tested by `tests/quantized_test.cpp` (against the spec's formulas evaluated in double on
 scalars and 64-bit integer sums, on the CPU client and the reference interpreter) and by
-StableHLO's own quantized test programs (docs/conformance.md). Not yet: quantized function
-arguments carry no check that a caller's value has the declared quantization (the IR sees
-storage integers); the portable artifact's `!vhlo.quant_v1` types are UNIMPLEMENTED; the
+StableHLO's own quantized test programs (docs/conformance.md); portable artifacts read their
+quantized types (`!vhlo.quant_v1`, per tensor and per axis) into the same text
+(tests/stablehlo_bytecode_test.cpp). Not yet: quantized function arguments carry no check
+that a caller's value has the declared quantization (the IR sees storage integers); the
 requantization after an 8-bit product is its own element-wise loop, not fused into the
 product's epilogue.
 )";

@@ -15,6 +15,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <limits>
 #include <optional>
@@ -117,7 +118,7 @@ class VhloTables {
                        [&](const BcEntry& e, ByteCursor& c) -> StatusOr<VAttr> {
                          StatusOr<VAttr> a = decode_attr(e, c);
                          if (a.ok() || a.status().code() != StatusCode::kUnimplemented) return a;
-                         // A valid attribute without a StableHLO meaning here (a quantized
+                         // A valid attribute without a StableHLO meaning here (a buffer
                          // type, say): kept, and refused where an op uses it.
                          VAttr other;
                          other.text = std::string(a.status().message());
@@ -347,9 +348,8 @@ class VhloTables {
         return t;
       }
       case 24:
-      case 30: {
-        return unimplemented_error("portable artifact: quantized types (!vhlo.quant_v1) are not supported");
-      }
+      case 30:
+        return decode_quantized(code == 30, c);
       case 26: {
         return unimplemented_error("portable artifact: the type !vhlo.witness_v1 is not supported");
       }
@@ -364,6 +364,68 @@ class VhloTables {
                                            " is unknown (a newer StableHLO's type?)"));
       }
     }
+  }
+
+  /// UniformQuantizedV1Type (24: flags, storage type, expressed type, scale as an f64 APFloat,
+  /// zero point, storage min, max) and UniformQuantizedPerAxisV1Type (30: flags, storage,
+  /// expressed, quantized dimension, min, max, the scales, the zero points), as the
+  /// `!quant.uniform<...>` element type of their text. Flag bit 0: a signed storage type.
+  StatusOr<VType> decode_quantized(bool per_axis, ByteCursor& c) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t flags, c.varint());
+    PJRT_LITE_ASSIGN_OR_RETURN(const VType* storage, type(c));
+    PJRT_LITE_ASSIGN_OR_RETURN(const VType* expressed, type(c));
+    if (storage->kind != VType::Kind::kElement || !storage->is_int || storage->is_bool ||
+        expressed->kind != VType::Kind::kElement || expressed->is_int)
+      return c.error(str_cat("a quantized type stored in ", storage->text, " expressing ", expressed->text));
+    auto f64 = [&]() -> StatusOr<double> {
+      PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t bits, apint(c, 64));
+      return std::bit_cast<double>(bits);
+    };
+    std::uint64_t axis = 0;
+    std::vector<double> scales;
+    std::vector<std::int64_t> zero_points;
+    if (per_axis) {
+      PJRT_LITE_ASSIGN_OR_RETURN(axis, c.varint());
+    } else {
+      PJRT_LITE_ASSIGN_OR_RETURN(double scale, f64());
+      PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t zero_point, c.signed_varint());
+      scales.push_back(scale);
+      zero_points.push_back(zero_point);
+    }
+    PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t lo, c.signed_varint());
+    PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t hi, c.signed_varint());
+    if (per_axis) {
+      PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t n, c.count("quantization scales", 1));
+      for (std::uint64_t k = 0; k < n; ++k) {
+        PJRT_LITE_ASSIGN_OR_RETURN(double scale, f64());
+        scales.push_back(scale);
+      }
+      PJRT_LITE_ASSIGN_OR_RETURN(zero_points, signed_list(c));
+    }
+    // The storage integer type by its width, signed or not as the flags say (VHLO writes a
+    // signless iN).
+    std::string name = storage->element;
+    if (name.starts_with("ui")) name.erase(0, 2);
+    else if (name.starts_with("i")) name.erase(0, 1);
+    name = str_cat((flags & 1) ? "i" : "u", name);
+    VType t = element(name, storage->element_bytes, true, (flags & 1) == 0);
+    auto number = [](double v) {
+      char buf[32];
+      std::snprintf(buf, sizeof buf, "%.17g", v);
+      std::string out = buf;
+      if (out.find_first_of(".eEn") == std::string::npos) out += ".0";  // a float literal
+      return out;
+    };
+    t.text = str_cat("!quant.uniform<", name, "<", lo, ":", hi, ">:", expressed->text);
+    if (per_axis) t.text += str_cat(":", axis);
+    t.text += per_axis ? ", {" : ", ";
+    for (std::size_t k = 0; k < scales.size(); ++k)
+      t.text += str_cat(k ? "," : "", number(scales[k]), ":", k < zero_points.size() ? zero_points[k] : 0);
+    t.text += per_axis ? "}>" : ">";
+    if (per_axis && zero_points.size() != scales.size())
+      return c.error(str_cat("a per-axis quantized type with ", scales.size(), " scales and ", zero_points.size(),
+                             " zero points"));
+    return t;
   }
 
   // ---- Attributes -------------------------------------------------------------------------

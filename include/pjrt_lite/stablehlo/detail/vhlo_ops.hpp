@@ -219,7 +219,7 @@ inline std::string portable_artifacts_markdown() {
          "- what the text parser refuses (the ops and types above and in docs/ops.md), with the same\n"
          "  status code: collectives, infeed/outfeed/send/recv and tokens, bounded dimensions,\n"
          "  custom calls other than those above;\n"
-         "- what has no StableHLO text here: quantized (`!vhlo.quant_v1`), buffer and future types,\n"
+         "- what has no StableHLO text here: buffer and future types,\n"
          "  the sharding attributes (`#vhlo.mesh_v1`, `#vhlo.axis_ref_v1`, ...), attributes or types\n"
          "  kept in assembly form, regions with several blocks, and VHLO ops unknown to 1.20.0\n"
          "  (UNIMPLEMENTED naming them).\n\n"
