@@ -5,6 +5,8 @@
 //
 // A .mlir.bc file is a portable artifact (MLIR bytecode holding VHLO), read as its text would
 // be (stablehlo/bytecode.hpp).
+// A file split by `// -----` lines runs part by part (its verdict the worst part's), each
+// part's @main or its only function, as StableHLO's interpreter tests are written.
 // One line per file: PASS, FAIL (what differed and where) or SKIP (the unsupported op or
 // type); then "N passed, M failed, K skipped". Exits 1 if any file failed. Programs that
 // call `"interpreter.run_parallel"(...) {programs = [[@f, ...], ...]}` run the grid with one

@@ -148,8 +148,8 @@ func.func @main(%a: tensor<6xi8>, %b: tensor<6xi8>) -> (tensor<6xi8>, tensor<6xi
 
 TEST_CASE("quantized types: dot_general sums the integer products exactly") {
   // lhs zero point -128 (the shifted bytes are u8); rhs zero point 5 (the shifted values fit
-  // no byte) or 0; an i32 result scaled by lhs * rhs holds the sums themselves, and a
-  // requantized i8 result.
+  // no byte: the stored bytes are multiplied and the zero points' shares subtracted) or 0; an
+  // i32 result scaled by lhs * rhs holds the sums themselves, and a requantized i8 result.
   for (const int rhs_zp : {5, 0}) {
     CAPTURE(rhs_zp);
     const std::string rq = str_cat("!quant.uniform<i8:f32, 1.250000e-01:", rhs_zp, ">");
@@ -180,13 +180,50 @@ func.func @main(%a: tensor<4x40xi8>, %b: tensor<40x3xi8>) -> (tensor<4x3xi32>, t
         CHECK(re[static_cast<std::size_t>(i * 3 + j)] ==
               quantize_one(static_cast<double>(acc) * 4.8828125E-4, 0.0625, -7, -128, 127));
       }
-    // With both operands' shifted values in bytes, the CPU multiplies bytes.
+    // Either way the CPU multiplies bytes.
     const Graph g = require_ok(require_ok(stablehlo::parse_module(text)).main());
     auto client = cpu::Client<>::create({.device_count = 1}).value();
     auto exe = client->compile(g);
     REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
-    CHECK(contains(exe->optimized_program_text(), "(8-bit") == (rhs_zp == 0));
+    CHECK(contains(exe->optimized_program_text(), "(8-bit"));
   }
+}
+
+TEST_CASE("quantized types: a batched dot_general with zero points that fit no byte multiplies the stored bytes") {
+  // lhs [free 5, batch 2, contracting 6] zero point 3, rhs [batch 2, contracting 6, free 3]
+  // zero point -7: the result [2, 5, 3] is the stored bytes' products less the zero points'
+  // shares.
+  const std::string text = R"(
+func.func @main(%a: tensor<5x2x6xi8>, %b: tensor<2x6x3xi8>) -> tensor<2x5x3xi32> {
+  %qa = stablehlo.bitcast_convert %a : (tensor<5x2x6xi8>) -> tensor<5x2x6x!quant.uniform<i8:f32, 5.000000e-01:3>>
+  %qb = stablehlo.bitcast_convert %b : (tensor<2x6x3xi8>) -> tensor<2x6x3x!quant.uniform<i8:f32, 2.500000e-01:-7>>
+  %d = stablehlo.dot_general %qa, %qb, batching_dims = [1] x [0], contracting_dims = [2] x [1] : (tensor<5x2x6x!quant.uniform<i8:f32, 5.000000e-01:3>>, tensor<2x6x3x!quant.uniform<i8:f32, 2.500000e-01:-7>>) -> tensor<2x5x3x!quant.uniform<i32:f32, 1.250000e-01>>
+  %s = stablehlo.bitcast_convert %d : (tensor<2x5x3x!quant.uniform<i32:f32, 1.250000e-01>>) -> tensor<2x5x3xi32>
+  return %s : tensor<2x5x3xi32>
+})";
+  std::mt19937 rng(5);
+  std::vector<std::int8_t> a(60), b(36);
+  for (auto& v : a) v = static_cast<std::int8_t>(rng());
+  for (auto& v : b) v = static_cast<std::int8_t>(rng());
+  a[0] = -128;
+  b[0] = 127;
+  const std::vector<std::int64_t> got = ints_of(run_twice(text, {vec(a, {5, 2, 6}), vec(b, {2, 6, 3})})[0]);
+  for (int n = 0; n < 2; ++n)
+    for (int i = 0; i < 5; ++i)
+      for (int j = 0; j < 3; ++j) {
+        std::int64_t acc = 0;
+        for (int k = 0; k < 6; ++k)
+          acc += (a[static_cast<std::size_t>((i * 2 + n) * 6 + k)] - 3) * (b[static_cast<std::size_t>((n * 6 + k) * 3 + j)] + 7);
+        CAPTURE(n);
+        CAPTURE(i);
+        CAPTURE(j);
+        CHECK(got[static_cast<std::size_t>((n * 5 + i) * 3 + j)] == acc);
+      }
+  const Graph g = require_ok(require_ok(stablehlo::parse_module(text)).main());
+  auto client = cpu::Client<>::create({.device_count = 1}).value();
+  auto exe = client->compile(g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  CHECK(contains(exe->optimized_program_text(), "(8-bit"));
 }
 
 TEST_CASE("quantized types: a convolution with per-channel kernel scales into a per-channel result") {

@@ -321,6 +321,49 @@ inline std::int64_t product_result_dim(const Attributes& attrs, std::int64_t lhs
   return -1;
 }
 
+/// `acc` = sum over the contracting dimensions of lhs * rhs (s32), less the zero points'
+/// shares: - zr * sum(lhs) - zl * sum(rhs) + K * zl * zr, each sum broadcast to the result's
+/// dimensions (batch, lhs free, rhs free).
+inline StatusOr<Value> zero_point_shares(GraphBuilder& b, const DotDimensionNumbers& dot, Value acc, Value lhs,
+                                         Value rhs, std::int64_t zl, std::int64_t zr) {
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape out, b.shape(acc));
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape ls, b.shape(lhs));
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape rs, b.shape(rhs));
+  const std::vector<std::int64_t> out_dims = dims_of(out);
+  const auto nb = static_cast<std::int64_t>(dot.lhs_batching_dimensions.size());
+  auto contains = [](const std::vector<std::int64_t>& v, std::int64_t x) {
+    return std::find(v.begin(), v.end(), x) != v.end();
+  };
+  // The sum of `x` over `contracting`, times `zp`, broadcast to the result: a kept dimension
+  // of x goes to its batch position, or to `free_start` + its rank among x's free dimensions.
+  auto share = [&](Value x, std::int64_t rank, const std::vector<std::int64_t>& batch,
+                   const std::vector<std::int64_t>& contracting, std::int64_t free_start, std::int64_t zp) {
+    Value sum = b.reduce(x, b.constant(std::int32_t{0}), OpCode::kAdd, contracting);
+    std::vector<std::int64_t> to;
+    std::int64_t free = 0;
+    for (std::int64_t d = 0; d < rank; ++d) {
+      if (contains(contracting, d)) continue;
+      if (auto it = std::find(batch.begin(), batch.end(), d); it != batch.end()) to.push_back(it - batch.begin());
+      else to.push_back(free_start + free++);
+    }
+    Value scaled = b.multiply(sum, b.broadcast_in_dim(b.constant(static_cast<std::int32_t>(zp)), dims_of(*b.shape(sum)), {}));
+    return b.broadcast_in_dim(scaled, out_dims, to);
+  };
+  const std::int64_t lhs_free = ls.rank() - nb - static_cast<std::int64_t>(dot.lhs_contracting_dimensions.size());
+  if (zr != 0)
+    acc = b.subtract(acc, share(lhs, ls.rank(), dot.lhs_batching_dimensions, dot.lhs_contracting_dimensions, nb, zr));
+  if (zl != 0)
+    acc = b.subtract(acc, share(rhs, rs.rank(), dot.rhs_batching_dimensions, dot.rhs_contracting_dimensions,
+                                nb + lhs_free, zl));
+  if (zl != 0 && zr != 0) {
+    std::int64_t k = 1;
+    for (std::int64_t d : dot.lhs_contracting_dimensions) k *= ls.dim(d);
+    acc = b.add(acc, b.broadcast_in_dim(b.constant(static_cast<std::int32_t>(k * zl * zr)), out_dims, {}));
+  }
+  if (!b.ok()) return b.status();
+  return acc;
+}
+
 /// dot_general or convolution of two quantized operands into a quantized result, in integers
 /// (see the file comment); nullopt when the quantizations do not allow it (storage wider than
 /// 8 bits, a per-axis lhs, per-axis zero points of the rhs, a per-axis rhs over a dimension
@@ -371,8 +414,28 @@ inline std::optional<StatusOr<OpResult>> build_quantized_product(Context& ctx, c
     if (lo >= 0 && hi <= 255) return b.convert(b.convert(w, DType::kU8), DType::kS32);
     return w;
   };
-  p.operands[0] = integers(p.operands[0], lq);
-  p.operands[1] = integers(p.operands[1], rq);
+  // A dot_general whose shifted values do not fit bytes multiplies the stored bytes and
+  // subtracts the zero points' share afterwards: sum (l - zl)(r - zr) = sum l r - zr sum l -
+  // zl sum r + K zl zr, the sums over the contracting dimensions.
+  const auto* dot = std::get_if<DotDimensionNumbers>(&*attrs);
+  auto fits_byte = [](const QuantType& t) {
+    const int bits = bit_width(t.storage);
+    const bool is_signed = is_signed_integral(t.storage);
+    const std::int64_t lo = (is_signed ? -(std::int64_t{1} << (bits - 1)) : 0) - t.zero_points[0];
+    const std::int64_t hi = (is_signed ? (std::int64_t{1} << (bits - 1)) - 1 : (std::int64_t{1} << bits) - 1) -
+                            t.zero_points[0];
+    return (lo >= -128 && hi <= 127) || (lo >= 0 && hi <= 255);
+  };
+  const bool bytes = bit_width(lq.storage) == 8 && bit_width(rq.storage) == 8;
+  const bool corrected = dot != nullptr && bytes && !(fits_byte(lq) && fits_byte(rq));
+  const Value stored_lhs = p.operands[0], stored_rhs = p.operands[1];
+  if (corrected) {
+    p.operands[0] = b.convert(stored_lhs, DType::kS32);
+    p.operands[1] = b.convert(stored_rhs, DType::kS32);
+  } else {
+    p.operands[0] = integers(p.operands[0], lq);
+    p.operands[1] = integers(p.operands[1], rq);
+  }
   OpType t;
   t.functional = true;
   t.pos = p.type.pos;
@@ -387,6 +450,12 @@ inline std::optional<StatusOr<OpResult>> build_quantized_product(Context& ctx, c
   p.type = std::move(t);
   StatusOr<OpResult> sums = op.build(ctx, op, p);
   if (!sums.ok()) return sums;
+  if (corrected) {
+    StatusOr<Value> fixed = zero_point_shares(b, *dot, sums->values[0], p.operands[0], p.operands[1],
+                                              lq.zero_points[0], rq.per_axis() ? 0 : rq.zero_points[0]);
+    if (!fixed.ok()) return StatusOr<OpResult>(error_at(p.pos, fixed.status().message()));
+    sums->values[0] = *fixed;
+  }
   QuantLowering l(b, p.pos);
   StatusOr<Value> result = l.requantize_sums(sums->values[0], multiplier, scale_dim, oq);
   if (!result.ok()) return StatusOr<OpResult>(result.status());
