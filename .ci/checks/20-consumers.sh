@@ -12,7 +12,9 @@ if [ "$(id -u)" = 0 ]; then
 fi
 root=$PWD
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+# The background jobs of steps 2 and 3 end with the script, so they never write into a removed
+# $work after a failing step.
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$work"' EXIT
 step() { echo "-- $1: $((SECONDS - t0)) s"; t0=$SECONDS; }
 t0=$SECONDS
 
@@ -33,34 +35,48 @@ test -f "$work/prefix/$libdir/cmake/pjrt_lite/pjrt_liteConfigVersion.cmake"
 test -f "$work/prefix/include/pjrt_lite/cpu.hpp"
 step "install"
 
+# Steps 2 and 3 run in the background, beside each other and beside step 4, and step 5's two
+# compilers beside each other: each of those is a configure and one or two translation units,
+# which one after the other left a core idle for most of two minutes. Each writes its log to
+# $work/<name>.log, printed at the end with the job's time (or its failure).
+jobs_started=()
+background() {  # background <name> <command...>
+  ( t1=$SECONDS; "${@:2}"; echo "-- $1: $((SECONDS - t1)) s" ) >"$work/$1.log" 2>&1 &
+  jobs_started+=("$!:$1")
+}
+
 # 2. pkg-config: the flags name the installed headers and Eigen, and compile a light TU; then
 # pjrt_lite_cpu_kernels.pc builds and runs the whole consumer against the installed library.
 export PKG_CONFIG_PATH="$work/prefix/$libdir/pkgconfig"
-flags=$(pkg-config --cflags pjrt_lite)
-echo "pkg-config --cflags pjrt_lite: $flags"
-case "$flags" in *"$work/prefix/$libdir/pkgconfig/../../include"*eigen3*) ;; *) echo "unexpected flags" >&2; exit 1 ;; esac
-# shellcheck disable=SC2086
-g++ -std=c++20 $flags -fsyntax-only tests/consumer/light.cpp
-# shellcheck disable=SC2046
-g++ -std=c++20 -fno-exceptions -fno-rtti tests/consumer/main.cpp tests/consumer/light.cpp \
-  $(pkg-config --cflags --libs pjrt_lite_cpu_kernels) -o "$work/consumer-pkg-config"
-"$work/consumer-pkg-config"
-step "pkg-config"
+pkg_config_consumer() {
+  flags=$(pkg-config --cflags pjrt_lite)
+  echo "pkg-config --cflags pjrt_lite: $flags"
+  case "$flags" in *"$work/prefix/$libdir/pkgconfig/../../include"*eigen3*) ;; *) echo "unexpected flags" >&2; exit 1 ;; esac
+  # shellcheck disable=SC2086
+  g++ -std=c++20 $flags -fsyntax-only tests/consumer/light.cpp
+  # shellcheck disable=SC2046
+  g++ -std=c++20 -fno-exceptions -fno-rtti tests/consumer/main.cpp tests/consumer/light.cpp \
+    $(pkg-config --cflags --libs pjrt_lite_cpu_kernels) -o "$work/consumer-pkg-config"
+  "$work/consumer-pkg-config"
+}
+background pkg-config pkg_config_consumer
 
 # 3. The consumer, each way. The installed package links pjrt_lite::cpu_kernels and runs a whole
 # program; add_subdirectory and FetchContent, whose headers are the same files, build the light
 # consumer (no kernels, which would cost a minute each). The header-only way of compiling the
 # kernels inline is the README build's examples/device_put.
 commit=$(git rev-parse HEAD 2>/dev/null || echo HEAD)
-for mode in package subdirectory fetchcontent; do
-  kernels=none
+consumer() {  # consumer <mode>
+  local mode=$1 kernels=none
   [ "$mode" = package ] && kernels=library
-  cmake -S tests/consumer -B "$work/consumer-$mode" -DCMAKE_BUILD_TYPE=Debug -DPJRT_LITE_CONSUMER_MODE=$mode \
+  cmake -S tests/consumer -B "$work/consumer-$mode" -DCMAKE_BUILD_TYPE=Debug -DPJRT_LITE_CONSUMER_MODE="$mode" \
     -DPJRT_LITE_CONSUMER_KERNELS=$kernels \
     -DCMAKE_PREFIX_PATH="$work/prefix" -DPJRT_LITE_SOURCE_DIR="$root" -DPJRT_LITE_GIT_TAG="$commit" >/dev/null
   cmake --build "$work/consumer-$mode" -j2 >/dev/null
   "$work/consumer-$mode/consumer"
-  step "consumer via $mode"
+}
+for mode in package subdirectory fetchcontent; do
+  background "consumer via $mode" consumer "$mode"
 done
 
 # 4. Every public installed header on its own (so each includes what it uses, and the install
@@ -85,8 +101,23 @@ step "each public installed header on its own, clang++-14 -fsyntax-only"
 # about 320 s of g++ CPU.
 find include -name '*.hpp' ! -name cpu_instantiate.hpp ! -path 'include/pjrt_lite/backends/cpu/detail/*' | sort |
   sed 's|^include/\(.*\)|#include <\1>|' >"$work/all_headers.cpp"
-for cxx in g++ clang++-14; do
-  "$cxx" -std=c++20 -fsyntax-only -Wall -Wextra -Wpedantic -Werror -fno-exceptions -fno-rtti \
+all_headers() {  # all_headers <compiler>
+  "$1" -std=c++20 -fsyntax-only -Wall -Wextra -Wpedantic -Werror -fno-exceptions -fno-rtti \
     -DPJRT_LITE_CPU_EXTERN_KERNELS -Iinclude -isystem /usr/include/eigen3 "$work/all_headers.cpp"
-  step "all headers, $cxx -Wall -Wextra -Wpedantic -Werror"
+}
+for cxx in g++ clang++-14; do
+  background "all headers, $cxx -Wall -Wextra -Wpedantic -Werror" all_headers "$cxx"
 done
+
+failed=0
+for job in "${jobs_started[@]}"; do
+  if wait "${job%%:*}"; then
+    cat "$work/${job#*:}.log"
+  else
+    echo "!! ${job#*:} failed:" >&2
+    cat "$work/${job#*:}.log" >&2
+    failed=1
+  fi
+done
+[ "$failed" = 0 ]
+step "waited for steps 2, 3 and 5"

@@ -16,8 +16,9 @@ if [ "$(id -u)" = 0 ]; then
   apt-get install -y --no-install-recommends clang-14 libclang-rt-14-dev cmake make libeigen3-dev \
     doctest-dev >/dev/null
 fi
-common=(-DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" -DPJRT_LITE_BUILD_EXAMPLES=OFF
-        -DPJRT_LITE_BUILD_BENCH=OFF -DPJRT_LITE_INSTALL=OFF)
+# Makefiles: one make runs both builds below.
+common=(-G "Unix Makefiles" -DCMAKE_CXX_COMPILER=clang++-14 -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1"
+        -DPJRT_LITE_BUILD_EXAMPLES=OFF -DPJRT_LITE_BUILD_BENCH=OFF -DPJRT_LITE_INSTALL=OFF)
 t0=$SECONDS
 step() { echo "-- $1: $((SECONDS - t0)) s"; t0=$SECONDS; }
 
@@ -27,8 +28,19 @@ step() { echo "-- $1: $((SECONDS - t0)) s"; t0=$SECONDS; }
 # of the suite's CPU). ThreadSanitizer needs PIE, so only this build goes without.
 cmake -S . -B build-asan "${common[@]}" -DPJRT_LITE_SANITIZE=address,undefined -DPJRT_LITE_NO_EXCEPTIONS=ON \
   -DCMAKE_EXE_LINKER_FLAGS=-no-pie >/dev/null
-cmake --build build-asan -j2 --target pjrt_lite_tests pjrt_lite_concurrency_tests 2>&1 | tee build-asan/build.log
-step "ASan+UBSan, no exceptions: build"
+# Without the linalg kernels: the concurrency tests run none, and TSan builds a minute faster.
+cmake -S . -B build-tsan "${common[@]}" -DPJRT_LITE_SANITIZE=thread -DPJRT_LITE_LINALG_KERNELS=OFF >/dev/null
+# One make runs both builds and shares its two jobs between them: each build alone ends on its
+# longest translation units and its link with a core idle, which the other's units now fill.
+# At most two compilers run at once, as before (a kernel unit takes up to 4 GB).
+cat >build-asan/both.mk <<'MAKE'
+all: asan tsan
+asan: ; +$(MAKE) -C build-asan pjrt_lite_tests pjrt_lite_concurrency_tests
+tsan: ; +$(MAKE) -C build-tsan pjrt_lite_concurrency_tests
+.PHONY: all asan tsan
+MAKE
+make -j2 --no-print-directory -f build-asan/both.mk 2>&1 | tee build-asan/build.log
+step "ASan+UBSan (no exceptions) and TSan builds, side by side"
 # clang's warnings in the library's headers, without exceptions, over every kernel and every
 # instantiation the tests make (20-consumers.sh leaves the kernel-compiling headers to this
 # build and the README's, whose g++ warnings fail CI the same way).
@@ -47,10 +59,6 @@ ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:allocator_may_return_null=1 UBSAN_O
   ctest --test-dir build-asan --output-on-failure -j2
 step "ASan+UBSan, no exceptions: the whole suite"
 
-# Without the linalg kernels: the concurrency tests run none, and TSan builds a minute faster.
-cmake -S . -B build-tsan "${common[@]}" -DPJRT_LITE_SANITIZE=thread -DPJRT_LITE_LINALG_KERNELS=OFF >/dev/null
-cmake --build build-tsan -j2 --target pjrt_lite_concurrency_tests
-step "TSan: build"
 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:allocator_may_return_null=1 \
   ctest --test-dir build-tsan --output-on-failure -j2 -R '^(stress|lifetime|parallel kernels|collectives concurrency):'
 step "TSan: the concurrency tests"
