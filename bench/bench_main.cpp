@@ -205,6 +205,113 @@ void gemm_int8_eigen(benchmark::State& state) {
   state.counters["ops"] = benchmark::Counter(2.0 * N * N * N, benchmark::Counter::kIsIterationInvariantRate);
 }
 
+// ---- qlinear_256x1024 and linear_256x1024: a linear layer f32[256, 1024] x [1024, 1024] as
+// StableHLO text, quantized the way an int8 inference export writes it (the activations
+// quantized per tensor, scale 0.02; the weights stored as i8, scale 0.004; the product
+// requantized to i8, scale 0.5, then dequantized), against the same layer in f32. The
+// quantized twin does the same arithmetic by hand: quantize, an int32 product in Eigen,
+// requantize in f64, dequantize.
+
+constexpr std::int64_t kQRows = 256, kQDepth = 1024, kQCols = 1024;
+constexpr float kQScaleX = 0.02f, kQScaleW = 0.004f, kQScaleY = 0.5f;
+
+constexpr const char* kQLinearStableHlo = R"(func.func @main(%x: tensor<256x1024xf32>, %w: tensor<1024x1024x!quant.uniform<i8:f32, 4.000000e-03>>) -> tensor<256x1024xf32> {
+  %xq = stablehlo.uniform_quantize %x : (tensor<256x1024xf32>) -> tensor<256x1024x!quant.uniform<i8:f32, 2.000000e-02>>
+  %y = stablehlo.dot_general %xq, %w, contracting_dims = [1] x [0] : (tensor<256x1024x!quant.uniform<i8:f32, 2.000000e-02>>, tensor<1024x1024x!quant.uniform<i8:f32, 4.000000e-03>>) -> tensor<256x1024x!quant.uniform<i8:f32, 5.000000e-01>>
+  %r = stablehlo.uniform_dequantize %y : (tensor<256x1024x!quant.uniform<i8:f32, 5.000000e-01>>) -> tensor<256x1024xf32>
+  return %r : tensor<256x1024xf32>
+})";
+
+constexpr const char* kLinearStableHlo = R"(func.func @main(%x: tensor<256x1024xf32>, %w: tensor<1024x1024xf32>) -> tensor<256x1024xf32> {
+  %y = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<256x1024xf32>, tensor<1024x1024xf32>) -> tensor<256x1024xf32>
+  return %y : tensor<256x1024xf32>
+})";
+
+/// Activations in [-1, 1], a fixed pattern.
+std::vector<float> qlinear_input() {
+  std::vector<float> x(static_cast<std::size_t>(kQRows * kQDepth));
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<std::int64_t>(i * 37 % 2001) - 1000) / 1000.0f;
+  return x;
+}
+
+/// The quantized twin's layer, rows [r0, r1): quantize, multiply in int32, requantize,
+/// dequantize; `xq` and `sums` are the twin's buffers.
+void qlinear_rows(const float* x, const IntMatrix& w, IntMatrix& xq, IntMatrix& sums, float* y, std::int64_t r0,
+                  std::int64_t r1) {
+  for (std::int64_t i = r0 * kQDepth; i < r1 * kQDepth; ++i)
+    xq.data()[i] = static_cast<std::int32_t>(std::nearbyint(std::clamp(x[i] / kQScaleX, -128.0f, 127.0f)));
+  sums.middleRows(r0, r1 - r0).noalias() = xq.middleRows(r0, r1 - r0) * w;
+  const double multiplier = static_cast<double>(kQScaleX) * static_cast<double>(kQScaleW) / static_cast<double>(kQScaleY);
+  for (std::int64_t i = r0 * kQCols; i < r1 * kQCols; ++i) {
+    const double q = std::nearbyint(std::clamp(static_cast<double>(sums.data()[i]) * multiplier, -128.0, 127.0));
+    y[i] = static_cast<float>(q) * kQScaleY;
+  }
+}
+
+void qlinear_256x1024_pjrt_lite(benchmark::State& state) {
+  const std::vector<float> x = qlinear_input();
+  const Literal w = int8_literal({kQDepth, kQCols}, 5);
+  Program<cpu::ThreadPool> p(take(stablehlo::parse_stablehlo(kQLinearStableHlo), "parse"),
+                             {take(Literal::from_span<float>(x, {kQRows, kQDepth}), "x"), w});
+  for (auto _ : state) p.run();
+  state.counters["ops"] = benchmark::Counter(2.0 * kQRows * kQDepth * kQCols, benchmark::Counter::kIsIterationInvariantRate);
+  const IntMatrix wm = Int8Map(w.data<std::int8_t>().data(), kQDepth, kQCols).cast<std::int32_t>();
+  IntMatrix xq(kQRows, kQDepth), sums(kQRows, kQCols);
+  std::vector<float> want(static_cast<std::size_t>(kQRows * kQCols));
+  qlinear_rows(x.data(), wm, xq, sums, want.data(), 0, kQRows);
+  const Literal got = p.output_literal(0);
+  const auto g = got.data<float>();
+  check_close(state, std::vector<float>(g.begin(), g.end()), want.data(), 0.0);
+}
+
+void qlinear_256x1024_eigen(benchmark::State& state) {
+  const std::vector<float> x = qlinear_input();
+  const Literal w = int8_literal({kQDepth, kQCols}, 5);
+  const IntMatrix wm = Int8Map(w.data<std::int8_t>().data(), kQDepth, kQCols).cast<std::int32_t>();
+  IntMatrix xq(kQRows, kQDepth), sums(kQRows, kQCols);
+  std::vector<float> y(static_cast<std::size_t>(kQRows * kQCols));
+  for (auto _ : state) {
+    twin_parallel(kQRows, kThreads, [&](std::int64_t r0, std::int64_t r1) {
+      qlinear_rows(x.data(), wm, xq, sums, y.data(), r0, r1);
+    });
+    benchmark::DoNotOptimize(y.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["ops"] = benchmark::Counter(2.0 * kQRows * kQDepth * kQCols, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+/// The f32 layer's weights: the quantized layer's, dequantized.
+std::vector<float> linear_weights() {
+  const Literal w = int8_literal({kQDepth, kQCols}, 5);
+  std::vector<float> f;
+  for (std::int8_t v : w.data<std::int8_t>()) f.push_back(static_cast<float>(v) * kQScaleW);
+  return f;
+}
+
+void linear_256x1024_pjrt_lite(benchmark::State& state) {
+  Program<cpu::ThreadPool> p(std::string_view(kLinearStableHlo), {qlinear_input(), linear_weights()},
+                             {{kQRows, kQDepth}, {kQDepth, kQCols}});
+  for (auto _ : state) p.run();
+  state.counters["flops"] = benchmark::Counter(2.0 * kQRows * kQDepth * kQCols, benchmark::Counter::kIsIterationInvariantRate);
+  const std::vector<float> x = qlinear_input(), w = linear_weights();
+  RowMatrix want = Eigen::Map<const RowMatrix>(x.data(), kQRows, kQDepth) * Eigen::Map<const RowMatrix>(w.data(), kQDepth, kQCols);
+  check_close(state, p.output(0), want.data(), 1e-3);
+}
+
+void linear_256x1024_eigen(benchmark::State& state) {
+  const std::vector<float> xv = qlinear_input(), wv = linear_weights();
+  const Eigen::Map<const RowMatrix> x(xv.data(), kQRows, kQDepth), w(wv.data(), kQDepth, kQCols);
+  RowMatrix out(kQRows, kQCols);
+  for (auto _ : state) {
+    twin_parallel(kQRows, kThreads, [&](std::int64_t r0, std::int64_t r1) {
+      out.middleRows(r0, r1 - r0).noalias() = x.middleRows(r0, r1 - r0) * w;
+    });
+    benchmark::DoNotOptimize(out.data());
+    benchmark::ClobberMemory();
+  }
+  state.counters["flops"] = benchmark::Counter(2.0 * kQRows * kQDepth * kQCols, benchmark::Counter::kIsIterationInvariantRate);
+}
+
 // ---- mlp_b1 and mlp_b256: a 64-256-256-8 MLP, tanh after the hidden layers.
 
 /// The MLP's forward pass on a [batch, 64] input; parameters x, w1, b1, w2, b2, w3, b3.
@@ -538,6 +645,8 @@ void register_core_workloads() {
   add_workload("gemm_1024", gemm_pjrt_lite<1024>, gemm_eigen<1024>, kMillisecond);
   add_workload("gemm_int8_256", gemm_int8_pjrt_lite<256>, gemm_int8_eigen<256>, kMicrosecond);
   add_workload("gemm_int8_1024", gemm_int8_pjrt_lite<1024>, gemm_int8_eigen<1024>, kMillisecond);
+  add_workload("qlinear_256x1024", qlinear_256x1024_pjrt_lite, qlinear_256x1024_eigen, kMicrosecond);
+  add_workload("linear_256x1024", linear_256x1024_pjrt_lite, linear_256x1024_eigen, kMicrosecond);
   add_workload("mlp_b1", mlp_b1_pjrt_lite, mlp_b1_eigen, kMicrosecond);
   add_workload("mlp_b256", mlp_b256_pjrt_lite, mlp_b256_eigen, kMicrosecond);
   add_workload("mlp_grad_b256", mlp_grad_b256_pjrt_lite, mlp_grad_b256_eigen, kMicrosecond);

@@ -10,6 +10,7 @@
 #include <complex>
 #include <cstring>
 #include <numeric>
+#include <random>
 #include <limits>
 #include <thread>
 #include <vector>
@@ -416,6 +417,134 @@ TEST_CASE("cpu executable: data movement ops") {
     Value i = b.iota(Shape(DType::kF32, {2, 3}), 1);
     Literal r = run(*client, build_ok(b, {b.reshape(i, {3, 2})}), {})[0];
     CHECK(r == Literal::from_span<float>(std::vector<float>{0, 1, 2, 0, 1, 2}, {3, 2}).value());
+  }
+}
+
+TEST_CASE("cpu executable: a loop after a product runs in the product's blocks, with the loop's own bits") {
+  // dot_general and convolution followed by an element-wise loop over their result (bias +
+  // relu; an 8-bit product's requantization): the loop runs inside the product, block by
+  // block. The oracle is the same program in two parts, the product alone and then the loop
+  // on its result: the bits must be equal, on two threads and on one, and within rounding of
+  // the reference interpreter (exactly, for the integer products).
+  auto two = make_client(1);
+  auto one = cpu::Client<>::create({.device_count = 1, .thread_count = 1}).value();
+  std::mt19937_64 rng(21);
+  auto dims_of = [](const Shape& s) { return std::vector<std::int64_t>(s.dims().begin(), s.dims().end()); };
+  auto random = [&](DType t, const std::vector<std::int64_t>& dims) {
+    Literal l(Shape(t, dims));
+    if (t == kF32) {
+      std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+      for (float& v : l.data<float>()) v = u(rng);
+    } else {
+      for (std::byte& v : l.bytes()) v = static_cast<std::byte>(rng());
+    }
+    return l;
+  };
+  ConvolutionAttrs nhwc{.padding_low = {1, 1},
+                        .padding_high = {1, 1},
+                        .input_batch_dimension = 0,
+                        .input_feature_dimension = 3,
+                        .input_spatial_dimensions = {1, 2},
+                        .kernel_input_feature_dimension = 2,
+                        .kernel_output_feature_dimension = 3,
+                        .kernel_spatial_dimensions = {0, 1},
+                        .output_batch_dimension = 0,
+                        .output_feature_dimension = 3,
+                        .output_spatial_dimensions = {1, 2}};
+  struct Case {
+    std::string name;
+    DType in;  // f32, or s8/u8 into s32 sums
+    std::vector<std::int64_t> lhs, rhs;
+    bool conv;
+    bool transcendental = false;  // a tanh in the loop: it stays a kernel of its own
+  };
+  const std::vector<Case> cases = {
+      {"dot f32", kF32, {300, 200}, {200, 130}, false},
+      {"batched dot f32", kF32, {2, 64, 96}, {2, 96, 40}, false},
+      {"conv f32", kF32, {2, 9, 10, 8}, {3, 3, 8, 32}, true},
+      {"dot s8", kS8, {131, 601}, {601, 40}, false},
+      {"dot u8", kU8, {64, 77}, {77, 48}, false},
+      {"conv s8", kS8, {2, 12, 11, 24}, {3, 3, 24, 40}, true},
+      {"dot f32, tanh", kF32, {40, 30}, {30, 20}, false, true},
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.name);
+    const bool f32 = c.in == kF32;
+    const DType sums = f32 ? kF32 : kS32;
+    auto product = [&](GraphBuilder& b, Value x, Value w) {
+      if (!f32) {
+        x = b.convert(x, kS32);
+        w = b.convert(w, kS32);
+      }
+      if (c.conv) return b.convolution(x, w, nhwc);
+      const auto batch = static_cast<std::int64_t>(c.lhs.size()) - 2;
+      DotDimensionNumbers dims;
+      for (std::int64_t d = 0; d < batch; ++d) {
+        dims.lhs_batching_dimensions.push_back(d);
+        dims.rhs_batching_dimensions.push_back(d);
+      }
+      dims.lhs_contracting_dimensions = {batch + 1};
+      dims.rhs_contracting_dimensions = {batch};
+      return b.dot_general(x, w, dims);
+    };
+    // The loop: bias + relu (f32), or a requantization into s8 (the integer sums).
+    auto loop = [&](GraphBuilder& b, Value p, Value bias) {
+      const std::vector<std::int64_t> dims = dims_of(b.shape(p).value());
+      const std::int64_t last = static_cast<std::int64_t>(dims.size()) - 1;
+      if (f32) {
+        Value y = b.add(p, b.broadcast_in_dim(bias, dims, {last}));
+        if (c.transcendental) return b.tanh(y);
+        return b.maximum(y, b.broadcast_in_dim(b.constant(0.0f), dims, {}));
+      }
+      Value y = b.multiply(b.convert(p, kF64), b.broadcast_in_dim(b.convert(bias, kF64), dims, {last}));
+      y = b.add(y, b.broadcast_in_dim(b.constant(3.0), dims, {}));
+      y = b.clamp(b.constant(-128.0), y, b.constant(127.0));
+      return b.convert(b.round_nearest_even(y), kS8);
+    };
+    GraphBuilder b("fused");
+    Value x = b.parameter(Shape(c.in, c.lhs)), w = b.parameter(Shape(c.in, c.rhs));
+    const Shape sum_shape = b.shape(product(b, x, w)).value();
+    const std::int64_t features = sum_shape.dim(sum_shape.rank() - 1);
+    Value bias = b.parameter(Shape(kF32, {features}));
+    Graph g = build_ok(b, {loop(b, product(b, x, w), bias)});
+    GraphBuilder pb("product");
+    Value px = pb.parameter(Shape(c.in, c.lhs)), pw = pb.parameter(Shape(c.in, c.rhs));
+    Graph product_alone = build_ok(pb, {product(pb, px, pw)});
+    GraphBuilder lb("loop");
+    Value lp = lb.parameter(Shape(sums, dims_of(sum_shape)));
+    Value lbias = lb.parameter(Shape(kF32, {features}));
+    Graph loop_alone = build_ok(lb, {loop(lb, lp, lbias)});
+
+    Literal xl = random(c.in, c.lhs), wl = random(c.in, c.rhs), bl = random(kF32, {features});
+    if (!f32)  // scales that keep the requantized values mostly inside s8 (u8 sums are all positive)
+      for (float& v : bl.data<float>()) v = c.in == kU8 ? 2e-5f + std::abs(v) * 6e-5f : 0.001f + std::abs(v) * 0.002f;
+    const std::string listing = two->compile(g).value().optimized_program_text();
+    CAPTURE(listing);
+    CHECK(contains(listing, "then in its blocks") == !c.transcendental);
+    for (auto* client : {two.get(), one.get()}) {
+      const Literal sums_literal = run(*client, product_alone, {xl, wl})[0];
+      const Literal want = run(*client, loop_alone, {sums_literal, bl})[0];
+      const Literal got = run(*client, g, {xl, wl, bl})[0];
+      if (c.transcendental) {
+        CHECK(got.shape() == want.shape());
+        continue;
+      }
+      CHECK(got == want);
+    }
+    const Literal reference = evaluate_ok(g, {xl, wl, bl})[0];
+    const Literal got = run(*two, g, {xl, wl, bl})[0];
+    if (f32) {
+      const auto r = reference.data<float>(), v = got.data<float>();
+      REQUIRE(r.size() == v.size());
+      float worst = 0;
+      for (std::size_t i = 0; i < r.size(); ++i) worst = std::max(worst, std::abs(r[i] - v[i]));
+      CHECK(worst < 1e-4f);
+    } else {
+      CHECK(got == reference);
+      // Not all clamped: the requantization is exercised, not only its bounds.
+      const auto q = got.data<std::int8_t>();
+      CHECK(std::count_if(q.begin(), q.end(), [](std::int8_t v) { return v > -128 && v < 127; }) > static_cast<std::ptrdiff_t>(q.size() / 4));
+    }
   }
 }
 

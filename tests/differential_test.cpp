@@ -163,9 +163,9 @@ scalars and 64-bit integer sums, on the CPU client and the reference interpreter
 StableHLO's own quantized test programs (docs/conformance.md); portable artifacts read their
 quantized types (`!vhlo.quant_v1`, per tensor and per axis) into the same text
 (tests/stablehlo_bytecode_test.cpp). Not yet: quantized function arguments carry no check
-that a caller's value has the declared quantization (the IR sees storage integers); the
-requantization after an 8-bit product is its own element-wise loop, not fused into the
-product's epilogue.
+that a caller's value has the declared quantization (the IR sees storage integers). The
+requantization after an 8-bit product runs inside the product, on each block of rows as it is
+done (docs/DECISIONS.md, "A loop after a product runs in the product's blocks").
 )";
 
 struct Sweep {
@@ -314,8 +314,8 @@ struct Sweep {
        << "(`transforms/widen_narrow.hpp`). convert between any two types and bitcast_convert (by the\n"
        << "types' real bit widths, lowest bits first) run on them directly. On the CPU, ops that move\n"
        << "elements widen too, and reduce, reduce_window, scatter, select_and_scatter, sort, all_reduce\n"
-       << "and reduce_scatter on a narrow type are refused with UNIMPLEMENTED (their bodies would round\n"
-       << "once instead of per step); the reference interpreter runs them, rounding per step. Tested by\n"
+       << "and reduce_scatter on a narrow type widen with their bodies, each step of a body rounding\n"
+       << "back to the narrow type, as the reference interpreter does. Tested by\n"
        << "`tests/narrow_types_test.cpp`.\n"
        << kQuantizedTypes;
     return os.str();

@@ -367,22 +367,79 @@ TEST_CASE("narrow types: bad dense values and unknown type names are refused wit
   CHECK(dtype_from_name("f8e4m3b11fnuz").value() == DType::kF8E4M3B11FNUZ);
 }
 
-TEST_CASE("narrow types: a reduce on f8 runs in the reference per step and is refused by the CPU") {
+TEST_CASE("narrow types: ops with bodies round every step, on the CPU as in the reference") {
+  // reduce, reduce_window, an argmax-style reduce of two operands, sort, scatter,
+  // select_and_scatter and a cumulative sum on f8E4M3FN, i4 and ui4: the CPU widens the op
+  // and its body, rounding or wrapping each step's result back to the narrow type.
   constexpr std::string_view text = R"(
-func.func @main(%a: tensor<3xf8E4M3FN>) -> tensor<f8E4M3FN> {
+func.func @main(%a: tensor<3xf8E4M3FN>, %w: tensor<2x4xf8E4M3FN>, %s: tensor<5xi4>, %u: tensor<4xui4>) -> (tensor<f8E4M3FN>, tensor<2x2xf8E4M3FN>, tensor<2xf8E4M3FN>, tensor<2xi32>, tensor<5xi4>, tensor<4xui4>, tensor<2x4xf8E4M3FN>, tensor<5xi4>) {
   %z = stablehlo.constant dense<0.0> : tensor<f8E4M3FN>
   %0 = stablehlo.reduce(%a init: %z) applies stablehlo.add across dimensions = [0] : (tensor<3xf8E4M3FN>, tensor<f8E4M3FN>) -> tensor<f8E4M3FN>
-  return %0 : tensor<f8E4M3FN>
+  %lo = stablehlo.constant dense<-448.0> : tensor<f8E4M3FN>
+  %1 = "stablehlo.reduce_window"(%w, %lo) ({
+    ^bb0(%x: tensor<f8E4M3FN>, %y: tensor<f8E4M3FN>):
+      %m = stablehlo.maximum %x, %y : tensor<f8E4M3FN>
+      stablehlo.return %m : tensor<f8E4M3FN>
+  }) {window_dimensions = array<i64: 1, 2>, window_strides = array<i64: 1, 2>} : (tensor<2x4xf8E4M3FN>, tensor<f8E4M3FN>) -> tensor<2x2xf8E4M3FN>
+  %idx = stablehlo.iota dim = 1 : tensor<2x4xi32>
+  %zi = stablehlo.constant dense<0> : tensor<i32>
+  %2:2 = stablehlo.reduce(%w init: %lo), (%idx init: %zi) across dimensions = [1] : (tensor<2x4xf8E4M3FN>, tensor<2x4xi32>, tensor<f8E4M3FN>, tensor<i32>) -> (tensor<2xf8E4M3FN>, tensor<2xi32>)
+    reducer(%v0: tensor<f8E4M3FN>, %v1: tensor<f8E4M3FN>) (%i0: tensor<i32>, %i1: tensor<i32>) {
+      %ge = stablehlo.compare GE, %v0, %v1, FLOAT : (tensor<f8E4M3FN>, tensor<f8E4M3FN>) -> tensor<i1>
+      %v = stablehlo.select %ge, %v0, %v1 : tensor<i1>, tensor<f8E4M3FN>
+      %i = stablehlo.select %ge, %i0, %i1 : tensor<i1>, tensor<i32>
+      stablehlo.return %v, %i : tensor<f8E4M3FN>, tensor<i32>
+    }
+  %3 = "stablehlo.sort"(%s) ({
+    ^bb0(%p: tensor<i4>, %q: tensor<i4>):
+      %lt = stablehlo.compare LT, %p, %q, SIGNED : (tensor<i4>, tensor<i4>) -> tensor<i1>
+      stablehlo.return %lt : tensor<i1>
+  }) {dimension = 0 : i64, is_stable = true} : (tensor<5xi4>) -> tensor<5xi4>
+  %ind = stablehlo.constant dense<[[0], [0], [3]]> : tensor<3x1xi32>
+  %upd = stablehlo.constant dense<[9, 9, 1]> : tensor<3xui4>
+  %4 = "stablehlo.scatter"(%u, %ind, %upd) ({
+    ^bb0(%o: tensor<ui4>, %n: tensor<ui4>):
+      %t = stablehlo.add %o, %n : tensor<ui4>
+      stablehlo.return %t : tensor<ui4>
+  }) {scatter_dimension_numbers = #stablehlo.scatter<inserted_window_dims = [0], scatter_dims_to_operand_dims = [0], index_vector_dim = 1>, indices_are_sorted = false, unique_indices = false} : (tensor<4xui4>, tensor<3x1xi32>, tensor<3xui4>) -> tensor<4xui4>
+  %src = stablehlo.constant dense<[[1.0, 1.0], [0.0625, 1.0]]> : tensor<2x2xf8E4M3FN>
+  %5 = "stablehlo.select_and_scatter"(%w, %src, %z) ({
+    ^bb0(%x: tensor<f8E4M3FN>, %y: tensor<f8E4M3FN>):
+      %g = stablehlo.compare GE, %x, %y, FLOAT : (tensor<f8E4M3FN>, tensor<f8E4M3FN>) -> tensor<i1>
+      stablehlo.return %g : tensor<i1>
+  }, {
+    ^bb0(%x: tensor<f8E4M3FN>, %y: tensor<f8E4M3FN>):
+      %t = stablehlo.add %x, %y : tensor<f8E4M3FN>
+      stablehlo.return %t : tensor<f8E4M3FN>
+  }) {window_dimensions = array<i64: 1, 2>, window_strides = array<i64: 1, 2>} : (tensor<2x4xf8E4M3FN>, tensor<2x2xf8E4M3FN>, tensor<f8E4M3FN>) -> tensor<2x4xf8E4M3FN>
+  %zs = stablehlo.constant dense<0> : tensor<i4>
+  %6 = "stablehlo.reduce_window"(%s, %zs) ({
+    ^bb0(%x: tensor<i4>, %y: tensor<i4>):
+      %t = stablehlo.add %x, %y : tensor<i4>
+      stablehlo.return %t : tensor<i4>
+  }) {window_dimensions = array<i64: 5>, padding = dense<[[4, 0]]> : tensor<1x2xi64>} : (tensor<5xi4>, tensor<i4>) -> tensor<5xi4>
+  return %0, %1, %2#0, %2#1, %3, %4, %5, %6 : tensor<f8E4M3FN>, tensor<2x2xf8E4M3FN>, tensor<2xf8E4M3FN>, tensor<2xi32>, tensor<5xi4>, tensor<4xui4>, tensor<2x4xf8E4M3FN>, tensor<5xi4>
 }
 )";
-  const Graph g = require_ok(require_ok(stablehlo::parse_module(text)).main());
-  // 16 + 1 rounds to 16 (step 2 there), twice: per-step rounding gives 16 where one rounding
-  // of 18 would give 18.
+  // 16 + 1 rounds to 16 (its neighbours are 15 and 18), twice: per-step rounding gives 16
+  // where one rounding of 18 would give 18.
   const Literal a = require_ok(Literal::vector<float>({16, 1, 1}).convert(DType::kF8E4M3FN));
-  const std::vector<Literal> r = require_ok(reference::evaluate(g, std::vector<Literal>{a}));
-  CHECK(decode(r[0]) == std::vector<float>{16});
-  auto client = cpu::Client<>::create({.device_count = 1, .thread_count = 1}).value();
-  check_error(client->compile(g, {}).status(), StatusCode::kUnimplemented, "reduce on f8e4m3fn");
+  const Literal w = require_ok(require_ok(Literal::from_span<float>(std::vector<float>{1, 3, -2, 0.5f, -448, 448, 7, 7}, {2, 4}))
+                                   .convert(DType::kF8E4M3FN));
+  const Literal si = require_ok(Literal::vector<std::int32_t>({5, -8, 7, -1, 0}).convert(DType::kS4));
+  const Literal ui = require_ok(Literal::vector<std::int32_t>({15, 2, 3, 4}).convert(DType::kU4));
+  const std::vector<Literal> out = run_both(text, {a, w, si, ui});
+  auto ints = [](const Literal& l) { return values_of<std::int32_t>(require_ok(l.convert(DType::kS32))); };
+  CHECK(decode(out[0]) == std::vector<float>{16});
+  CHECK(decode(out[1]) == std::vector<float>{3, 0.5f, 448, 7});
+  CHECK(decode(out[2]) == std::vector<float>{3, 448});
+  CHECK(values_of<std::int32_t>(out[3]) == std::vector<std::int32_t>{1, 1});
+  CHECK(ints(out[4]) == std::vector<std::int32_t>{-8, -1, 0, 5, 7});
+  CHECK(ints(out[5]) == std::vector<std::int32_t>{1, 2, 3, 5});  // 15 + 9 + 9 = 33 wraps to 1
+  // The maxima receive the source: 1 at 3, 1 at 0.5, 0.0625 at 448, 1 at the first 7.
+  CHECK(decode(out[6]) == std::vector<float>{0, 1, 0, 1, 0, 0.0625f, 1, 0});
+  // Prefix sums wrapping in 4 bits: 5, -3, 4, 3, 3.
+  CHECK(ints(out[7]) == std::vector<std::int32_t>{5, -3, 4, 3, 3});
 }
 
 TEST_CASE("narrow types: Tensors of them in jit, with weak scalars keeping the narrow type") {

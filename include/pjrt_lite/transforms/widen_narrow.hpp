@@ -16,6 +16,7 @@
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/op.hpp"
+#include "pjrt_lite/ir/verifier.hpp"
 #include "pjrt_lite/transforms/rewriter.hpp"
 
 namespace pjrt_lite::inline v0_1 {
@@ -90,10 +91,62 @@ inline Literal widen_literal(const Literal& x, DType wide) {
 /// narrow_compute_dtype between converts (count_leading_zeros also subtracts the bits the wide
 /// type adds). Element moves (reshape, slice, ...) widen too, so backends need no kernel for
 /// them; they keep every value, though a NaN of an IEEE-like f8 comes back as the format's
-/// quiet NaN. The other ops with regions (reduce, sort, scatter, ...) on narrow types are
-/// refused with UNIMPLEMENTED: running their bodies in f32 would round once, not per step as
-/// the spec (and the reference interpreter) does. Bodies of while, case and if are left for
-/// the backend to widen when it compiles them.
+/// quiet NaN. The other ops with regions (reduce, reduce_window, sort, scatter,
+/// select_and_scatter, all_reduce, reduce_scatter) widen with their bodies (widen_body): each
+/// step of the body rounds to the narrow type, as the spec (and the reference interpreter)
+/// does. Bodies of while, case and if are left for the backend to widen when it compiles them.
+inline StatusOr<Graph> widen_narrow_types(const Graph& graph);
+
+namespace detail {
+
+/// `body` (a region of reduce, sort, scatter, ...) taking and returning the wide types of its
+/// narrow scalars: a narrow parameter arrives wide and converts down (exactly: it holds a
+/// narrow value), a narrow result converts up after the body's own ops, which
+/// widen_narrow_types computes wide op by op, each rounded back to the narrow type. So every
+/// step the op's loop takes rounds as the spec says, though the loop itself runs wide.
+inline StatusOr<Graph> widen_body(const Graph& body) {
+  GraphParts parts;
+  parts.name = std::string(body.name());
+  std::vector<std::int32_t> moved(static_cast<std::size_t>(body.num_nodes()));
+  auto push = [&](Node n) {
+    parts.nodes.push_back(std::move(n));
+    return static_cast<std::int32_t>(parts.nodes.size() - 1);
+  };
+  auto convert_node = [](Value v, const Shape& from, DType to) {
+    std::vector<std::int64_t> dims(from.dims().begin(), from.dims().end());
+    return Node{OpCode::kConvert, {v}, ConvertAttrs{to}, {Shape(to, std::move(dims))}, {}};
+  };
+  for (std::int64_t i = 0; i < body.num_nodes(); ++i) {
+    Node n = body.node(i);
+    for (Value& v : n.operands) v.node = moved[static_cast<std::size_t>(v.node)];
+    const bool narrow_parameter = n.op == OpCode::kParameter && is_narrow(n.results[0].dtype());
+    if (!narrow_parameter) {
+      moved[static_cast<std::size_t>(i)] = push(std::move(n));
+      continue;
+    }
+    const Shape narrow = n.results[0];
+    std::vector<std::int64_t> dims(narrow.dims().begin(), narrow.dims().end());
+    n.results[0] = Shape(wide_dtype(narrow.dtype()), std::move(dims));
+    const Shape wide = n.results[0];
+    ParameterAttrs attrs = n.attr<ParameterAttrs>();
+    attrs.shape = wide;
+    n.attrs = std::move(attrs);
+    const std::int32_t p = push(std::move(n));
+    moved[static_cast<std::size_t>(i)] = push(convert_node(Value{p, 0, 0}, wide, narrow.dtype()));
+  }
+  for (Value v : body.outputs()) {
+    Value out = v;
+    out.node = moved[static_cast<std::size_t>(v.node)];
+    const Shape& s = body.shape(v);
+    if (is_narrow(s.dtype())) out = Value{push(convert_node(out, s, wide_dtype(s.dtype()))), 0, 0};
+    parts.outputs.push_back(out);
+  }
+  PJRT_LITE_ASSIGN_OR_RETURN(Graph g, make_verified_graph(std::move(parts)));
+  return widen_narrow_types(g);
+}
+
+}  // namespace detail
+
 inline StatusOr<Graph> widen_narrow_types(const Graph& graph) {
   bool any = false;
   for (const Node& n : graph.nodes()) any = any || touches_narrow(n, graph);
@@ -112,13 +165,10 @@ inline StatusOr<Graph> widen_narrow_types(const Graph& graph) {
       rw.copy(i);
       continue;
     }
-    if (!n.bodies.empty()) {
-      DType t = n.results[0].dtype();
-      for (Value v : n.operands)
-        if (is_narrow(graph.shape(v).dtype())) t = graph.shape(v).dtype();
-      return unimplemented_error(str_cat(op_name(n.op), " on ", dtype_name(t),
-                                         " is not supported by this backend: its body would compute in a "
-                                         "wider type; convert to f32 around it"));
+    std::vector<Graph> bodies;
+    for (const Graph& body : n.bodies) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Graph wide_body, detail::widen_body(body));
+      bodies.push_back(std::move(wide_body));
     }
     std::vector<Value> operands;
     for (Value v : n.operands) {
@@ -140,7 +190,8 @@ inline StatusOr<Graph> widen_narrow_types(const Graph& graph) {
       std::vector<std::int64_t> dims(r.dims().begin(), r.dims().end());
       results.push_back(Shape(narrow_compute_dtype(n.op, r.dtype()), std::move(dims)));
     }
-    std::vector<Value> wide = rw.append(Node{n.op, std::move(operands), detail::widened_attrs(n), results, {}});
+    std::vector<Value> wide =
+        rw.append(Node{n.op, std::move(operands), detail::widened_attrs(n), results, std::move(bodies)});
     for (std::size_t k = 0; k < wide.size(); ++k) {
       const DType t = n.results[k].dtype();
       if (!is_narrow(t)) continue;

@@ -69,6 +69,7 @@ class Compiler {
     form_groups();
     assign_slots();
     PJRT_LITE_RETURN_IF_ERROR(emit_kernels());
+    fuse_epilogues();
     PJRT_LITE_RETURN_IF_ERROR(plan_arena());
     plan_donation();
     summarize();
@@ -488,6 +489,110 @@ class Compiler {
       emit_byte_copy(program_->output_slots[j], slot_of(v), g_.shape(v).byte_size(), str_cat("output ", j, " = copy of ", to_string(v)));
     }
     return ok_status();
+  }
+
+  // ---- Epilogues: a fused element-wise loop right after a product (dot_general,
+  // convolution) that reads the product's result element by element runs inside the product
+  // (Kernel::adopt_epilogue), on each block of rows as soon as the block is final, while it
+  // is in cache: the product's sums are written and read back from cache, not memory. The
+  // merge happens before the arena is planned, so nothing the product reads shares memory
+  // with what the loop writes. Only loops whose every op gives the same bits wherever a
+  // block starts: no transcendental functions, whose vector and scalar paths differ in the
+  // last bit, so that a program computes the same bits with or without the merge.
+
+  /// Whether `op` computes the same bits in a loop's vector lanes and in its scalar tail.
+  static bool same_bits_anywhere(OpCode op) {
+    switch (op) {
+      case OpCode::kAdd: case OpCode::kSubtract: case OpCode::kMultiply: case OpCode::kDivide:
+      case OpCode::kMaximum: case OpCode::kMinimum: case OpCode::kClamp: case OpCode::kConvert:
+      case OpCode::kRoundNearestEven: case OpCode::kRoundNearestAfz: case OpCode::kFloor: case OpCode::kCeil:
+      case OpCode::kAbs: case OpCode::kNegate: case OpCode::kSign: case OpCode::kSelect: case OpCode::kCompare:
+      case OpCode::kAnd: case OpCode::kOr: case OpCode::kXor: case OpCode::kNot: case OpCode::kSqrt:
+      case OpCode::kBroadcastInDim: return true;
+      default: return false;
+    }
+  }
+
+  void fuse_epilogues() {
+    auto& ks = program_->kernels;
+    for (std::size_t i = 0; i + 1 < ks.size(); ++i) {
+      if (writes_[i].size() != 1) continue;
+      const std::int32_t product = writes_[i][0];
+      // The first kernel after the product that reads its result; the kernels in between
+      // (a bias converted, say) must not touch the product's slots, so that the product
+      // can run after them, right before the loop.
+      std::size_t j = i + 1;
+      bool movable = true;
+      for (; j < ks.size() && !reads(j, product); ++j)
+        movable = movable && !writes(j, product) && std::none_of(reads_[i].begin(), reads_[i].end(), [&](std::int32_t s) { return writes(j, s); });
+      if (j == ks.size() || !movable) continue;
+      const FusedKernel* loop = ks[j]->as_fused();
+      if (loop == nullptr || !epilogue_fits(*loop, product)) continue;
+      std::unique_ptr<FusedKernel> taken(const_cast<FusedKernel*>(loop));
+      (void)ks[j].release();
+      const std::string loop_text = taken->text;
+      const double flops = taken->flops, transcendentals = taken->transcendentals;
+      const std::int64_t bytes = taken->bytes_accessed;
+      if (!ks[i]->adopt_epilogue(taken)) {
+        ks[j] = std::move(taken);
+        continue;
+      }
+      Kernel& p = *ks[i];
+      p.text += str_cat(", then in its blocks: ", loop_text);
+      p.flops += flops;
+      p.transcendentals += transcendentals;
+      p.bytes_accessed += bytes;
+      for (std::int32_t s : reads_[j])
+        if (s != product && std::find(reads_[i].begin(), reads_[i].end(), s) == reads_[i].end()) reads_[i].push_back(s);
+      reads_[i].push_back(product);  // so that it lives until the loop is done with it
+      for (std::int32_t s : writes_[j]) writes_[i].push_back(s);
+      // The merged kernel takes the loop's place: kernels i + 1 .. j - 1 move up by one.
+      std::unique_ptr<Kernel> merged = std::move(ks[i]);
+      std::vector<std::int32_t> merged_reads = std::move(reads_[i]), merged_writes = std::move(writes_[i]);
+      for (std::size_t k = i; k + 1 < j; ++k) {
+        ks[k] = std::move(ks[k + 1]);
+        reads_[k] = std::move(reads_[k + 1]);
+        writes_[k] = std::move(writes_[k + 1]);
+      }
+      ks[j - 1] = std::move(merged);
+      reads_[j - 1] = std::move(merged_reads);
+      writes_[j - 1] = std::move(merged_writes);
+      ks.erase(ks.begin() + static_cast<std::ptrdiff_t>(j));
+      reads_.erase(reads_.begin() + static_cast<std::ptrdiff_t>(j));
+      writes_.erase(writes_.begin() + static_cast<std::ptrdiff_t>(j));
+      const auto ii = static_cast<std::int32_t>(i), jj = static_cast<std::int32_t>(j);
+      for (std::int32_t& k : program_->node_kernel) {
+        if (k == ii || k == jj) k = jj - 1;
+        else if (k > ii && k < jj) --k;
+        else if (k > jj) --k;
+      }
+    }
+  }
+
+  bool reads(std::size_t k, std::int32_t slot) const {
+    return std::find(reads_[k].begin(), reads_[k].end(), slot) != reads_[k].end();
+  }
+  bool writes(std::size_t k, std::int32_t slot) const {
+    return std::find(writes_[k].begin(), writes_[k].end(), slot) != writes_[k].end();
+  }
+
+  /// Whether `loop` can run as the epilogue of the kernel that writes `product`: it runs over
+  /// exactly the product's elements, reads them only element by element, and every op of it
+  /// gives the same bits anywhere.
+  bool epilogue_fits(const FusedKernel& loop, std::int32_t product) const {
+    bool reads_product = false;
+    for (const TileProgram::Reg& r : loop.program.regs()) {
+      if (r.kind == TileProgram::RegKind::kScratch || loop.externals[static_cast<std::size_t>(r.external)] != product)
+        continue;
+      if (r.kind != TileProgram::RegKind::kExternal) return false;
+      if (loop.n * static_cast<std::int64_t>(byte_size(r.dtype)) != program_->slots[static_cast<std::size_t>(product)].bytes)
+        return false;
+      reads_product = true;
+    }
+    if (!reads_product) return false;
+    for (const TileProgram::Instr& ins : loop.program.code())
+      if (!same_bits_anywhere(ins.op)) return false;
+    return true;
   }
 
   void emit_byte_copy(std::int32_t dst, std::int32_t src, std::int64_t bytes, std::string text) {

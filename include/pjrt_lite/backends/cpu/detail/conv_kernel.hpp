@@ -27,6 +27,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <type_traits>
 #include <vector>
 
@@ -125,7 +126,19 @@ class ConvKernel final : public Kernel {
                      static_cast<std::int64_t>(byte_size(dtype_));
   }
 
+  bool adopt_epilogue(std::unique_ptr<FusedKernel>& loop) override {
+    // Products whose blocks of rows are whole rows of the result, in place: one group,
+    // features contiguous; not the empty or depthwise ones, which have no such blocks.
+    const bool in_blocks = int8_ || ((dtype_ == DType::kF32 || dtype_ == DType::kF64) && !depthwise_);
+    if (!in_blocks || !direct_ || groups_ != 1 || batch_ == 0 || positions_ == 0 || group_outputs_ == 0 ||
+        depth_ == 0 || lhs_empty_)
+      return false;
+    epilogue_.adopt(loop, *this);
+    return true;
+  }
+
   void run(const RunContext& ctx) const override {
+    epilogue_.bind(ctx);
     if (int8_) {
       Int8Gemm::with_signedness(lhs_signed_, rhs_signed_, [&]<bool kSignedL, bool kSignedR>() {
         run_int8<kSignedL, kSignedR>(ctx);
@@ -476,6 +489,8 @@ class ConvKernel final : public Kernel {
               }
             }
           }
+          // Rows [m0, m1) are final: whole rows of the result when an epilogue was adopted.
+          epilogue_.run(ctx, rows[0].out, rows[0].out + (m1 - m0) * group_outputs_, worker);
         }
       };
       for_range(ctx, workers_, workers_ > 1, tiles, std::max<std::int64_t>(1, 32 / kMr), block);
@@ -535,9 +550,21 @@ class ConvKernel final : public Kernel {
             }
           }
           std::int32_t* c = direct_ ? out_group + rows[0].out : sums;
+          // With an epilogue (one group, direct), each block of rows Int8Gemm finishes.
+          struct Block {
+            const RunContext& ctx;
+            const Epilogue& epilogue;
+            std::int64_t first, row_elements;
+            int worker;
+          } done_block{ctx, epilogue_, rows[0].out, features, worker};
+          RowsDone done{[](void* p, std::int64_t i0, std::int64_t i1) {
+                          const auto& b = *static_cast<const Block*>(p);
+                          b.epilogue.run(b.ctx, b.first + i0 * b.row_elements, b.first + i1 * b.row_elements, b.worker);
+                        },
+                        &done_block};
           Int8Gemm::run<kSignedL, kSignedR>(count, group_outputs_, depth_, gathered, depth_, kernel_group,
                                             group_outputs_, c, direct_ ? features : group_outputs_,
-                                            slice + gemm_at_);
+                                            slice + gemm_at_, direct_ ? done : RowsDone{});
           if (direct_) continue;
           for (std::int64_t r = 0; r < count; ++r)
             for (std::int64_t o = 0; o < group_outputs_; ++o)
@@ -640,6 +667,7 @@ class ConvKernel final : public Kernel {
   std::int64_t rhs_in_stride_ = 0, rhs_out_stride_ = 0, out_batch_stride_ = 0, out_feature_stride_ = 0;
   std::int64_t positions_ = 1, taps_ = 1, depth_ = 0, rows_ = 0;
   bool lhs_empty_ = false, depthwise_ = false, indirect_ = false, direct_ = false;
+  Epilogue epilogue_;
   bool int8_ = false, lhs_signed_ = false, rhs_signed_ = false;  // 8-bit operands, 32-bit sums
   std::vector<std::int64_t> out_sizes_, kernel_sizes_, out_spatial_strides_, rhs_spatial_strides_;
   std::vector<std::vector<std::int64_t>> tap_offsets_;

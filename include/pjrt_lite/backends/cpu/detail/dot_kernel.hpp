@@ -9,6 +9,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <numeric>
 #include <optional>
 #include <type_traits>
@@ -96,7 +97,16 @@ class DotKernel final : public Kernel {
     bytes_accessed = (batch_ * (m_ * k_ + k_ * n_ + m_ * n_)) * esize;
   }
 
+  bool adopt_epilogue(std::unique_ptr<FusedKernel>& loop) override {
+    // The products that write their result in place by blocks of rows (not those computed
+    // in a wider type and converted afterwards).
+    if (!int8_ && (computes_wide(dtype_) || dtype_ == DType::kPred)) return false;
+    epilogue_.adopt(loop, *this);
+    return true;
+  }
+
   void run(const RunContext& ctx) const override {
+    epilogue_.bind(ctx);
     const std::byte* a = ctx.slots[lhs_slot_];
     const std::byte* b = ctx.slots[rhs_slot_];
     if (lhs_copy_) {
@@ -226,9 +236,12 @@ class DotKernel final : public Kernel {
           gemm_into<T, kLhsColumns, false>(r1 - r0, n_, k_, lhs, lda, bb, n_, cb + r0 * n_, n_, gemm_, scratch);
         };
         if constexpr (std::is_floating_point_v<T>) {
-          if (lhs_transposed_) return with_rhs.template operator()<true>(ab + r0, m_);
+          if (lhs_transposed_) with_rhs.template operator()<true>(ab + r0, m_);
+          else with_rhs.template operator()<false>(ab + r0 * k_, k_);
+        } else {
+          with_rhs.template operator()<false>(ab + r0 * k_, k_);
         }
-        with_rhs.template operator()<false>(ab + r0 * k_, k_);
+        epilogue_.run(ctx, (batch * m_ + r0) * n_, (batch * m_ + r1) * n_, worker);
       };
       split_rows(ctx, rows);
     }
@@ -258,8 +271,20 @@ class DotKernel final : public Kernel {
       std::int32_t* cb = c + batch * m_ * n_;
       auto rows = [&](std::int64_t r0, std::int64_t r1, int worker) {
         std::byte* scratch = ctx.scratch + int8_scratch_ + int8_slice_ * worker;
+        // The epilogue runs on each block of rows Int8Gemm finishes, while it is in cache.
+        struct Block {
+          const RunContext& ctx;
+          const Epilogue& epilogue;
+          std::int64_t first, row_elements;
+          int worker;
+        } block{ctx, epilogue_, (batch * m_ + r0) * n_, n_, worker};
+        RowsDone done{[](void* p, std::int64_t i0, std::int64_t i1) {
+                        const auto& b = *static_cast<const Block*>(p);
+                        b.epilogue.run(b.ctx, b.first + i0 * b.row_elements, b.first + i1 * b.row_elements, b.worker);
+                      },
+                      &block};
         Int8Gemm::with_signedness(lhs_signed_, rhs_signed_, [&]<bool kSignedA, bool kSignedB>() {
-          Int8Gemm::run<kSignedA, kSignedB>(r1 - r0, n_, k_, ab + r0 * k_, k_, bb, n_, cb + r0 * n_, n_, scratch);
+          Int8Gemm::run<kSignedA, kSignedB>(r1 - r0, n_, k_, ab + r0 * k_, k_, bb, n_, cb + r0 * n_, n_, scratch, done);
         });
       };
       split_rows(ctx, rows);
@@ -296,6 +321,7 @@ class DotKernel final : public Kernel {
   bool int8_ = false, lhs_signed_ = false, rhs_signed_ = false;  // 8-bit operands, 32-bit sums
   std::int64_t int8_scratch_ = 0, int8_slice_ = 0;
   GemmScratch gemm_;  // Eigen's packing buffers, one pair per worker
+  Epilogue epilogue_;
 };
 
 }  // namespace pjrt_lite::cpu::detail

@@ -37,6 +37,7 @@ struct TileArgs {
   ComparisonType comparison = ComparisonType::kFloat;
   std::int64_t exponent_bits = 0;
   std::int64_t mantissa_bits = 0;
+  DType from = DType::kInvalid, to = DType::kInvalid;  // a convert to or from a narrow type
 };
 using TileFn = void (*)(const TileArgs&);
 
@@ -504,6 +505,11 @@ void multiply_add(const TileArgs& a) {
   else ArrayMap<T>(static_cast<T*>(a.out), a.n) = z - x * y;
 }
 
+/// convert to or from a narrow type (s4, f8e4m3fn, ...; in a body the CPU widened, which
+/// rounds each step's result through its narrow type), by core's converters: the two types
+/// ride in the arguments.
+inline void convert_narrow(const TileArgs& a) { convert_elements(a.in[0], a.from, a.out, a.to, a.n); }
+
 template <class T>
 void select(const TileArgs& a) {
   const bool* p = static_cast<const bool*>(a.in[0]);
@@ -640,6 +646,7 @@ constexpr bool computes_in_f32(DType t) { return t == DType::kF16 || t == DType:
 /// convert, select and the ops that merely move bits; everything else widens to f32.
 inline TileFn find_tile_kernel(OpCode op, DType operand, DType result) {
   if (!is_valid(operand)) return nullptr;
+  if (op == OpCode::kConvert && (is_narrow(operand) || is_narrow(result))) return &ew::convert_narrow;
   if (op == OpCode::kConvert)
     return visit_dtype(operand, [&]<class F>(std::type_identity<F>) {
       return visit_dtype(result, [&]<class T>(std::type_identity<T>) -> TileFn { return &ew::convert<F, T>; });

@@ -2,13 +2,21 @@
 // IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // The product of 8-bit integer matrices into 32-bit sums: c[i, j] = sum_k a[i, k] * b[k, j],
 // each operand signed (s8) or unsigned (u8), the sums wrapping in 32 bits as StableHLO's
-// integer arithmetic does. Operands widen to 16 bits and pair up along the depth, so one
-// multiply-add of 16-bit pairs into 32-bit lanes (AVX2's vpmaddwd) does two steps of the
-// depth for eight columns at once: exact, since a pair of 8-bit products never leaves 32
-// bits. The blocking is the usual one: a block of the depth (kKc steps) of B packed once into
-// panels of kNr columns, a block of kMc rows of A packed under it, and a kMr x kNr register
-// tile of sums per micro-kernel call. Without AVX2 the micro-kernel is plain C++ on the same
-// packed panels (the compiler vectorizes it for its target).
+// integer arithmetic does. Two micro-kernels on the usual blocking (a block of the depth of B
+// packed once into panels of kNr columns, a block of rows of A packed under it, a register
+// tile of sums per micro-kernel call):
+//
+// - Pairs (any CPU): operands widen to 16 bits and pair up along the depth, so one
+//   multiply-add of 16-bit pairs into 32-bit lanes (AVX2's vpmaddwd) does two steps of the
+//   depth for eight columns: exact, since a pair of 8-bit products never leaves 32 bits.
+//   Without AVX2 it is plain C++ on the same panels (vectorized for the target).
+// - Quads (AVX-512 VNNI or AVX-VNNI, found at run time): vpdpbusd multiplies four unsigned
+//   bytes by four signed bytes and adds the four products to a 32-bit lane without
+//   saturating, so one instruction does four steps of the depth for eight columns, twice the
+//   pairs' work. One operand must be unsigned and the other signed: s8 x s8 packs A's bytes
+//   shifted by 128 (a + 128 is unsigned) and subtracts 128 x B's column sums; u8 x u8 packs
+//   B's bytes shifted by -128 and adds 128 x A's row sums; both corrections are exact in
+//   wrapping 32-bit arithmetic, so the sums are the pairs' sums bit for bit.
 
 #include <algorithm>
 #include <cstddef>
@@ -18,17 +26,42 @@
 
 #if defined(__AVX2__)
 #include <immintrin.h>
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <cpuid.h>
+#define PJRT_LITE_INT8_QUADS 1
+#endif
 #endif
 
 #include "pjrt_lite/core/dtype.hpp"
 
 namespace pjrt_lite::inline v0_1::cpu::detail {
 
+/// The micro-kernels Int8Gemm has (see above).
+enum class Int8Kernel : std::uint8_t {
+  kPairs,        // 16-bit pairs (vpmaddwd with AVX2, plain C++ without)
+  kQuadsAvx512,  // vpdpbusd on 256-bit vectors, AVX-512 VNNI + VL
+  kQuadsAvx,     // vpdpbusd on 256-bit vectors, AVX-VNNI
+};
+
+/// Called with [r0, r1) when rows r0..r1 of a product are final (every depth block summed),
+/// in order, from the thread running the product: an epilogue runs on them while they are
+/// in cache.
+struct RowsDone {
+  void (*fn)(void* context, std::int64_t r0, std::int64_t r1) = nullptr;
+  void* context = nullptr;
+  void operator()(std::int64_t r0, std::int64_t r1) const {
+    if (fn != nullptr) fn(context, r0, r1);
+  }
+};
+
 struct Int8Gemm {
-  static constexpr std::int64_t kMr = 4;     // rows of the register tile
-  static constexpr std::int64_t kNr = 16;    // columns of the register tile (two 8-lane vectors)
-  static constexpr std::int64_t kKc = 256;   // depth block, a multiple of 2
-  static constexpr std::int64_t kMc = 128;   // rows packed at once, a multiple of kMr
+  static constexpr std::int64_t kMr = 4;     // rows of the pairs' register tile
+  static constexpr std::int64_t kNr = 16;    // columns of either register tile (two 8-lane vectors)
+  static constexpr std::int64_t kKc = 256;   // the pairs' depth block, a multiple of 2
+  static constexpr std::int64_t kMc = 128;   // the pairs' rows packed at once, a multiple of kMr
+  static constexpr std::int64_t kQuadMr = 6;    // rows of the quads' register tile (12 sums)
+  static constexpr std::int64_t kQuadKc = 512;  // the quads' depth block, a multiple of 4
+  static constexpr std::int64_t kQuadMc = 120;  // the quads' rows packed at once, a multiple of kQuadMr
 
   /// Whether a product of `a` and `b` into `result` is one of 8-bit integers into 32-bit sums.
   static constexpr bool multiplies(DType a, DType b, DType result) {
@@ -47,21 +80,76 @@ struct Int8Gemm {
     fn.template operator()<false, false>();
   }
 
-  /// Scratch bytes one worker needs for a product of `cols` columns and depth `depth`.
+  /// Whether this build has `kernel` and this CPU (and its operating system) runs it.
+  static bool runs(Int8Kernel kernel) {
+    switch (kernel) {
+      case Int8Kernel::kPairs: return true;
+#if defined(PJRT_LITE_INT8_QUADS)
+      case Int8Kernel::kQuadsAvx512: {
+        static const bool yes = cpu_has_avx512_vnni();
+        return yes;
+      }
+      case Int8Kernel::kQuadsAvx: {
+        static const bool yes = cpu_has_avx_vnni();
+        return yes;
+      }
+#else
+      case Int8Kernel::kQuadsAvx512:
+      case Int8Kernel::kQuadsAvx: return false;
+#endif
+    }
+    return false;
+  }
+
+  /// The kernel run() uses: quads where the CPU runs them, else pairs.
+  static Int8Kernel best() {
+    if (runs(Int8Kernel::kQuadsAvx512)) return Int8Kernel::kQuadsAvx512;
+    if (runs(Int8Kernel::kQuadsAvx)) return Int8Kernel::kQuadsAvx;
+    return Int8Kernel::kPairs;
+  }
+
+  /// Scratch bytes one worker needs for a product of `cols` columns and depth `depth`, with
+  /// any kernel.
   static std::int64_t scratch_bytes(std::int64_t cols, std::int64_t depth) {
     const std::int64_t kc = std::min(round_up(depth, 2), kKc);
-    const std::int64_t b = kc * round_up(cols, kNr) * 2;  // 16-bit elements
-    const std::int64_t a = kc * kMc * 2;
-    return align(b) + align(a);
+    const std::int64_t pairs = align(kc * round_up(cols, kNr) * 2) + align(kc * kMc * 2);  // 16-bit elements
+    const std::int64_t qc = std::min(round_up(depth, 4), kQuadKc);
+    const std::int64_t quads = align(quad_panel_bytes(qc) * (round_up(cols, kNr) / kNr)) +
+                               align(quad_tile_bytes(qc) * (kQuadMc / kQuadMr));
+    return std::max(pairs, quads);
   }
 
   /// c (rows x cols, row stride ldc) = a (rows x depth, row stride lda) * b (depth x cols, row
-  /// stride ldb). `scratch` holds scratch_bytes(cols, depth), 64-byte aligned.
+  /// stride ldb), by best(). `scratch` holds scratch_bytes(cols, depth), 64-byte aligned.
+  /// `done` hears of each block of rows once it is final.
   template <bool kSignedA, bool kSignedB>
   static void run(std::int64_t rows, std::int64_t cols, std::int64_t depth, const std::uint8_t* a, std::int64_t lda,
-                  const std::uint8_t* b, std::int64_t ldb, std::int32_t* c, std::int64_t ldc, std::byte* scratch) {
+                  const std::uint8_t* b, std::int64_t ldb, std::int32_t* c, std::int64_t ldc, std::byte* scratch,
+                  RowsDone done = {}) {
+    static const Int8Kernel kernel = best();
+    run_with<kSignedA, kSignedB>(kernel, rows, cols, depth, a, lda, b, ldb, c, ldc, scratch, done);
+  }
+
+  /// run() by `kernel`, which runs(kernel) must allow.
+  template <bool kSignedA, bool kSignedB>
+  static void run_with(Int8Kernel kernel, std::int64_t rows, std::int64_t cols, std::int64_t depth,
+                       const std::uint8_t* a, std::int64_t lda, const std::uint8_t* b, std::int64_t ldb,
+                       std::int32_t* c, std::int64_t ldc, std::byte* scratch, RowsDone done = {}) {
     for (std::int64_t i = 0; i < rows; ++i) std::fill_n(c + i * ldc, cols, 0);
-    if (rows == 0 || cols == 0 || depth == 0) return;
+    if (rows == 0) return;
+    if (cols == 0 || depth == 0) return done(0, rows);
+    if (kernel == Int8Kernel::kPairs)
+      return run_pairs<kSignedA, kSignedB>(rows, cols, depth, a, lda, b, ldb, c, ldc, scratch, done);
+#if defined(PJRT_LITE_INT8_QUADS)
+    run_quads<kSignedA, kSignedB>(kernel, rows, cols, depth, a, lda, b, ldb, c, ldc, scratch, done);
+#endif
+  }
+
+ private:
+  template <bool kSignedA, bool kSignedB>
+  static void run_pairs(std::int64_t rows, std::int64_t cols, std::int64_t depth, const std::uint8_t* a,
+                        std::int64_t lda, const std::uint8_t* b, std::int64_t ldb, std::int32_t* c, std::int64_t ldc,
+                        std::byte* scratch, RowsDone done) {
     const std::int64_t kc_max = std::min(round_up(depth, 2), kKc);
     auto* packed_b = reinterpret_cast<std::int16_t*>(scratch);
     auto* packed_a = reinterpret_cast<std::int16_t*>(scratch + align(kc_max * round_up(cols, kNr) * 2));
@@ -88,11 +176,11 @@ struct Int8Gemm {
             }
           }
         }
+        if (k0 + kc == depth) done(i0, i0 + mc);
       }
     }
   }
 
- private:
   static constexpr std::int64_t round_up(std::int64_t x, std::int64_t m) { return (x + m - 1) / m * m; }
   static constexpr std::int64_t align(std::int64_t bytes) { return round_up(bytes, 64); }
 
@@ -215,6 +303,191 @@ struct Int8Gemm {
       for (std::int64_t j = 0; j < kNr; ++j) tile[r * ldc + j] = wrap_add(tile[r * ldc + j], static_cast<std::int32_t>(acc[r][j]));
 #endif
   }
+
+  // ---- quads ----
+  // A panel of B for a depth block of kc steps: for each quad q of depth steps, kNr columns of
+  // four bytes (b[4q..4q+3, j]), then kNr 32-bit column corrections. A tile of A: for each quad,
+  // kQuadMr rows of four bytes, then kQuadMr 32-bit row corrections (padded to 32 bytes).
+  static constexpr std::int64_t quad_panel_bytes(std::int64_t kc) { return (kc + 3) / 4 * 4 * kNr + 4 * kNr; }
+  static constexpr std::int64_t quad_tile_bytes(std::int64_t kc) { return (kc + 3) / 4 * 4 * kQuadMr + 32; }
+
+#if defined(PJRT_LITE_INT8_QUADS)
+  // The operand vpdpbusd reads as unsigned is A's, but for s8 x u8, where it is B's. A's bytes
+  // are shifted (xor 0x80: a + 128) for s8 x s8, B's (b - 128) for u8 x u8.
+  template <bool kSignedA, bool kSignedB>
+  static constexpr bool kQuadAUnsigned = !(kSignedA && !kSignedB);
+  template <bool kSignedA, bool kSignedB>
+  static constexpr bool kQuadShiftA = kSignedA && kSignedB;
+  template <bool kSignedA, bool kSignedB>
+  static constexpr bool kQuadShiftB = !kSignedA && !kSignedB;
+
+  static std::uint32_t load_u32(const std::uint8_t* p) {
+    std::uint32_t v;
+    std::memcpy(&v, p, sizeof(v));
+    return v;
+  }
+
+  /// B's block [kc x cols] as quad panels; the corrections are -128 x the column sums when A is
+  /// shifted, else zero.
+  template <bool kSigned, bool kShift, bool kCorrect>
+  static void pack_b_quads(const std::uint8_t* b, std::int64_t ldb, std::int64_t kc, std::int64_t cols,
+                           std::uint8_t* out) {
+    const std::int64_t quads = (kc + 3) / 4;
+    const std::uint8_t flip = kShift ? 0x80 : 0;
+    for (std::int64_t j0 = 0; j0 < cols; j0 += kNr) {
+      const std::int64_t nr = std::min(kNr, cols - j0);
+      std::uint32_t sums[kNr] = {};
+      for (std::int64_t q = 0; q < quads; ++q, out += 4 * kNr) {
+        const std::int64_t steps = std::min<std::int64_t>(4, kc - 4 * q);
+        if (steps < 4 || nr < kNr) std::memset(out, 0, 4 * kNr);
+        for (std::int64_t s = 0; s < steps; ++s) {
+          const std::uint8_t* row = b + (4 * q + s) * ldb + j0;
+          for (std::int64_t j = 0; j < nr; ++j) {
+            out[4 * j + s] = static_cast<std::uint8_t>(row[j] ^ flip);
+            if constexpr (kCorrect) sums[j] += static_cast<std::uint32_t>(static_cast<std::int32_t>(widen<kSigned>(row[j])));
+          }
+        }
+      }
+      for (std::int64_t j = 0; j < kNr; ++j) {
+        const std::uint32_t correction = kCorrect ? 0u - 128u * sums[j] : 0u;
+        std::memcpy(out + 4 * j, &correction, 4);
+      }
+      out += 4 * kNr;
+    }
+  }
+
+  /// A's block [mc x kc] as quad tiles; the corrections are 128 x the row sums when B is
+  /// shifted, else zero.
+  template <bool kShift, bool kCorrect>
+  static void pack_a_quads(const std::uint8_t* a, std::int64_t lda, std::int64_t mc, std::int64_t kc,
+                           std::uint8_t* out) {
+    const std::int64_t quads = (kc + 3) / 4;
+    const std::uint8_t flip = kShift ? 0x80 : 0;
+    for (std::int64_t r0 = 0; r0 < mc; r0 += kQuadMr) {
+      const std::int64_t mr = std::min(kQuadMr, mc - r0);
+      std::uint32_t sums[kQuadMr] = {};
+      if (mr < kQuadMr || kc % 4 != 0) std::memset(out, 0, static_cast<std::size_t>(quads * 4 * kQuadMr));
+      for (std::int64_t r = 0; r < mr; ++r) {
+        const std::uint8_t* row = a + (r0 + r) * lda;
+        std::uint8_t* to = out + 4 * r;
+        for (std::int64_t k = 0; k < kc; ++k) {
+          to[(k / 4) * 4 * kQuadMr + k % 4] = static_cast<std::uint8_t>(row[k] ^ flip);
+          if constexpr (kCorrect) sums[r] += row[k];
+        }
+      }
+      out += quads * 4 * kQuadMr;
+      for (std::int64_t r = 0; r < kQuadMr; ++r) {
+        const std::uint32_t correction = kCorrect ? 128u * sums[r] : 0u;
+        std::memcpy(out + 4 * r, &correction, 4);
+      }
+      out += 32;
+    }
+  }
+
+  // The micro-kernel, once per instruction set: tile (kQuadMr x kNr, row stride ldc) += a tile
+  // of A times a panel of B over `quads` quads, plus the tile's and panel's corrections.
+  // Written out as plain loops of constant bounds (no lambdas, which would not inherit the
+  // function's target), which the compiler unrolls into 12 sums in registers.
+#define PJRT_LITE_INT8_QUAD_KERNEL(name, isa, dpbusd)                                                            \
+  template <bool kAUnsigned>                                                                                     \
+  __attribute__((target(isa))) static void name(   std::int64_t quads, const std::uint8_t* a,                    \
+                                                   const std::uint8_t* b, std::int32_t* tile, std::int64_t ldc) { \
+    __m256i acc[kQuadMr][2];                                                                                     \
+    for (int r = 0; r < kQuadMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();                          \
+    for (std::int64_t q = 0; q < quads; ++q) {                                                                   \
+      const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));                                \
+      const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));                           \
+      _Pragma("GCC unroll 6") for (int r = 0; r < kQuadMr; ++r) {                                               \
+        const __m256i av = _mm256_set1_epi32(static_cast<int>(load_u32(a + 4 * r)));                            \
+        if constexpr (kAUnsigned) {                                                                              \
+          acc[r][0] = dpbusd(acc[r][0], av, b0);                                                                 \
+          acc[r][1] = dpbusd(acc[r][1], av, b1);                                                                 \
+        } else {                                                                                                 \
+          acc[r][0] = dpbusd(acc[r][0], b0, av);                                                                 \
+          acc[r][1] = dpbusd(acc[r][1], b1, av);                                                                 \
+        }                                                                                                        \
+      }                                                                                                          \
+      a += 4 * kQuadMr;                                                                                          \
+      b += 4 * kNr;                                                                                              \
+    }                                                                                                            \
+    const __m256i c0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));                                 \
+    const __m256i c1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32));                            \
+    for (int r = 0; r < kQuadMr; ++r) {                                                                          \
+      const __m256i rc = _mm256_set1_epi32(static_cast<int>(load_u32(a + 4 * r)));                              \
+      auto* out = reinterpret_cast<__m256i*>(tile + r * ldc);                                                    \
+      const __m256i s0 = _mm256_add_epi32(acc[r][0], _mm256_add_epi32(c0, rc));                                \
+      const __m256i s1 = _mm256_add_epi32(acc[r][1], _mm256_add_epi32(c1, rc));                                \
+      _mm256_storeu_si256(out, _mm256_add_epi32(_mm256_loadu_si256(out), s0));                                  \
+      _mm256_storeu_si256(out + 1, _mm256_add_epi32(_mm256_loadu_si256(out + 1), s1));                          \
+    }                                                                                                            \
+  }
+  PJRT_LITE_INT8_QUAD_KERNEL(quad_kernel_avx512, "avx512f,avx512vl,avx512bw,avx512vnni", _mm256_dpbusd_epi32)
+  PJRT_LITE_INT8_QUAD_KERNEL(quad_kernel_avx, "avxvnni", _mm256_dpbusd_avx_epi32)
+#undef PJRT_LITE_INT8_QUAD_KERNEL
+
+  template <bool kSignedA, bool kSignedB>
+  static void run_quads(Int8Kernel kernel, std::int64_t rows, std::int64_t cols, std::int64_t depth,
+                        const std::uint8_t* a, std::int64_t lda, const std::uint8_t* b, std::int64_t ldb,
+                        std::int32_t* c, std::int64_t ldc, std::byte* scratch, RowsDone done) {
+    constexpr bool kAUnsigned = kQuadAUnsigned<kSignedA, kSignedB>;
+    constexpr bool kShiftA = kQuadShiftA<kSignedA, kSignedB>, kShiftB = kQuadShiftB<kSignedA, kSignedB>;
+    const std::int64_t kc_max = std::min(round_up(depth, 4), kQuadKc);
+    auto* packed_b = reinterpret_cast<std::uint8_t*>(scratch);
+    auto* packed_a = packed_b + align(quad_panel_bytes(kc_max) * (round_up(cols, kNr) / kNr));
+    const auto micro = kernel == Int8Kernel::kQuadsAvx512 ? &quad_kernel_avx512<kAUnsigned> : &quad_kernel_avx<kAUnsigned>;
+    for (std::int64_t k0 = 0; k0 < depth; k0 += kQuadKc) {
+      const std::int64_t kc = std::min(kQuadKc, depth - k0);
+      const std::int64_t quads = (kc + 3) / 4;
+      // The shifted operand's partner carries the correction: B's column sums when A is shifted.
+      pack_b_quads<kSignedB, kShiftB, kShiftA>(b + k0 * ldb, ldb, kc, cols, packed_b);
+      for (std::int64_t i0 = 0; i0 < rows; i0 += kQuadMc) {
+        const std::int64_t mc = std::min(kQuadMc, rows - i0);
+        pack_a_quads<kShiftA, kShiftB>(a + i0 * lda + k0, lda, mc, kc, packed_a);
+        for (std::int64_t j0 = 0; j0 < cols; j0 += kNr) {
+          const std::uint8_t* panel = packed_b + (j0 / kNr) * quad_panel_bytes(kc);
+          const std::int64_t nr = std::min(kNr, cols - j0);
+          for (std::int64_t r0 = 0; r0 < mc; r0 += kQuadMr) {
+            const std::int64_t mr = std::min(kQuadMr, mc - r0);
+            const std::uint8_t* tile_a = packed_a + (r0 / kQuadMr) * quad_tile_bytes(kc);
+            std::int32_t* tile = c + (i0 + r0) * ldc + j0;
+            if (mr == kQuadMr && nr == kNr) {
+              micro(quads, tile_a, panel, tile, ldc);
+            } else {
+              alignas(32) std::int32_t part[kQuadMr * kNr] = {};
+              micro(quads, tile_a, panel, part, kNr);
+              for (std::int64_t r = 0; r < mr; ++r)
+                for (std::int64_t j = 0; j < nr; ++j) tile[r * ldc + j] = wrap_add(tile[r * ldc + j], part[r * kNr + j]);
+            }
+          }
+        }
+        if (k0 + kc == depth) done(i0, i0 + mc);
+      }
+    }
+  }
+
+  /// Reads extended control register 0: the register states the operating system saves.
+  static std::uint64_t xcr0() {
+    std::uint32_t lo = 0, hi = 0;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    return (std::uint64_t{hi} << 32) | lo;
+  }
+  static bool os_saves(std::uint64_t states) {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid(1, &eax, &ebx, &ecx, &edx) == 0 || (ecx & (1u << 27)) == 0) return false;  // OSXSAVE
+    return (xcr0() & states) == states;
+  }
+  static bool cpu_has_avx512_vnni() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+    const bool f = ebx & (1u << 16), bw = ebx & (1u << 30), vl = ebx & (1u << 31), vnni = ecx & (1u << 11);
+    return f && bw && vl && vnni && os_saves(0xE6);  // SSE, AVX, opmask, upper ZMM halves, ZMM16-31
+  }
+  static bool cpu_has_avx_vnni() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_count(7, 1, &eax, &ebx, &ecx, &edx) == 0) return false;
+    return (eax & (1u << 4)) != 0 && os_saves(0x6);  // SSE, AVX
+  }
+#endif
 };
 
 }  // namespace pjrt_lite::cpu::detail

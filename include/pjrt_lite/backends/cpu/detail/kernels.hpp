@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -49,6 +50,11 @@ class Kernel {
   virtual void run(const RunContext& ctx) const = 0;
   /// This kernel as a fused loop, or null: lets the planner look inside without RTTI.
   [[nodiscard]] virtual const class FusedKernel* as_fused() const { return nullptr; }
+  /// Takes `loop` (a fused element-wise loop over this kernel's result, reading it element by
+  /// element in order, whose result does not depend on where its blocks start) to run on
+  /// each block of the result as soon as the block is complete, while it is in cache;
+  /// false, leaving `loop` alone, where this kernel cannot.
+  virtual bool adopt_epilogue(std::unique_ptr<class FusedKernel>& /*loop*/) { return false; }
 
   std::string text;                 // the step in the optimized program listing
   std::int64_t scratch_bytes = 0;   // for all workers together
@@ -74,22 +80,31 @@ class FusedKernel final : public Kernel {
   [[nodiscard]] const FusedKernel* as_fused() const override { return this; }
 
   void run(const RunContext& ctx) const override {
-    // The external address table sits at the start of scratch, then one region per worker.
-    auto** table = reinterpret_cast<std::byte**>(ctx.scratch);
-    for (std::size_t e = 0; e < externals.size(); ++e) table[e] = ctx.slots[externals[e]];
-    std::byte* worker_scratch = ctx.scratch + table_bytes();
-    const std::int64_t per_worker = round_up(program.scratch_bytes());
+    bind(ctx, ctx.scratch);
     if (n < kParallelMinElements || workers <= 1) {
-      program.run(table, 0, n, worker_scratch);
+      run_block(ctx.scratch, 0, n, 0);
       return;
     }
     // Blocks of whole tiles: every element then sits at the same place in the same tile as
     // on one thread (vector lanes or the scalar tail), so the bits never depend on the split.
     const std::int64_t tile = program.tile_elements();
     auto tiles = [&](std::int64_t t0, std::int64_t t1, int worker) {
-      program.run(table, t0 * tile, std::min(t1 * tile, n), worker_scratch + worker * per_worker);
+      run_block(ctx.scratch, t0 * tile, std::min(t1 * tile, n), worker);
     };
     ctx.parallel((n + tile - 1) / tile, std::max<std::int64_t>(1, kParallelGrain / tile), tiles);
+  }
+
+  /// Writes the table of external addresses at the start of `scratch` (this kernel's scratch,
+  /// scratch_bytes long): once per run, before any run_block.
+  void bind(const RunContext& ctx, std::byte* scratch) const {
+    auto** table = reinterpret_cast<std::byte**>(scratch);
+    for (std::size_t e = 0; e < externals.size(); ++e) table[e] = ctx.slots[externals[e]];
+  }
+
+  /// Runs elements [begin, end) with `worker`'s region of `scratch`.
+  void run_block(std::byte* scratch, std::int64_t begin, std::int64_t end, int worker) const {
+    program.run(reinterpret_cast<std::byte* const*>(scratch), begin, end,
+                scratch + table_bytes() + worker * round_up(program.scratch_bytes()));
   }
 
   void finish_planning(int max_workers) {
@@ -103,6 +118,30 @@ class FusedKernel final : public Kernel {
     return round_up(static_cast<std::int64_t>(externals.size() * sizeof(std::byte*)));
   }
   static std::int64_t round_up(std::int64_t n) { return (n + 63) / 64 * 64; }
+};
+
+/// The epilogue a product kernel adopted (Kernel::adopt_epilogue): the loop, its scratch
+/// after the product's own.
+class Epilogue {
+ public:
+  /// Takes `loop` for `product`, whose scratch grows by the loop's.
+  void adopt(std::unique_ptr<FusedKernel>& loop, Kernel& product) {
+    loop_ = std::move(loop);
+    scratch_at_ = (product.scratch_bytes + 63) / 64 * 64;
+    product.scratch_bytes = scratch_at_ + loop_->scratch_bytes;
+  }
+  /// Once per run, before any block.
+  void bind(const RunContext& ctx) const {
+    if (loop_) loop_->bind(ctx, ctx.scratch + scratch_at_);
+  }
+  /// Elements [begin, end) of the loop (of the product's result), on `worker`.
+  void run(const RunContext& ctx, std::int64_t begin, std::int64_t end, int worker) const {
+    if (loop_) loop_->run_block(ctx.scratch + scratch_at_, begin, end, worker);
+  }
+
+ private:
+  std::unique_ptr<FusedKernel> loop_;
+  std::int64_t scratch_at_ = 0;
 };
 
 /// Copies of at least this many bytes are split across workers, in blocks of a quarter of it.

@@ -54,6 +54,7 @@ class TileProgram {
     ComparisonDirection direction = ComparisonDirection::kEq;
     ComparisonType comparison = ComparisonType::kFloat;
     std::int64_t exponent_bits = 0, mantissa_bits = 0;  // reduce_precision
+    DType from = DType::kInvalid, to = DType::kInvalid;  // convert
   };
 
   /// A register over external address `e` (an operand or result array), read or written at
@@ -98,7 +99,10 @@ class TileProgram {
   /// Appends a copy (an identity convert) from `in` to `out`.
   Status emit_copy(std::int32_t out, std::int32_t in) {
     TileFn fn = find_tile_kernel(OpCode::kConvert, dtype(in), dtype(out));
-    code_.push_back(Instr{fn, OpCode::kConvert, out, {in, -1, -1}});
+    Instr instr{fn, OpCode::kConvert, out, {in, -1, -1}};
+    instr.from = dtype(in);
+    instr.to = dtype(out);
+    code_.push_back(instr);
     return ok_status();
   }
 
@@ -215,6 +219,8 @@ class TileProgram {
         args.comparison = ins.comparison;
         args.exponent_bits = ins.exponent_bits;
         args.mantissa_bits = ins.mantissa_bits;
+        args.from = ins.from;
+        args.to = ins.to;
         ins.fn(args);
       }
     }
@@ -352,6 +358,10 @@ class TileProgram {
       return unimplemented_error(str_cat("cpu: no kernel for ", op_name(op), " on ", dtype_name(operand)));
     Instr instr{fn, op, out};
     for (std::size_t k = 0; k < ins.size() && k < 3; ++k) instr.in[k] = ins[k];
+    if (op == OpCode::kConvert) {
+      instr.from = operand;
+      instr.to = result;
+    }
     if (node.op == OpCode::kCompare) {
       const auto& attrs = node.attr<CompareAttrs>();
       instr.direction = attrs.direction;
