@@ -99,13 +99,16 @@ struct Context {
   /// interpreter.run_parallel calls, with their operands as values and results as
   /// parameters (outputs and numbers filled in by the module reader); null inside regions.
   std::vector<std::pair<ParallelRun, std::vector<Value>>>* parallel_runs = nullptr;
+  /// The module's `mhlo.num_partitions`, 0 when it does not say.
+  std::int64_t num_partitions = 0;
 };
 
 /// What one parsed op yields.
 struct OpResult {
   std::vector<Value> values;
   bool terminator = false;
-  bool tuple = false;  // values are the elements of one tuple (stablehlo.tuple)
+  bool tuple = false;  // one tuple (stablehlo.tuple), its elements in tuple_elements
+  std::vector<Scope::Def> tuple_elements = {};
 };
 
 /// A block argument `%name: type` (of a region, or a while's iteration argument).

@@ -1144,6 +1144,7 @@ class Compiler {
     k->participants = replicas * partitions;
     k->operand_slots = reads;
     k->result_slots = dsts;
+    k->dynamic_root = n.attr<CollectiveAttrs>().has_dynamic_root;
     PJRT_LITE_ASSIGN_OR_RETURN(k->groups, participant_groups(n, replicas, partitions));
     const auto& a = n.attr<CollectiveAttrs>();
     for (std::size_t r = 0; r < n.results.size(); ++r) k->result_bytes.push_back(n.results[r].byte_size());
@@ -1167,7 +1168,7 @@ class Compiler {
     for (std::size_t p = 0; p < k->groups.size(); ++p) {
       const auto size = static_cast<std::int64_t>(k->groups[p].size());
       const std::int64_t want = n.op == OpCode::kAllToAll                                          ? a.split_count
-                                : n.op == OpCode::kAllGather || n.op == OpCode::kReduceScatter ? a.group_size
+                                : n.op == OpCode::kAllGather || n.op == OpCode::kReduceScatter ? a.group_size * a.num_partitions
                                                                                                : size;
       if (size != want)
         return invalid_argument_error(str_cat(op_name(n.op), ": participant ", p, "'s process group has ", size,
