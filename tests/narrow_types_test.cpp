@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -306,6 +307,35 @@ func.func @main(%a: tensor<2xi8>) -> tensor<2xf6E2M3FN> {
 )");
   REQUIRE_FALSE(bad.ok());
   CHECK(contains(bad.status().message(), "neither width divides"));
+}
+
+TEST_CASE("narrow types: bitcast_convert of i1 takes one bit per element, the lowest first") {
+  constexpr std::string_view text = R"(
+func.func @main(%a: tensor<2x8xi1>, %b: tensor<i16>, %c: tensor<4xi1>, %d: tensor<ui4>) -> (tensor<2xui8>, tensor<16xi1>, tensor<i4>, tensor<4xi1>, tensor<3xi1>) {
+  %0 = stablehlo.bitcast_convert %a : (tensor<2x8xi1>) -> tensor<2xui8>
+  %1 = stablehlo.bitcast_convert %b : (tensor<i16>) -> tensor<16xi1>
+  %2 = stablehlo.bitcast_convert %c : (tensor<4xi1>) -> tensor<i4>
+  %3 = stablehlo.bitcast_convert %d : (tensor<ui4>) -> tensor<4xi1>
+  %4 = stablehlo.bitcast_convert %c : (tensor<4xi1>) -> tensor<4xi1>
+  %5 = stablehlo.slice %4 [0:3] : (tensor<4xi1>) -> tensor<3xi1>
+  return %0, %1, %2, %3, %5 : tensor<2xui8>, tensor<16xi1>, tensor<i4>, tensor<4xi1>, tensor<3xi1>
+}
+)";
+  // Row 0: bits 1, 3, 7 -> 0x8A; row 1: every bit -> 0xFF.
+  const std::array<bool, 16> a_bits = {false, true, false, true, false, false, false, true,
+                                       true,  true, true,  true, true,  true,  true,  true};
+  const Literal a = require_ok(Literal::from_span<bool>(a_bits, {2, 8}));
+  const Literal b = Literal::scalar<std::int16_t>(static_cast<std::int16_t>(0x8001));
+  const Literal c = Literal::vector<bool>({false, true, true, true});  // 0b1110 = -2 in i4
+  const Literal d = require_ok(Literal::scalar<std::uint32_t>(9).convert(DType::kU4));  // 0b1001
+  const std::vector<Literal> out = run_both(text, {a, b, c, d});
+  CHECK(values_of<std::uint8_t>(out[0]) == std::vector<std::uint8_t>{0x8A, 0xFF});
+  std::vector<bool> bits(16, false);
+  bits[0] = bits[15] = true;
+  CHECK(values_of<bool>(out[1]) == bits);
+  CHECK(values_of<std::int32_t>(require_ok(out[2].convert(DType::kS32))) == std::vector<std::int32_t>{-2});
+  CHECK(values_of<bool>(out[3]) == std::vector<bool>{true, false, false, true});
+  CHECK(values_of<bool>(out[4]) == std::vector<bool>{false, true, true});
 }
 
 TEST_CASE("narrow types: dense literals parse in decimal and hex and print back the same") {

@@ -505,24 +505,20 @@ inline StatusOr<Shape> infer_convert(const Shape& operand, DType to) {
 /// bitcast_convert: the same bits seen as another type. Equal widths keep the dims; a
 /// narrower result gets a new minor dimension of size width(from) / width(to); a wider one
 /// consumes the operand's minor dimension, whose size must be width(to) / width(from).
-/// Complex converts only to complex; pred, whose bit layout is not defined, not at all.
+/// Complex converts only to complex. pred counts as one bit (StableHLO's i1), element 0 the
+/// lowest bit, as StableHLO's interpreter bitcasts it.
 inline StatusOr<Shape> infer_bitcast_convert(const Shape& operand, DType to) {
   constexpr OpCode op = OpCode::kBitcastConvert;
   DType from = operand.dtype();
   if (!is_valid(to))
     return detail::op_error(op, "invalid target element type (enum value ", static_cast<int>(to),
                             ")");
-  // pred to pred is the identity; pred to or from anything else would expose a bit layout
-  // that pred does not have.
-  if (is_pred(from) != is_pred(to))
-    return detail::op_error(op, "cannot bitcast ", dtype_name(from), " to ", dtype_name(to),
-                            ": pred has no defined bit layout");
   if (is_complex(from) != is_complex(to))
     return detail::op_error(op, "cannot bitcast ", dtype_name(from), " to ", dtype_name(to),
                             ": complex converts only to complex");
   std::vector<std::int64_t> dims(operand.dims().begin(), operand.dims().end());
-  // Widths in bits: a narrow type's is its own (4 for s4), not its byte of storage.
-  const auto wf = static_cast<std::size_t>(bit_width(from)), wt = static_cast<std::size_t>(bit_width(to));
+  // Widths in bits: a narrow type's is its own (4 for s4), not its byte of storage; pred's 1.
+  const auto wf = static_cast<std::size_t>(bitcast_width(from)), wt = static_cast<std::size_t>(bitcast_width(to));
   if (wf % wt != 0 && wt % wf != 0)
     return detail::op_error(op, "cannot bitcast ", dtype_name(from), " (", wf, " bits) to ", dtype_name(to),
                             " (", wt, " bits): neither width divides the other");

@@ -223,21 +223,6 @@ inline Status group_counts(const AttrDict& attrs, ConvolutionAttrs& a) {
 
 // ---- One reader per op ------------------------------------------------------------------------
 
-/// StableHLO can bitcast i1 (to i1); the IR gives pred no bit layout and refuses, so such a
-/// program is unsupported rather than malformed.
-inline Status check_bitcast(const Context& ctx, const std::vector<Value>& operands,
-                            const Shape& result, SourcePos pos) {
-  // i1 to i1 is the identity; between i1 and another type it depends on a bit layout of
-  // i1 that the IR does not define.
-  bool pred = result.dtype() == DType::kPred;
-  if (operands.size() == 1) {
-    PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(operands[0]));
-    pred = pred != (s.dtype() == DType::kPred);
-  }
-  if (pred) return unsupported_at(pos, "stablehlo.bitcast_convert between i1 and another type");
-  return ok_status();
-}
-
 /// rng_bit_generator's output type: the second of its two declared results.
 inline StatusOr<Shape> rng_output_type(const OpType& t, std::string_view op) {
   if (!t.functional || t.function.results.size() != 2)
@@ -282,10 +267,9 @@ inline StatusOr<Attributes> read_convert(const Context&, const OpSyntax& op, con
   return ConvertAttrs{s.dtype()};
 }
 
-inline StatusOr<Attributes> read_bitcast_convert(const Context& ctx, const OpSyntax& op,
-                                                 const OpParts& p) {
+/// i1 bitcasts as one bit (infer_bitcast_convert).
+inline StatusOr<Attributes> read_bitcast_convert(const Context&, const OpSyntax& op, const OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(Shape s, single_result(p.type, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(check_bitcast(ctx, p.operands, s, p.pos));
   return ConvertAttrs{s.dtype()};
 }
 

@@ -222,10 +222,12 @@ class Compiler {
     return true;
   }
 
-  /// A convert or bitcast_convert from or to a narrow type: NarrowConvertKernel runs it, alone.
+  /// A convert from or to a narrow type, or a bitcast_convert from or to a narrow type or
+  /// pred (one bit each): NarrowConvertKernel runs it, alone.
   bool is_narrow_convert(const Node& n) const {
-    return (n.op == OpCode::kConvert || n.op == OpCode::kBitcastConvert) &&
-           (is_narrow(n.shape().dtype()) || is_narrow(g_.shape(n.operands[0]).dtype()));
+    const DType from = n.operands.empty() ? DType::kInvalid : g_.shape(n.operands[0]).dtype(), to = n.shape().dtype();
+    if (n.op == OpCode::kConvert) return is_narrow(to) || is_narrow(from);
+    return n.op == OpCode::kBitcastConvert && from != to && (is_bit_packed(to) || is_bit_packed(from));
   }
 
   /// What node `i` would be in row group `g`.
