@@ -2184,6 +2184,9 @@ std::map<std::string, Sample, std::less<>> written_samples() {
                        "%0 = \"stablehlo.if\"(%t) ({\n    stablehlo.return %x : "
                        "tensor<2x3xf32>\n  }, {\n    stablehlo.return %y : tensor<2x3xf32>\n  "
                        "}) : (tensor<i1>) -> tensor<2x3xf32>"};
+  s["chlo.mulhi"] = {{"tensor<2x3xi32>"},
+                     "%0 = chlo.mulhi %n, %n : tensor<2x3xi32>, tensor<2x3xi32> -> tensor<2x3xi32>",
+                     "%0 = \"chlo.mulhi\"(%n, %n) : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>"};
   s["chlo.top_k"] = {
       {"tensor<2xf32>", "tensor<2xi32>"},
       "%0:2 = chlo.top_k(%v, k = 2) : tensor<4xf32> -> (tensor<2xf32>, tensor<2xi32>)",
