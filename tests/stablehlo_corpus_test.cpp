@@ -288,6 +288,8 @@ TEST_CASE("stablehlo corpus: every program passes or names what it lacks, and do
     total.add(o);
     if (o.verdict == stablehlo::Verdict::kFail)
       failures += str_cat("\n  ", path.filename().string(), ": ", o.detail);
+    // Every program of the corpus checks its results.
+    CHECK_MESSAGE(o.verdict != stablehlo::Verdict::kUnchecked, path.filename().string(), ": ", o.detail);
     // A skip must name what is missing (or one of the corpus's own RUN-DISABLED markers), never hide
     // a malformed file.
     if (o.verdict == stablehlo::Verdict::kSkip) {

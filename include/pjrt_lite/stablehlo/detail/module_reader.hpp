@@ -418,8 +418,8 @@ class ModuleReader final : public BodyReader {
     if (result.tuple) {
       if (names.size() != 1 || names[0].count != 1)
         return error_at(name.pos, "a tuple is one value: name it %t");
-      PJRT_LITE_RETURN_IF_ERROR(
-          define(ctx.scope, names[0].name, std::move(result.values), names[0].pos, true));
+      PJRT_LITE_RETURN_IF_ERROR(define(ctx.scope, names[0].name, {}, names[0].pos, true));
+      ctx.scope.defs[names[0].name].elements = std::move(result.tuple_elements);
       return OpResult{};
     }
     std::int64_t named = 0;
