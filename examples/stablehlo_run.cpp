@@ -7,8 +7,9 @@
 // be (stablehlo/bytecode.hpp).
 // A file split by `// -----` lines runs part by part (its verdict the worst part's), each
 // part's @main or its only function, as StableHLO's interpreter tests are written.
-// One line per file: PASS, FAIL (what differed and where) or SKIP (the unsupported op or
-// type); then "N passed, M failed, K skipped". Exits 1 if any file failed. Programs that
+// One line per file: PASS, FAIL (what differed and where), SKIP (the unsupported op or
+// type) or UNCHECKED (it ran but checks nothing); then "N passed, M failed, K skipped, U
+// unchecked". Exits 1 if any file failed. Programs that
 // call `"interpreter.run_parallel"(...) {programs = [[@f, ...], ...]}` run the grid with one
 // device per program (up to 16), every process at once.
 #include <algorithm>
@@ -69,15 +70,19 @@ int main(int argc, char** argv) {
   std::sort(files.begin(), files.end());
   // Devices enough for interpreter.run_parallel grids, one device per program.
   auto client = cpu::Client<cpu::InlineExecutor>::create({.device_count = 16}).value();
-  int passed = 0, failed = 0, skipped = 0;
+  int passed = 0, failed = 0, skipped = 0, unchecked = 0;
   for (const auto& file : files) {
     const stablehlo::TestOutcome o = run_file(*client, file, options);
     switch (o.verdict) {
       case stablehlo::Verdict::kPass: ++passed; std::printf("PASS %s\n", file.c_str()); break;
       case stablehlo::Verdict::kFail: ++failed; std::printf("FAIL %s: %s\n", file.c_str(), o.detail.c_str()); break;
       case stablehlo::Verdict::kSkip: ++skipped; std::printf("SKIP %s: %s\n", file.c_str(), o.detail.c_str()); break;
+      case stablehlo::Verdict::kUnchecked:
+        ++unchecked;
+        std::printf("UNCHECKED %s: %s\n", file.c_str(), o.detail.c_str());
+        break;
     }
   }
-  std::printf("%d passed, %d failed, %d skipped\n", passed, failed, skipped);
+  std::printf("%d passed, %d failed, %d skipped, %d unchecked\n", passed, failed, skipped, unchecked);
   return failed ? 1 : 0;
 }

@@ -207,6 +207,152 @@ TEST_CASE("collectives: reduce_scatter, the spec's example") {
   check_both(text, 2, 1, args, {{i64s({10, 12, 18, 20}, {2, 2})}, {i64s({14, 16, 22, 24}, {2, 2})}});
 }
 
+TEST_CASE("collectives: all_gather and reduce_scatter over replicas and partitions span num_partitions") {
+  // cross_replica_and_partition (a channel, no use_global_device_ids) on a 2 x 2 grid: the
+  // row [0, 1] meets on every partition, group order (0, 0), (1, 0), (0, 1), (1, 1); process
+  // k = replica * 2 + partition.
+  const std::string gather = R"(func.func @main(%x: tensor<1x2xi64>) -> tensor<1x8xi64> {
+    %r = "stablehlo.all_gather"(%x) {
+      all_gather_dim = 1 : i64,
+      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>,
+      channel_handle = #stablehlo.channel_handle<handle = 1, type = 0>
+    } : (tensor<1x2xi64>) -> tensor<1x8xi64>
+    return %r : tensor<1x8xi64>
+  })";
+  std::vector<std::vector<Literal>> args;
+  for (std::int64_t k = 0; k < 4; ++k) args.push_back({i64s({k, 10 + k}, {1, 2})});
+  const Literal all = i64s({0, 10, 2, 12, 1, 11, 3, 13}, {1, 8});
+  check_both(gather, 2, 2, args, {{all}, {all}, {all}, {all}});
+  // The partitions come from the declared type, or from the module's mhlo.num_partitions.
+  const Graph g = parse_stablehlo(gather).value();
+  CHECK(g.node(1).attr<CollectiveAttrs>().num_partitions == 2);
+  const std::string module = str_cat("module attributes {mhlo.num_partitions = 2 : i32} {\n", gather, "\n}");
+  CHECK(parse_stablehlo(module).value() == g);
+  std::string three = module;
+  three.replace(three.find("= 2 : i32"), 9, "= 3 : i32");
+  check_error(parse_stablehlo(three), StatusCode::kInvalidArgument, "tensor<1x8xi64>");
+
+  const std::string scatter = str_cat(R"(func.func @main(%x: tensor<1x8xi64>) -> tensor<1x2xi64> {
+    %r = "stablehlo.reduce_scatter"(%x) )", kAddBody, R"( {
+      scatter_dimension = 1 : i64,
+      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>,
+      channel_handle = #stablehlo.channel_handle<handle = 1, type = 0>
+    } : (tensor<1x8xi64>) -> tensor<1x2xi64>
+    return %r : tensor<1x2xi64>
+  })");
+  // Process k holds k + 10 j at j: the sum over the four is 6 + 40 j, split in four parts of
+  // two, part i to the i-th of the group.
+  args.clear();
+  for (std::int64_t k = 0; k < 4; ++k) {
+    std::vector<std::int64_t> v;
+    for (std::int64_t j = 0; j < 8; ++j) v.push_back(k + 10 * j);
+    args.push_back({i64s(v, {1, 8})});
+  }
+  check_both(scatter, 2, 2, args,
+             {{i64s({6, 46}, {1, 2})}, {i64s({166, 206}, {1, 2})}, {i64s({86, 126}, {1, 2})}, {i64s({246, 286}, {1, 2})}});
+
+  // A grid of other partitions than the types were inferred for is refused by both backends.
+  auto client = cpu::Client<>::create({.device_count = 4, .thread_count = 1}).value();
+  cpu::CompileOptions options;
+  options.num_replicas = 2;
+  options.num_partitions = 1;
+  check_error(client->compile(g, options), StatusCode::kInvalidArgument, "has 2 members on a grid of 2 x 1, but the op's types need 4");
+  reference::ParallelOptions grid;
+  grid.num_replicas = 2;
+  std::vector<std::vector<Literal>> two = {{i64s({0, 1}, {1, 2})}, {i64s({2, 3}, {1, 2})}};
+  check_error(reference::evaluate_parallel(g, two, grid), StatusCode::kInvalidArgument,
+              "all_gather: the process group has 2 members but the result gathers 4");
+  // num_partitions belongs to that mode and those ops only, and is positive.
+  GraphBuilder b("bad");
+  Value x = b.parameter(Shape(kF32, {2}));
+  CollectiveAttrs cross_replica{{0, 1}, 2, 0, 0, false, 0, 0, 0};
+  cross_replica.num_partitions = 2;
+  b.all_gather({x}, cross_replica);
+  check_error(b.status(), StatusCode::kInvalidArgument, "only all_gather and reduce_scatter over replicas and partitions");
+  GraphBuilder b2("bad2");
+  CollectiveAttrs zero{{0, 1}, 2, 1, 0, false, 0, 0, 0};
+  zero.num_partitions = 0;
+  b2.all_gather({b2.parameter(Shape(kF32, {2}))}, zero);
+  check_error(b2.status(), StatusCode::kInvalidArgument, "num_partitions must be positive");
+}
+
+TEST_CASE("collectives: all_reduce's replica_groups may be ragged, padded with -1") {
+  const std::string text = str_cat(R"(func.func @main(%x: tensor<2xi64>) -> tensor<2xi64> {
+    %r = "stablehlo.all_reduce"(%x) )", kAddBody, R"( {
+      replica_groups = dense<[[0, 2], [1, -1]]> : tensor<2x2xi64>
+    } : (tensor<2xi64>) -> tensor<2xi64>
+    return %r : tensor<2xi64>
+  })");
+  std::vector<std::vector<Literal>> args = {{i64s({1, 2}, {2})}, {i64s({30, 40}, {2})}, {i64s({500, 600}, {2})}};
+  check_both(text, 3, 1, args, {{i64s({501, 602}, {2})}, {i64s({30, 40}, {2})}, {i64s({501, 602}, {2})}});
+  // Only all_reduce's rows are padded, only with -1, and only at their end.
+  auto refused = [](OpCode op, std::vector<std::int64_t> groups) {
+    GraphBuilder b("bad");
+    Value x = b.parameter(Shape(kF32, {4}));
+    const CollectiveAttrs a{std::move(groups), 2, 0, 0, false, 0, 0, 0};
+    if (op == OpCode::kAllReduce) b.all_reduce(x, OpCode::kAdd, a);
+    else b.all_gather({x}, a);
+    return b.status();
+  };
+  check_error(refused(OpCode::kAllGather, {0, 1, 2, -1}), StatusCode::kInvalidArgument, "holds the negative id -1");
+  check_error(refused(OpCode::kAllReduce, {0, 1, 2, -2}), StatusCode::kInvalidArgument, "only -1 pads a row");
+  check_error(refused(OpCode::kAllReduce, {-1, 0, 1, 2}), StatusCode::kInvalidArgument, "row 0 has the id 0 after its -1 padding");
+  CHECK(refused(OpCode::kAllReduce, {0, 1, 2, -1}).ok());
+  // A process left out of every row is still an error.
+  const Graph g = parse_stablehlo(text).value();
+  auto client = cpu::Client<>::create({.device_count = 4, .thread_count = 1}).value();
+  cpu::CompileOptions options;
+  options.num_replicas = 4;
+  check_error(client->compile(g, options), StatusCode::kInvalidArgument, "leave replica 3 out");
+}
+
+TEST_CASE("collectives: collective_broadcast with has_dynamic_root takes each result from the member its root names") {
+  // The spec: result j comes from process_groups[i, root[j]].
+  const std::string text = R"(func.func @main(%x: tensor<1x2xi64>, %y: tensor<2xi64>, %root: tensor<2xi32>) -> (tensor<1x2xi64>, tensor<2xi64>) {
+    %r:2 = "stablehlo.collective_broadcast"(%x, %y, %root) {
+      replica_groups = dense<[[2, 1, 0]]> : tensor<1x3xi64>,
+      has_dynamic_root
+    } : (tensor<1x2xi64>, tensor<2xi64>, tensor<2xi32>) -> (tensor<1x2xi64>, tensor<2xi64>)
+    return %r#0, %r#1 : tensor<1x2xi64>, tensor<2xi64>
+  })";
+  // root = [1, 0]: x from the group's second member (replica 1), y from its first (replica 2).
+  const Literal root = Literal::vector<std::int32_t>({1, 0});
+  std::vector<std::vector<Literal>> args;
+  for (std::int64_t k = 0; k < 4; ++k) args.push_back({i64s({k, k}, {1, 2}), i64s({10 * k, 10 * k + 1}, {2}), root});
+  const std::vector<Literal> in_group = {i64s({1, 1}, {1, 2}), i64s({20, 21}, {2})};
+  const std::vector<Literal> outside = {i64s({0, 0}, {1, 2}), i64s({0, 0}, {2})};
+  check_both(text, 4, 1, args, {in_group, in_group, in_group, outside});
+  CHECK(parse_stablehlo(text).value().node(3).results.size() == 2);
+  // The roots are an s32[N] for N other operands.
+  GraphBuilder b("bad");
+  CollectiveAttrs a{{0, 1}, 2, 0, 0, false, 0, 0, 0};
+  a.has_dynamic_root = true;
+  b.collective_broadcast({b.parameter(Shape(kF32, {2})), b.parameter(Shape(kS32, {2}))}, a);
+  check_error(b.status(), StatusCode::kInvalidArgument, "takes its roots as the last operand, an s32[1]");
+  GraphBuilder b2("bad2");
+  b2.all_reduce(b2.parameter(Shape(kF32, {2})), OpCode::kAdd, a);
+  check_error(b2.status(), StatusCode::kInvalidArgument, "takes no has_dynamic_root");
+  // A root outside the group fails the run on both backends.
+  const Graph g = parse_stablehlo(text).value();
+  for (auto& process : args) process[2] = Literal::vector<std::int32_t>({3, 0});
+  reference::ParallelOptions grid;
+  grid.num_replicas = 4;
+  check_error(reference::evaluate_parallel(g, args, grid), StatusCode::kInvalidArgument, "root 0 of process");
+  auto client = cpu::Client<>::create({.device_count = 4, .thread_count = 1}).value();
+  cpu::CompileOptions options;
+  options.num_replicas = 4;
+  auto exe = client->compile(g, options);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  std::vector<std::vector<cpu::Buffer<cpu::ThreadPool>>> buffers(4);
+  std::vector<std::vector<cpu::Buffer<cpu::ThreadPool>*>> lists(4);
+  for (std::size_t k = 0; k < 4; ++k) {
+    for (const Literal& l : args[k])
+      buffers[k].push_back(client->buffer_from_literal(l, exe->addressable_devices()[k]->memory_spaces()[0]).value());
+    for (auto& buffer : buffers[k]) lists[k].push_back(&buffer);
+  }
+  check_error(exe->execute(lists), StatusCode::kInvalidArgument, "outside its group of 3");
+}
+
 TEST_CASE("collectives: the process-group strategies on a 2 x 2 grid, CPU against the reference") {
   // Each process holds its flattened id; every strategy sums over its groups.
   const CollectiveAttrs cross_replica{{0, 1}, 2, 0, 0, false, 0, 0, 0};

@@ -488,9 +488,16 @@ TEST_CASE("ir: convert and bitcast_convert") {
   check_invalid(
       error_of([](GraphBuilder& b) { b.bitcast_convert(b.parameter(Shape(kC64, {2})), kF64); }),
       "bitcast_convert: cannot bitcast c64 to f64: complex converts only to complex");
+  // pred is one bit (StableHLO's i1).
+  CHECK(shape_of(b, b.bitcast_convert(b.parameter(Shape(kPred, {3, 8})), kU8)) == Shape(kU8, {3}));
+  CHECK(shape_of(b, b.bitcast_convert(b.parameter(Shape(kS64, {2})), kPred)) == Shape(kPred, {2, 64}));
+  CHECK(shape_of(b, b.bitcast_convert(b.parameter(Shape(kPred, {2})), kPred)) == Shape(kPred, {2}));
   check_invalid(
       error_of([](GraphBuilder& b) { b.bitcast_convert(b.parameter(Shape(kPred, {2})), kU8); }),
-      "bitcast_convert: cannot bitcast pred to u8: pred has no defined bit layout");
+      "bitcast_convert: bitcasting pred[2] to the wider u8 needs a minor dimension of size 8");
+  check_invalid(
+      error_of([](GraphBuilder& b) { b.bitcast_convert(b.parameter(Shape(kPred, {64})), kC64); }),
+      "bitcast_convert: cannot bitcast pred to c64: complex converts only to complex");
   check_invalid(
       error_of([](GraphBuilder& b) { b.convert(b.parameter(Shape(kF32, {2})), DType::kInvalid); }),
       "convert: invalid target element type");

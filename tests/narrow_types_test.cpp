@@ -5,10 +5,12 @@
 
 #include <doctest/doctest.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <random>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -306,6 +308,122 @@ func.func @main(%a: tensor<2xi8>) -> tensor<2xf6E2M3FN> {
 )");
   REQUIRE_FALSE(bad.ok());
   CHECK(contains(bad.status().message(), "neither width divides"));
+}
+
+TEST_CASE("narrow types: bitcast_convert of i1 takes one bit per element, the lowest first") {
+  constexpr std::string_view text = R"(
+func.func @main(%a: tensor<2x8xi1>, %b: tensor<i16>, %c: tensor<4xi1>, %d: tensor<ui4>) -> (tensor<2xui8>, tensor<16xi1>, tensor<i4>, tensor<4xi1>, tensor<3xi1>) {
+  %0 = stablehlo.bitcast_convert %a : (tensor<2x8xi1>) -> tensor<2xui8>
+  %1 = stablehlo.bitcast_convert %b : (tensor<i16>) -> tensor<16xi1>
+  %2 = stablehlo.bitcast_convert %c : (tensor<4xi1>) -> tensor<i4>
+  %3 = stablehlo.bitcast_convert %d : (tensor<ui4>) -> tensor<4xi1>
+  %4 = stablehlo.bitcast_convert %c : (tensor<4xi1>) -> tensor<4xi1>
+  %5 = stablehlo.slice %4 [0:3] : (tensor<4xi1>) -> tensor<3xi1>
+  return %0, %1, %2, %3, %5 : tensor<2xui8>, tensor<16xi1>, tensor<i4>, tensor<4xi1>, tensor<3xi1>
+}
+)";
+  // Row 0: bits 1, 3, 7 -> 0x8A; row 1: every bit -> 0xFF.
+  const std::array<bool, 16> a_bits = {false, true, false, true, false, false, false, true,
+                                       true,  true, true,  true, true,  true,  true,  true};
+  const Literal a = require_ok(Literal::from_span<bool>(a_bits, {2, 8}));
+  const Literal b = Literal::scalar<std::int16_t>(static_cast<std::int16_t>(0x8001));
+  const Literal c = Literal::vector<bool>({false, true, true, true});  // 0b1110 = -2 in i4
+  const Literal d = require_ok(Literal::scalar<std::uint32_t>(9).convert(DType::kU4));  // 0b1001
+  const std::vector<Literal> out = run_both(text, {a, b, c, d});
+  CHECK(values_of<std::uint8_t>(out[0]) == std::vector<std::uint8_t>{0x8A, 0xFF});
+  std::vector<bool> bits(16, false);
+  bits[0] = bits[15] = true;
+  CHECK(values_of<bool>(out[1]) == bits);
+  CHECK(values_of<std::int32_t>(require_ok(out[2].convert(DType::kS32))) == std::vector<std::int32_t>{-2});
+  CHECK(values_of<bool>(out[3]) == std::vector<bool>{true, false, false, true});
+  CHECK(values_of<bool>(out[4]) == std::vector<bool>{false, true, true});
+}
+
+namespace {
+
+__extension__ using Wide = __int128;
+
+/// The high half of the w-bit product of a and b (their values, signed or not), the oracle of
+/// chlo.mulhi: the exact product in 128 bits, shifted down by w.
+std::int64_t mulhi_oracle(std::int64_t a, std::int64_t b, int w, bool is_signed) {
+  if (!is_signed && w == 64) {
+    __extension__ using UWide = unsigned __int128;
+    const UWide p = static_cast<UWide>(static_cast<std::uint64_t>(a)) * static_cast<std::uint64_t>(b);
+    return static_cast<std::int64_t>(static_cast<std::uint64_t>(p >> 64));
+  }
+  const Wide p = static_cast<Wide>(a) * static_cast<Wide>(b);
+  return static_cast<std::int64_t>(p >> w);  // an arithmetic shift: the high half's value
+}
+
+}  // namespace
+
+TEST_CASE("narrow types: chlo.mulhi gives the high half of the full product at every integer width") {
+  const DType types[] = {DType::kS2, DType::kS4, DType::kS8, DType::kS16, DType::kS32, DType::kS64,
+                         DType::kU2, DType::kU4, DType::kU8, DType::kU16, DType::kU32, DType::kU64};
+  std::mt19937_64 rng(7);
+  for (DType t : types) {
+    CAPTURE(dtype_name(t));
+    const int w = bit_width(t);
+    const bool is_signed = is_signed_integral(t);
+    // The extremes and their neighbours, then random values, as int64 values of t.
+    const std::int64_t lo = is_signed ? (w == 64 ? std::numeric_limits<std::int64_t>::min() : -(std::int64_t{1} << (w - 1))) : 0;
+    const std::int64_t hi = is_signed ? (w == 64 ? std::numeric_limits<std::int64_t>::max() : (std::int64_t{1} << (w - 1)) - 1)
+                                      : (w == 64 ? -1 : (std::int64_t{1} << w) - 1);  // u64's max as its bits
+    std::vector<std::int64_t> a = {lo, lo, hi, hi, 0, 1, -1, lo + 1, hi, hi - 1};
+    std::vector<std::int64_t> b = {lo, hi, hi, lo, hi, hi, lo, -1, 1, hi};
+    for (int k = 0; k < 22; ++k) {
+      std::uint64_t x = rng(), y = rng();
+      if (w < 64) x %= std::uint64_t{1} << w, y %= std::uint64_t{1} << w;
+      auto value = [&](std::uint64_t bits) {
+        return is_signed && w < 64 && bits >= (std::uint64_t{1} << (w - 1)) ? static_cast<std::int64_t>(bits) - (std::int64_t{1} << w)
+                                                                              : static_cast<std::int64_t>(bits);
+      };
+      a.push_back(value(x));
+      b.push_back(value(y));
+    }
+    if (!is_signed)  // -1 above stands for the top value; for unsigned types take its bits
+      for (auto* v : {&a, &b})
+        for (std::int64_t& e : *v)
+          if (e < 0 && w < 64) e += std::int64_t{1} << w;
+    const DType wide = is_signed ? DType::kS64 : DType::kU64;
+    auto literal = [&](const std::vector<std::int64_t>& v) {
+      Literal l(Shape(wide, {static_cast<std::int64_t>(v.size())}));
+      std::memcpy(l.untyped_data(), v.data(), l.size_bytes());
+      return require_ok(l.convert(t));
+    };
+    const std::string type = str_cat("tensor<", a.size(), "x", stablehlo::element_type_name(t), ">");
+    const std::string text = str_cat("func.func @main(%a: ", type, ", %b: ", type, ") -> ", type, " {\n",
+                                     "  %0 = \"chlo.mulhi\"(%a, %b) : (", type, ", ", type, ") -> ", type, "\n",
+                                     "  return %0 : ", type, "\n}\n");
+    const std::vector<Literal> out = run_both(text, {literal(a), literal(b)});
+    const Literal got = require_ok(out[0].convert(wide));
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      CAPTURE(a[k]);
+      CAPTURE(b[k]);
+      std::int64_t want = mulhi_oracle(a[k], b[k], w, is_signed);
+      if (!is_signed && w < 64) want &= (std::int64_t{1} << w) - 1;
+      std::int64_t have = 0;
+      std::memcpy(&have, static_cast<const std::byte*>(got.untyped_data()) + k * 8, 8);
+      CHECK(have == want);
+    }
+  }
+  // The spec's kind of example: 64 * 4 = 256 in i8 has high byte 1; -64 * 4 = -256 has -1.
+  const std::vector<Literal> out = run_both(R"(
+func.func @main(%a: tensor<2xi8>, %b: tensor<2xi8>) -> tensor<2xi8> {
+  %0 = chlo.mulhi %a, %b : tensor<2xi8>, tensor<2xi8> -> tensor<2xi8>
+  return %0 : tensor<2xi8>
+}
+)", {Literal::vector<std::int8_t>({64, -64}), Literal::vector<std::int8_t>({4, 4})});
+  CHECK(values_of<std::int8_t>(out[0]) == std::vector<std::int8_t>{1, -1});
+  // Floats and mixed types are refused.
+  const auto floats = stablehlo::parse_module(R"(
+func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {
+  %0 = "chlo.mulhi"(%a, %a) : (tensor<2xf32>, tensor<2xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+)");
+  REQUIRE_FALSE(floats.ok());
+  CHECK(contains(floats.status().message(), "chlo.mulhi takes integers, not f32"));
 }
 
 TEST_CASE("narrow types: dense literals parse in decimal and hex and print back the same") {

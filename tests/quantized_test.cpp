@@ -437,4 +437,57 @@ module {
               StatusCode::kInvalidArgument, "check.eq returns one tensor<i1>");
 }
 
+TEST_CASE("stablehlo runner: nested tuples, and a part that checks nothing is UNCHECKED, not a pass") {
+  auto client = cpu::Client<cpu::InlineExecutor>::create({.device_count = 1}).value();
+  // A tuple holding a tuple, taken apart again (the spec's tuple and get_tuple_element).
+  const std::string nested = R"(func.func @main() {
+  %v = stablehlo.constant dense<[1.5, 2.5]> : tensor<2xf32>
+  %i = stablehlo.constant dense<7> : tensor<i64>
+  %inner = stablehlo.tuple %i : tuple<tensor<i64>>
+  %outer = stablehlo.tuple %v, %inner, %v : tuple<tensor<2xf32>, tuple<tensor<i64>>, tensor<2xf32>>
+  %a = stablehlo.get_tuple_element %outer[0] : (tuple<tensor<2xf32>, tuple<tensor<i64>>, tensor<2xf32>>) -> tensor<2xf32>
+  %t = stablehlo.get_tuple_element %outer[1] : (tuple<tensor<2xf32>, tuple<tensor<i64>>, tensor<2xf32>>) -> tuple<tensor<i64>>
+  %b = stablehlo.get_tuple_element %t[0] : (tuple<tensor<i64>>) -> tensor<i64>
+  %c = stablehlo.add %b, %b : tensor<i64>
+  check.expect_eq_const %a, dense<[1.5, 2.5]> : tensor<2xf32>
+  check.expect_eq_const %c, dense<14> : tensor<i64>
+  func.return
+})";
+  stablehlo::TestOutcome o = stablehlo::run_test_program(*client, nested);
+  CHECK_MESSAGE(o.verdict == stablehlo::Verdict::kPass, o.detail);
+  auto replaced = [](std::string text, std::string_view from, std::string_view to) {
+    const std::size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return text.replace(at, from.size(), to);
+  };
+  CHECK(stablehlo::run_test_program(*client, replaced(nested, "dense<14>", "dense<15>")).verdict == stablehlo::Verdict::kFail);
+  // Taking a tensor for a tuple, or a tuple for a tensor, is an error that says which.
+  check_error(stablehlo::parse_module(replaced(nested, "tensor<2xf32>>) -> tensor<2xf32>", "tensor<2xf32>>) -> tuple<tensor<i64>>")),
+              StatusCode::kInvalidArgument, "element 0 of %outer is a tensor, not a tuple");
+  check_error(stablehlo::parse_module(replaced(nested, "-> tuple<tensor<i64>>\n", "-> tensor<i64>\n")),
+              StatusCode::kInvalidArgument, "element 1 of %outer is a tuple, not a tensor");
+  // A tuple is no operand of an ordinary op.
+  check_error(stablehlo::parse_module(replaced(nested, "stablehlo.add %b, %b", "stablehlo.add %t, %t")),
+              StatusCode::kUnimplemented, "the tuple %t as an operand");
+
+  // A program without checks runs (an error in it still fails) but proves nothing.
+  const std::string unchecked = R"(func.func @main() {
+  %v = stablehlo.constant dense<[1.0, 2.0]> : tensor<2xf32>
+  %t = stablehlo.tuple %v : tuple<tensor<2xf32>>
+  func.return
+})";
+  o = stablehlo::run_test_program(*client, unchecked);
+  CHECK(o.verdict == stablehlo::Verdict::kUnchecked);
+  CHECK(contains(o.detail, "checks nothing"));
+  CHECK(stablehlo::verdict_name(o.verdict) == "UNCHECKED");
+  // In a file of parts: a skip outranks it, and it outranks a pass.
+  const std::string skipped = "func.func @main() {\n  %t = stablehlo.after_all : !stablehlo.token\n  func.return\n}";
+  o = stablehlo::run_test_program(*client, str_cat(nested, "\n// -----\n", unchecked));
+  CHECK(o.verdict == stablehlo::Verdict::kUnchecked);
+  CHECK(contains(o.detail, "part 2 of 2"));
+  o = stablehlo::run_test_program(*client, str_cat(unchecked, "\n// -----\n", skipped, "\n// -----\n", nested));
+  CHECK(o.verdict == stablehlo::Verdict::kSkip);
+  CHECK(contains(o.detail, "part 2 of 3"));
+}
+
 }  // namespace quantized_test

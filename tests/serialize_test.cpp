@@ -274,7 +274,7 @@ TEST_CASE("serialize: the format is pinned byte for byte") {
     for (int b : bytes) expected.push_back(static_cast<std::byte>(b));
   };
   put({'P', 'J', 'L', 'G'});                         // magic
-  put({1, 0, 0, 0});                                 // version 1
+  put({2, 0, 0, 0});                                 // version 2
   put({71, 0, 0, 0, 0, 0, 0, 0});                    // graph size
   put({1, 0, 0, 0, 'g'});                            // name
   put({1, 0, 0, 0});                                 // one node
@@ -294,7 +294,7 @@ TEST_CASE("serialize: the format is pinned byte for byte") {
   CHECK(blob.size() == 95);
   // The checksum is pinned too: it depends on nothing of the host.
   CHECK(ByteReader(std::span<const std::byte>(blob).subspan(87)).u64("checksum").value() ==
-        0x1417a21ea3a40c14ull);
+        0xe01f35755fb2bd2dull);
 }
 
 TEST_CASE("serialize: round-trip of every op and every attribute kind") {
@@ -381,15 +381,60 @@ TEST_CASE("serialize: empty input, wrong magic and other versions are rejected")
               StatusCode::kInvalidArgument, "found 58 4a");
 
   blob = serialize(tiny_graph());
-  blob[4] = std::byte{2};  // a future version, resealed so only the version is wrong
+  blob[4] = std::byte{3};  // a future version, resealed so only the version is wrong
   reseal(blob);
   check_error(deserialize_graph(blob).status(), StatusCode::kInvalidArgument,
-              "unsupported graph format version 2 (at byte offset 4); this build reads "
-              "version 1");
+              "unsupported graph format version 3 (at byte offset 4); this build reads "
+              "versions 1 to 2");
+  blob[4] = std::byte{0};  // older than the oldest
+  reseal(blob);
+  check_error(deserialize_graph(blob).status(), StatusCode::kInvalidArgument,
+              "unsupported graph format version 0 (at byte offset 4)");
   blob[4] = std::byte{0};
   blob[7] = std::byte{0x80};
   check_error(deserialize_graph(blob).status(), StatusCode::kInvalidArgument,
               "unsupported graph format version 2147483648");
+}
+
+TEST_CASE("serialize: a version 1 blob (written before CollectiveAttrs had num_partitions and has_dynamic_root) still loads") {
+  // parameter s64[2, 2] -> all_gather(all_gather_dim 1, replica_groups [[0, 1]], channel 1),
+  // as the version 1 writer wrote it.
+  const std::string hex =
+      "504a4c4701000000c90000000000000002000000763102000000000000000001"
+      "0000000000000000050200000002000000000000000200000000000000000100"
+      "000005020000000200000000000000020000000000000000000000005c010000"
+      "0000000000000000001b02000000000000000000000001000000000000000200"
+      "0000000000000100000000000000000000000000000000010000000000000000"
+      "0000000000000000000000000000000100000005020000000200000000000000"
+      "040000000000000000000000000100000001000000000000008c8b4966c85d94"
+      "5d";
+  std::vector<std::byte> v1;
+  for (std::size_t i = 0; i + 1 < hex.size(); i += 2)
+    v1.push_back(static_cast<std::byte>(std::stoi(hex.substr(i, 2), nullptr, 16)));
+  StatusOr<Graph> back = deserialize_graph(v1);
+  REQUIRE_MESSAGE(back.ok(), back.status().to_string());
+  GraphBuilder b("v1");
+  Value x = b.parameter(Shape(kS64, {2, 2}));
+  CollectiveAttrs a;
+  a.groups = {0, 1};
+  a.group_size = 2;
+  a.channel_id = 1;
+  a.dimension = 1;
+  const Graph expected = build_ok(b, {b.all_gather({x}, a)[0]});
+  CHECK(*back == expected);
+  const auto& read = back->node(1).attr<CollectiveAttrs>();
+  CHECK(read.num_partitions == 1);
+  CHECK_FALSE(read.has_dynamic_root);
+  // Written again, it is a version 2 blob, 9 bytes longer (the two new fields).
+  const std::vector<std::byte> v2 = serialize(*back);
+  CHECK(v2[4] == std::byte{2});
+  CHECK(v2.size() == v1.size() + 9);
+  CHECK(deserialize_graph(v2).value() == expected);
+  // Read as version 2, the version 1 bytes lack the new fields: corrupt, not misread.
+  std::vector<std::byte> relabelled = v1;
+  relabelled[4] = std::byte{2};
+  reseal(relabelled);
+  CHECK(deserialize_graph(relabelled).status().code() == StatusCode::kDataLoss);
 }
 
 TEST_CASE("serialize: every truncation of a real blob is rejected") {

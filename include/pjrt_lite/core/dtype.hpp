@@ -404,13 +404,21 @@ inline void convert_elements(const void* src, DType from, void* dst, DType to, s
   });
 }
 
-/// bitcast_convert's element step where `from` or `to` is narrow: the bit_width(from) bits of
-/// each of the `count` source elements, concatenated from the lowest bits up (element 0
-/// first, a wide element's bytes in little-endian order), are cut into bit_width(to)-bit
+/// The bits bitcast_convert sees of an element: bit_width, but 1 for pred (StableHLO's i1,
+/// whose one bit its interpreter bitcasts as such).
+constexpr int bitcast_width(DType t) { return t == DType::kPred ? 1 : bit_width(t); }
+/// Types whose bitcast_convert cuts and joins bits rather than copying bytes: pred and the
+/// narrow types (bitcast_width below the storage's bits).
+constexpr bool is_bit_packed(DType t) { return t == DType::kPred || is_narrow(t); }
+
+/// bitcast_convert's element step where `from` or `to` is bit-packed: the bitcast_width(from)
+/// bits of each of the `count` source elements, concatenated from the lowest bits up (element
+/// 0 first, a wide element's bytes in little-endian order), are cut into bitcast_width(to)-bit
 /// result elements the same way. A narrow result is stored as a converted one would be (a
-/// signed integer sign-extended through its byte). The total number of bits must divide.
+/// signed integer sign-extended through its byte), a pred one as 0 or 1. The total number of
+/// bits must divide.
 inline void bitcast_narrow_elements(const void* src, DType from, void* dst, DType to, std::int64_t count) {
-  const int wf = bit_width(from), wt = bit_width(to);
+  const int wf = bitcast_width(from), wt = bitcast_width(to);
   const int piece_in = std::min(wf, 8), piece_out = std::min(wt, 8);
   const auto* in = static_cast<const std::uint8_t*>(src);
   auto* out = static_cast<std::uint8_t*>(dst);

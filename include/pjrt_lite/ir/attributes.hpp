@@ -584,6 +584,8 @@ struct CollectiveAttrs {
   /// The spec's replica_groups (all but collective_permute) or source_target_pairs
   /// (collective_permute, rows of two): `groups.size() / group_size` rows. Empty (group_size
   /// 0) means one group of every replica (or partition, or process, by the mode below).
+  /// all_reduce's rows may be of different sizes, padded at their end with -1 (StableHLO's
+  /// dense form of ragged groups); every other op's ids are all >= 0.
   std::vector<std::int64_t> groups = {};
   std::int64_t group_size = 0;
   /// channel_handle's handle and type. A handle above 0 makes the groups cross-partition
@@ -599,12 +601,27 @@ struct CollectiveAttrs {
   /// all_to_all only.
   std::int64_t concat_dimension = 0;
   std::int64_t split_count = 0;
+  /// all_gather and reduce_scatter in cross_replica_and_partition mode (channel_id > 0
+  /// without use_global_device_ids): the grid's partitions, which the process group spans
+  /// (a replica_groups row times num_partitions processes), so the result's size depends on
+  /// it. A backend refuses a grid of other partitions. 1 for every other op and mode.
+  std::int64_t num_partitions = 1;
+  /// collective_broadcast: the last operand is an s32[N] of roots, result j coming from the
+  /// group member at position root[j] (N results for N + 1 operands); else the group's first.
+  bool has_dynamic_root = false;
   friend bool operator==(const CollectiveAttrs&, const CollectiveAttrs&) = default;
 
-  /// Row `r` of `groups`.
+  /// Row `r` of `groups`, -1 padding included.
   [[nodiscard]] std::span<const std::int64_t> group(std::size_t r) const {
     return std::span<const std::int64_t>(groups).subspan(r * static_cast<std::size_t>(group_size),
                                                          static_cast<std::size_t>(group_size));
+  }
+  /// Row `r` of `groups` without its -1 padding.
+  [[nodiscard]] std::vector<std::int64_t> group_ids(std::size_t r) const {
+    std::vector<std::int64_t> ids;
+    for (std::int64_t id : group(r))
+      if (id >= 0) ids.push_back(id);
+    return ids;
   }
   [[nodiscard]] std::size_t group_count() const {
     return group_size > 0 ? groups.size() / static_cast<std::size_t>(group_size) : 0;

@@ -69,6 +69,9 @@ class GraphBuilder {
       n_results = linalg_result_count(
           l->routine, !operands.empty() && contains(operands[0]) &&
                           is_complex(value_shape(operands[0]).dtype()));
+    if (const auto* c = std::get_if<CollectiveAttrs>(&attrs);
+        c && c->has_dynamic_root && code == OpCode::kCollectiveBroadcast && operands.size() > 1)
+      n_results = operands.size() - 1;
     if (!status_.ok()) return dummies(n_results);
     if (!is_valid(code))
       return fail(n_results, invalid_argument_error(str_cat("invalid opcode (enum value ",
@@ -426,8 +429,9 @@ class GraphBuilder {
   Value collective_permute(Value operand, CollectiveAttrs a) {
     return op1(OpCode::kCollectivePermute, {operand}, std::move(a));
   }
-  /// collective_broadcast: the operands of the first process of this process's group, zeros
-  /// for a process in no group.
+  /// collective_broadcast: the operands of the first process of this process's group (with
+  /// a.has_dynamic_root, the last operand is an s32[N] of group positions, one per other
+  /// operand, and there are N results), zeros for a process in no group.
   std::vector<Value> collective_broadcast(const std::vector<Value>& operands, CollectiveAttrs a) {
     return op(OpCode::kCollectiveBroadcast, operands, std::move(a));
   }

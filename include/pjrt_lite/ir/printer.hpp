@@ -154,6 +154,8 @@ inline std::string attributes_text(const Node& node) {
           if (a.channel_id != 0 || a.channel_type != 0)
             text += str_cat(", channel_id=", a.channel_id, ", channel_type=", a.channel_type);
           if (a.use_global_device_ids) text += ", use_global_device_ids=true";
+          if (a.num_partitions != 1) text += str_cat(", num_partitions=", a.num_partitions);
+          if (a.has_dynamic_root) text += ", has_dynamic_root=true";
           if (node.op == OpCode::kAllGather) text += str_cat(", all_gather_dim=", a.dimension);
           if (node.op == OpCode::kReduceScatter)
             text += str_cat(", scatter_dimension=", a.dimension);

@@ -2,7 +2,7 @@
 // A compact binary form of a Graph, for caches and files. Every integer is little-endian and
 // of fixed width whatever the host, so a blob means the same on every platform.
 //
-//   blob      = "PJLG"  u32 version (1)  u64 graph_size  graph  u64 checksum
+//   blob      = "PJLG"  u32 version (2)  u64 graph_size  graph  u64 checksum
 //   graph     = string name  u32 node_count node*  u32 output_count value*
 //   node      = u8 opcode  u32 operand_count value*  u8 attributes_index attributes
 //               u32 result_count shape*  u32 body_count graph*
@@ -13,13 +13,16 @@
 //   list      = u32 length  i64*
 //   string    = u32 length  bytes
 //
+// Version 1 is version 2 without CollectiveAttrs' last two fields (num_partitions,
+// has_dynamic_root), which read as their defaults; deserialize_graph reads both versions.
+//
 // The checksum is the 64-bit FNV-1a of every byte before it. graph_size lets a reader tell a
 // truncated blob from a corrupt one.
 //
 // deserialize_graph treats its input as hostile: it never reads out of bounds, bounds every
 // count by the bytes that remain before reserving anything, limits the nesting of bodies and
 // the rank of shapes, checks every enum, and verifies the graph it made. It fails with
-// INVALID_ARGUMENT for input that is not a graph blob of this version and DATA_LOSS for a
+// INVALID_ARGUMENT for input that is not a graph blob of a version it reads and DATA_LOSS for a
 // damaged one, with a message that says what was wrong and at which byte offset.
 
 #include <algorithm>
@@ -31,6 +34,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -52,8 +56,9 @@ namespace pjrt_lite::inline v0_1 {
 /// The first four bytes of every serialized graph.
 inline constexpr std::array<std::byte, 4> kGraphMagic = {std::byte{'P'}, std::byte{'J'},
                                                          std::byte{'L'}, std::byte{'G'}};
-/// The format version this build writes and the only one it reads.
-inline constexpr std::uint32_t kGraphFormatVersion = 1;
+/// The format version this build writes, and the oldest it reads.
+inline constexpr std::uint32_t kGraphFormatVersion = 2;
+inline constexpr std::uint32_t kOldestGraphFormatVersion = 1;
 /// Magic, version and graph size: the graph encoding starts at this offset.
 inline constexpr std::size_t kGraphHeaderSize = 16;
 inline constexpr std::size_t kGraphChecksumSize = 8;
@@ -172,8 +177,9 @@ inline constexpr std::size_t kMinGraphBytes = 4 + 4 + 4;
 /// per operand to verify, and without a budget a few megabytes would cost gigabytes.
 class GraphDecoder {
  public:
-  explicit GraphDecoder(ByteReader& r)
-      : r_(r), dims_left_(2 * static_cast<std::uint64_t>(r.remaining()) + (1u << 20)) {}
+  /// Reads the encoding of format `version` (kOldestGraphFormatVersion .. kGraphFormatVersion).
+  explicit GraphDecoder(ByteReader& r, std::uint32_t version = kGraphFormatVersion)
+      : r_(r), version_(version), dims_left_(2 * static_cast<std::uint64_t>(r.remaining()) + (1u << 20)) {}
 
   StatusOr<Graph> graph(int depth) {
     if (depth > kMaxSerializedBodyDepth)
@@ -341,13 +347,16 @@ class GraphDecoder {
     return static_cast<E>(b);
   }
 
-  /// Reads one field of an attribute; the first error sticks in `status`.
+  /// Reads one field of an attribute; the first error sticks in `status`. Only the first
+  /// `stored` fields are in the bytes; the others keep their defaults.
   struct FieldReader {
     GraphDecoder& d;
     Status& status;
+    std::size_t stored;
     template <class T>
-    void operator()(T& field) const {
-      if (!status.ok()) return;
+    void operator()(T& field) {
+      if (!status.ok() || stored == 0) return;
+      --stored;
       StatusOr<T> v = d.read_field(static_cast<T*>(nullptr));
       if (v.ok())
         field = std::move(v).value();
@@ -390,9 +399,13 @@ class GraphDecoder {
       return internal_error("unreachable: attributes index was checked");
     } else {
       if (index != I) return read_attributes<I + 1>(index);
-      std::variant_alternative_t<I, Attributes> a;
+      using A = std::variant_alternative_t<I, Attributes>;
+      A a;
       Status status;
-      attribute_fields(a, FieldReader{*this, status});
+      std::size_t stored = std::numeric_limits<std::size_t>::max();
+      // Version 1 ends CollectiveAttrs before num_partitions and has_dynamic_root.
+      if (std::is_same_v<A, CollectiveAttrs> && version_ < 2) stored = 8;
+      attribute_fields(a, FieldReader{*this, status, stored});
       PJRT_LITE_RETURN_IF_ERROR(status);
       return Attributes(std::in_place_index<I>, std::move(a));
     }
@@ -456,6 +469,7 @@ class GraphDecoder {
   }
 
   ByteReader& r_;
+  std::uint32_t version_;
   std::uint64_t dims_left_;
 };
 
@@ -465,11 +479,12 @@ class GraphDecoder {
 /// that embed a graph in a container of their own. read_graph reads it back.
 inline void write_graph(ByteWriter& w, const Graph& g) { detail::write_graph_contents(w, g); }
 
-/// Reads one graph written by write_graph, with every hostile-input check of
-/// deserialize_graph, and verifies it. Leaves `r` after the graph. Errors are DATA_LOSS.
-inline StatusOr<Graph> read_graph(ByteReader& r) {
+/// Reads one graph written by write_graph (of format `version`), with every hostile-input
+/// check of deserialize_graph, and verifies it. Leaves `r` after the graph. Errors are
+/// DATA_LOSS.
+inline StatusOr<Graph> read_graph(ByteReader& r, std::uint32_t version = kGraphFormatVersion) {
   const std::size_t start = r.offset();
-  detail::GraphDecoder decoder(r);
+  detail::GraphDecoder decoder(r, version);
   PJRT_LITE_ASSIGN_OR_RETURN(Graph g, decoder.graph(0));
   // Decoding checked the framing; verifying checks the meaning. A blob whose checksum is
   // right but whose graph is not was damaged before it was checksummed, or forged.
@@ -495,7 +510,8 @@ inline std::vector<std::byte> serialize(const Graph& g) {
 }
 
 /// The graph in `bytes` (as serialize writes it), verified. INVALID_ARGUMENT if the bytes
-/// are not a pjrt_lite graph or are of another format version; DATA_LOSS if they are
+/// are not a pjrt_lite graph or are of a format version this build does not read (newer
+/// than kGraphFormatVersion, older than kOldestGraphFormatVersion); DATA_LOSS if they are
 /// truncated, fail the checksum, or decode to something malformed. Never reads outside
 /// `bytes`, takes time linear in bytes.size(), and allocates at most a fixed multiple of
 /// it (decoded nodes are larger than their encoding: about 20x at worst). Thread-safe.
@@ -517,10 +533,10 @@ inline StatusOr<Graph> deserialize_graph(std::span<const std::byte> bytes) {
   const std::size_t version_at = r.offset();
   StatusOr<std::uint32_t> version = r.u32("format version");
   if (!version.ok()) return fail(version.status());
-  if (*version != kGraphFormatVersion)
+  if (*version < kOldestGraphFormatVersion || *version > kGraphFormatVersion)
     return fail(invalid_argument_error(
         str_cat("unsupported graph format version ", *version, " (at byte offset ", version_at,
-                "); this build reads version ", kGraphFormatVersion)));
+                "); this build reads versions ", kOldestGraphFormatVersion, " to ", kGraphFormatVersion)));
   const std::size_t size_at = r.offset();
   StatusOr<std::uint64_t> size = r.u64("graph size");
   if (!size.ok()) return fail(size.status());
@@ -546,7 +562,7 @@ inline StatusOr<Graph> deserialize_graph(std::span<const std::byte> bytes) {
 
   ByteReader graph_reader(bytes.subspan(kGraphHeaderSize, static_cast<std::size_t>(*size)),
                           kGraphHeaderSize);
-  StatusOr<Graph> g = read_graph(graph_reader);
+  StatusOr<Graph> g = read_graph(graph_reader, *version);
   if (!g.ok()) return fail(g.status());
   if (!graph_reader.at_end())
     return fail(ByteReader::corrupt_at(

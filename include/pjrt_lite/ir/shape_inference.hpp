@@ -505,24 +505,20 @@ inline StatusOr<Shape> infer_convert(const Shape& operand, DType to) {
 /// bitcast_convert: the same bits seen as another type. Equal widths keep the dims; a
 /// narrower result gets a new minor dimension of size width(from) / width(to); a wider one
 /// consumes the operand's minor dimension, whose size must be width(to) / width(from).
-/// Complex converts only to complex; pred, whose bit layout is not defined, not at all.
+/// Complex converts only to complex. pred counts as one bit (StableHLO's i1), element 0 the
+/// lowest bit, as StableHLO's interpreter bitcasts it.
 inline StatusOr<Shape> infer_bitcast_convert(const Shape& operand, DType to) {
   constexpr OpCode op = OpCode::kBitcastConvert;
   DType from = operand.dtype();
   if (!is_valid(to))
     return detail::op_error(op, "invalid target element type (enum value ", static_cast<int>(to),
                             ")");
-  // pred to pred is the identity; pred to or from anything else would expose a bit layout
-  // that pred does not have.
-  if (is_pred(from) != is_pred(to))
-    return detail::op_error(op, "cannot bitcast ", dtype_name(from), " to ", dtype_name(to),
-                            ": pred has no defined bit layout");
   if (is_complex(from) != is_complex(to))
     return detail::op_error(op, "cannot bitcast ", dtype_name(from), " to ", dtype_name(to),
                             ": complex converts only to complex");
   std::vector<std::int64_t> dims(operand.dims().begin(), operand.dims().end());
-  // Widths in bits: a narrow type's is its own (4 for s4), not its byte of storage.
-  const auto wf = static_cast<std::size_t>(bit_width(from)), wt = static_cast<std::size_t>(bit_width(to));
+  // Widths in bits: a narrow type's is its own (4 for s4), not its byte of storage; pred's 1.
+  const auto wf = static_cast<std::size_t>(bitcast_width(from)), wt = static_cast<std::size_t>(bitcast_width(to));
   if (wf % wt != 0 && wt % wf != 0)
     return detail::op_error(op, "cannot bitcast ", dtype_name(from), " (", wf, " bits) to ", dtype_name(to),
                             " (", wt, " bits): neither width divides the other");
@@ -1660,7 +1656,9 @@ inline Shape infer_process_position() { return Shape(DType::kU32, {}); }
 namespace detail {
 
 /// The group lists of a collective: rows of `group_size` non-negative ids, unique across the
-/// whole list (collective_permute: rows of two, sources unique and targets unique).
+/// whole list (collective_permute: rows of two, sources unique and targets unique); all_reduce's
+/// rows may end in -1 padding. num_partitions and has_dynamic_root where their ops and modes
+/// take them.
 inline Status check_collective_groups(OpCode op, const CollectiveAttrs& a) {
   const std::string_view what =
       op == OpCode::kCollectivePermute ? "source_target_pairs" : "replica_groups";
@@ -1670,8 +1668,21 @@ inline Status check_collective_groups(OpCode op, const CollectiveAttrs& a) {
   if (a.group_size > 0 && a.groups.size() % static_cast<std::size_t>(a.group_size) != 0)
     return op_error(op, what, " lists ", a.groups.size(), " ids, not whole rows of ",
                     a.group_size);
-  for (std::int64_t id : a.groups)
-    if (id < 0) return op_error(op, what, " holds the negative id ", id);
+  const bool padded = op == OpCode::kAllReduce;
+  for (std::size_t r = 0; r < a.group_count(); ++r) {
+    bool padding = false;
+    for (std::int64_t id : a.group(r)) {
+      if (id == -1 && padded) {
+        padding = true;
+      } else if (id < 0) {
+        return op_error(op, what, " holds the negative id ", id,
+                        padded ? " (only -1 pads a row)" : "");
+      } else if (padding) {
+        return op_error(op, "replica_groups row ", r, " has the id ", id,
+                        " after its -1 padding");
+      }
+    }
+  }
   if (op == OpCode::kCollectivePermute) {
     if (a.group_size != 0 && a.group_size != 2)
       return op_error(op, "source_target_pairs has rows of ", a.group_size, ", not pairs");
@@ -1683,9 +1694,19 @@ inline Status check_collective_groups(OpCode op, const CollectiveAttrs& a) {
   } else {
     for (std::size_t i = 0; i < a.groups.size(); ++i)
       for (std::size_t j = 0; j < i; ++j)
-        if (a.groups[i] == a.groups[j])
+        if (a.groups[i] == a.groups[j] && a.groups[i] >= 0)
           return op_error(op, "replica_groups names ", a.groups[i], " twice");
   }
+  const bool spans_partitions = (op == OpCode::kAllGather || op == OpCode::kReduceScatter) &&
+                                a.channel_id > 0 && !a.use_global_device_ids;
+  if (a.num_partitions < 1)
+    return op_error(op, "num_partitions must be positive, not ", a.num_partitions);
+  if (a.num_partitions != 1 && !spans_partitions)
+    return op_error(op, "num_partitions is ", a.num_partitions,
+                    ", but only all_gather and reduce_scatter over replicas and partitions "
+                    "(channel_id > 0 without use_global_device_ids) take one");
+  if (a.has_dynamic_root && op != OpCode::kCollectiveBroadcast)
+    return op_error(op, "takes no has_dynamic_root");
   if (a.use_global_device_ids && a.channel_id <= 0)
     return op_error(op, "use_global_device_ids needs a channel_id above 0");
   if (a.use_global_device_ids && op != OpCode::kAllReduce && op != OpCode::kAllGather &&
@@ -1720,8 +1741,9 @@ inline Status check_collective_reducer(OpCode op, const Signature& body,
 /// time). all_gather and reduce_scatter need explicit groups: their result dims depend on the
 /// group size, taken as the length of a replica_groups row. That is the process group's size
 /// in every mode but cross_replica_and_partition (channel_id > 0 without
-/// use_global_device_ids), whose groups also span the partitions: there the types hold for a
-/// grid of one partition, and a backend refuses other grids.
+/// use_global_device_ids), whose groups also span the partitions: there a row's length times
+/// num_partitions, and a backend refuses a grid of other partitions. collective_broadcast
+/// with has_dynamic_root takes its roots as a last s32[N] operand and has N results.
 inline StatusOr<std::vector<Shape>> infer_collective(OpCode op, std::span<const Shape> operands,
                                                      const CollectiveAttrs& a,
                                                      std::span<const Signature> bodies) {
@@ -1762,9 +1784,9 @@ inline StatusOr<std::vector<Shape>> infer_collective(OpCode op, std::span<const 
       if (a.group_size <= 0)
         return detail::op_error(op, "needs replica_groups (the result's size depends on them)");
       if (op == OpCode::kAllGather)
-        PJRT_LITE_RETURN_IF_ERROR(resize(a.dimension, a.group_size, 1));
+        PJRT_LITE_RETURN_IF_ERROR(resize(a.dimension, a.group_size * a.num_partitions, 1));
       else
-        PJRT_LITE_RETURN_IF_ERROR(resize(a.dimension, 1, a.group_size));
+        PJRT_LITE_RETURN_IF_ERROR(resize(a.dimension, 1, a.group_size * a.num_partitions));
       return results;
     case OpCode::kAllToAll:
       PJRT_LITE_RETURN_IF_ERROR(check_dim("split_dimension", a.dimension));
@@ -1777,8 +1799,19 @@ inline StatusOr<std::vector<Shape>> infer_collective(OpCode op, std::span<const 
       PJRT_LITE_RETURN_IF_ERROR(resize(a.dimension, 1, a.split_count));
       PJRT_LITE_RETURN_IF_ERROR(resize(a.concat_dimension, a.split_count, 1));
       return results;
-    case OpCode::kCollectivePermute:
-    case OpCode::kCollectiveBroadcast: return results;
+    case OpCode::kCollectiveBroadcast:
+      if (a.has_dynamic_root) {
+        const Shape& roots = operands.back();
+        const auto n = static_cast<std::int64_t>(operands.size()) - 1;
+        if (n < 1)
+          return detail::op_error(op, "with has_dynamic_root needs operands and an s32 array of roots");
+        if (roots.dtype() != DType::kS32 || roots.rank() != 1 || roots.dim(0) != n)
+          return detail::op_error(op, "with has_dynamic_root takes its roots as the last operand, an s32[", n,
+                                  "] (one per other operand), but it is ", roots);
+        results.pop_back();
+      }
+      return results;
+    case OpCode::kCollectivePermute: return results;
     default: return detail::op_error(op, "is not a collective");
   }
 }

@@ -472,6 +472,8 @@ class Printer {
   /// `"stablehlo.all_reduce"(%a) <{channel_handle = #stablehlo.channel_handle<handle = 1,
   /// type = 1>, replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>}> ({ ^bb0(...): ... }) :
   /// (T) -> T`. A channel handle of 0 and type 0 and false flags are left out.
+  /// num_partitions is no attribute of StableHLO's: the reader takes it back from the
+  /// result type.
   void print_collective(const Graph& g, const std::vector<std::string>& names, const Node& n,
                         const CollectiveAttrs& a, const std::string& body_prefix,
                         std::string_view indent) {
@@ -494,6 +496,7 @@ class Printer {
       attrs.push_back(str_cat("channel_handle = #stablehlo.channel_handle<handle = ", a.channel_id,
                               ", type = ", a.channel_type, ">"));
     if (n.op == OpCode::kAllToAll) attrs.push_back(str_cat("concat_dimension = ", a.concat_dimension, " : i64"));
+    if (a.has_dynamic_root) attrs.push_back("has_dynamic_root");
     if (!permute) attrs.push_back("replica_groups = " + groups);
     if (n.op == OpCode::kReduceScatter) attrs.push_back(str_cat("scatter_dimension = ", a.dimension, " : i64"));
     if (permute) attrs.push_back("source_target_pairs = " + groups);

@@ -1,7 +1,8 @@
 #pragma once
 // Running a StableHLO test program (a corpus file: @main calls @inputs and @expected, runs the
 // op under test and checks it with `check.expect_*` custom calls) on any client, and judging
-// it: PASS, FAIL (what differed and where) or SKIP (the op or type the IR lacks).
+// it: PASS, FAIL (what differed and where), SKIP (the op or type the IR lacks) or UNCHECKED
+// (it ran, but checks nothing, so it proves nothing).
 //
 //   auto client = cpu::Client<cpu::InlineExecutor>::create({}).value();
 //   stablehlo::TestOutcome o = stablehlo::run_test_program(*client, text);
@@ -156,15 +157,17 @@ StatusOr<std::vector<Literal>> run_with_parallel_calls(C& client, const Module& 
 
 }  // namespace detail
 
-/// How a test program fared.
-enum class Verdict : std::uint8_t { kPass, kFail, kSkip };
+/// How a test program fared. kUnchecked: it parsed, compiled and ran without error, but
+/// makes no check, so it neither passes nor is skipped.
+enum class Verdict : std::uint8_t { kPass, kFail, kSkip, kUnchecked };
 
-/// "PASS", "FAIL", "SKIP".
+/// "PASS", "FAIL", "SKIP", "UNCHECKED".
 constexpr std::string_view verdict_name(Verdict v) {
   switch (v) {
     case Verdict::kPass: return "PASS";
     case Verdict::kFail: return "FAIL";
     case Verdict::kSkip: return "SKIP";
+    case Verdict::kUnchecked: return "UNCHECKED";
   }
   return "invalid";
 }
@@ -262,11 +265,6 @@ TestOutcome run_test_module(C& client, std::string_view text, Graph* program) {
   if (program != nullptr) *program = main->graph;
   std::vector<Literal> literals;
   if (!main->parallel_runs.empty()) {
-    if (main->checks.empty()) {
-      out.verdict = Verdict::kSkip;
-      out.detail = "the program checks nothing";
-      return out;
-    }
     const auto t1 = Clock::now();
     StatusOr<std::vector<Literal>> outputs = detail::run_with_parallel_calls(client, *module, *main);
     if (!outputs.ok()) return fail_or_skip(outputs.status());
@@ -278,13 +276,7 @@ TestOutcome run_test_module(C& client, std::string_view text, Graph* program) {
     out.detail = "@main takes arguments; only self-contained test programs run here";
     return out;
   }
-  if (!main->parallel_runs.empty()) {
-    // Run above.
-  } else if (main->checks.empty()) {
-    out.verdict = Verdict::kSkip;
-    out.detail = "the program checks nothing";
-    return out;
-  } else {
+  if (main->parallel_runs.empty()) {
     auto exe = client.compile(main->graph);
     if (!exe.ok()) return fail_or_skip(exe.status());
     const auto t1 = Clock::now();
@@ -298,6 +290,12 @@ TestOutcome run_test_module(C& client, std::string_view text, Graph* program) {
     const auto t2 = Clock::now();
     out.compile_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
     out.run_ms = std::chrono::duration<double, std::milli>(t2 - t1).count();
+  }
+  if (main->checks.empty()) {
+    // It ran, and that is all it shows: no pass.
+    out.verdict = Verdict::kUnchecked;
+    out.detail = "it ran, but checks nothing";
+    return out;
   }
   for (const Check& check : main->checks) {
     const Literal& actual = literals[static_cast<std::size_t>(check.actual_output)];
@@ -332,9 +330,11 @@ TestOutcome run_test_module(C& client, std::string_view text, Graph* program) {
 }  // namespace detail
 
 /// Parses `text`, compiles its entry function (@main, or the module's only function) on
-/// `client`, runs it on the client's first device and evaluates every check. A file split
-/// into parts by `// -----` lines (split_input_file) runs part by part: it passes when every
-/// part does, fails with the first failing part, and is skipped otherwise when a part is.
+/// `client`, runs it on the client's first device and evaluates every check; a program that
+/// makes none runs all the same and is UNCHECKED. A file split into parts by `// -----` lines
+/// (split_input_file) runs part by part: it passes when every part does, fails with the first
+/// failing part, is skipped otherwise when a part is, and is UNCHECKED otherwise when a part
+/// is.
 /// An UNIMPLEMENTED status from any step (an op or type the IR or the backend lacks) is a
 /// SKIP; any other error, and a check that does not hold, is a FAIL, but for a program marked
 /// RUN-DISABLED(inaccurate) (see marked_inaccurate), whose failed check is a SKIP that says so.
@@ -359,8 +359,9 @@ TestOutcome run_test_program(C& client, std::string_view text, Graph* program = 
       all.detail = where;
       return all;
     }
-    if (all.verdict == Verdict::kPass) {
-      all.verdict = Verdict::kSkip;
+    // The first skip, or else the first unchecked part, names the file's verdict.
+    if (all.verdict == Verdict::kPass || (all.verdict == Verdict::kUnchecked && one.verdict == Verdict::kSkip)) {
+      all.verdict = one.verdict;
       all.detail = where;
     }
   }

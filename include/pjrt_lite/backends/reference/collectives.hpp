@@ -167,7 +167,8 @@ inline std::vector<std::vector<ProcessId>> flattened_ids(
 }
 
 /// The process groups of a collective node on the grid, by the spec's rules for its op.
-/// Empty replica_groups name one group of every replica (or partition, or process).
+/// Empty replica_groups name one group of every replica (or partition, or process); the -1
+/// padding of all_reduce's rows names none.
 inline StatusOr<std::vector<std::vector<ProcessId>>> process_groups(const Node& node,
                                                                    const ParallelOptions& grid) {
   const auto& a = node.attr<CollectiveAttrs>();
@@ -180,10 +181,7 @@ inline StatusOr<std::vector<std::vector<ProcessId>>> process_groups(const Node& 
                                 : partition_kind ? grid.num_partitions
                                                  : grid.num_replicas;
   std::vector<std::vector<std::int64_t>> groups;
-  for (std::size_t r = 0; r < a.group_count(); ++r) {
-    const auto row = a.group(r);
-    groups.emplace_back(row.begin(), row.end());
-  }
+  for (std::size_t r = 0; r < a.group_count(); ++r) groups.push_back(a.group_ids(r));
   if (op == OpCode::kCollectivePermute) {
     // Every process named by a pair, per line of the grid, meets as one group.
     std::vector<std::int64_t> named;
@@ -306,17 +304,18 @@ inline StatusOr<std::vector<Literal>> eval_collective(
       }
       return out;
     case OpCode::kReduceScatter: {
-      if (n != a.group_size)
+      if (n != a.group_size * a.num_partitions)
         return invalid_argument_error(str_cat("reduce_scatter: the process group has ", n,
-                                              " members but the result is one of ", a.group_size, " parts"));
+                                              " members but the result is one of ", a.group_size * a.num_partitions,
+                                              " parts"));
       PJRT_LITE_ASSIGN_OR_RETURN(Literal r, reduce_across(node.bodies[0], column(0), run));
       out.push_back(split_part(r, a.dimension, n, my_index));
       return out;
     }
     case OpCode::kAllGather:
-      if (n != a.group_size)
+      if (n != a.group_size * a.num_partitions)
         return invalid_argument_error(str_cat("all_gather: the process group has ", n,
-                                              " members but the result gathers ", a.group_size));
+                                              " members but the result gathers ", a.group_size * a.num_partitions));
       for (std::size_t i = 0; i < operands.size(); ++i)
         out.push_back(eval_concatenate(column(i), ConcatenateAttrs{a.dimension}, node.results[i]));
       return out;
@@ -346,7 +345,17 @@ inline StatusOr<std::vector<Literal>> eval_collective(
       return out;
     }
     case OpCode::kCollectiveBroadcast:
-      for (std::size_t i = 0; i < operands.size(); ++i) out.push_back(all[0][i]);
+      for (std::size_t i = 0; i < node.results.size(); ++i) {
+        // The source: the group's first member, or the one at this process's root[i].
+        std::int64_t source = 0;
+        if (a.has_dynamic_root) {
+          source = operands.back()->data<std::int32_t>()[i];
+          if (source < 0 || source >= n)
+            return invalid_argument_error(str_cat("collective_broadcast: root ", i, " of process (", me.first,
+                                                  ", ", me.second, ") is ", source, ", outside its group of ", n));
+        }
+        out.push_back(all[static_cast<std::size_t>(source)][i]);
+      }
       return out;
     default: return invalid_argument_error(str_cat(op_name(node.op), ": not a collective"));
   }

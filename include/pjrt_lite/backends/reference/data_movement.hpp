@@ -26,9 +26,9 @@ namespace pjrt_lite::inline v0_1::reference::detail {
 /// come out in the host's byte order, which is little-endian on every host we build for.
 inline StatusOr<Literal> eval_bitcast_convert(const Literal& x, const Shape& result) {
   Literal out(result);
-  // A narrow type's elements are fewer bits than their bytes: cut and join the bits.
-  if (is_narrow(x.dtype()) || is_narrow(result.dtype())) {
-    if (x.element_count() * bit_width(x.dtype()) != out.element_count() * bit_width(result.dtype()))
+  // A narrow type's or pred's elements are fewer bits than their bytes: cut and join the bits.
+  if (is_bit_packed(x.dtype()) || is_bit_packed(result.dtype())) {
+    if (x.element_count() * bitcast_width(x.dtype()) != out.element_count() * bitcast_width(result.dtype()))
       return internal_error(str_cat("reference: bitcast_convert of ", x.shape(), " to ", result,
                                     ": the numbers of bits differ"));
     bitcast_narrow_elements(x.untyped_data(), x.dtype(), out.untyped_data(), result.dtype(), x.element_count());

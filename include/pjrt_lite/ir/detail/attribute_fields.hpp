@@ -144,6 +144,8 @@ void attribute_fields(A& a, F&& f) {
     f(a.dimension);
     f(a.concat_dimension);
     f(a.split_count);
+    f(a.num_partitions);  // graph format version 2 on
+    f(a.has_dynamic_root);
   } else {
     static_assert(sizeof(T) == 0, "every Attributes alternative needs its fields listed here");
   }

@@ -210,10 +210,35 @@ inline StatusOr<OpResult> build_composite(Context& ctx, const OpSyntax& op, OpPa
 
 // ---- Tuples -------------------------------------------------------------------------------
 
-/// `stablehlo.tuple %a, %b : tuple<T, U>`; the tuple type is skipped (its elements are the
-/// operands').
+/// The tuple %name as seen from ctx's scope, which must define it.
+inline StatusOr<const Scope::Def*> local_tuple(const Context& ctx, const Token& t) {
+  bool local = false;
+  const Scope::Def* def = ctx.scope.find(std::string(t.text.substr(1)), local);
+  if (def == nullptr) return error_at(t.pos, str_cat("use of undefined value ", t.text));
+  if (!def->tuple) return error_at(t.pos, str_cat(t.text, " is not a tuple"));
+  if (!local)
+    return unsupported_at(t.pos, str_cat("a region using the tuple ", t.text, ", defined outside it,"));
+  return def;
+}
+
+/// `stablehlo.tuple %a, %t : tuple<T, tuple<U>>`: each operand a value or a tuple of its own;
+/// the tuple type is skipped (its elements are the operands').
 inline Status pretty_tuple(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
+  while (r.peek().kind == TokenKind::kValueId) {
+    const Token t = r.peek();
+    bool local = false;
+    const Scope::Def* named = ctx.scope.find(std::string(t.text.substr(1)), local);
+    if (named != nullptr && named->tuple) {
+      r.next();
+      PJRT_LITE_ASSIGN_OR_RETURN(const Scope::Def* def, local_tuple(ctx, t));
+      p.tuple_elements.push_back(*def);
+    } else {
+      PJRT_LITE_ASSIGN_OR_RETURN(Value v, parse_operand(r, ctx, {"in ", op.name}));
+      p.tuple_elements.push_back(Scope::Def{{v}, t.pos});
+    }
+    if (!(r.peek().is(',') && r.peek2().kind == TokenKind::kValueId)) break;
+    r.next();
+  }
   if (r.peek().is('{')) {
     PJRT_LITE_ASSIGN_OR_RETURN(p.attrs, r.parse_dict());
   }
@@ -225,47 +250,58 @@ inline Status pretty_tuple(Reader& r, Context& ctx, const OpSyntax& op, OpParts&
 
 inline StatusOr<OpResult> build_tuple(Context&, const OpSyntax&, OpParts& p) {
   OpResult out;
-  out.values = std::move(p.operands);
   out.tuple = true;
+  out.tuple_elements = std::move(p.tuple_elements);
   return out;
 }
 
-/// `stablehlo.get_tuple_element %t[1] : (tuple<T, U>) -> U`: the element itself.
+/// `stablehlo.get_tuple_element %t[1] : (tuple<T, U>) -> U`: the element itself, a value or
+/// (a result type `tuple<...>`) a tuple.
 inline Status pretty_get_tuple_element(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(Token t, r.expect_kind(TokenKind::kValueId, "a tuple such as %0",
                                                     {"after ", op.name}));
-  bool local = false;
-  const Scope::Def* def = ctx.scope.find(std::string(t.text.substr(1)), local);
-  if (def == nullptr) return error_at(t.pos, str_cat("use of undefined value ", t.text));
-  if (!def->tuple) return error_at(t.pos, str_cat(t.text, " is not a tuple"));
-  if (!local)
-    return unsupported_at(t.pos, str_cat("a region using the tuple ", t.text,
-                                         ", defined outside it,"));
+  PJRT_LITE_ASSIGN_OR_RETURN(const Scope::Def* def, local_tuple(ctx, t));
   PJRT_LITE_RETURN_IF_ERROR(r.expect('[', "before the element index"));
   PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t index, r.parse_int("(the element index)"));
   PJRT_LITE_RETURN_IF_ERROR(r.expect(']', "after the element index"));
-  if (index < 0 || index >= static_cast<std::int64_t>(def->values.size()))
+  if (index < 0 || index >= static_cast<std::int64_t>(def->elements.size()))
     return error_at(t.pos, str_cat("element ", index, " of ", t.text, ", which has ",
-                                   def->values.size()));
-  p.operands = {def->values[static_cast<std::size_t>(index)]};
+                                   def->elements.size()));
+  const Scope::Def& element = def->elements[static_cast<std::size_t>(index)];
+  p.tuple_elements = {element};
   if (r.peek().is('{')) {
     PJRT_LITE_ASSIGN_OR_RETURN(p.attrs, r.parse_dict());
   }
   PJRT_LITE_RETURN_IF_ERROR(r.expect(':', {"before the type of ", op.name}));
-  // `(tuple<...>) -> T`: only the result type is checked.
+  // `(tuple<...>) -> T`: only the result type is checked (a tuple's only as being one).
   PJRT_LITE_RETURN_IF_ERROR(r.expect('(', {"before the tuple type of ", op.name}));
   PJRT_LITE_RETURN_IF_ERROR(r.expect_ident("tuple", {"in the type of ", op.name}));
   PJRT_LITE_RETURN_IF_ERROR(r.lexer().skip_balanced('<', '>').status());
   PJRT_LITE_RETURN_IF_ERROR(r.expect(')', {"after the tuple type of ", op.name}));
   PJRT_LITE_RETURN_IF_ERROR(r.expect_arrow({"in the type of ", op.name}));
-  PJRT_LITE_ASSIGN_OR_RETURN(Shape result, r.parse_type());
   p.type.pos = t.pos;
+  if (r.peek().is_ident("tuple")) {
+    const Token tuple_type = r.next();
+    PJRT_LITE_RETURN_IF_ERROR(r.lexer().skip_balanced('<', '>').status());
+    if (!element.tuple)
+      return error_at(tuple_type.pos, str_cat("element ", index, " of ", t.text, " is a tensor, not a tuple"));
+    return ok_status();
+  }
+  if (element.tuple)
+    return error_at(r.peek().pos, str_cat("element ", index, " of ", t.text, " is a tuple, not a tensor"));
+  p.operands = element.values;
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape result, r.parse_type());
   p.type.types = {std::move(result)};
   return ok_status();
 }
 
 inline StatusOr<OpResult> build_get_tuple_element(Context& ctx, const OpSyntax& op, OpParts& p) {
   OpResult out;
+  if (p.tuple_elements.size() == 1 && p.tuple_elements[0].tuple) {
+    out.tuple = true;
+    out.tuple_elements = std::move(p.tuple_elements[0].elements);
+    return out;
+  }
   out.values = p.operands;
   PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, p.type.types, op.name, p.pos));
   return out;

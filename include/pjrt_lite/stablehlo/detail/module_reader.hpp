@@ -118,8 +118,14 @@ class ModuleReader final : public BodyReader {
         top_.next();
         if (top_.peek().kind == TokenKind::kSymbol)
           module_name_ = Reader::symbol_name(top_.next().text);
-        if (top_.consume_ident_if("attributes"))
-          PJRT_LITE_RETURN_IF_ERROR(top_.parse_dict().status());
+        if (top_.consume_ident_if("attributes")) {
+          PJRT_LITE_ASSIGN_OR_RETURN(AttrDict attrs, top_.parse_dict());
+          if (const AttrValue* v = find_attr(attrs, "mhlo.num_partitions")) {
+            if (v->kind != AttrValue::Kind::kInt || v->i < 1)
+              return error_at(v->pos, "expected a positive integer for mhlo.num_partitions");
+            num_partitions_ = v->i;
+          }
+        }
         PJRT_LITE_RETURN_IF_ERROR(top_.expect('{', "to start the module body"));
         while (!top_.peek().is('}')) {
           Token u = top_.peek();
@@ -291,7 +297,7 @@ class ModuleReader final : public BodyReader {
     std::vector<Check> checks;
     std::vector<std::pair<Value, std::string>> placements;
     std::vector<std::pair<ParallelRun, std::vector<Value>>> parallel_runs;
-    Context ctx{*this, b, scope, &checks, 0, known, &meshes_, &placements, &parallel_runs};
+    Context ctx{*this, b, scope, &checks, 0, known, &meshes_, &placements, &parallel_runs, num_partitions_};
     for (std::size_t k = 0; k < arg_types.size(); ++k) {
       if (has_dynamic_dims(arg_types[k]))
         return error_at(arg_names[k].second,
@@ -412,8 +418,8 @@ class ModuleReader final : public BodyReader {
     if (result.tuple) {
       if (names.size() != 1 || names[0].count != 1)
         return error_at(name.pos, "a tuple is one value: name it %t");
-      PJRT_LITE_RETURN_IF_ERROR(
-          define(ctx.scope, names[0].name, std::move(result.values), names[0].pos, true));
+      PJRT_LITE_RETURN_IF_ERROR(define(ctx.scope, names[0].name, {}, names[0].pos, true));
+      ctx.scope.defs[names[0].name].elements = std::move(result.tuple_elements);
       return OpResult{};
     }
     std::int64_t named = 0;
@@ -446,7 +452,7 @@ class ModuleReader final : public BodyReader {
     scope.builder = &b;
     scope.captured = captured;
     scope.next_parameter = static_cast<std::int64_t>(args.size());
-    Context inner{*this, b, scope, nullptr, ctx.depth + 1, nullptr, ctx.meshes};
+    Context inner{*this, b, scope, nullptr, ctx.depth + 1, nullptr, ctx.meshes, nullptr, nullptr, ctx.num_partitions};
     for (std::size_t k = 0; k < args.size(); ++k) {
       if (has_dynamic_dims(args[k].type))
         return error_at(args[k].pos, str_cat("the dimension '?' of the block argument %",
@@ -586,6 +592,7 @@ class ModuleReader final : public BodyReader {
   std::map<std::string, Function> refined_;  // polymorphic callees, by signature
   std::set<std::string> refining_;
   std::string module_name_;
+  std::int64_t num_partitions_ = 0;  // mhlo.num_partitions, 0 when the module does not say
   std::vector<FunctionSource> sources_;
   std::map<std::string, std::size_t> by_name_;
   std::int64_t call_depth_ = 0;

@@ -223,21 +223,6 @@ inline Status group_counts(const AttrDict& attrs, ConvolutionAttrs& a) {
 
 // ---- One reader per op ------------------------------------------------------------------------
 
-/// StableHLO can bitcast i1 (to i1); the IR gives pred no bit layout and refuses, so such a
-/// program is unsupported rather than malformed.
-inline Status check_bitcast(const Context& ctx, const std::vector<Value>& operands,
-                            const Shape& result, SourcePos pos) {
-  // i1 to i1 is the identity; between i1 and another type it depends on a bit layout of
-  // i1 that the IR does not define.
-  bool pred = result.dtype() == DType::kPred;
-  if (operands.size() == 1) {
-    PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(operands[0]));
-    pred = pred != (s.dtype() == DType::kPred);
-  }
-  if (pred) return unsupported_at(pos, "stablehlo.bitcast_convert between i1 and another type");
-  return ok_status();
-}
-
 /// rng_bit_generator's output type: the second of its two declared results.
 inline StatusOr<Shape> rng_output_type(const OpType& t, std::string_view op) {
   if (!t.functional || t.function.results.size() != 2)
@@ -282,10 +267,9 @@ inline StatusOr<Attributes> read_convert(const Context&, const OpSyntax& op, con
   return ConvertAttrs{s.dtype()};
 }
 
-inline StatusOr<Attributes> read_bitcast_convert(const Context& ctx, const OpSyntax& op,
-                                                 const OpParts& p) {
+/// i1 bitcasts as one bit (infer_bitcast_convert).
+inline StatusOr<Attributes> read_bitcast_convert(const Context&, const OpSyntax& op, const OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(Shape s, single_result(p.type, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(check_bitcast(ctx, p.operands, s, p.pos));
   return ConvertAttrs{s.dtype()};
 }
 
@@ -500,8 +484,13 @@ inline StatusOr<Attributes> read_rng_bit_generator(const Context&, const OpSynta
 /// A collective's process groups: `replica_groups` (or, for collective_permute,
 /// `source_target_pairs`) as a rank-2 integer `dense<...>`, `channel_handle =
 /// #stablehlo.channel_handle<handle = H, type = T>` (or `channel_id = H`), `use_global_device_ids`
-/// (a unit or a bool), and the op's own dimensions.
-inline StatusOr<Attributes> read_collective(const Context&, const OpSyntax& op, const OpParts& p) {
+/// (a unit or a bool), collective_broadcast's `has_dynamic_root`, and the op's own dimensions.
+/// all_gather and reduce_scatter over replicas and partitions (a channel without
+/// use_global_device_ids) gather from or scatter to a row of replica_groups on every
+/// partition: their num_partitions is the module's mhlo.num_partitions, or else what the
+/// declared result type implies (as StableHLO's own verifier, which does not know the grid,
+/// takes the declared type).
+inline StatusOr<Attributes> read_collective(const Context& ctx, const OpSyntax& op, const OpParts& p) {
   CollectiveAttrs a;
   const bool permute = op.code == OpCode::kCollectivePermute;
   const std::string_view groups_key = permute ? "source_target_pairs" : "replica_groups";
@@ -553,10 +542,30 @@ inline StatusOr<Attributes> read_collective(const Context&, const OpSyntax& op, 
                                int_attr(p.attrs, "concat_dimension", op.name, p.pos));
     PJRT_LITE_ASSIGN_OR_RETURN(a.split_count, int_attr(p.attrs, "split_count", op.name, p.pos));
   } else if (const AttrValue* root = find_attr(p.attrs, "has_dynamic_root");
-             op.code == OpCode::kCollectiveBroadcast && root != nullptr &&
-             (root->kind == AttrValue::Kind::kUnit || bool_attr(p.attrs, "has_dynamic_root").value_or(true))) {
-    // A portable artifact spells out has_dynamic_root = false, the default.
-    return unsupported_at(p.pos, str_cat(op.name, " with has_dynamic_root"));
+             op.code == OpCode::kCollectiveBroadcast && root != nullptr) {
+    // A unit, or (as a portable artifact spells it) true or false.
+    if (root->kind == AttrValue::Kind::kUnit) {
+      a.has_dynamic_root = true;
+    } else {
+      PJRT_LITE_ASSIGN_OR_RETURN(a.has_dynamic_root, bool_attr(p.attrs, "has_dynamic_root"));
+    }
+  }
+  if ((op.code == OpCode::kAllGather || op.code == OpCode::kReduceScatter) && a.channel_id > 0 &&
+      !a.use_global_device_ids && a.group_size > 0) {
+    if (ctx.num_partitions > 0) {
+      a.num_partitions = ctx.num_partitions;
+    } else if (p.type.functional && !p.type.function.results.empty() && !p.operands.empty()) {
+      // operand dim * row * partitions = result dim (all_gather), the other way round for
+      // reduce_scatter; a type that implies no whole number is left to shape inference.
+      StatusOr<Shape> operand = ctx.b.shape(p.operands[0]);
+      const Shape& result = p.type.function.results[0];
+      if (operand.ok() && a.dimension >= 0 && a.dimension < operand->rank() && a.dimension < result.rank()) {
+        const std::int64_t d = operand->dim(a.dimension), r = result.dim(a.dimension);
+        const std::int64_t big = op.code == OpCode::kAllGather ? r : d, small = op.code == OpCode::kAllGather ? d : r;
+        if (small > 0 && big > 0 && big % (small * a.group_size) == 0)
+          a.num_partitions = big / (small * a.group_size);
+      }
+    }
   }
   if (p.regions.size() != body_count(op.code))
     return error_at(p.pos, str_cat(op.name, " needs ", body_count(op.code), " region(s), got ",

@@ -56,6 +56,62 @@ inline StatusOr<OpResult> build_node(Context& ctx, const OpSyntax& op, OpParts& 
   return out;
 }
 
+/// chlo.mulhi: the high half of the full-width product of two integers of one type, signed
+/// or unsigned, lowered to IR ops. Up to 32 bits the product is exact in 64 bits: widen,
+/// multiply, shift the high half down, narrow. At 64 bits, the unsigned product of the
+/// 32-bit halves (schoolbook, every partial sum below 2^64); a signed operand is its
+/// unsigned bits minus 2^64 when negative, so the signed high half is the unsigned one less
+/// the other operand (mod 2^64) for each negative operand.
+inline StatusOr<OpResult> build_mulhi(Context& ctx, const OpSyntax& op, OpParts& p) {
+  if (!p.regions.empty()) return error_at(p.pos, str_cat(op.name, " takes no regions"));
+  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                             declared_types(ctx, p.type, p.operands, op.type_rule, op.name, p.pos));
+  if (p.operands.size() != 2) return error_at(p.pos, str_cat(op.name, " takes 2 operands"));
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape lhs, ctx.b.shape(p.operands[0]));
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape rhs, ctx.b.shape(p.operands[1]));
+  if (!lhs.same_type_and_dims(rhs))
+    return error_at(p.pos, str_cat(op.name, " takes two operands of one type, not ", tensor_type_name(lhs), " and ",
+                                   tensor_type_name(rhs)));
+  const DType t = lhs.dtype();
+  if (!is_integral(t) || is_pred(t))
+    return error_at(p.pos, str_cat(op.name, " takes integers, not ", element_type_name(t)));
+  GraphBuilder& b = ctx.b;
+  const std::vector<std::int64_t> dims(lhs.dims().begin(), lhs.dims().end());
+  auto splat = [&](DType d, double v) { return b.broadcast_in_dim(b.scalar(d, v), dims, {}); };
+  const bool is_signed = is_signed_integral(t);
+  const int width = bit_width(t);
+  Value x = p.operands[0], y = p.operands[1], high;
+  if (width <= 32) {
+    const DType wide = is_signed ? DType::kS64 : DType::kU64;
+    const Value product = b.multiply(b.convert(x, wide), b.convert(y, wide));
+    const Value shift = splat(wide, width);
+    high = b.convert(is_signed ? b.shift_right_arithmetic(product, shift) : b.shift_right_logical(product, shift), t);
+  } else {
+    constexpr DType u = DType::kU64;
+    const Value ux = is_signed ? b.bitcast_convert(x, u) : x, uy = is_signed ? b.bitcast_convert(y, u) : y;
+    const Value mask = splat(u, 4294967295.0), half = splat(u, 32);
+    const Value x_lo = b.and_(ux, mask), x_hi = b.shift_right_logical(ux, half);
+    const Value y_lo = b.and_(uy, mask), y_hi = b.shift_right_logical(uy, half);
+    const Value lo_lo = b.multiply(x_lo, y_lo), lo_hi = b.multiply(x_lo, y_hi);
+    const Value hi_lo = b.multiply(x_hi, y_lo), hi_hi = b.multiply(x_hi, y_hi);
+    // The carry out of the low 64 bits: the middle column's sum, each term below 2^32.
+    const Value middle = b.add(b.add(b.shift_right_logical(lo_lo, half), b.and_(lo_hi, mask)), b.and_(hi_lo, mask));
+    high = b.add(b.add(b.add(hi_hi, b.shift_right_logical(lo_hi, half)), b.shift_right_logical(hi_lo, half)),
+                 b.shift_right_logical(middle, half));
+    if (is_signed) {
+      const Value zero = splat(t, 0), uzero = splat(u, 0);
+      high = b.subtract(high, b.select(b.compare(x, zero, ComparisonDirection::kLt), uy, uzero));
+      high = b.subtract(high, b.select(b.compare(y, zero, ComparisonDirection::kLt), ux, uzero));
+      high = b.bitcast_convert(high, t);
+    }
+  }
+  OpResult out;
+  out.values = {high};
+  PJRT_LITE_RETURN_IF_ERROR(b.status().with_context(op.name));
+  PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, op.name, p.pos));
+  return out;
+}
+
 /// Whether every value of `from` is a value of `to` (float and complex types only).
 constexpr bool converts_exactly(DType from, DType to) {
   if (from == to) return true;

@@ -47,9 +47,10 @@ inline constexpr std::int64_t kMaxResults = 1 << 16;
 /// their parents' names only to report a capture, which their ops cannot express.
 struct Scope {
   struct Def {
-    std::vector<Value> values;
+    std::vector<Value> values;  // empty for a tuple
     SourcePos pos;
-    bool tuple = false;  // a stablehlo.tuple: only get_tuple_element reads it
+    bool tuple = false;  // a stablehlo.tuple: only stablehlo.tuple and get_tuple_element read it
+    std::vector<Def> elements = {};  // a tuple's: each a value (values[0]) or a tuple
   };
   std::unordered_map<std::string, Def> defs;
   Scope* parent = nullptr;
@@ -99,13 +100,16 @@ struct Context {
   /// interpreter.run_parallel calls, with their operands as values and results as
   /// parameters (outputs and numbers filled in by the module reader); null inside regions.
   std::vector<std::pair<ParallelRun, std::vector<Value>>>* parallel_runs = nullptr;
+  /// The module's `mhlo.num_partitions`, 0 when it does not say.
+  std::int64_t num_partitions = 0;
 };
 
 /// What one parsed op yields.
 struct OpResult {
   std::vector<Value> values;
   bool terminator = false;
-  bool tuple = false;  // values are the elements of one tuple (stablehlo.tuple)
+  bool tuple = false;  // one tuple (stablehlo.tuple), its elements in tuple_elements
+  std::vector<Scope::Def> tuple_elements = {};
 };
 
 /// A block argument `%name: type` (of a region, or a while's iteration argument).
@@ -149,6 +153,7 @@ enum class TypeRule : std::uint8_t {
 struct OpParts {
   SourcePos pos;  // of the op's name
   std::vector<Value> operands;
+  std::vector<Scope::Def> tuple_elements = {};  // stablehlo.tuple's, and get_tuple_element's operand
   AttrDict attrs;  // named as in the generic form
   std::vector<Graph> regions;
   std::vector<std::vector<Value>> captures;  // per region, outside values it uses (control flow)
@@ -201,7 +206,7 @@ inline StatusOr<Value> lookup(Scope& scope, const std::string& name, std::int64_
   if (auto it = scope.defs.find(name); it != scope.defs.end()) {
     if (it->second.tuple)
       return unsupported_at(t.pos, str_cat("the tuple %", name,
-                                           " as an operand (only get_tuple_element reads it)"));
+                                           " as an operand (only stablehlo.tuple and get_tuple_element read it)"));
     const std::vector<Value>& values = it->second.values;
     if (index < 0 || index >= static_cast<std::int64_t>(values.size()))
       return error_at(t.pos, str_cat("%", name, " has ", values.size(), " result(s); ", t.text,

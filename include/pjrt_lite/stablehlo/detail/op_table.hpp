@@ -163,6 +163,7 @@ inline constexpr OpSyntax kOpTable[] = {
     {"chlo.bessel_i1e",                   OpCode::kBesselI1e,               1,         1,         pretty_operands,         nullptr,                build_node},
     {"chlo.next_after",                   OpCode::kNextAfter,               2,         1,         pretty_operands,         nullptr,                build_node},
     {"chlo.tan",                          OpCode::kTan,                     1,         1,         pretty_operands,         nullptr,                build_node},
+    {"chlo.mulhi",                        OpCode::kParameter,               2,         1,         pretty_operands,         nullptr,                build_mulhi},
     // Many processes: the grid position and the collectives (generic form only).
     {"stablehlo.replica_id",              OpCode::kReplicaId,               0,         1,         pretty_operands,                 nullptr,                build_node},
     {"stablehlo.partition_id",            OpCode::kPartitionId,             0,         1,         pretty_operands,                 nullptr,                build_node},

@@ -72,7 +72,7 @@ inline StatusOr<std::vector<std::vector<int>>> participant_groups(const Node& n,
       return all;
     }
     for (std::size_t r = 0; r < a.group_count(); ++r) {
-      const auto row = a.group(r);
+      const std::vector<std::int64_t> row = a.group_ids(r);  // without all_reduce's -1 padding
       if (std::find(row.begin(), row.end(), id) != row.end()) return std::vector<int>(row.begin(), row.end());
     }
     return {};
@@ -123,6 +123,7 @@ class CollectiveKernel final : public Kernel {
   std::vector<std::int64_t> operand_bytes, result_bytes;
   std::vector<std::vector<int>> groups;  // per participant
   std::vector<int> permute_source;       // collective_permute: per participant, or -1
+  bool dynamic_root = false;             // collective_broadcast: roots in the last operand
   // all_reduce, reduce_scatter: the computation over whole arrays.
   TileProgram body;
   std::vector<const std::byte*> body_constants;
@@ -148,9 +149,10 @@ class CollectiveKernel final : public Kernel {
     CollectiveContext* c = ctx.collectives;
     if (c == nullptr || !c->status.ok() || c->rendezvous == nullptr) {
       // No grid (a program compiled for one participant runs alone), or an earlier
-      // collective failed.
+      // collective failed. Alone, a bad dynamic root has no status to fail: its result is
+      // zeros.
       if (c == nullptr && participants == 1) {
-        compute(ctx, 0, [&](int) { return operand_table(ctx); });
+        if (!compute(ctx, 0, [&](int) { return operand_table(ctx); }).ok()) zero(ctx);
         return;
       }
       zero(ctx);
@@ -163,8 +165,11 @@ class CollectiveKernel final : public Kernel {
       zero(ctx);
       return;
     }
-    compute(ctx, c->participant, [&](int j) { return rv.peer(j); });
-    if (Status s = rv.leave(c->participant); !s.ok()) c->status = s;
+    if (Status s = compute(ctx, c->participant, [&](int j) { return rv.peer(j); }); !s.ok()) {
+      c->status = s;
+      zero(ctx);
+    }
+    if (Status s = rv.leave(c->participant); !s.ok() && c->status.ok()) c->status = s;
   }
 
  private:
@@ -193,25 +198,38 @@ class CollectiveKernel final : public Kernel {
     body.run(ext, 0, n, ctx.scratch + body_scratch_offset);
   }
 
+  /// This participant's results from the group's operands; INVALID_ARGUMENT for a dynamic
+  /// root outside the group.
   template <class Peer>
-  void compute(const RunContext& ctx, int k, Peer peer) const {
+  Status compute(const RunContext& ctx, int k, Peer peer) const {
     const std::vector<int>& group = groups[static_cast<std::size_t>(k)];
     if (op == OpCode::kCollectivePermute) {
       const int source = permute_source[static_cast<std::size_t>(k)];
       if (source < 0) zero(ctx);
       else copy(ctx.slots[result_slots[0]], peer(source)[0], result_bytes[0]);
-      return;
+      return ok_status();
     }
     if (group.empty()) {
       zero(ctx);
-      return;
+      return ok_status();
     }
     const auto n = static_cast<std::int64_t>(group.size());
     const auto me = static_cast<std::int64_t>(std::find(group.begin(), group.end(), k) - group.begin());
     for (std::size_t i = 0; i < result_slots.size(); ++i) {
       std::byte* out = ctx.slots[result_slots[i]];
       switch (op) {
-        case OpCode::kCollectiveBroadcast: copy(out, peer(group[0])[i], result_bytes[i]); break;
+        case OpCode::kCollectiveBroadcast: {
+          std::int32_t root = 0;
+          if (dynamic_root) {
+            // This participant's roots: its last operand, an s32 per result.
+            std::memcpy(&root, peer(k)[result_slots.size()] + i * sizeof root, sizeof root);
+            if (root < 0 || root >= n)
+              return invalid_argument_error(str_cat("collective_broadcast: root ", i, " of participant ", k,
+                                                    " is ", root, ", outside its group of ", n));
+          }
+          copy(out, peer(group[static_cast<std::size_t>(root)])[i], result_bytes[i]);
+          break;
+        }
         case OpCode::kAllReduce: {
           copy(out, peer(group[0])[i], result_bytes[i]);
           const std::int64_t count = result_bytes[i] / element_size[i];
@@ -245,6 +263,7 @@ class CollectiveKernel final : public Kernel {
         default: break;
       }
     }
+    return ok_status();
   }
 };
 

@@ -223,10 +223,12 @@ class Compiler {
     return true;
   }
 
-  /// A convert or bitcast_convert from or to a narrow type: NarrowConvertKernel runs it, alone.
+  /// A convert from or to a narrow type, or a bitcast_convert from or to a narrow type or
+  /// pred (one bit each): NarrowConvertKernel runs it, alone.
   bool is_narrow_convert(const Node& n) const {
-    return (n.op == OpCode::kConvert || n.op == OpCode::kBitcastConvert) &&
-           (is_narrow(n.shape().dtype()) || is_narrow(g_.shape(n.operands[0]).dtype()));
+    const DType from = n.operands.empty() ? DType::kInvalid : g_.shape(n.operands[0]).dtype(), to = n.shape().dtype();
+    if (n.op == OpCode::kConvert) return is_narrow(to) || is_narrow(from);
+    return n.op == OpCode::kBitcastConvert && from != to && (is_bit_packed(to) || is_bit_packed(from));
   }
 
   /// What node `i` would be in row group `g`.
@@ -1249,6 +1251,7 @@ class Compiler {
     k->participants = replicas * partitions;
     k->operand_slots = reads;
     k->result_slots = dsts;
+    k->dynamic_root = n.attr<CollectiveAttrs>().has_dynamic_root;
     PJRT_LITE_ASSIGN_OR_RETURN(k->groups, participant_groups(n, replicas, partitions));
     const auto& a = n.attr<CollectiveAttrs>();
     for (std::size_t r = 0; r < n.results.size(); ++r) k->result_bytes.push_back(n.results[r].byte_size());
@@ -1272,7 +1275,7 @@ class Compiler {
     for (std::size_t p = 0; p < k->groups.size(); ++p) {
       const auto size = static_cast<std::int64_t>(k->groups[p].size());
       const std::int64_t want = n.op == OpCode::kAllToAll                                          ? a.split_count
-                                : n.op == OpCode::kAllGather || n.op == OpCode::kReduceScatter ? a.group_size
+                                : n.op == OpCode::kAllGather || n.op == OpCode::kReduceScatter ? a.group_size * a.num_partitions
                                                                                                : size;
       if (size != want)
         return invalid_argument_error(str_cat(op_name(n.op), ": participant ", p, "'s process group has ", size,
