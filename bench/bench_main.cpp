@@ -10,6 +10,7 @@
 // what they share (clients, Program, TwinPool) in common.hpp.
 #include "common.hpp"
 #include "pjrt_lite/frontend.hpp"
+#include "pjrt_lite/stablehlo/parser.hpp"
 
 namespace pjrt_lite_bench {
 namespace {
@@ -251,7 +252,7 @@ void qlinear_rows(const float* x, const IntMatrix& w, IntMatrix& xq, IntMatrix& 
 void qlinear_256x1024_pjrt_lite(benchmark::State& state) {
   const std::vector<float> x = qlinear_input();
   const Literal w = int8_literal({kQDepth, kQCols}, 5);
-  Program<cpu::ThreadPool> p(take(stablehlo::parse_stablehlo(kQLinearStableHlo), "parse"),
+  Program<cpu::ThreadPool> p(take(parse_stablehlo(kQLinearStableHlo), "parse"),
                              {take(Literal::from_span<float>(x, {kQRows, kQDepth}), "x"), w});
   for (auto _ : state) p.run();
   state.counters["ops"] = benchmark::Counter(2.0 * kQRows * kQDepth * kQCols, benchmark::Counter::kIsIterationInvariantRate);
