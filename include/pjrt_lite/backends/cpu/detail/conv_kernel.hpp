@@ -551,20 +551,10 @@ class ConvKernel final : public Kernel {
           }
           std::int32_t* c = direct_ ? out_group + rows[0].out : sums;
           // With an epilogue (one group, direct), each block of rows Int8Gemm finishes.
-          struct Block {
-            const RunContext& ctx;
-            const Epilogue& epilogue;
-            std::int64_t first, row_elements;
-            int worker;
-          } done_block{ctx, epilogue_, rows[0].out, features, worker};
-          RowsDone done{[](void* p, std::int64_t i0, std::int64_t i1) {
-                          const auto& b = *static_cast<const Block*>(p);
-                          b.epilogue.run(b.ctx, b.first + i0 * b.row_elements, b.first + i1 * b.row_elements, b.worker);
-                        },
-                        &done_block};
+          Epilogue::OnRows on_rows(epilogue_, ctx, rows[0].out, features, worker);
           Int8Gemm::run<kSignedL, kSignedR>(count, group_outputs_, depth_, gathered, depth_, kernel_group,
                                             group_outputs_, c, direct_ ? features : group_outputs_,
-                                            slice + gemm_at_, direct_ ? done : RowsDone{});
+                                            slice + gemm_at_, direct_ ? on_rows.done() : RowsDone{});
           if (direct_) continue;
           for (std::int64_t r = 0; r < count; ++r)
             for (std::int64_t o = 0; o < group_outputs_; ++o)

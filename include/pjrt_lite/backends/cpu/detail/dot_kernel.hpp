@@ -272,19 +272,10 @@ class DotKernel final : public Kernel {
       auto rows = [&](std::int64_t r0, std::int64_t r1, int worker) {
         std::byte* scratch = ctx.scratch + int8_scratch_ + int8_slice_ * worker;
         // The epilogue runs on each block of rows Int8Gemm finishes, while it is in cache.
-        struct Block {
-          const RunContext& ctx;
-          const Epilogue& epilogue;
-          std::int64_t first, row_elements;
-          int worker;
-        } block{ctx, epilogue_, (batch * m_ + r0) * n_, n_, worker};
-        RowsDone done{[](void* p, std::int64_t i0, std::int64_t i1) {
-                        const auto& b = *static_cast<const Block*>(p);
-                        b.epilogue.run(b.ctx, b.first + i0 * b.row_elements, b.first + i1 * b.row_elements, b.worker);
-                      },
-                      &block};
+        Epilogue::OnRows on_rows(epilogue_, ctx, (batch * m_ + r0) * n_, n_, worker);
         Int8Gemm::with_signedness(lhs_signed_, rhs_signed_, [&]<bool kSignedA, bool kSignedB>() {
-          Int8Gemm::run<kSignedA, kSignedB>(r1 - r0, n_, k_, ab + r0 * k_, k_, bb, n_, cb + r0 * n_, n_, scratch, done);
+          Int8Gemm::run<kSignedA, kSignedB>(r1 - r0, n_, k_, ab + r0 * k_, k_, bb, n_, cb + r0 * n_, n_, scratch,
+                                            on_rows.done());
         });
       };
       split_rows(ctx, rows);

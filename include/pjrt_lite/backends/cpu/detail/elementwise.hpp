@@ -247,6 +247,23 @@ inline void exp_tile(const TileArgs& a) {
     vector_with_edges<T>(a, [](auto v) { return v.exp(); }, [](T v) { return exp_range(v); }, [](T v) { return std::exp(v); });
 }
 
+/// negate on f32 or f64: the sign bit flipped, so that -(+0) is -0 and a NaN keeps its payload.
+/// Eigen 3.4's AVX and AVX-512 pnegate compute 0 - x, which is +0 for +0.
+template <class T>
+inline void negate_tile(const TileArgs& a) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
+  const T* x = static_cast<const T*>(a.in[0]);
+  T* o = static_cast<T*>(a.out);
+  std::int64_t i = 0;
+  if constexpr (kLanes > 1) {
+    const P sign = ei::pset1<P>(T(-0.0));
+    for (; i + kLanes <= a.n; i += kLanes) ei::pstoreu(o + i, ei::pxor(ei::ploadu<P>(x + i), sign));
+  }
+  for (; i < a.n; ++i) o[i] = -x[i];
+}
+
 template <class T, class F>
 inline void compare_with(const TileArgs& a, F key) {
   const T* x = static_cast<const T*>(a.in[0]);
@@ -301,7 +318,7 @@ TileFn unary(OpCode op) {
   if constexpr (kIsFloat<T>) {
     switch (op) {
       case OpCode::kAbs: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).abs(); };
-      case OpCode::kNegate: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = -ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n); };
+      case OpCode::kNegate: return &negate_tile<T>;
       case OpCode::kSign: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return float_sign(x); }); };
       case OpCode::kExponential: return &exp_tile<T>;
       case OpCode::kExponentialMinusOne: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).expm1(); };
@@ -354,7 +371,7 @@ TileFn unary(OpCode op) {
       case OpCode::kSign: return [](const TileArgs& a) {
         map1<T, T>(a, [](T x) {
           if (std::isnan(x.real()) || std::isnan(x.imag())) return T(std::numeric_limits<R>::quiet_NaN(), std::numeric_limits<R>::quiet_NaN());
-          return x == T(0) ? x : x / std::abs(x);
+          return x == T(0) ? T(0) : x / std::abs(x);  // the spec: (+0, +0) for either signed zero
         });
       };
       case OpCode::kExponential: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::exp(x); }); };
@@ -451,9 +468,10 @@ TileFn binary(OpCode op) {
       case OpCode::kMaximum: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return complex_less(x, y) ? y : x; }); };
       case OpCode::kMinimum: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return complex_less(y, x) ? y : x; }); };
       case OpCode::kAtan2:
-        // atan2(y, x) = -i * log((x + i y) / sqrt(x^2 + y^2)), the spec's definition.
+        // atan2(y, x) = -i * log((x + i y) / sqrt(x^2 + y^2)), the spec's definition; -i is
+        // (-0, -1), whose zero gives the result's zero parts their signs.
         return [](const TileArgs& a) {
-          map2<T, T>(a, [](T y, T x) { return T(0, -1) * std::log((x + T(0, 1) * y) / std::sqrt(x * x + y * y)); });
+          map2<T, T>(a, [](T y, T x) { return -T(0, 1) * std::log((x + T(0, 1) * y) / std::sqrt(x * x + y * y)); });
         };
       default: return nullptr;
     }

@@ -10,10 +10,11 @@
 //   multiply-add of 16-bit pairs into 32-bit lanes (AVX2's vpmaddwd) does two steps of the
 //   depth for eight columns: exact, since a pair of 8-bit products never leaves 32 bits.
 //   Without AVX2 it is plain C++ on the same panels (vectorized for the target).
-// - Quads (AVX-512 VNNI or AVX-VNNI, found at run time): vpdpbusd multiplies four unsigned
-//   bytes by four signed bytes and adds the four products to a 32-bit lane without
-//   saturating, so one instruction does four steps of the depth for eight columns, twice the
-//   pairs' work. One operand must be unsigned and the other signed: s8 x s8 packs A's bytes
+// - Quads (AVX-512 VNNI or AVX-VNNI, found at run time, in any x86 build): vpdpbusd
+//   multiplies four unsigned bytes by four signed bytes and adds the four products to a 32-bit
+//   lane without saturating, so one instruction does four steps of the depth for eight columns
+//   (256-bit vectors, AVX-VNNI) or sixteen (512-bit, AVX-512 VNNI, two panels side by side).
+//   One operand must be unsigned and the other signed: s8 x s8 packs A's bytes
 //   shifted by 128 (a + 128 is unsigned) and subtracts 128 x B's column sums; u8 x u8 packs
 //   B's bytes shifted by -128 and adds 128 x A's row sums; both corrections are exact in
 //   wrapping 32-bit arithmetic, so the sums are the pairs' sums bit for bit.
@@ -24,12 +25,14 @@
 #include <cstring>
 #include <utility>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
+// The quads' functions carry their instruction sets as target attributes and are chosen at
+// run time, so they are there in any build for x86 with GCC or Clang, the baseline's included.
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
 #include <cpuid.h>
+#include <immintrin.h>
 #define PJRT_LITE_INT8_QUADS 1
-#endif
+#elif defined(__AVX2__)
+#include <immintrin.h>
 #endif
 
 #include "pjrt_lite/core/dtype.hpp"
@@ -39,7 +42,7 @@ namespace pjrt_lite::inline v0_1::cpu::detail {
 /// The micro-kernels Int8Gemm has (see above).
 enum class Int8Kernel : std::uint8_t {
   kPairs,        // 16-bit pairs (vpmaddwd with AVX2, plain C++ without)
-  kQuadsAvx512,  // vpdpbusd on 256-bit vectors, AVX-512 VNNI + VL
+  kQuadsAvx512,  // vpdpbusd on 512-bit vectors (256-bit for a last lone panel), AVX-512 VNNI
   kQuadsAvx,     // vpdpbusd on 256-bit vectors, AVX-VNNI
 };
 
@@ -384,46 +387,96 @@ struct Int8Gemm {
     }
   }
 
-  // The micro-kernel, once per instruction set: tile (kQuadMr x kNr, row stride ldc) += a tile
-  // of A times a panel of B over `quads` quads, plus the tile's and panel's corrections.
-  // Written out as plain loops of constant bounds (no lambdas, which would not inherit the
-  // function's target), which the compiler unrolls into 12 sums in registers.
+  // The 256-bit micro-kernel, once per instruction set: tile (kQuadMr x kNr, row stride ldc)
+  // += a tile of A times a panel of B over `quads` quads, plus the tile's and panel's
+  // corrections. Written without lambdas (which would not inherit the function's target) and
+  // with the 12 sums as named variables: GCC 12 keeps an array of them in memory, or copies
+  // each one around every step.
+#define PJRT_LITE_INT8_QUAD_ROW(r, dpbusd)                                             \
+  {                                                                                    \
+    const __m256i av = _mm256_set1_epi32(static_cast<int>(load_u32(a + 4 * (r))));    \
+    if constexpr (kAUnsigned) {                                                        \
+      s##r##0 = dpbusd(s##r##0, av, v0);                                               \
+      s##r##1 = dpbusd(s##r##1, av, v1);                                               \
+    } else {                                                                           \
+      s##r##0 = dpbusd(s##r##0, v0, av);                                               \
+      s##r##1 = dpbusd(s##r##1, v1, av);                                               \
+    }                                                                                  \
+  }
 #define PJRT_LITE_INT8_QUAD_KERNEL(name, isa, dpbusd)                                                            \
   template <bool kAUnsigned>                                                                                     \
-  __attribute__((target(isa))) static void name(   std::int64_t quads, const std::uint8_t* a,                    \
-                                                   const std::uint8_t* b, std::int32_t* tile, std::int64_t ldc) { \
-    __m256i acc[kQuadMr][2];                                                                                     \
-    for (int r = 0; r < kQuadMr; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_si256();                          \
+  __attribute__((target(isa))) static void name(std::int64_t quads, const std::uint8_t* a, const std::uint8_t* b, \
+                                                std::int32_t* tile, std::int64_t ldc) {                          \
+    static_assert(kQuadMr == 6);                                                                                 \
+    __m256i s00 = _mm256_setzero_si256(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00,     \
+            s31 = s00, s40 = s00, s41 = s00, s50 = s00, s51 = s00;                                               \
     for (std::int64_t q = 0; q < quads; ++q) {                                                                   \
-      const __m256i b0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));                                \
-      const __m256i b1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));                           \
-      _Pragma("GCC unroll 6") for (int r = 0; r < kQuadMr; ++r) {                                               \
-        const __m256i av = _mm256_set1_epi32(static_cast<int>(load_u32(a + 4 * r)));                            \
-        if constexpr (kAUnsigned) {                                                                              \
-          acc[r][0] = dpbusd(acc[r][0], av, b0);                                                                 \
-          acc[r][1] = dpbusd(acc[r][1], av, b1);                                                                 \
-        } else {                                                                                                 \
-          acc[r][0] = dpbusd(acc[r][0], b0, av);                                                                 \
-          acc[r][1] = dpbusd(acc[r][1], b1, av);                                                                 \
-        }                                                                                                        \
-      }                                                                                                          \
+      const __m256i v0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));                                \
+      const __m256i v1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));                           \
+      PJRT_LITE_INT8_QUAD_ROW(0, dpbusd) PJRT_LITE_INT8_QUAD_ROW(1, dpbusd) PJRT_LITE_INT8_QUAD_ROW(2, dpbusd) \
+      PJRT_LITE_INT8_QUAD_ROW(3, dpbusd) PJRT_LITE_INT8_QUAD_ROW(4, dpbusd) PJRT_LITE_INT8_QUAD_ROW(5, dpbusd) \
       a += 4 * kQuadMr;                                                                                          \
       b += 4 * kNr;                                                                                              \
     }                                                                                                            \
     const __m256i c0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b));                                 \
     const __m256i c1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + 32));                            \
+    const __m256i sums[kQuadMr][2] = {{s00, s01}, {s10, s11}, {s20, s21}, {s30, s31}, {s40, s41}, {s50, s51}};  \
     for (int r = 0; r < kQuadMr; ++r) {                                                                          \
       const __m256i rc = _mm256_set1_epi32(static_cast<int>(load_u32(a + 4 * r)));                              \
       auto* out = reinterpret_cast<__m256i*>(tile + r * ldc);                                                    \
-      const __m256i s0 = _mm256_add_epi32(acc[r][0], _mm256_add_epi32(c0, rc));                                \
-      const __m256i s1 = _mm256_add_epi32(acc[r][1], _mm256_add_epi32(c1, rc));                                \
-      _mm256_storeu_si256(out, _mm256_add_epi32(_mm256_loadu_si256(out), s0));                                  \
-      _mm256_storeu_si256(out + 1, _mm256_add_epi32(_mm256_loadu_si256(out + 1), s1));                          \
+      const __m256i t0 = _mm256_add_epi32(sums[r][0], _mm256_add_epi32(c0, rc));                                \
+      const __m256i t1 = _mm256_add_epi32(sums[r][1], _mm256_add_epi32(c1, rc));                                \
+      _mm256_storeu_si256(out, _mm256_add_epi32(_mm256_loadu_si256(out), t0));                                  \
+      _mm256_storeu_si256(out + 1, _mm256_add_epi32(_mm256_loadu_si256(out + 1), t1));                          \
     }                                                                                                            \
   }
   PJRT_LITE_INT8_QUAD_KERNEL(quad_kernel_avx512, "avx512f,avx512vl,avx512bw,avx512vnni", _mm256_dpbusd_epi32)
   PJRT_LITE_INT8_QUAD_KERNEL(quad_kernel_avx, "avxvnni", _mm256_dpbusd_avx_epi32)
+#undef PJRT_LITE_INT8_QUAD_ROW
 #undef PJRT_LITE_INT8_QUAD_KERNEL
+
+  // The AVX-512 micro-kernel on 512-bit vectors: two panels side by side, a tile of kQuadMr x
+  // 2 kNr (12 sums of 16 lanes), so each vpdpbusd does four steps of the depth for 16 columns.
+  // The sums are named variables: GCC 12 keeps an array of them in memory, or copies each one
+  // around every step.
+  template <bool kAUnsigned>
+  __attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni"))) static void quad_kernel_zmm(
+      std::int64_t quads, const std::uint8_t* a, const std::uint8_t* b0, const std::uint8_t* b1, std::int32_t* tile,
+      std::int64_t ldc) {
+    static_assert(kQuadMr == 6);
+    __m512i s00 = _mm512_setzero_si512(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00,
+            s31 = s00, s40 = s00, s41 = s00, s50 = s00, s51 = s00;
+    for (std::int64_t q = 0; q < quads; ++q) {
+      const __m512i v0 = _mm512_load_si512(b0), v1 = _mm512_load_si512(b1);
+#define PJRT_LITE_INT8_ZMM_ROW(r)                                                    \
+  {                                                                                  \
+    const __m512i av = _mm512_set1_epi32(static_cast<int>(load_u32(a + 4 * (r)))); \
+    if constexpr (kAUnsigned) {                                                      \
+      s##r##0 = _mm512_dpbusd_epi32(s##r##0, av, v0);                                \
+      s##r##1 = _mm512_dpbusd_epi32(s##r##1, av, v1);                                \
+    } else {                                                                         \
+      s##r##0 = _mm512_dpbusd_epi32(s##r##0, v0, av);                                \
+      s##r##1 = _mm512_dpbusd_epi32(s##r##1, v1, av);                                \
+    }                                                                                \
+  }
+      PJRT_LITE_INT8_ZMM_ROW(0) PJRT_LITE_INT8_ZMM_ROW(1) PJRT_LITE_INT8_ZMM_ROW(2)
+      PJRT_LITE_INT8_ZMM_ROW(3) PJRT_LITE_INT8_ZMM_ROW(4) PJRT_LITE_INT8_ZMM_ROW(5)
+#undef PJRT_LITE_INT8_ZMM_ROW
+      a += 4 * kQuadMr;
+      b0 += 4 * kNr;
+      b1 += 4 * kNr;
+    }
+    const __m512i c0 = _mm512_loadu_si512(b0), c1 = _mm512_loadu_si512(b1);
+    const __m512i sums[kQuadMr][2] = {{s00, s01}, {s10, s11}, {s20, s21}, {s30, s31}, {s40, s41}, {s50, s51}};
+    for (int r = 0; r < kQuadMr; ++r) {
+      const __m512i rc = _mm512_set1_epi32(static_cast<int>(load_u32(a + 4 * r)));
+      std::int32_t* out = tile + r * ldc;
+      const __m512i t0 = _mm512_add_epi32(sums[r][0], _mm512_add_epi32(c0, rc));
+      const __m512i t1 = _mm512_add_epi32(sums[r][1], _mm512_add_epi32(c1, rc));
+      _mm512_storeu_si512(out, _mm512_add_epi32(_mm512_loadu_si512(out), t0));
+      _mm512_storeu_si512(out + kNr, _mm512_add_epi32(_mm512_loadu_si512(out + kNr), t1));
+    }
+  }
 
   template <bool kSignedA, bool kSignedB>
   static void run_quads(Int8Kernel kernel, std::int64_t rows, std::int64_t cols, std::int64_t depth,
@@ -443,22 +496,29 @@ struct Int8Gemm {
       for (std::int64_t i0 = 0; i0 < rows; i0 += kQuadMc) {
         const std::int64_t mc = std::min(kQuadMc, rows - i0);
         pack_a_quads<kShiftA, kShiftB>(a + i0 * lda + k0, lda, mc, kc, packed_a);
-        for (std::int64_t j0 = 0; j0 < cols; j0 += kNr) {
+        for (std::int64_t j0 = 0; j0 < cols;) {
           const std::uint8_t* panel = packed_b + (j0 / kNr) * quad_panel_bytes(kc);
-          const std::int64_t nr = std::min(kNr, cols - j0);
+          // Two panels at once on 512-bit vectors while a second one is there.
+          const std::int64_t width = kernel == Int8Kernel::kQuadsAvx512 && cols - j0 > kNr ? 2 * kNr : kNr;
+          const std::int64_t nr = std::min(width, cols - j0);
+          auto tile_kernel = [&](const std::uint8_t* tile_a, std::int32_t* out, std::int64_t ld) {
+            if (width == kNr) return micro(quads, tile_a, panel, out, ld);
+            quad_kernel_zmm<kAUnsigned>(quads, tile_a, panel, panel + quad_panel_bytes(kc), out, ld);
+          };
           for (std::int64_t r0 = 0; r0 < mc; r0 += kQuadMr) {
             const std::int64_t mr = std::min(kQuadMr, mc - r0);
             const std::uint8_t* tile_a = packed_a + (r0 / kQuadMr) * quad_tile_bytes(kc);
             std::int32_t* tile = c + (i0 + r0) * ldc + j0;
-            if (mr == kQuadMr && nr == kNr) {
-              micro(quads, tile_a, panel, tile, ldc);
+            if (mr == kQuadMr && nr == width) {
+              tile_kernel(tile_a, tile, ldc);
             } else {
-              alignas(32) std::int32_t part[kQuadMr * kNr] = {};
-              micro(quads, tile_a, panel, part, kNr);
+              alignas(64) std::int32_t part[kQuadMr * 2 * kNr] = {};
+              tile_kernel(tile_a, part, width);
               for (std::int64_t r = 0; r < mr; ++r)
-                for (std::int64_t j = 0; j < nr; ++j) tile[r * ldc + j] = wrap_add(tile[r * ldc + j], part[r * kNr + j]);
+                for (std::int64_t j = 0; j < nr; ++j) tile[r * ldc + j] = wrap_add(tile[r * ldc + j], part[r * width + j]);
             }
           }
+          j0 += width;
         }
         if (k0 + kc == depth) done(i0, i0 + mc);
       }

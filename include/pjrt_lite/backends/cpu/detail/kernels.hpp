@@ -15,6 +15,7 @@
 
 #include <Eigen/Core>
 
+#include "pjrt_lite/backends/cpu/detail/int8_gemm.hpp"
 #include "pjrt_lite/backends/cpu/detail/parallel.hpp"
 #include "pjrt_lite/backends/cpu/detail/strided.hpp"
 #include "pjrt_lite/backends/cpu/detail/tile_program.hpp"
@@ -138,6 +139,26 @@ class Epilogue {
   void run(const RunContext& ctx, std::int64_t begin, std::int64_t end, int worker) const {
     if (loop_) loop_->run_block(ctx.scratch + scratch_at_, begin, end, worker);
   }
+
+  /// The loop on each block of rows an Int8Gemm product reports done: rows [r0, r1) of a
+  /// product whose row r starts at element first + r * row_elements of the result.
+  class OnRows {
+   public:
+    OnRows(const Epilogue& epilogue, const RunContext& ctx, std::int64_t first, std::int64_t row_elements, int worker)
+        : epilogue_(epilogue), ctx_(ctx), first_(first), row_elements_(row_elements), worker_(worker) {}
+    /// For Int8Gemm::run; valid while this object lives.
+    RowsDone done() { return RowsDone{&OnRows::call, this}; }
+
+   private:
+    static void call(void* self, std::int64_t r0, std::int64_t r1) {
+      const auto& o = *static_cast<const OnRows*>(self);
+      o.epilogue_.run(o.ctx_, o.first_ + r0 * o.row_elements_, o.first_ + r1 * o.row_elements_, o.worker_);
+    }
+    const Epilogue& epilogue_;
+    const RunContext& ctx_;
+    std::int64_t first_, row_elements_;
+    int worker_;
+  };
 
  private:
   std::unique_ptr<FusedKernel> loop_;

@@ -1,0 +1,135 @@
+// The 8-bit product's micro-kernels one by one (Int8Gemm::run_with), every one this CPU runs,
+// against 64-bit loops: each signedness, sizes on and off the register tiles (one panel, two
+// panels side by side, a lone last panel, partial rows), depths over one depth block, row
+// strides wider than the rows, and the blocks of finished rows reported in order, each once.
+// The executable's tests (cpu_executable_test.cpp) run the kernel best() picks; these run the
+// others too, so a machine with AVX-512 VNNI checks its 256-bit kernels as well.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "pjrt_lite/backends/cpu/detail/int8_gemm.hpp"
+
+namespace int8_gemm_test {
+
+using pjrt_lite::cpu::detail::Int8Gemm;
+using pjrt_lite::cpu::detail::Int8Kernel;
+using pjrt_lite::cpu::detail::RowsDone;
+
+struct Size {
+  std::int64_t rows, cols, depth;
+};
+
+const char* kernel_name(Int8Kernel k) {
+  switch (k) {
+    case Int8Kernel::kPairs: return "pairs";
+    case Int8Kernel::kQuadsAvx512: return "quads, AVX-512 VNNI";
+    case Int8Kernel::kQuadsAvx: return "quads, AVX-VNNI";
+  }
+  return "?";
+}
+
+/// The blocks of rows reported done, in the order they came.
+struct Reported {
+  std::vector<std::pair<std::int64_t, std::int64_t>> blocks;
+  static void add(void* self, std::int64_t r0, std::int64_t r1) {
+    static_cast<Reported*>(self)->blocks.emplace_back(r0, r1);
+  }
+};
+
+template <bool kSignedA, bool kSignedB>
+void check_kernel(Int8Kernel kernel, const Size& s, std::mt19937& rng) {
+  const std::int64_t lda = s.depth + 3, ldb = s.cols + 5, ldc = s.cols + 7;
+  std::vector<std::uint8_t> a(static_cast<std::size_t>(s.rows * lda)), b(static_cast<std::size_t>(s.depth * ldb));
+  for (auto& v : a) v = static_cast<std::uint8_t>(rng());
+  for (auto& v : b) v = static_cast<std::uint8_t>(rng());
+  // Some rows and columns at the extremes, where a shifted operand or a correction overflows
+  // first if it is wrong.
+  for (std::int64_t k = 0; k < s.depth; ++k) {
+    a[static_cast<std::size_t>(k)] = kSignedA ? 0x80 : 0xFF;
+    b[static_cast<std::size_t>(k * ldb)] = kSignedB ? 0x80 : 0xFF;
+  }
+  auto value = [](std::uint8_t v, bool is_signed) -> std::int64_t {
+    return is_signed ? static_cast<std::int8_t>(v) : static_cast<std::int64_t>(v);
+  };
+  constexpr std::int32_t kUntouched = 0x5A5A5A5A;  // the gap between rows of c keeps it
+  std::vector<std::int32_t> c(static_cast<std::size_t>(s.rows * ldc), kUntouched);
+  std::vector<std::byte> scratch_bytes(static_cast<std::size_t>(Int8Gemm::scratch_bytes(s.cols, s.depth) + 64));
+  const auto base = reinterpret_cast<std::uintptr_t>(scratch_bytes.data());
+  auto* scratch = reinterpret_cast<std::byte*>((base + 63) / 64 * 64);
+  Reported reported;
+  Int8Gemm::run_with<kSignedA, kSignedB>(kernel, s.rows, s.cols, s.depth, a.data(), lda, b.data(), ldb, c.data(), ldc,
+                                          scratch, RowsDone{&Reported::add, &reported});
+  std::int64_t wrong = 0, first_wrong = -1;
+  for (std::int64_t i = 0; i < s.rows; ++i) {
+    for (std::int64_t j = 0; j < ldc; ++j) {
+      std::int32_t want = kUntouched;
+      if (j < s.cols) {
+        std::int64_t sum = 0;
+        for (std::int64_t k = 0; k < s.depth; ++k)
+          sum += value(a[static_cast<std::size_t>(i * lda + k)], kSignedA) *
+                 value(b[static_cast<std::size_t>(k * ldb + j)], kSignedB);
+        want = static_cast<std::int32_t>(static_cast<std::uint32_t>(sum));
+      }
+      if (c[static_cast<std::size_t>(i * ldc + j)] != want && wrong++ == 0) first_wrong = i * ldc + j;
+    }
+  }
+  CAPTURE(first_wrong);
+  CHECK(wrong == 0);
+  // The blocks of rows cover [0, rows) in order, each row once.
+  std::int64_t next = 0;
+  for (const auto& [r0, r1] : reported.blocks) {
+    CHECK(r0 == next);
+    CHECK(r1 > r0);
+    next = r1;
+  }
+  CHECK(next == s.rows);
+}
+
+TEST_CASE("int8 gemm: every micro-kernel this CPU runs equals 64-bit loops, at every signedness") {
+  std::mt19937 rng(26);
+  std::vector<Int8Kernel> kernels;
+  for (Int8Kernel k : {Int8Kernel::kPairs, Int8Kernel::kQuadsAvx, Int8Kernel::kQuadsAvx512})
+    if (Int8Gemm::runs(k)) kernels.push_back(k);
+  REQUIRE(!kernels.empty());
+  for (Int8Kernel k : {Int8Kernel::kQuadsAvx, Int8Kernel::kQuadsAvx512})
+    if (!Int8Gemm::runs(k)) MESSAGE("this CPU does not run the ", kernel_name(k), " kernel: not checked here");
+  CHECK(Int8Gemm::runs(Int8Gemm::best()));
+  // Columns: under one panel, one, two side by side (partial and full), two and a lone third;
+  // rows: under one register tile, several, over one block of rows; depths: odd, under one
+  // quad, over one depth block.
+  const Size sizes[] = {{1, 1, 1},   {5, 7, 3},    {6, 16, 4},    {6, 32, 8},    {7, 17, 5},
+                        {13, 48, 9}, {12, 47, 515}, {131, 40, 601}, {125, 33, 1030}, {2, 64, 2}};
+  for (Int8Kernel k : kernels) {
+    for (const Size& s : sizes) {
+      CAPTURE(kernel_name(k));
+      CAPTURE(s.rows);
+      CAPTURE(s.cols);
+      CAPTURE(s.depth);
+      check_kernel<true, true>(k, s, rng);
+      check_kernel<true, false>(k, s, rng);
+      check_kernel<false, true>(k, s, rng);
+      check_kernel<false, false>(k, s, rng);
+    }
+  }
+}
+
+TEST_CASE("int8 gemm: an empty product reports its rows and leaves zeros") {
+  for (Int8Kernel k : {Int8Kernel::kPairs, Int8Kernel::kQuadsAvx, Int8Kernel::kQuadsAvx512}) {
+    if (!Int8Gemm::runs(k)) continue;
+    CAPTURE(kernel_name(k));
+    std::vector<std::int32_t> c(12, 7);
+    alignas(64) std::byte scratch[64];
+    Reported reported;
+    // depth 0: every sum is 0 and every row is done at once.
+    Int8Gemm::run_with<true, true>(k, 3, 4, 0, nullptr, 0, nullptr, 4, c.data(), 4, scratch,
+                                   RowsDone{&Reported::add, &reported});
+    CHECK(std::all_of(c.begin(), c.end(), [](std::int32_t v) { return v == 0; }));
+    REQUIRE(reported.blocks.size() == 1);
+    CHECK(reported.blocks[0] == std::pair<std::int64_t, std::int64_t>(0, 3));
+  }
+}
+
+}  // namespace int8_gemm_test
