@@ -206,15 +206,9 @@ void gemm_int8_eigen(benchmark::State& state) {
   state.counters["ops"] = benchmark::Counter(2.0 * N * N * N, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-// ---- qlinear_256x1024 and linear_256x1024: a linear layer f32[256, 1024] x [1024, 1024] as
-// StableHLO text, quantized the way an int8 inference export writes it (the activations
-// quantized per tensor, scale 0.02; the weights stored as i8, scale 0.004; the product
-// requantized to i8, scale 0.5, then dequantized), against the same layer in f32. The
-// quantized twin does the same arithmetic by hand: quantize, an int32 product in Eigen,
-// requantize in f64, dequantize.
-
-constexpr std::int64_t kQRows = 256, kQDepth = 1024, kQCols = 1024;
-constexpr float kQScaleX = 0.02f, kQScaleW = 0.004f, kQScaleY = 0.5f;
+// ---- qlinear_256x1024 and linear_256x1024 (workloads.hpp) as StableHLO text. The quantized
+// twin does the same arithmetic by hand: quantize, an int32 product in Eigen, requantize in
+// f64, dequantize.
 
 constexpr const char* kQLinearStableHlo = R"(func.func @main(%x: tensor<256x1024xf32>, %w: tensor<1024x1024x!quant.uniform<i8:f32, 4.000000e-03>>) -> tensor<256x1024xf32> {
   %xq = stablehlo.uniform_quantize %x : (tensor<256x1024xf32>) -> tensor<256x1024x!quant.uniform<i8:f32, 2.000000e-02>>
@@ -227,13 +221,6 @@ constexpr const char* kLinearStableHlo = R"(func.func @main(%x: tensor<256x1024x
   %y = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<256x1024xf32>, tensor<1024x1024xf32>) -> tensor<256x1024xf32>
   return %y : tensor<256x1024xf32>
 })";
-
-/// Activations in [-1, 1], a fixed pattern.
-std::vector<float> qlinear_input() {
-  std::vector<float> x(static_cast<std::size_t>(kQRows * kQDepth));
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<std::int64_t>(i * 37 % 2001) - 1000) / 1000.0f;
-  return x;
-}
 
 /// The quantized twin's layer, rows [r0, r1): quantize, multiply in int32, requantize,
 /// dequantize; `xq` and `sums` are the twin's buffers.
@@ -251,7 +238,7 @@ void qlinear_rows(const float* x, const IntMatrix& w, IntMatrix& xq, IntMatrix& 
 
 void qlinear_256x1024_pjrt_lite(benchmark::State& state) {
   const std::vector<float> x = qlinear_input();
-  const Literal w = int8_literal({kQDepth, kQCols}, 5);
+  const Literal w = int8_literal({kQDepth, kQCols}, 5);  // the values of qlinear_weights()
   Program<cpu::ThreadPool> p(take(parse_stablehlo(kQLinearStableHlo), "parse"),
                              {take(Literal::from_span<float>(x, {kQRows, kQDepth}), "x"), w});
   for (auto _ : state) p.run();
@@ -283,9 +270,8 @@ void qlinear_256x1024_eigen(benchmark::State& state) {
 
 /// The f32 layer's weights: the quantized layer's, dequantized.
 std::vector<float> linear_weights() {
-  const Literal w = int8_literal({kQDepth, kQCols}, 5);
   std::vector<float> f;
-  for (std::int8_t v : w.data<std::int8_t>()) f.push_back(static_cast<float>(v) * kQScaleW);
+  for (std::int8_t v : qlinear_weights()) f.push_back(static_cast<float>(v) * kQScaleW);
   return f;
 }
 

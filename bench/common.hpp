@@ -74,9 +74,8 @@ std::unique_ptr<cpu::Client<E>> make_client() {
 /// gemm_int8 (n x n matrices) and conv3x3_int8.
 inline Literal int8_literal(const std::vector<std::int64_t>& dims, int seed) {
   Literal l(Shape(DType::kS8, dims));
-  auto v = l.data<std::int8_t>();
-  for (std::size_t i = 0; i < v.size(); ++i)
-    v[i] = static_cast<std::int8_t>((static_cast<std::int64_t>(i) * (2 * seed + 7) + seed) % 256 - 128);
+  const std::vector<std::int8_t> v = int8_values(l.shape().element_count(), seed);
+  std::copy(v.begin(), v.end(), l.data<std::int8_t>().begin());
   return l;
 }
 inline Literal int8_matrix(std::int64_t n, int seed) { return int8_literal({n, n}, seed); }

@@ -175,6 +175,104 @@ void gemm(benchmark::State& state) {
   check(state, got, want.data(), 1e-4);
 }
 
+// ---- qlinear_256x1024: the quantized layer as a LibTorch user runs it. quantize_per_tensor
+// (quint8 with zero point 128: the s8 values shifted, which x86's quantized kernels take),
+// quantized::linear on the prepacked s8 weights ([out, in]; requantized to quint8, scale
+// kQScaleY, zero point 128), dequantize. The engine: oneDNN where this LibTorch has it, else
+// QNNPACK, else FBGEMM. Quantized ops have no `_out` forms, so each iteration allocates its
+// three results. linear_256x1024: at::mm_out on the dequantized weights.
+
+/// The engine the quantized peers run on, set for this process; NoQEngine when none is there.
+at::QEngine pick_quantized_engine() {
+  const auto& engines = at::globalContext().supportedQEngines();
+  for (at::QEngine e : {at::QEngine::ONEDNN, at::QEngine::QNNPACK, at::QEngine::FBGEMM})
+    if (std::find(engines.begin(), engines.end(), e) != engines.end()) {
+      at::globalContext().setQEngine(e);
+      return e;
+    }
+  return at::QEngine::NoQEngine;
+}
+
+/// The layer's result computed in plain loops: quantize, exact integer sums, requantize in
+/// f64, dequantize (the arithmetic of bench_main.cpp's twin).
+std::vector<float> qlinear_reference(const std::vector<float>& x, const std::vector<std::int8_t>& w) {
+  std::vector<std::int32_t> xq(x.size());
+  for (std::size_t i = 0; i < x.size(); ++i)
+    xq[i] = static_cast<std::int32_t>(std::nearbyint(std::clamp(x[i] / kQScaleX, -128.0f, 127.0f)));
+  const double multiplier = double(kQScaleX) * double(kQScaleW) / double(kQScaleY);
+  std::vector<float> y(static_cast<std::size_t>(kQRows * kQCols));
+  std::vector<std::int64_t> sums(static_cast<std::size_t>(kQCols));
+  for (std::int64_t i = 0; i < kQRows; ++i) {
+    std::fill(sums.begin(), sums.end(), 0);
+    for (std::int64_t k = 0; k < kQDepth; ++k) {
+      const std::int64_t a = xq[static_cast<std::size_t>(i * kQDepth + k)];
+      const std::int8_t* row = w.data() + k * kQCols;
+      for (std::int64_t j = 0; j < kQCols; ++j) sums[static_cast<std::size_t>(j)] += a * row[j];
+    }
+    for (std::int64_t j = 0; j < kQCols; ++j) {
+      const double q = std::nearbyint(std::clamp(double(sums[static_cast<std::size_t>(j)]) * multiplier, -128.0, 127.0));
+      y[static_cast<std::size_t>(i * kQCols + j)] = static_cast<float>(q) * kQScaleY;
+    }
+  }
+  return y;
+}
+
+void qlinear_256x1024(benchmark::State& state) {
+  use_threads(kThreads);
+  torch::NoGradGuard no_grad;
+  const at::QEngine engine = pick_quantized_engine();
+  if (engine == at::QEngine::NoQEngine) {
+    state.SkipWithError("this LibTorch has no quantized engine");
+    return;
+  }
+  state.SetLabel(c10::toString(engine));
+  const std::vector<float> xv = qlinear_input();
+  const std::vector<std::int8_t> wv = qlinear_weights();
+  const at::Tensor x = tensor(xv, {kQRows, kQDepth});
+  at::Tensor w = at::empty({kQCols, kQDepth}, at::kChar);  // [out, in]
+  for (std::int64_t i = 0; i < kQDepth; ++i)
+    for (std::int64_t j = 0; j < kQCols; ++j) w.data_ptr<std::int8_t>()[j * kQDepth + i] = wv[static_cast<std::size_t>(i * kQCols + j)];
+  const at::Tensor wq = at::_make_per_tensor_quantized_tensor(w, kQScaleW, 0);
+  auto& dispatcher = c10::Dispatcher::singleton();
+  torch::jit::Stack stack{wq, c10::IValue()};
+  dispatcher.findSchemaOrThrow("quantized::linear_prepack", "").callBoxed(&stack);
+  const c10::IValue packed = stack[0];
+  const c10::OperatorHandle linear = dispatcher.findSchemaOrThrow("quantized::linear", "");
+  at::Tensor y;
+  for (auto _ : state) {
+    stack = {at::quantize_per_tensor(x, kQScaleX, 128, at::kQUInt8), packed, double{kQScaleY}, std::int64_t{128}};
+    linear.callBoxed(&stack);
+    y = stack[0].toTensor().dequantize();
+    benchmark::DoNotOptimize(y.data_ptr());
+  }
+  state.counters["ops"] = benchmark::Counter(2.0 * kQRows * kQDepth * kQCols, benchmark::Counter::kIsIterationInvariantRate);
+  // One step of the output's quantization apart at most: the engine requantizes in f32.
+  check(state, y, qlinear_reference(xv, wv).data(), kQScaleY);
+}
+
+void linear_256x1024(benchmark::State& state) {
+  use_threads(kThreads);
+  torch::NoGradGuard no_grad;
+  const std::vector<float> xv = qlinear_input();
+  std::vector<float> wv;
+  for (std::int8_t v : qlinear_weights()) wv.push_back(static_cast<float>(v) * kQScaleW);
+  const at::Tensor x = tensor(xv, {kQRows, kQDepth}), w = tensor(wv, {kQDepth, kQCols});
+  at::Tensor out = at::empty({kQRows, kQCols});
+  for (auto _ : state) {
+    at::mm_out(out, x, w);
+    benchmark::DoNotOptimize(out.data_ptr());
+  }
+  state.counters["flops"] = benchmark::Counter(2.0 * kQRows * kQDepth * kQCols, benchmark::Counter::kIsIterationInvariantRate);
+  std::vector<float> want(static_cast<std::size_t>(4 * kQCols));
+  for (std::int64_t i = 0; i < 4; ++i)
+    for (std::int64_t j = 0; j < kQCols; ++j) {
+      double s = 0;
+      for (std::int64_t k = 0; k < kQDepth; ++k) s += double(xv[static_cast<std::size_t>(i * kQDepth + k)]) * double(wv[static_cast<std::size_t>(k * kQCols + j)]);
+      want[static_cast<std::size_t>(i * kQCols + j)] = static_cast<float>(s);
+    }
+  check(state, out.narrow(0, 0, 4), want.data(), 1e-4);
+}
+
 // ---- mlp_b1, mlp_b256: what torch::nn::Linear computes (addmm with the bias), into
 // preallocated activations.
 
@@ -500,6 +598,8 @@ BenchFn torch_peer(std::string_view workload) {
       {"chain_16M", chain_16M},
       {"gemm_256", gemm<256>},
       {"gemm_1024", gemm<1024>},
+      {"qlinear_256x1024", qlinear_256x1024},
+      {"linear_256x1024", linear_256x1024},
       {"mlp_b1", mlp<1, 1>},
       {"mlp_b256", mlp<256, kThreads>},
       {"mlp_grad_b256", mlp_grad_b256},

@@ -62,6 +62,31 @@ inline std::vector<float> mlp_input(std::int64_t batch) { return values(batch * 
 /// The regression target of mlp_grad_b256's loss 0.5 * sum((mlp(x) - t)^2).
 inline std::vector<float> mlp_target(std::int64_t batch) { return values(batch * kOut, 0.5f, 0.9f); }
 
+// ---- qlinear_256x1024 and linear_256x1024: a linear layer [256, 1024] x [1024, 1024],
+// quantized as an int8 inference export writes it (activations per tensor, scale kQScaleX;
+// weights stored as s8, scale kQScaleW; the product requantized to s8, scale kQScaleY, then
+// dequantized; every zero point 0), and the same layer in f32 on the dequantized weights.
+
+inline constexpr std::int64_t kQRows = 256, kQDepth = 1024, kQCols = 1024;
+inline constexpr float kQScaleX = 0.02f, kQScaleW = 0.004f, kQScaleY = 0.5f;
+
+/// s8 values in [-128, 127], `n` of them, a fixed pattern per `seed`.
+inline std::vector<std::int8_t> int8_values(std::int64_t n, int seed) {
+  std::vector<std::int8_t> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = static_cast<std::int8_t>((i * (2 * seed + 7) + seed) % 256 - 128);
+  return v;
+}
+/// The layer's activations in [-1, 1], a fixed pattern, [kQRows, kQDepth].
+inline std::vector<float> qlinear_input() {
+  std::vector<float> x(static_cast<std::size_t>(kQRows * kQDepth));
+  for (std::size_t i = 0; i < x.size(); ++i)
+    x[i] = static_cast<float>(static_cast<std::int64_t>(i * 37 % 2001) - 1000) / 1000.0f;
+  return x;
+}
+/// The layer's stored weights, [kQDepth in, kQCols out].
+inline std::vector<std::int8_t> qlinear_weights() { return int8_values(kQDepth * kQCols, 5); }
+
 // ---- Model layers: layer norm and softmax over the rows of f32[256, 1024]; a 3x3
 // convolution 64 -> 64 channels on 56x56, NHWC with an HWIO kernel, SAME padding, bias and
 // relu, batch 1; self-attention of 128 tokens, model width 256, 4 heads of 64.
