@@ -226,6 +226,48 @@ func.func @main(%a: tensor<5x2x6xi8>, %b: tensor<2x6x3xi8>) -> tensor<2x5x3xi32>
   CHECK(contains(exe->optimized_program_text(), "(8-bit"));
 }
 
+TEST_CASE("quantized types: a layer that quantizes its input, dots it with zero points and requantizes runs on the bytes") {
+  // The activations are quantized in the program, so the 8-bit lhs comes out of a fused loop
+  // whose 32-bit conversion the zero-point correction's row sums also read: the product must
+  // read the loop's bytes (which then have memory of their own), and the requantization runs
+  // in the product's blocks. Against the reference interpreter, bit for bit, and against the
+  // spec's arithmetic in double.
+  const std::string text = R"(
+func.func @main(%x: tensor<64x256xf32>, %w: tensor<256x40x!quant.uniform<i8:f32, 4.000000e-03:3>>) -> tensor<64x40xf32> {
+  %xq = stablehlo.uniform_quantize %x : (tensor<64x256xf32>) -> tensor<64x256x!quant.uniform<i8:f32, 2.000000e-02:-5>>
+  %y = stablehlo.dot_general %xq, %w, contracting_dims = [1] x [0] : (tensor<64x256x!quant.uniform<i8:f32, 2.000000e-02:-5>>, tensor<256x40x!quant.uniform<i8:f32, 4.000000e-03:3>>) -> tensor<64x40x!quant.uniform<i8:f32, 5.000000e-01:7>>
+  %r = stablehlo.uniform_dequantize %y : (tensor<64x40x!quant.uniform<i8:f32, 5.000000e-01:7>>) -> tensor<64x40xf32>
+  return %r : tensor<64x40xf32>
+})";
+  std::vector<float> x(64 * 256);
+  std::vector<std::int8_t> w(256 * 40);
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = 2.5f * std::sin(0.37f * static_cast<float>(i));
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<std::int8_t>((i * 29 + 3) % 256 - 128);
+  const Literal got = run_twice(text, {vec(x, {64, 256}), vec(w, {256, 40})})[0];
+  // uniform_quantize computes in the expressed type, f32; the requantization's scale in f64.
+  auto quantize_x = [](float v) {
+    return static_cast<std::int64_t>(std::nearbyint(std::clamp(v / 0.02f + -5.0f, -128.0f, 127.0f)));
+  };
+  int wrong = 0;
+  for (int i = 0; i < 64; ++i)
+    for (int j = 0; j < 40; ++j) {
+      std::int64_t acc = 0;
+      for (int k = 0; k < 256; ++k)
+        acc += (quantize_x(x[static_cast<std::size_t>(i * 256 + k)]) + 5) *
+               (w[static_cast<std::size_t>(k * 40 + j)] - 3);
+      const double scale = double(0.02f) * double(0.004f) / double(0.5f);
+      const std::int64_t q = quantize_one(static_cast<double>(acc) * scale, 1.0, 7, -128, 127);
+      wrong += got.data<float>()[static_cast<std::size_t>(i * 40 + j)] != static_cast<float>(dequantize_one(q, 0.5, 7));
+    }
+  CHECK(wrong == 0);
+  const Graph g = require_ok(require_ok(stablehlo::parse_module(text)).main());
+  auto client = cpu::Client<>::create({.device_count = 1}).value();
+  auto exe = client->compile(g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  CHECK(contains(exe->optimized_program_text(), "(8-bit"));
+  CHECK(contains(exe->optimized_program_text(), "then in its blocks"));
+}
+
 TEST_CASE("quantized types: a convolution with per-channel kernel scales into a per-channel result") {
   // NHWC 1x5x5x3, kernel 3x3x3x2 per output channel (zero points 0), padding 1: the integer
   // sums scaled per channel by lhs * kernel[c] / result[c].

@@ -384,8 +384,16 @@ class Compiler {
     const std::int32_t gid = owner[static_cast<std::size_t>(v.node)];
     if (gid < 0) return true;
     for (std::int64_t u : users_[static_cast<std::size_t>(id(v))])
-      if (owner[static_cast<std::size_t>(u)] != gid) return true;
+      if (owner[static_cast<std::size_t>(u)] != gid || feeds_int8_product(u)) return true;
     return false;
+  }
+
+  /// Whether node u is a convert whose result an 8-bit product reads: the product reads the
+  /// convert's operand itself, which must then have memory even when the convert is fused.
+  bool feeds_int8_product(std::int64_t u) const {
+    if (g_.node(u).op != OpCode::kConvert) return false;
+    const auto& users = users_[static_cast<std::size_t>(id(Value{static_cast<std::int32_t>(u), 0, 0}))];
+    return std::any_of(users.begin(), users.end(), [&](std::int64_t p) { return int8_product_[static_cast<std::size_t>(p)]; });
   }
 
   std::int32_t add_slot(SlotKind kind, const Shape& shape, std::int32_t index = 0) {
