@@ -464,6 +464,7 @@ TEST_CASE("cpu executable: a loop after a product runs in the product's blocks, 
       {"conv f32", kF32, {2, 9, 10, 8}, {3, 3, 8, 32}, true},
       {"dot s8", kS8, {131, 601}, {601, 40}, false},
       {"dot u8", kU8, {64, 77}, {77, 48}, false},
+      {"dot s8, wide (columns split across threads)", kS8, {24, 300}, {300, 200}, false},
       {"conv s8", kS8, {2, 12, 11, 24}, {3, 3, 24, 40}, true},
       {"dot f32, tanh", kF32, {40, 30}, {30, 20}, false, true},
   };
@@ -562,8 +563,10 @@ TEST_CASE("cpu executable: 8-bit integer products multiply the 8-bit values, as 
     bool lhs_k_first;
   };
   SUBCASE("random operands of every signedness, against loops") {
+    // The last two are wide (more columns than rows): their columns split across threads.
     for (const Case& c : {Case{1, 1, 1, 1, false}, Case{1, 5, 7, 3, false}, Case{2, 9, 33, 17, true},
-                          Case{1, 70, 601, 40, false}, Case{1, 131, 64, 48, true}, Case{3, 20, 2, 31, false}})
+                          Case{1, 70, 601, 40, false}, Case{1, 131, 64, 48, true}, Case{3, 20, 2, 31, false},
+                          Case{1, 16, 300, 200, false}, Case{2, 24, 70, 261, true}})
       for (DType lt : {kS8, kU8})
         for (DType rt : {kS8, kU8})
           for (DType out : {kS32, kU32}) {

@@ -269,6 +269,22 @@ class DotKernel final : public Kernel {
       const std::uint8_t* ab = a + batch * m_ * k_;
       const std::uint8_t* bb = b + batch * k_ * n_;
       std::int32_t* cb = c + batch * m_ * n_;
+      if (splits_int8_columns(ctx)) {
+        // Each worker takes whole 32-column tiles and packs only its share of B: a split of
+        // the rows packs all of B on every worker, as costly as the product when the rows are
+        // few.
+        const std::int64_t units = (n_ + kInt8ColumnUnit - 1) / kInt8ColumnUnit;
+        auto columns = [&](std::int64_t u0, std::int64_t u1, int worker) {
+          const std::int64_t j0 = u0 * kInt8ColumnUnit, j1 = std::min(n_, u1 * kInt8ColumnUnit);
+          std::byte* scratch = ctx.scratch + int8_scratch_ + int8_slice_ * worker;
+          Epilogue::OnRows on_rows(epilogue_, ctx, batch * m_ * n_, n_, worker, j0, j1);
+          Int8Gemm::with_signedness(lhs_signed_, rhs_signed_, [&]<bool kSignedA, bool kSignedB>() {
+            Int8Gemm::run<kSignedA, kSignedB>(m_, j1 - j0, k_, ab, k_, bb + j0, n_, cb + j0, n_, scratch, on_rows.done());
+          });
+        };
+        ctx.parallel(units, (units + ctx.max_workers - 1) / ctx.max_workers, columns);
+        continue;
+      }
       auto rows = [&](std::int64_t r0, std::int64_t r1, int worker) {
         std::byte* scratch = ctx.scratch + int8_scratch_ + int8_slice_ * worker;
         // The epilogue runs on each block of rows Int8Gemm finishes, while it is in cache.
@@ -285,6 +301,15 @@ class DotKernel final : public Kernel {
   /// Rows split across workers in multiples of this: a multiple of the row count of every
   /// register block Eigen's kernels use.
   static constexpr std::int64_t kRowUnit = 8;
+  /// An 8-bit product's columns split across workers in multiples of this: Int8Gemm's widest
+  /// register tile.
+  static constexpr std::int64_t kInt8ColumnUnit = 32;
+
+  /// Whether an 8-bit product splits its columns rather than its rows: a split one with more
+  /// columns than rows and at least two tiles of them.
+  [[nodiscard]] bool splits_int8_columns(const RunContext& ctx) const {
+    return splits() && ctx.max_workers > 1 && n_ > m_ && n_ >= 2 * kInt8ColumnUnit;
+  }
 
   /// Whether each product's rows split across the workers.
   [[nodiscard]] bool splits() const {

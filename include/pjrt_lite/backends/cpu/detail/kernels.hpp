@@ -141,22 +141,30 @@ class Epilogue {
   }
 
   /// The loop on each block of rows an Int8Gemm product reports done: rows [r0, r1) of a
-  /// product whose row r starts at element first + r * row_elements of the result.
+  /// product whose row r starts at element first + r * row_elements of the result, each
+  /// row's elements [column0, column1) (all of them by default).
   class OnRows {
    public:
-    OnRows(const Epilogue& epilogue, const RunContext& ctx, std::int64_t first, std::int64_t row_elements, int worker)
-        : epilogue_(epilogue), ctx_(ctx), first_(first), row_elements_(row_elements), worker_(worker) {}
+    OnRows(const Epilogue& epilogue, const RunContext& ctx, std::int64_t first, std::int64_t row_elements, int worker,
+           std::int64_t column0 = 0, std::int64_t column1 = -1)
+        : epilogue_(epilogue), ctx_(ctx), first_(first), row_elements_(row_elements),
+          column0_(column0), column1_(column1 < 0 ? row_elements : column1), worker_(worker) {}
     /// For Int8Gemm::run; valid while this object lives.
     RowsDone done() { return RowsDone{&OnRows::call, this}; }
 
    private:
     static void call(void* self, std::int64_t r0, std::int64_t r1) {
       const auto& o = *static_cast<const OnRows*>(self);
-      o.epilogue_.run(o.ctx_, o.first_ + r0 * o.row_elements_, o.first_ + r1 * o.row_elements_, o.worker_);
+      if (o.column0_ == 0 && o.column1_ == o.row_elements_)
+        return o.epilogue_.run(o.ctx_, o.first_ + r0 * o.row_elements_, o.first_ + r1 * o.row_elements_, o.worker_);
+      for (std::int64_t r = r0; r < r1; ++r) {
+        const std::int64_t row = o.first_ + r * o.row_elements_;
+        o.epilogue_.run(o.ctx_, row + o.column0_, row + o.column1_, o.worker_);
+      }
     }
     const Epilogue& epilogue_;
     const RunContext& ctx_;
-    std::int64_t first_, row_elements_;
+    std::int64_t first_, row_elements_, column0_, column1_;
     int worker_;
   };
 
