@@ -264,6 +264,29 @@ inline void negate_tile(const TileArgs& a) {
   for (; i < a.n; ++i) o[i] = -x[i];
 }
 
+/// floor (kCeil false) or ceil on f32 or f64, the result's sign that of its input: a zero
+/// result keeps the input's sign (floor(-0) and ceil(-0.5) are -0). Eigen 3.4's SSE2 packet
+/// floor and ceil (no SSE4.1 round instruction) give +0 there. Per packet, loaded before the
+/// store, so the output may be the input.
+template <class T, bool kCeil>
+inline void floor_ceil_tile(const TileArgs& a) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
+  const T* x = static_cast<const T*>(a.in[0]);
+  T* o = static_cast<T*>(a.out);
+  std::int64_t i = 0;
+  if constexpr (kLanes > 1) {
+    const P sign = ei::pset1<P>(T(-0.0));
+    for (; i + kLanes <= a.n; i += kLanes) {
+      const P v = ei::ploadu<P>(x + i);
+      const P r = kCeil ? ei::pceil(v) : ei::pfloor(v);
+      ei::pstoreu(o + i, ei::por(ei::pandnot(r, sign), ei::pand(v, sign)));
+    }
+  }
+  for (; i < a.n; ++i) o[i] = std::copysign(kCeil ? std::ceil(x[i]) : std::floor(x[i]), x[i]);
+}
+
 template <class T, class F>
 inline void compare_with(const TileArgs& a, F key) {
   const T* x = static_cast<const T*>(a.in[0]);
@@ -342,8 +365,8 @@ TileFn unary(OpCode op) {
       case OpCode::kSine: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).sin(); };
       case OpCode::kCosine: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).cos(); };
       case OpCode::kTan: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::tan(x); }); };
-      case OpCode::kFloor: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).floor(); };
-      case OpCode::kCeil: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).ceil(); };
+      case OpCode::kFloor: return &floor_ceil_tile<T, false>;
+      case OpCode::kCeil: return &floor_ceil_tile<T, true>;
       case OpCode::kRoundNearestAfz: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::round(x); }); };
       case OpCode::kRoundNearestEven: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::nearbyint(x); }); };
       case OpCode::kIsFinite: return [](const TileArgs& a) { map1<bool, T>(a, [](T x) { return std::isfinite(x); }); };
