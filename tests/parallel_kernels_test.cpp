@@ -52,15 +52,26 @@ TEST_CASE("parallel kernels: the same bits however many threads share the work")
   Value y = b.tanh(b.dot(x, w));
   Value z = b.multiply(b.exponential(b.negate(v)), b.sine(v));
   Value c = b.convolution(image, kernel, nhwc_hwio_same3x3());
-  const Graph graph =
-      b.build({y, b.reduce(y, b.constant(0.0f), OpCode::kAdd, {0}), z, c, b.reduce(c, b.constant(0.0f), OpCode::kAdd, {1, 2})})
-          .value();
+  // An 8-bit product wider than it is tall splits its columns across the threads, and the
+  // loop after it runs on each thread's columns of each finished block of rows.
+  Value xq = b.parameter(Shape(DType::kS8, {24, 300}));
+  Value wq = b.parameter(Shape(DType::kS8, {300, 200}));
+  Value bias = b.parameter(Shape(DType::kF32, {200}));
+  Value q = b.dot(b.convert(xq, DType::kS32), b.convert(wq, DType::kS32));
+  Value dequantized = b.add(b.multiply(b.convert(q, DType::kF32), b.broadcast_in_dim(b.constant(0.01f), {24, 200}, {})),
+                            b.broadcast_in_dim(bias, {24, 200}, {1}));
+  const Graph graph = b.build({y, b.reduce(y, b.constant(0.0f), OpCode::kAdd, {0}), z, c,
+                               b.reduce(c, b.constant(0.0f), OpCode::kAdd, {1, 2}), dequantized})
+                          .value();
   const std::vector<Literal> args = {
       filled<float>({203, 64}, [](float i) { return std::cos(i * 0.37f); }),
       filled<float>({64, 45}, [](float i) { return std::sin(i) * 0.1f; }),
       filled<float>({50001}, [](float i) { return std::sin(i * 1e-3f) * 20.0f; }),
       filled<float>({2, 19, 23, 8}, [](float i) { return std::cos(i * 0.011f); }),
-      filled<float>({3, 3, 8, 12}, [](float i) { return std::sin(i * 0.7f) * 0.2f; })};
+      filled<float>({3, 3, 8, 12}, [](float i) { return std::sin(i * 0.7f) * 0.2f; }),
+      filled<std::int8_t>({24, 300}, [](std::int8_t i) { return static_cast<std::int8_t>(i * 7 + 3); }),
+      filled<std::int8_t>({300, 200}, [](std::int8_t i) { return static_cast<std::int8_t>(i * 13 - 5); }),
+      filled<float>({200}, [](float i) { return std::sin(i) * 0.5f; })};
   auto alone = cpu::Client<cpu::InlineExecutor>::create({}).value();
   const std::vector<Literal> expected = run_on(*alone, graph, args);
   for (int threads : {1, 2, 3, 6}) {
