@@ -247,44 +247,44 @@ inline void exp_tile(const TileArgs& a) {
     vector_with_edges<T>(a, [](auto v) { return v.exp(); }, [](T v) { return exp_range(v); }, [](T v) { return std::exp(v); });
 }
 
+/// A unary tile on f32 or f64 in one pass: `packet` on each whole Eigen packet, `scalar` on the
+/// tail. Each packet is loaded before its store, so the output may be the input.
+template <class T, class PacketFn, class ScalarFn>
+inline void packet_unary(const TileArgs& a, PacketFn packet, ScalarFn scalar) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
+  const T* x = static_cast<const T*>(a.in[0]);
+  T* o = static_cast<T*>(a.out);
+  std::int64_t i = 0;
+  if constexpr (kLanes > 1)
+    for (; i + kLanes <= a.n; i += kLanes) ei::pstoreu(o + i, packet(ei::ploadu<P>(x + i)));
+  for (; i < a.n; ++i) o[i] = scalar(x[i]);
+}
+
 /// negate on f32 or f64: the sign bit flipped, so that -(+0) is -0 and a NaN keeps its payload.
 /// Eigen 3.4's AVX and AVX-512 pnegate compute 0 - x, which is +0 for +0.
 template <class T>
 inline void negate_tile(const TileArgs& a) {
-  namespace ei = Eigen::internal;
-  using P = typename ei::packet_traits<T>::type;
-  constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
-  const T* x = static_cast<const T*>(a.in[0]);
-  T* o = static_cast<T*>(a.out);
-  std::int64_t i = 0;
-  if constexpr (kLanes > 1) {
-    const P sign = ei::pset1<P>(T(-0.0));
-    for (; i + kLanes <= a.n; i += kLanes) ei::pstoreu(o + i, ei::pxor(ei::ploadu<P>(x + i), sign));
-  }
-  for (; i < a.n; ++i) o[i] = -x[i];
+  packet_unary<T>(
+      a, [](auto v) { return Eigen::internal::pxor(v, Eigen::internal::pset1<decltype(v)>(T(-0.0))); },
+      [](T v) { return -v; });
 }
 
 /// floor (kCeil false) or ceil on f32 or f64, the result's sign that of its input: a zero
 /// result keeps the input's sign (floor(-0) and ceil(-0.5) are -0). Eigen 3.4's SSE2 packet
-/// floor and ceil (no SSE4.1 round instruction) give +0 there. Per packet, loaded before the
-/// store, so the output may be the input.
+/// floor and ceil (no SSE4.1 round instruction) give +0 there.
 template <class T, bool kCeil>
 inline void floor_ceil_tile(const TileArgs& a) {
   namespace ei = Eigen::internal;
-  using P = typename ei::packet_traits<T>::type;
-  constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
-  const T* x = static_cast<const T*>(a.in[0]);
-  T* o = static_cast<T*>(a.out);
-  std::int64_t i = 0;
-  if constexpr (kLanes > 1) {
-    const P sign = ei::pset1<P>(T(-0.0));
-    for (; i + kLanes <= a.n; i += kLanes) {
-      const P v = ei::ploadu<P>(x + i);
-      const P r = kCeil ? ei::pceil(v) : ei::pfloor(v);
-      ei::pstoreu(o + i, ei::por(ei::pandnot(r, sign), ei::pand(v, sign)));
-    }
-  }
-  for (; i < a.n; ++i) o[i] = std::copysign(kCeil ? std::ceil(x[i]) : std::floor(x[i]), x[i]);
+  packet_unary<T>(
+      a,
+      [](auto v) {
+        const auto sign = ei::pset1<decltype(v)>(T(-0.0));
+        const auto r = kCeil ? ei::pceil(v) : ei::pfloor(v);
+        return ei::por(ei::pandnot(r, sign), ei::pand(v, sign));
+      },
+      [](T v) { return std::copysign(kCeil ? std::ceil(v) : std::floor(v), v); });
 }
 
 template <class T, class F>

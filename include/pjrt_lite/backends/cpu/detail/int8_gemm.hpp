@@ -392,9 +392,9 @@ struct Int8Gemm {
   // corrections. Written without lambdas (which would not inherit the function's target) and
   // with the 12 sums as named variables: GCC 12 keeps an array of them in memory, or copies
   // each one around every step.
-#define PJRT_LITE_INT8_QUAD_ROW(r, dpbusd)                                             \
+#define PJRT_LITE_INT8_QUAD_ROW(r, set1, dpbusd)                                       \
   {                                                                                    \
-    const __m256i av = _mm256_set1_epi32(static_cast<int>(load_u32(a + 4 * (r))));    \
+    const auto av = set1(static_cast<int>(load_u32(a + 4 * (r))));                     \
     if constexpr (kAUnsigned) {                                                        \
       s##r##0 = dpbusd(s##r##0, av, v0);                                               \
       s##r##1 = dpbusd(s##r##1, av, v1);                                               \
@@ -413,8 +413,12 @@ struct Int8Gemm {
     for (std::int64_t q = 0; q < quads; ++q) {                                                                   \
       const __m256i v0 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b));                                \
       const __m256i v1 = _mm256_load_si256(reinterpret_cast<const __m256i*>(b + 32));                           \
-      PJRT_LITE_INT8_QUAD_ROW(0, dpbusd) PJRT_LITE_INT8_QUAD_ROW(1, dpbusd) PJRT_LITE_INT8_QUAD_ROW(2, dpbusd) \
-      PJRT_LITE_INT8_QUAD_ROW(3, dpbusd) PJRT_LITE_INT8_QUAD_ROW(4, dpbusd) PJRT_LITE_INT8_QUAD_ROW(5, dpbusd) \
+      PJRT_LITE_INT8_QUAD_ROW(0, _mm256_set1_epi32, dpbusd)                                                      \
+      PJRT_LITE_INT8_QUAD_ROW(1, _mm256_set1_epi32, dpbusd)                                                      \
+      PJRT_LITE_INT8_QUAD_ROW(2, _mm256_set1_epi32, dpbusd)                                                      \
+      PJRT_LITE_INT8_QUAD_ROW(3, _mm256_set1_epi32, dpbusd)                                                      \
+      PJRT_LITE_INT8_QUAD_ROW(4, _mm256_set1_epi32, dpbusd)                                                      \
+      PJRT_LITE_INT8_QUAD_ROW(5, _mm256_set1_epi32, dpbusd)                                                      \
       a += 4 * kQuadMr;                                                                                          \
       b += 4 * kNr;                                                                                              \
     }                                                                                                            \
@@ -432,7 +436,6 @@ struct Int8Gemm {
   }
   PJRT_LITE_INT8_QUAD_KERNEL(quad_kernel_avx512, "avx512f,avx512vl,avx512bw,avx512vnni", _mm256_dpbusd_epi32)
   PJRT_LITE_INT8_QUAD_KERNEL(quad_kernel_avx, "avxvnni", _mm256_dpbusd_avx_epi32)
-#undef PJRT_LITE_INT8_QUAD_ROW
 #undef PJRT_LITE_INT8_QUAD_KERNEL
 
   // The AVX-512 micro-kernel on 512-bit vectors: two panels side by side, a tile of kQuadMr x
@@ -448,20 +451,12 @@ struct Int8Gemm {
             s31 = s00, s40 = s00, s41 = s00, s50 = s00, s51 = s00;
     for (std::int64_t q = 0; q < quads; ++q) {
       const __m512i v0 = _mm512_load_si512(b0), v1 = _mm512_load_si512(b1);
-#define PJRT_LITE_INT8_ZMM_ROW(r)                                                    \
-  {                                                                                  \
-    const __m512i av = _mm512_set1_epi32(static_cast<int>(load_u32(a + 4 * (r)))); \
-    if constexpr (kAUnsigned) {                                                      \
-      s##r##0 = _mm512_dpbusd_epi32(s##r##0, av, v0);                                \
-      s##r##1 = _mm512_dpbusd_epi32(s##r##1, av, v1);                                \
-    } else {                                                                         \
-      s##r##0 = _mm512_dpbusd_epi32(s##r##0, v0, av);                                \
-      s##r##1 = _mm512_dpbusd_epi32(s##r##1, v1, av);                                \
-    }                                                                                \
-  }
-      PJRT_LITE_INT8_ZMM_ROW(0) PJRT_LITE_INT8_ZMM_ROW(1) PJRT_LITE_INT8_ZMM_ROW(2)
-      PJRT_LITE_INT8_ZMM_ROW(3) PJRT_LITE_INT8_ZMM_ROW(4) PJRT_LITE_INT8_ZMM_ROW(5)
-#undef PJRT_LITE_INT8_ZMM_ROW
+      PJRT_LITE_INT8_QUAD_ROW(0, _mm512_set1_epi32, _mm512_dpbusd_epi32)
+      PJRT_LITE_INT8_QUAD_ROW(1, _mm512_set1_epi32, _mm512_dpbusd_epi32)
+      PJRT_LITE_INT8_QUAD_ROW(2, _mm512_set1_epi32, _mm512_dpbusd_epi32)
+      PJRT_LITE_INT8_QUAD_ROW(3, _mm512_set1_epi32, _mm512_dpbusd_epi32)
+      PJRT_LITE_INT8_QUAD_ROW(4, _mm512_set1_epi32, _mm512_dpbusd_epi32)
+      PJRT_LITE_INT8_QUAD_ROW(5, _mm512_set1_epi32, _mm512_dpbusd_epi32)
       a += 4 * kQuadMr;
       b0 += 4 * kNr;
       b1 += 4 * kNr;
@@ -477,6 +472,8 @@ struct Int8Gemm {
       _mm512_storeu_si512(out + kNr, _mm512_add_epi32(_mm512_loadu_si512(out + kNr), t1));
     }
   }
+
+#undef PJRT_LITE_INT8_QUAD_ROW
 
   template <bool kSignedA, bool kSignedB>
   static void run_quads(Int8Kernel kernel, std::int64_t rows, std::int64_t cols, std::int64_t depth,
