@@ -330,19 +330,46 @@ struct Int8Gemm {
     return v;
   }
 
+  static void store_u32(std::uint8_t* p, std::uint32_t v) { std::memcpy(p, &v, sizeof(v)); }
+
   /// B's block [kc x cols] as quad panels; the corrections are -128 x the column sums when A is
-  /// shifted, else zero.
+  /// shifted, else zero. A whole quad of a whole panel (four rows of sixteen bytes) is a 4 x 16
+  /// byte transpose in four unpacks and four stores; the column sums come from the same
+  /// registers. AVX2 (which every CPU with either VNNI has) for the VEX encodings.
   template <bool kSigned, bool kShift, bool kCorrect>
-  static void pack_b_quads(const std::uint8_t* b, std::int64_t ldb, std::int64_t kc, std::int64_t cols,
-                           std::uint8_t* out) {
-    const std::int64_t quads = (kc + 3) / 4;
+  __attribute__((target("avx2"))) static void pack_b_quads(const std::uint8_t* b, std::int64_t ldb, std::int64_t kc,
+                                                            std::int64_t cols, std::uint8_t* out) {
+    const std::int64_t quads = (kc + 3) / 4, whole = kc / 4;
     const std::uint8_t flip = kShift ? 0x80 : 0;
+    const __m128i flips = _mm_set1_epi8(static_cast<char>(flip));
     for (std::int64_t j0 = 0; j0 < cols; j0 += kNr) {
       const std::int64_t nr = std::min(kNr, cols - j0);
       std::uint32_t sums[kNr] = {};
-      for (std::int64_t q = 0; q < quads; ++q, out += 4 * kNr) {
+      std::int64_t q = 0;
+      if (nr == kNr) {
+        __m128i totals[4] = {_mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128(), _mm_setzero_si128()};
+        for (; q < whole; ++q, out += 4 * kNr) {
+          const std::uint8_t* row = b + 4 * q * ldb + j0;
+          const __m128i r0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row));
+          const __m128i r1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + ldb));
+          const __m128i r2 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 2 * ldb));
+          const __m128i r3 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(row + 3 * ldb));
+          const __m128i lo01 = _mm_unpacklo_epi8(r0, r1), hi01 = _mm_unpackhi_epi8(r0, r1);
+          const __m128i lo23 = _mm_unpacklo_epi8(r2, r3), hi23 = _mm_unpackhi_epi8(r2, r3);
+          // Columns 0-3, 4-7, 8-11, 12-15: each 32-bit lane one column's four steps.
+          const __m128i quad[4] = {_mm_unpacklo_epi16(lo01, lo23), _mm_unpackhi_epi16(lo01, lo23),
+                                   _mm_unpacklo_epi16(hi01, hi23), _mm_unpackhi_epi16(hi01, hi23)};
+          for (int v = 0; v < 4; ++v) {
+            _mm_store_si128(reinterpret_cast<__m128i*>(out) + v, _mm_xor_si128(quad[v], flips));
+            if constexpr (kCorrect) totals[v] = _mm_add_epi32(totals[v], lane_byte_sums<kSigned>(quad[v]));
+          }
+        }
+        if constexpr (kCorrect)
+          for (int v = 0; v < 4; ++v) _mm_storeu_si128(reinterpret_cast<__m128i*>(sums + 4 * v), totals[v]);
+      }
+      for (; q < quads; ++q, out += 4 * kNr) {  // a last partial quad, or a partial panel
         const std::int64_t steps = std::min<std::int64_t>(4, kc - 4 * q);
-        if (steps < 4 || nr < kNr) std::memset(out, 0, 4 * kNr);
+        std::memset(out, 0, 4 * kNr);
         for (std::int64_t s = 0; s < steps; ++s) {
           const std::uint8_t* row = b + (4 * q + s) * ldb + j0;
           for (std::int64_t j = 0; j < nr; ++j) {
@@ -351,47 +378,72 @@ struct Int8Gemm {
           }
         }
       }
-      for (std::int64_t j = 0; j < kNr; ++j) {
-        const std::uint32_t correction = kCorrect ? 0u - 128u * sums[j] : 0u;
-        std::memcpy(out + 4 * j, &correction, 4);
-      }
+      for (std::int64_t j = 0; j < kNr; ++j) store_u32(out + 4 * j, kCorrect ? 0u - 128u * sums[j] : 0u);
       out += 4 * kNr;
     }
   }
 
+  /// The sum of each 32-bit lane's four bytes, as signed or unsigned bytes.
+  template <bool kSigned>
+  __attribute__((target("avx2"))) static __m128i lane_byte_sums(__m128i x) {
+    __m128i low, high;  // each 16-bit lane's two bytes, widened
+    if constexpr (kSigned) {
+      low = _mm_srai_epi16(_mm_slli_epi16(x, 8), 8);
+      high = _mm_srai_epi16(x, 8);
+    } else {
+      low = _mm_and_si128(x, _mm_set1_epi16(0xff));
+      high = _mm_srli_epi16(x, 8);
+    }
+    return _mm_madd_epi16(_mm_add_epi16(low, high), _mm_set1_epi16(1));
+  }
+
   /// A's block [mc x kc] as quad tiles; the corrections are 128 x the row sums when B is
-  /// shifted, else zero.
+  /// shifted, else zero. Each row moves four bytes at a time (a quad is one 32-bit word), and
+  /// its sum, when needed, is a sum of absolute differences from zero over 32 bytes at a time.
   template <bool kShift, bool kCorrect>
-  static void pack_a_quads(const std::uint8_t* a, std::int64_t lda, std::int64_t mc, std::int64_t kc,
-                           std::uint8_t* out) {
-    const std::int64_t quads = (kc + 3) / 4;
+  __attribute__((target("avx2"))) static void pack_a_quads(const std::uint8_t* a, std::int64_t lda, std::int64_t mc,
+                                                            std::int64_t kc, std::uint8_t* out) {
+    const std::int64_t quads = (kc + 3) / 4, whole = kc / 4;
     const std::uint8_t flip = kShift ? 0x80 : 0;
+    const std::uint32_t flip4 = kShift ? 0x80808080u : 0u;
     for (std::int64_t r0 = 0; r0 < mc; r0 += kQuadMr) {
       const std::int64_t mr = std::min(kQuadMr, mc - r0);
       std::uint32_t sums[kQuadMr] = {};
-      if (mr < kQuadMr || kc % 4 != 0) std::memset(out, 0, static_cast<std::size_t>(quads * 4 * kQuadMr));
+      if (mr < kQuadMr || whole < quads) std::memset(out, 0, static_cast<std::size_t>(quads * 4 * kQuadMr));
       for (std::int64_t r = 0; r < mr; ++r) {
         const std::uint8_t* row = a + (r0 + r) * lda;
         std::uint8_t* to = out + 4 * r;
-        for (std::int64_t k = 0; k < kc; ++k) {
-          to[(k / 4) * 4 * kQuadMr + k % 4] = static_cast<std::uint8_t>(row[k] ^ flip);
-          if constexpr (kCorrect) sums[r] += row[k];
-        }
+        for (std::int64_t q = 0; q < whole; ++q) store_u32(to + q * 4 * kQuadMr, load_u32(row + 4 * q) ^ flip4);
+        for (std::int64_t k = 4 * whole; k < kc; ++k)
+          to[whole * 4 * kQuadMr + k % 4] = static_cast<std::uint8_t>(row[k] ^ flip);
+        if constexpr (kCorrect) sums[r] = byte_sum(row, kc);
       }
       out += quads * 4 * kQuadMr;
-      for (std::int64_t r = 0; r < kQuadMr; ++r) {
-        const std::uint32_t correction = kCorrect ? 128u * sums[r] : 0u;
-        std::memcpy(out + 4 * r, &correction, 4);
-      }
+      for (std::int64_t r = 0; r < kQuadMr; ++r) store_u32(out + 4 * r, kCorrect ? 128u * sums[r] : 0u);
       out += 32;
     }
+  }
+
+  /// The sum of n unsigned bytes.
+  __attribute__((target("avx2"))) static std::uint32_t byte_sum(const std::uint8_t* p, std::int64_t n) {
+    __m256i total = _mm256_setzero_si256();
+    std::int64_t k = 0;
+    for (; k + 32 <= n; k += 32)
+      total = _mm256_add_epi64(
+          total, _mm256_sad_epu8(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + k)), _mm256_setzero_si256()));
+    alignas(32) std::uint64_t parts[4];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(parts), total);
+    auto sum = static_cast<std::uint32_t>(parts[0] + parts[1] + parts[2] + parts[3]);
+    for (; k < n; ++k) sum += p[k];
+    return sum;
   }
 
   // The 256-bit micro-kernel, once per instruction set: tile (kQuadMr x kNr, row stride ldc)
   // += a tile of A times a panel of B over `quads` quads, plus the tile's and panel's
   // corrections. Written without lambdas (which would not inherit the function's target) and
   // with the 12 sums as named variables: GCC 12 keeps an array of them in memory, or copies
-  // each one around every step.
+  // each one around every step. Never inlined: inlined into run_quads, GCC 12 copied every sum
+  // to another register and back around each vpdpbusd (24 moves a step).
 #define PJRT_LITE_INT8_QUAD_ROW(r, set1, dpbusd)                                       \
   {                                                                                    \
     const auto av = set1(static_cast<int>(load_u32(a + 4 * (r))));                     \
@@ -405,7 +457,7 @@ struct Int8Gemm {
   }
 #define PJRT_LITE_INT8_QUAD_KERNEL(name, isa, dpbusd)                                                            \
   template <bool kAUnsigned>                                                                                     \
-  __attribute__((target(isa))) static void name(std::int64_t quads, const std::uint8_t* a, const std::uint8_t* b, \
+  __attribute__((target(isa), noinline)) static void name(std::int64_t quads, const std::uint8_t* a, const std::uint8_t* b, \
                                                 std::int32_t* tile, std::int64_t ldc) {                          \
     static_assert(kQuadMr == 6);                                                                                 \
     __m256i s00 = _mm256_setzero_si256(), s01 = s00, s10 = s00, s11 = s00, s20 = s00, s21 = s00, s30 = s00,     \
@@ -440,10 +492,9 @@ struct Int8Gemm {
 
   // The AVX-512 micro-kernel on 512-bit vectors: two panels side by side, a tile of kQuadMr x
   // 2 kNr (12 sums of 16 lanes), so each vpdpbusd does four steps of the depth for 16 columns.
-  // The sums are named variables: GCC 12 keeps an array of them in memory, or copies each one
-  // around every step.
+  // The sums are named variables and the kernel is never inlined, as the 256-bit one's.
   template <bool kAUnsigned>
-  __attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni"))) static void quad_kernel_zmm(
+  __attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni"), noinline)) static void quad_kernel_zmm(
       std::int64_t quads, const std::uint8_t* a, const std::uint8_t* b0, const std::uint8_t* b1, std::int32_t* tile,
       std::int64_t ldc) {
     static_assert(kQuadMr == 6);
