@@ -589,7 +589,22 @@ template <class From, class To>
 void convert(const TileArgs& a) {
   const From* x = static_cast<const From*>(a.in[0]);
   To* o = static_cast<To*>(a.out);
-  for (std::int64_t i = 0; i < a.n; ++i) o[i] = convert_element<To>(x[i]);
+  if constexpr (kIsFloat<From> && kIsInt<To> && sizeof(To) <= 4) {
+    // convert_element's float-to-integer rule (NaN is 0, saturate, truncate toward zero) as
+    // selects the compiler vectorizes: both bounds and every value are exact in double.
+    using Via = std::conditional_t<std::is_same_v<To, std::uint32_t>, std::int64_t, std::int32_t>;
+    constexpr auto lo = static_cast<double>(std::numeric_limits<To>::lowest());
+    constexpr auto hi = static_cast<double>(std::numeric_limits<To>::max());
+    for (std::int64_t i = 0; i < a.n; ++i) {
+      double d = static_cast<double>(x[i]);
+      d = d == d ? d : 0.0;
+      d = d < lo ? lo : d;
+      d = d > hi ? hi : d;
+      o[i] = static_cast<To>(static_cast<Via>(d));
+    }
+  } else {
+    for (std::int64_t i = 0; i < a.n; ++i) o[i] = convert_element<To>(x[i]);
+  }
 }
 
 /// acc = op(acc, x[0], ..., x[n-1]) for the one element `a.out` and the tile `a.in[0]`.
