@@ -287,6 +287,34 @@ inline void floor_ceil_tile(const TileArgs& a) {
       [](T v) { return std::copysign(kCeil ? std::ceil(v) : std::floor(v), v); });
 }
 
+/// float_max (kMax) or float_min on whole Eigen packets: where the operands differ the larger
+/// or smaller, where they are equal the bits of both and-ed for max (+0 if either is) or
+/// or-ed for min (-0 if either is), and a NaN operand where there is one, the first's first.
+template <bool kMax, class P>
+inline P packet_max_min(const P& a, const P& b) {
+  namespace ei = Eigen::internal;
+  P r = ei::pselect(kMax ? ei::pcmp_lt(b, a) : ei::pcmp_lt(a, b), a, b);
+  r = ei::pselect(ei::pcmp_eq(a, b), kMax ? ei::pand(a, b) : ei::por(a, b), r);
+  r = ei::pselect(ei::pcmp_eq(b, b), r, b);
+  return ei::pselect(ei::pcmp_eq(a, a), r, a);
+}
+
+/// maximum (kMax) or minimum on f32 or f64, by whole packets and a scalar tail.
+template <class T, bool kMax>
+inline void max_min_tile(const TileArgs& a) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
+  const T* x = static_cast<const T*>(a.in[0]);
+  const T* y = static_cast<const T*>(a.in[1]);
+  T* o = static_cast<T*>(a.out);
+  std::int64_t i = 0;
+  if constexpr (kLanes > 1)
+    for (; i + kLanes <= a.n; i += kLanes)
+      ei::pstoreu(o + i, packet_max_min<kMax>(ei::ploadu<P>(x + i), ei::ploadu<P>(y + i)));
+  for (; i < a.n; ++i) o[i] = kMax ? float_max(x[i], y[i]) : float_min(x[i], y[i]);
+}
+
 template <class T, class F>
 inline void compare_with(const TileArgs& a, F key) {
   const T* x = static_cast<const T*>(a.in[0]);
@@ -473,8 +501,8 @@ TileFn binary(OpCode op) {
       case OpCode::kDivide: return PJRT_LITE_EIGEN_BINARY(x / y);
       case OpCode::kRemainder: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return std::fmod(x, y); }); };
       case OpCode::kPower: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return std::pow(x, y); }); };
-      case OpCode::kMaximum: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return float_max(x, y); }); };
-      case OpCode::kMinimum: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return float_min(x, y); }); };
+      case OpCode::kMaximum: return &max_min_tile<T, true>;
+      case OpCode::kMinimum: return &max_min_tile<T, false>;
       case OpCode::kAtan2: return [](const TileArgs& a) { map2<T, T>(a, [](T x, T y) { return std::atan2(x, y); }); };
       case OpCode::kNextAfter: return [](const TileArgs& a) { map2<T, T>(a, special::next_after<T>); };
       case OpCode::kComplex:
@@ -566,7 +594,17 @@ void clamp(const TileArgs& a) {
   const T* x = static_cast<const T*>(a.in[1]);
   const T* hi = static_cast<const T*>(a.in[2]);
   T* o = static_cast<T*>(a.out);
-  for (std::int64_t i = 0; i < a.n; ++i) {
+  std::int64_t i = 0;
+  if constexpr (kIsFloat<T>) {
+    namespace ei = Eigen::internal;
+    using P = typename ei::packet_traits<T>::type;
+    constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
+    if constexpr (kLanes > 1)
+      for (; i + kLanes <= a.n; i += kLanes)
+        ei::pstoreu(o + i, packet_max_min<false>(packet_max_min<true>(ei::ploadu<P>(x + i), ei::ploadu<P>(lo + i)),
+                                                 ei::ploadu<P>(hi + i)));
+  }
+  for (; i < a.n; ++i) {
     if constexpr (kIsFloat<T>) o[i] = float_min(float_max(x[i], lo[i]), hi[i]);
     else if constexpr (kIsComplex<T>) {
       T v = complex_less(x[i], lo[i]) ? lo[i] : x[i];
@@ -591,17 +629,28 @@ void convert(const TileArgs& a) {
   To* o = static_cast<To*>(a.out);
   if constexpr (kIsFloat<From> && kIsInt<To> && sizeof(To) <= 4) {
     // convert_element's float-to-integer rule (NaN is 0, saturate, truncate toward zero) as
-    // selects the compiler vectorizes: both bounds and every value are exact in double.
+    // selects, exact in double, over blocks of local arrays, which GCC vectorizes where it
+    // would not the same loop over the tile (an output that may alias the input, and it leaves
+    // a select on a widened float as a branch).
     using Via = std::conditional_t<std::is_same_v<To, std::uint32_t>, std::int64_t, std::int32_t>;
     constexpr auto lo = static_cast<double>(std::numeric_limits<To>::lowest());
     constexpr auto hi = static_cast<double>(std::numeric_limits<To>::max());
-    for (std::int64_t i = 0; i < a.n; ++i) {
-      double d = static_cast<double>(x[i]);
-      d = d == d ? d : 0.0;
-      d = d < lo ? lo : d;
-      d = d > hi ? hi : d;
-      o[i] = static_cast<To>(static_cast<Via>(d));
+    constexpr std::int64_t kBlock = 64;
+    std::int64_t i = 0;
+    for (; i + kBlock <= a.n; i += kBlock) {
+      double wide[kBlock];
+      To narrow[kBlock];
+      for (std::int64_t j = 0; j < kBlock; ++j) wide[j] = static_cast<double>(x[i + j]);
+      for (std::int64_t j = 0; j < kBlock; ++j) {
+        double d = wide[j];
+        d = d == d ? d : 0.0;
+        d = d < lo ? lo : d;
+        d = d > hi ? hi : d;
+        narrow[j] = static_cast<To>(static_cast<Via>(d));
+      }
+      std::memcpy(o + i, narrow, sizeof(narrow));
     }
+    for (; i < a.n; ++i) o[i] = convert_element<To>(x[i]);
   } else {
     for (std::int64_t i = 0; i < a.n; ++i) o[i] = convert_element<To>(x[i]);
   }
