@@ -12,7 +12,8 @@
 // count, which ATen's parallel loops and an OpenMP build of the BLAS (Debian's
 // libopenblas0-openmp) both follow; inter-op threads are not used (nothing runs
 // asynchronously) and are set to one. OpenMP's idle threads poll as long as pjrt_lite's do
-// before they sleep (torch_thread_policy below).
+// before they sleep, and an OpenBLAS older than the CPU runs the kernels of the newest core
+// it has that the CPU runs (torch_thread_policy below).
 #include <ATen/Parallel.h>
 #include <torch/csrc/autograd/autograd.h>
 #include <torch/jit.h>
@@ -632,24 +633,57 @@ BenchFn torch_peer(std::string_view workload) {
   return nullptr;
 }
 
-void torch_thread_policy(char** argv) {
-  if (std::getenv("GOMP_SPINCOUNT") != nullptr || std::getenv("OMP_WAIT_POLICY") != nullptr) return;
-  // libgomp waits `GOMP_SPINCOUNT` polls of one pause instruction each: time some pauses.
-  constexpr int kPauses = 100000;
-  const auto start = std::chrono::steady_clock::now();
-  for (int i = 0; i < kPauses; ++i) {
+/// The name of the core whose kernels OpenBLAS runs, when OpenBLAS is the BLAS (else empty).
+std::string openblas_core() {
+  using CoreName = char* (*)();
+  const auto corename = reinterpret_cast<CoreName>(dlsym(RTLD_DEFAULT, "openblas_get_corename"));
+  return corename != nullptr ? std::string(corename()) : std::string();
+}
+
+/// OpenBLAS picks its kernels by CPU model when it loads, and a release older than the CPU
+/// (Debian 12's 0.3.21 on Sapphire Rapids) falls back to Prescott, SSE3: its sgemm then ran at
+/// a fifth of its SkylakeX kernels' speed on that CPU (19 against 110 GFLOP/s on one thread).
+/// A LibTorch user on such a machine sets OPENBLAS_CORETYPE; so does the peer, to the newest
+/// core of OpenBLAS this CPU runs, unless the variable is set already. True if it set it.
+bool choose_openblas_core() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr || openblas_core() != "Prescott") return false;
 #if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
+  const char* core = nullptr;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512cd"))
+    core = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    core = "Haswell";
+  if (core == nullptr) return false;
+  setenv("OPENBLAS_CORETYPE", core, 1);
+  return true;
+#else
+  return false;
 #endif
+}
+
+void torch_thread_policy(char** argv) {
+  // Both variables are read when the libraries load: set them, then execute again.
+  bool again = choose_openblas_core();
+  if (std::getenv("GOMP_SPINCOUNT") == nullptr && std::getenv("OMP_WAIT_POLICY") == nullptr) {
+    // libgomp waits `GOMP_SPINCOUNT` polls of one pause instruction each: time some pauses.
+    constexpr int kPauses = 100000;
+    const auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < kPauses; ++i) {
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    const double pause_ns =
+        std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / kPauses;
+    const long count = std::max(1L, static_cast<long>(50000.0 / std::max(pause_ns, 0.1)));
+    setenv("GOMP_SPINCOUNT", std::to_string(count).c_str(), 1);
+    again = true;
   }
-  const double pause_ns =
-      std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() /
-      kPauses;
-  const long count = std::max(1L, static_cast<long>(50000.0 / std::max(pause_ns, 0.1)));
-  setenv("GOMP_SPINCOUNT", std::to_string(count).c_str(), 1);
+  if (!again) return;
   execv("/proc/self/exe", argv);
-  std::fprintf(stderr, "pjrt_lite_bench: could not re-execute with GOMP_SPINCOUNT=%ld (%s); "
-               "OpenMP keeps its default polling\n", count, std::strerror(errno));
+  std::fprintf(stderr, "pjrt_lite_bench: could not re-execute (%s); LibTorch keeps OpenMP's polling and "
+               "OpenBLAS's own choice of kernels\n", std::strerror(errno));
 }
 
 std::string torch_description() {
@@ -664,6 +698,10 @@ std::string torch_description() {
     char path[PATH_MAX];
     s += ", sgemm from ";
     s += realpath(info.dli_fname, path) != nullptr ? path : info.dli_fname;
+  }
+  if (const std::string core = openblas_core(); !core.empty()) {
+    const char* chosen = std::getenv("OPENBLAS_CORETYPE");
+    s += ", OpenBLAS kernels for " + core + " (OPENBLAS_CORETYPE=" + (chosen != nullptr ? chosen : "unset") + ")";
   }
   s += ", ATen parallel backend OpenMP, intra-op threads as pjrt_lite's, inter-op threads 1, "
        "GOMP_SPINCOUNT=";
