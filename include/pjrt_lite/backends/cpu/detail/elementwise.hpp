@@ -2,7 +2,8 @@
 // IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // The element-wise kernels of the CPU backend: one function per (op, element type), run on a
 // tile of contiguous elements. Float and double go through Eigen's vectorized array
-// expressions where Eigen has the op; the rest are plain loops the compiler vectorizes.
+// expressions where Eigen has the op; the rest are plain loops, which GCC vectorizes at -O3
+// (or at -O2 with -fvect-cost-model=dynamic, as the kernels library's per-level builds use).
 // f16 and bf16 have no kernels here: the fusion compiler widens them to f32 around each op
 // (see fusion.hpp), so each op rounds once, as the reference does.
 //

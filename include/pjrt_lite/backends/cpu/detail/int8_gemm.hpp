@@ -138,8 +138,10 @@ struct Int8Gemm {
   static void run_with(Int8Kernel kernel, std::int64_t rows, std::int64_t cols, std::int64_t depth,
                        const std::uint8_t* a, std::int64_t lda, const std::uint8_t* b, std::int64_t ldb,
                        std::int32_t* c, std::int64_t ldc, std::byte* scratch, RowsDone done = {}) {
-    for (std::int64_t i = 0; i < rows; ++i) std::fill_n(c + i * ldc, cols, 0);
     if (rows == 0) return;
+    // The pairs add every depth block into c; the quads store their first.
+    if (cols == 0 || depth == 0 || kernel == Int8Kernel::kPairs)
+      for (std::int64_t i = 0; i < rows; ++i) std::fill_n(c + i * ldc, cols, 0);
     if (cols == 0 || depth == 0) return done(0, rows);
     if (kernel == Int8Kernel::kPairs)
       return run_pairs<kSignedA, kSignedB>(rows, cols, depth, a, lda, b, ldb, c, ldc, scratch, done);
@@ -456,7 +458,7 @@ struct Int8Gemm {
     }                                                                                  \
   }
 #define PJRT_LITE_INT8_QUAD_KERNEL(name, isa, dpbusd)                                                            \
-  template <bool kAUnsigned>                                                                                     \
+  template <bool kAUnsigned, bool kStore>                                                                        \
   __attribute__((target(isa), noinline)) static void name(std::int64_t quads, const std::uint8_t* a, const std::uint8_t* b, \
                                                 std::int32_t* tile, std::int64_t ldc) {                          \
     static_assert(kQuadMr == 6);                                                                                 \
@@ -482,8 +484,8 @@ struct Int8Gemm {
       auto* out = reinterpret_cast<__m256i*>(tile + r * ldc);                                                    \
       const __m256i t0 = _mm256_add_epi32(sums[r][0], _mm256_add_epi32(c0, rc));                                \
       const __m256i t1 = _mm256_add_epi32(sums[r][1], _mm256_add_epi32(c1, rc));                                \
-      _mm256_storeu_si256(out, _mm256_add_epi32(_mm256_loadu_si256(out), t0));                                  \
-      _mm256_storeu_si256(out + 1, _mm256_add_epi32(_mm256_loadu_si256(out + 1), t1));                          \
+      _mm256_storeu_si256(out, kStore ? t0 : _mm256_add_epi32(_mm256_loadu_si256(out), t0));                    \
+      _mm256_storeu_si256(out + 1, kStore ? t1 : _mm256_add_epi32(_mm256_loadu_si256(out + 1), t1));            \
     }                                                                                                            \
   }
   PJRT_LITE_INT8_QUAD_KERNEL(quad_kernel_avx512, "avx512f,avx512vl,avx512bw,avx512vnni", _mm256_dpbusd_epi32)
@@ -493,7 +495,7 @@ struct Int8Gemm {
   // The AVX-512 micro-kernel on 512-bit vectors: two panels side by side, a tile of kQuadMr x
   // 2 kNr (12 sums of 16 lanes), so each vpdpbusd does four steps of the depth for 16 columns.
   // The sums are named variables and the kernel is never inlined, as the 256-bit one's.
-  template <bool kAUnsigned>
+  template <bool kAUnsigned, bool kStore>
   __attribute__((target("avx512f,avx512vl,avx512bw,avx512vnni"), noinline)) static void quad_kernel_zmm(
       std::int64_t quads, const std::uint8_t* a, const std::uint8_t* b0, const std::uint8_t* b1, std::int32_t* tile,
       std::int64_t ldc) {
@@ -519,8 +521,8 @@ struct Int8Gemm {
       std::int32_t* out = tile + r * ldc;
       const __m512i t0 = _mm512_add_epi32(sums[r][0], _mm512_add_epi32(c0, rc));
       const __m512i t1 = _mm512_add_epi32(sums[r][1], _mm512_add_epi32(c1, rc));
-      _mm512_storeu_si512(out, _mm512_add_epi32(_mm512_loadu_si512(out), t0));
-      _mm512_storeu_si512(out + kNr, _mm512_add_epi32(_mm512_loadu_si512(out + kNr), t1));
+      _mm512_storeu_si512(out, kStore ? t0 : _mm512_add_epi32(_mm512_loadu_si512(out), t0));
+      _mm512_storeu_si512(out + kNr, kStore ? t1 : _mm512_add_epi32(_mm512_loadu_si512(out + kNr), t1));
     }
   }
 
@@ -535,9 +537,10 @@ struct Int8Gemm {
     const std::int64_t kc_max = std::min(round_up(depth, 4), kQuadKc);
     auto* packed_b = reinterpret_cast<std::uint8_t*>(scratch);
     auto* packed_a = packed_b + align(quad_panel_bytes(kc_max) * (round_up(cols, kNr) / kNr));
-    const auto micro = kernel == Int8Kernel::kQuadsAvx512 ? &quad_kernel_avx512<kAUnsigned> : &quad_kernel_avx<kAUnsigned>;
+    const bool avx512 = kernel == Int8Kernel::kQuadsAvx512;
     for (std::int64_t k0 = 0; k0 < depth; k0 += kQuadKc) {
       const std::int64_t kc = std::min(kQuadKc, depth - k0);
+      const bool first = k0 == 0;  // the first depth block stores its sums, the others add theirs
       const std::int64_t quads = (kc + 3) / 4;
       // The shifted operand's partner carries the correction: B's column sums when A is shifted.
       pack_b_quads<kSignedB, kShiftB, kShiftA>(b + k0 * ldb, ldb, kc, cols, packed_b);
@@ -549,21 +552,29 @@ struct Int8Gemm {
           // Two panels at once on 512-bit vectors while a second one is there.
           const std::int64_t width = kernel == Int8Kernel::kQuadsAvx512 && cols - j0 > kNr ? 2 * kNr : kNr;
           const std::int64_t nr = std::min(width, cols - j0);
-          auto tile_kernel = [&](const std::uint8_t* tile_a, std::int32_t* out, std::int64_t ld) {
-            if (width == kNr) return micro(quads, tile_a, panel, out, ld);
-            quad_kernel_zmm<kAUnsigned>(quads, tile_a, panel, panel + quad_panel_bytes(kc), out, ld);
+          auto tile_kernel = [&](const std::uint8_t* tile_a, std::int32_t* out, std::int64_t ld, bool store) {
+            const std::uint8_t* second = panel + quad_panel_bytes(kc);
+            if (width == 2 * kNr)
+              return store ? quad_kernel_zmm<kAUnsigned, true>(quads, tile_a, panel, second, out, ld)
+                           : quad_kernel_zmm<kAUnsigned, false>(quads, tile_a, panel, second, out, ld);
+            if (avx512)
+              return store ? quad_kernel_avx512<kAUnsigned, true>(quads, tile_a, panel, out, ld)
+                           : quad_kernel_avx512<kAUnsigned, false>(quads, tile_a, panel, out, ld);
+            store ? quad_kernel_avx<kAUnsigned, true>(quads, tile_a, panel, out, ld)
+                  : quad_kernel_avx<kAUnsigned, false>(quads, tile_a, panel, out, ld);
           };
           for (std::int64_t r0 = 0; r0 < mc; r0 += kQuadMr) {
             const std::int64_t mr = std::min(kQuadMr, mc - r0);
             const std::uint8_t* tile_a = packed_a + (r0 / kQuadMr) * quad_tile_bytes(kc);
             std::int32_t* tile = c + (i0 + r0) * ldc + j0;
             if (mr == kQuadMr && nr == width) {
-              tile_kernel(tile_a, tile, ldc);
+              tile_kernel(tile_a, tile, ldc, first);
             } else {
-              alignas(64) std::int32_t part[kQuadMr * 2 * kNr] = {};
-              tile_kernel(tile_a, part, width);
+              alignas(64) std::int32_t part[kQuadMr * 2 * kNr];
+              tile_kernel(tile_a, part, width, true);
               for (std::int64_t r = 0; r < mr; ++r)
-                for (std::int64_t j = 0; j < nr; ++j) tile[r * ldc + j] = wrap_add(tile[r * ldc + j], part[r * width + j]);
+                for (std::int64_t j = 0; j < nr; ++j)
+                  tile[r * ldc + j] = first ? part[r * width + j] : wrap_add(tile[r * ldc + j], part[r * width + j]);
             }
           }
           j0 += width;
