@@ -550,7 +550,7 @@ struct Int8Gemm {
         for (std::int64_t j0 = 0; j0 < cols;) {
           const std::uint8_t* panel = packed_b + (j0 / kNr) * quad_panel_bytes(kc);
           // Two panels at once on 512-bit vectors while a second one is there.
-          const std::int64_t width = kernel == Int8Kernel::kQuadsAvx512 && cols - j0 > kNr ? 2 * kNr : kNr;
+          const std::int64_t width = avx512 && cols - j0 > kNr ? 2 * kNr : kNr;
           const std::int64_t nr = std::min(width, cols - j0);
           auto tile_kernel = [&](const std::uint8_t* tile_a, std::int32_t* out, std::int64_t ld, bool store) {
             const std::uint8_t* second = panel + quad_panel_bytes(kc);
