@@ -653,17 +653,338 @@ TEST_CASE("collectives: interpreter.run_parallel programs, written from the spec
   wrong.replace(wrong.find("dense<[[5, 6], [7, 8]]> : tensor<2x2xi64>\n    func.return"), 23, "dense<[[5, 6], [7, 9]]>");
   o = run_program(wrong);
   CHECK(o.verdict == stablehlo::Verdict::kFail);
-  // Different functions per process (MPMD) do not run on one executable: a skip that says so.
+  // Different functions per process (MPMD) run as one program that branches on the process:
+  // replica 1's partition_id is 0.
   std::string mpmd = replica_id;
   mpmd.replace(mpmd.find("programs=[[@replica_id], [@replica_id]]"), 39, "programs=[[@replica_id], [@partition_id]]");
   o = run_program(mpmd);
-  CHECK(o.verdict == stablehlo::Verdict::kSkip);
-  CHECK(contains(o.detail, "different functions"));
+  CHECK_MESSAGE(o.verdict == stablehlo::Verdict::kFail, o.detail);
+  mpmd.replace(mpmd.find("%results#1, dense<1>"), 20, "%results#1, dense<0>");
+  o = run_program(mpmd);
+  CHECK_MESSAGE(o.verdict == stablehlo::Verdict::kPass, o.detail);
   // A grid larger than the client's devices is a skip too.
   auto small = cpu::Client<cpu::InlineExecutor>::create({.device_count = 1}).value();
   o = stablehlo::run_test_program(*small, permute);
   CHECK(o.verdict == stablehlo::Verdict::kSkip);
   CHECK(contains(o.detail, "needs 3 devices"));
+}
+
+// ---- Tokens: after_all, send and recv, infeed and outfeed -----------------------------------
+
+namespace {
+
+ChannelAttrs channel(std::int64_t id, std::vector<std::int64_t> pairs = {}, std::vector<Shape> payload = {}) {
+  ChannelAttrs a;
+  a.channel_id = id;
+  a.channel_type = 1;
+  a.source_target_pairs = std::move(pairs);
+  a.payload = std::move(payload);
+  return a;
+}
+
+}  // namespace
+
+TEST_CASE("tokens: send and recv pass each process's value round a ring, CPU against the reference") {
+  // Three replicas; each sends its x to the next (channel <= 0: the pairs name replicas) and
+  // receives the previous one's, then the two values and both tokens come back.
+  const Shape t(kS64, {2, 2});
+  GraphBuilder b("main");
+  Value x = b.parameter(t);
+  Value token = b.after_all();
+  Value sent = b.send({x}, token, channel(0, {0, 1, 1, 2, 2, 0}));
+  std::vector<Value> got = b.recv(b.after_all({sent}), channel(0, {0, 1, 1, 2, 2, 0}, {t}));
+  REQUIRE(got.size() == 2);
+  const Graph g = build_ok(b, {got[0], b.add(got[0], x), got[1]});
+  std::vector<std::vector<Literal>> args;
+  for (std::int64_t k = 0; k < 3; ++k) args.push_back({i64s({k, 10 * k, 100 * k, 1000 * k}, {2, 2})});
+  const auto ref = reference_run(g, 3, 1, args);
+  const auto cpu = cpu_run(g, 3, 1, args);
+  for (std::int64_t k = 0; k < 3; ++k) {
+    CAPTURE(k);
+    const std::int64_t from = (k + 2) % 3;
+    const Literal expected = i64s({from, 10 * from, 100 * from, 1000 * from}, {2, 2});
+    CHECK(ref[static_cast<std::size_t>(k)][0] == expected);
+    CHECK(cpu[static_cast<std::size_t>(k)][0] == expected);
+    CHECK(cpu[static_cast<std::size_t>(k)][1] == ref[static_cast<std::size_t>(k)][1]);
+    CHECK(cpu[static_cast<std::size_t>(k)][2].shape() == Shape(DType::kToken, {}));
+  }
+  // Over partitions (channel > 0), with process 2 sending to nobody: process 0 receives zeros.
+  GraphBuilder p("main");
+  Value y = p.parameter(t);
+  Value s1 = p.send({y}, p.after_all(), channel(3, {0, 1, 1, 2}));
+  std::vector<Value> r1 = p.recv(s1, channel(3, {0, 1, 1, 2}, {t}));
+  const Graph line = build_ok(p, {r1[0]});
+  const auto ref_line = reference_run(line, 1, 3, args);
+  const auto cpu_line = cpu_run(line, 1, 3, args);
+  CHECK(ref_line[0][0] == i64s({0, 0, 0, 0}, {2, 2}));
+  CHECK(cpu_line[0][0] == ref_line[0][0]);
+  CHECK(cpu_line[1][0] == args[0][0]);
+  CHECK(cpu_line[2][0] == args[1][0]);
+  CHECK(ref_line[2][0] == args[1][0]);
+  // StableHLO text, the IR's text and serialization keep every attribute.
+  for (const Graph* graph : {&g, &line}) {
+    const std::string text = to_stablehlo(*graph);
+    CAPTURE(text);
+    CHECK(contains(text, "!stablehlo.token"));
+    CHECK(contains(text, "\"stablehlo.send\""));
+    StatusOr<Graph> back = parse_stablehlo(text);
+    REQUIRE_MESSAGE(back.ok(), back.status().to_string());
+    CHECK(to_stablehlo(*back) == text);
+    CHECK(deserialize_graph(serialize(*graph)).value() == *graph);
+    CHECK(contains(to_string(*graph), "source_target_pairs=[[0,1], [1,2]"));
+  }
+}
+
+TEST_CASE("tokens: interpreter.run_parallel programs with send, recv, infeed, outfeed and after_all") {
+  // Process 0 sends twice on one channel, process 1 receives twice: first sent, first received.
+  const std::string sequential = R"(module @tokens {
+  func.func @producer(%x : tensor<3xi32>, %t : !stablehlo.token) -> !stablehlo.token {
+    %t1 = "stablehlo.send"(%x, %t) {
+      channel_handle = #stablehlo.channel_handle<handle = 4, type = 2>, is_host_transfer = true
+    } : (tensor<3xi32>, !stablehlo.token) -> !stablehlo.token
+    %y = stablehlo.multiply %x, %x : tensor<3xi32>
+    %t2 = "stablehlo.send"(%y, %t1) {
+      channel_handle = #stablehlo.channel_handle<handle = 4, type = 2>, is_host_transfer = true
+    } : (tensor<3xi32>, !stablehlo.token) -> !stablehlo.token
+    return %t2 : !stablehlo.token
+  }
+  func.func @consumer(%t : !stablehlo.token) -> (tensor<3xi32>, tensor<3xi32>) {
+    %a:2 = "stablehlo.recv"(%t) {
+      channel_handle = #stablehlo.channel_handle<handle = 4, type = 3>, is_host_transfer = true
+    } : (!stablehlo.token) -> (tensor<3xi32>, !stablehlo.token)
+    %b:2 = "stablehlo.recv"(%a#1) {
+      channel_handle = #stablehlo.channel_handle<handle = 4, type = 3>, is_host_transfer = true
+    } : (!stablehlo.token) -> (tensor<3xi32>, !stablehlo.token)
+    return %a#0, %b#0 : tensor<3xi32>, tensor<3xi32>
+  }
+  func.func @main() {
+    %x = stablehlo.constant dense<[2, -3, 5]> : tensor<3xi32>
+    %t = stablehlo.after_all : !stablehlo.token
+    %r:3 = "interpreter.run_parallel"(%x, %t, %t) {
+      programs=[[@producer], [@consumer]]
+    } : (tensor<3xi32>, !stablehlo.token, !stablehlo.token) -> (!stablehlo.token, tensor<3xi32>, tensor<3xi32>)
+    check.expect_eq_const %r#1, dense<[2, -3, 5]> : tensor<3xi32>
+    check.expect_eq_const %r#2, dense<[4, 9, 25]> : tensor<3xi32>
+    func.return
+  }
+})";
+  stablehlo::TestOutcome o = run_program(sequential);
+  CHECK_MESSAGE(o.verdict == stablehlo::Verdict::kPass, o.detail);
+
+  // Infeed: each queue function is one entry; two infeeds of the same token take two entries.
+  const std::string infeed = R"(module @tokens {
+  func.func @reader(%t : !stablehlo.token) -> (tensor<2xf32>, tensor<2xf32>) {
+    %a:2 = "stablehlo.infeed"(%t) {infeed_config = ""} : (!stablehlo.token) -> (tensor<2xf32>, !stablehlo.token)
+    %b:2 = "stablehlo.infeed"(%t) {infeed_config = ""} : (!stablehlo.token) -> (tensor<2xf32>, !stablehlo.token)
+    %c = stablehlo.add %a#0, %b#0 : tensor<2xf32>
+    return %a#0, %c : tensor<2xf32>, tensor<2xf32>
+  }
+  func.func @first() -> tensor<2xf32> {
+    %v = stablehlo.constant dense<[1.5, 2.0]> : tensor<2xf32>
+    func.return %v : tensor<2xf32>
+  }
+  func.func @second() -> tensor<2xf32> {
+    %v = stablehlo.constant dense<[10.0, 20.0]> : tensor<2xf32>
+    func.return %v : tensor<2xf32>
+  }
+  func.func @main() {
+    %t = stablehlo.after_all : !stablehlo.token
+    %r:2 = "interpreter.run_parallel"(%t) {infeed = [@first, @second], programs = [[@reader]]}
+        : (!stablehlo.token) -> (tensor<2xf32>, tensor<2xf32>)
+    check.expect_eq_const %r#0, dense<[1.5, 2.0]> : tensor<2xf32>
+    check.expect_eq_const %r#1, dense<[11.5, 22.0]> : tensor<2xf32>
+    func.return
+  }
+})";
+  o = run_program(infeed);
+  CHECK_MESSAGE(o.verdict == stablehlo::Verdict::kPass, o.detail);
+  // One entry short: the second infeed waits for the collective timeout, then fails.
+  std::string short_feed = infeed;
+  short_feed.replace(short_feed.find("[@first, @second]"), 17, "[@first]");
+  auto client = cpu::Client<cpu::InlineExecutor>::create({.device_count = 1}).value();
+  o = stablehlo::run_test_program(*client, short_feed);
+  CHECK(o.verdict != stablehlo::Verdict::kPass);
+
+  // after_all of several tokens, and an outfeed whose token nobody reads: it runs, checks
+  // nothing, and is UNCHECKED.
+  const std::string outfeed = R"(module @tokens {
+  func.func @writer(%x : tensor<2xi64>, %t : !stablehlo.token) -> tensor<2xi64> {
+    %u = stablehlo.after_all %t, %t : !stablehlo.token
+    %o = "stablehlo.outfeed"(%x, %u) {outfeed_config = ""} : (tensor<2xi64>, !stablehlo.token) -> !stablehlo.token
+    return %x : tensor<2xi64>
+  }
+  func.func @main() {
+    %x = stablehlo.constant dense<[7, 8]> : tensor<2xi64>
+    %t = stablehlo.after_all : !stablehlo.token
+    %r = "interpreter.run_parallel"(%x, %t) {programs = [[@writer]]} : (tensor<2xi64>, !stablehlo.token) -> tensor<2xi64>
+    func.return
+  }
+})";
+  o = run_program(outfeed);
+  CHECK_MESSAGE(o.verdict == stablehlo::Verdict::kUnchecked, o.detail);
+}
+
+TEST_CASE("tokens: infeed and outfeed on one device through its host queues") {
+  const Shape t(kF32, {3});
+  GraphBuilder b("feeds");
+  Value token = b.parameter(Shape(DType::kToken, {}));
+  ChannelAttrs in;
+  in.payload = {t, Shape(kS32, {})};
+  std::vector<Value> first = b.infeed(token, in);
+  std::vector<Value> second = b.infeed(first[2], in);
+  Value sum = b.add(first[0], second[0]);
+  Value done = b.outfeed({sum, second[1]}, second[2]);
+  const Graph g = build_ok(b, {sum, done});
+  // Neither simplification nor CSE merges the two infeeds, nor drops the outfeed.
+  auto client = cpu::Client<>::create({.device_count = 1, .thread_count = 2}).value();
+  auto exe = client->compile(g);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  CHECK(contains(exe->optimized_program_text(), "outfeed"));
+  auto* device = client->devices()[0];
+  REQUIRE(device->transfer_to_infeed({Literal::vector<float>({1, 2, 3}), Literal::scalar(std::int32_t{7})}).ok());
+  REQUIRE(device->transfer_to_infeed({Literal::vector<float>({10, 20, 30}), Literal::scalar(std::int32_t{8})}).ok());
+  auto token_buffer = client->buffer_from_literal(Literal(Shape(DType::kToken, {}))).value();
+  auto out = exe->execute({&token_buffer});
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  CHECK(values_of<float>((*out)[0].to_literal().await().value()) == std::vector<float>({11, 22, 33}));
+  CHECK((*out)[1].on_device_shape() == Shape(DType::kToken, {}));
+  auto entry = device->transfer_from_outfeed();
+  REQUIRE_MESSAGE(entry.ok(), entry.status().to_string());
+  REQUIRE(entry->size() == 2);
+  CHECK(values_of<float>((*entry)[0]) == std::vector<float>({11, 22, 33}));
+  CHECK((*entry)[1] == Literal::scalar(std::int32_t{8}));
+  // Nothing more came out; an entry of the wrong types fails that execution.
+  check_error(device->transfer_from_outfeed(std::chrono::milliseconds(10)), StatusCode::kDeadlineExceeded, "put nothing");
+  REQUIRE(device->transfer_to_infeed(Literal::vector<float>({1, 2, 3})).ok());
+  REQUIRE(device->transfer_to_infeed(Literal::vector<float>({1, 2, 3})).ok());
+  auto bad = exe->execute({&token_buffer});
+  REQUIRE(bad.ok());
+  check_error((*bad)[0].to_literal().await(), StatusCode::kInvalidArgument, "infeed takes");
+  check_error(device->transfer_to_infeed({Literal(Shape(DType::kToken, {}))}), StatusCode::kInvalidArgument, "token");
+  // After the failed infeed the second did not run: its entry is still queued, and the next
+  // execution takes it. Then, with the queue empty, the infeed gives up after the compile
+  // options' timeout.
+  cpu::CompileOptions quick;
+  quick.collective_timeout_ms = 50;
+  auto exe2 = client->compile(g, quick).value();
+  auto leftover = exe2.execute({&token_buffer});
+  REQUIRE(leftover.ok());
+  check_error((*leftover)[0].to_literal().await(), StatusCode::kInvalidArgument, "infeed takes");
+  auto late = exe2.execute({&token_buffer});
+  REQUIRE(late.ok());
+  check_error((*late)[0].to_literal().await(), StatusCode::kDeadlineExceeded, "nothing was fed");
+  // The reference interpreter takes its queues from ParallelOptions.
+  reference::ParallelOptions grid;
+  grid.infeed = {{{Literal::vector<float>({1, 2, 3}), Literal::scalar(std::int32_t{1})},
+                  {Literal::vector<float>({4, 5, 6}), Literal::scalar(std::int32_t{2})}}};
+  std::vector<std::vector<std::vector<Literal>>> outfeed;
+  grid.outfeed = &outfeed;
+  std::vector<std::vector<Literal>> args(1);
+  args[0].emplace_back(Shape(DType::kToken, {}));
+  auto ref = reference::evaluate_parallel(g, args, grid);
+  REQUIRE_MESSAGE(ref.ok(), ref.status().to_string());
+  CHECK(values_of<float>((*ref)[0][0]) == std::vector<float>({5, 7, 9}));
+  REQUIRE(outfeed.size() == 1);
+  REQUIRE(outfeed[0].size() == 1);
+  CHECK(outfeed[0][0][1] == Literal::scalar(std::int32_t{2}));
+}
+
+TEST_CASE("tokens: bad programs and bad input are clear errors") {
+  const Shape t(kF32, {2});
+  // A token is rank 0, converts to nothing, and flows only into the token ops and control flow.
+  const std::vector<std::int64_t> dims = {2};
+  check_error(Shape::make(DType::kToken, dims), StatusCode::kInvalidArgument, "no dimensions");
+  check_error(Literal(Shape(DType::kToken, {})).convert(kF32), StatusCode::kInvalidArgument, "token");
+  {
+    GraphBuilder b("add_tokens");
+    Value a = b.after_all();
+    b.add(a, a);
+    check_error(b.status(), StatusCode::kInvalidArgument, "operand 0 is a token");
+  }
+  {
+    GraphBuilder b("constant_token");
+    b.constant(Literal(Shape(DType::kToken, {})));
+    check_error(b.status(), StatusCode::kInvalidArgument, "would be a token");
+  }
+  {
+    GraphBuilder b("after_all_data");
+    b.after_all({b.parameter(t)});
+    check_error(b.status(), StatusCode::kInvalidArgument, "not a token");
+  }
+  {
+    GraphBuilder b("send_without_token");
+    Value x = b.parameter(t);
+    b.op(OpCode::kSend, {x, x}, channel(1));
+    check_error(b.status(), StatusCode::kInvalidArgument, "then a token");
+  }
+  {
+    GraphBuilder b("pairs");
+    b.send({b.parameter(t)}, b.after_all(), channel(1, {0, 1, 2}));
+    check_error(b.status(), StatusCode::kInvalidArgument, "rows of two");
+    GraphBuilder c("twice");
+    c.send({c.parameter(t)}, c.after_all(), channel(1, {0, 1, 0, 2}));
+    check_error(c.status(), StatusCode::kInvalidArgument, "source 0 twice");
+  }
+  // Text: a recv must end in a token; a token where data goes is refused.
+  check_error(parse_stablehlo(R"(func.func @main(%t: !stablehlo.token) -> tensor<2xf32> {
+  %r = "stablehlo.recv"(%t) {channel_handle = #stablehlo.channel_handle<handle = 1, type = 3>} : (!stablehlo.token) -> tensor<2xf32>
+  return %r : tensor<2xf32>
+})"),
+              StatusCode::kInvalidArgument, "then a !stablehlo.token");
+  check_error(parse_stablehlo(R"(func.func @main(%t: !stablehlo.token) -> !stablehlo.token {
+  %r = stablehlo.add %t, %t : !stablehlo.token
+  return %r : !stablehlo.token
+})"),
+              StatusCode::kInvalidArgument, "token");
+  // A send in an executable of one participant has nobody to reach.
+  GraphBuilder alone("alone");
+  Value sent = alone.send({alone.parameter(t)}, alone.after_all(), channel(1));
+  const Graph lonely = build_ok(alone, {sent});
+  auto client = cpu::Client<>::create({.device_count = 2, .thread_count = 1}).value();
+  check_error(client->compile(lonely), StatusCode::kUnimplemented, "one participant");
+  // A recv whose sender never sends: DEADLINE_EXCEEDED on both backends.
+  GraphBuilder wait("waits");
+  Value x = wait.parameter(t);
+  std::vector<Value> r = wait.recv(wait.after_all(), channel(0, {0, 1}, {t}));
+  const Graph waits = build_ok(wait, {wait.add(r[0], x)});
+  cpu::CompileOptions options;
+  options.num_replicas = 2;
+  options.collective_timeout_ms = 100;
+  auto exe = client->compile(waits, options);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  std::vector<std::vector<cpu::Buffer<cpu::ThreadPool>>> buffers(2);
+  std::vector<std::vector<cpu::Buffer<cpu::ThreadPool>*>> lists(2);
+  for (std::size_t k = 0; k < 2; ++k) {
+    buffers[k].push_back(client->buffer_from_literal(Literal::vector<float>({1, 2}), exe->addressable_devices()[k]->memory_spaces()[0]).value());
+    lists[k].push_back(&buffers[k][0]);
+  }
+  check_error(exe->execute(lists), StatusCode::kDeadlineExceeded, "nothing was sent");
+  reference::ParallelOptions grid;
+  grid.num_replicas = 2;
+  grid.timeout = std::chrono::milliseconds(100);
+  const std::vector<std::vector<Literal>> args = {{Literal::vector<float>({1, 2})}, {Literal::vector<float>({1, 2})}};
+  check_error(reference::evaluate_parallel(waits, args, grid), StatusCode::kDeadlineExceeded, "nothing was sent");
+  // A recv of other types than the send's: INVALID_ARGUMENT on both backends.
+  GraphBuilder mismatch("mismatch");
+  Value y = mismatch.parameter(t);
+  Value s = mismatch.send({y}, mismatch.after_all(), channel(-5, {0, 1}));
+  std::vector<Value> got = mismatch.recv(s, channel(-5, {0, 1}, {Shape(kS32, {2})}));
+  const Graph mismatched = build_ok(mismatch, {got[0]});
+  auto exe2 = client->compile(mismatched, options);
+  REQUIRE_MESSAGE(exe2.ok(), exe2.status().to_string());
+  check_error(exe2->execute(lists), StatusCode::kInvalidArgument, "other types");
+  check_error(reference::evaluate_parallel(mismatched, args, grid), StatusCode::kInvalidArgument, "but its types are");
+  // Pairs that name a process outside the grid (channel > 0: partitions, of which there is one).
+  GraphBuilder outside("outside");
+  Value sent_out = outside.send({outside.parameter(t)}, outside.after_all(), channel(5, {0, 1}));
+  const Graph beyond = build_ok(outside, {sent_out});
+  check_error(client->compile(beyond, options), StatusCode::kInvalidArgument, "names partition 1 on a grid of 2 x 1");
+  check_error(reference::evaluate_parallel(beyond, args, grid), StatusCode::kInvalidArgument,
+              "names partition 1 on a grid of 2 x 1");
+  // Outside a grid, the reference refuses rather than guesses.
+  std::vector<Literal> one;
+  one.push_back(Literal::vector<float>({1, 2}));
+  check_error(reference::evaluate(waits, one), StatusCode::kFailedPrecondition, "grid of processes");
 }
 
 }  // namespace collectives_test

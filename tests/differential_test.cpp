@@ -740,6 +740,14 @@ static void sweep_collectives() {
     s.check_grid("collective_broadcast (2 replicas)", t, args, [&](GraphBuilder& b, std::vector<Value> p) {
       return b.collective_broadcast({p[0]}, CollectiveAttrs{{1, 0}, 2, 0, 0, false, 0, 0, 0});
     });
+    s.check_grid("send, recv, after_all (2 replicas, swapped)", t, args, [&](GraphBuilder& b, std::vector<Value> p) {
+      ChannelAttrs a;
+      a.channel_id = 0;
+      a.source_target_pairs = {0, 1, 1, 0};
+      Value sent = b.send({p[0]}, b.after_all(), a);
+      a.payload = {*b.shape(p[0])};
+      return std::vector<Value>{b.recv(b.after_all({sent}), a)[0]};
+    });
   }
   const std::vector<std::vector<Literal>> none(3);
   s.check_grid("replica_id, partition_id (3 replicas)", DType::kU32, none, [&](GraphBuilder& b, std::vector<Value>) {

@@ -1397,6 +1397,10 @@ std::vector<T> field_values() {
     const std::vector<std::int64_t> column_major = {1, 0};
     return {Shape(kF32, {2, 3}), Shape(kF32, {2, 4}), Shape(kS32, {2, 3}), Shape(kF32, {6}),
             Shape::make(kF32, dims, column_major).value()};
+  } else if constexpr (std::is_same_v<T, std::vector<Shape>>) {
+    return {{Shape(kF32, {2})}, {Shape(kF32, {3})}, {Shape(kF32, {2}), Shape(kS32, {})}, {}};
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return {"a", "b", "ab", ""};
   } else if constexpr (std::is_same_v<T, std::shared_ptr<const Literal>>) {
     auto shared = [](Literal l) { return std::make_shared<const Literal>(std::move(l)); };
     return {shared(Literal::scalar(0.0f)), shared(Literal::scalar(-0.0f)),

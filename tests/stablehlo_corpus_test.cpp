@@ -129,19 +129,21 @@ Not in the corpus above, and not kept in this repository: openxla/stablehlo's
 its dequantized result with `custom_call @check.eq`) and `stablehlo/tests/interpret` (104 files
 of `// -----`-separated test functions). Run as `stablehlo_run <directory>` on a checkout of
 openxla/stablehlo at 3c9301c: **126 passed** of the quantized programs; of the interpreter's
-tests 92 passed, none failed, 11 skipped and 1 unchecked. Skipped, each with UNIMPLEMENTED
-naming what is missing: tokens (after_all, infeed, outfeed, send/recv); collective_reduce;
-chlo.ragged_dot, chlo.scan; interpreter.probe and interpreter.print (the interpreter's
-instrumentation, checked by FileCheck on its output); a dot_general algorithm (tf32 on i64
-operands); `@main` with arguments given on the RUN line. Unchecked (it ran, but one of its
-parts checks nothing, `stablehlo::Verdict::kUnchecked`): tuple_and_get_tuple_element.
+tests 94 passed, none failed, 7 skipped and 3 unchecked. Skipped, each with UNIMPLEMENTED
+naming what is missing: collective_reduce; chlo.ragged_dot, chlo.scan; interpreter.probe and
+interpreter.print (the interpreter's instrumentation, checked by FileCheck on its output); a
+dot_general algorithm (tf32 on i64 operands); `@main` with arguments given on the RUN line.
+Unchecked (it ran, but one of its parts checks nothing, `stablehlo::Verdict::kUnchecked`):
+tuple_and_get_tuple_element, after_all and outfeed.
 What they need is tested in `tests/quantized_test.cpp`: quantized types (docs/ops.md), the
 files' `// -----` parts (`stablehlo::split_input_file`, each part run on its own: @main or its
 only function), `custom_call @check.eq` (integers equal, floats within 1e-4, returning whether
 it holds), the check dialect's `tolerance`, nested tuples and programs that check nothing; in
 `tests/collectives_test.cpp`: all_gather and reduce_scatter over replicas and partitions
 (`num_partitions`), all_reduce's replica groups padded with -1, collective_broadcast's
-`has_dynamic_root`; in `tests/narrow_types_test.cpp`: chlo.mulhi at every integer width and
+`has_dynamic_root`, and the tokens: send and recv round a ring and between different functions
+per process (one program branching on the process), infeed from `interpreter.run_parallel`'s
+queue functions, outfeed and after_all; in `tests/narrow_types_test.cpp`: chlo.mulhi at every integer width and
 bitcast_convert of i1 (one bit each).
 )";
 

@@ -85,9 +85,31 @@ TEST_CASE("exports: sharding and placement annotations are identities on one dev
   // No node of their own: the graph is the parameter and the multiply.
   Graph g = require_ok(parse_stablehlo(kAnnotated));
   CHECK(g.num_nodes() == 2);
-  // The placement is recorded for the result it reaches, not enforced.
+  // The placement is recorded for the result it reaches, and compiling the text puts that
+  // result in the device's pinned_host memory space.
   stablehlo::Module m = require_ok(stablehlo::parse_module(kAnnotated));
   CHECK(m.find("main")->result_memory_kinds == std::vector<std::string>{"pinned_host"});
+  auto client = require_ok(Client::create({}));
+  auto exe = require_ok(client->compile(kAnnotated));
+  CHECK(exe.compile_options().output_memory_kinds == std::vector<std::string>{"pinned_host"});
+  CHECK(exe.output_memory_kinds() == std::vector<std::string_view>{"pinned_host"});
+  auto x = require_ok(client->buffer_from_literal(lit<float>({1, 2, 3, 4}, {4})));
+  auto outputs = require_ok(exe.execute({&x}));
+  CHECK(outputs[0].memory_space()->kind() == "pinned_host");
+  CHECK(values_of<float>(require_ok(outputs[0].to_literal().await())) == std::vector<float>{1, 4, 9, 16});
+  // Options that name their own kinds win; a kind the device lacks, or a list of another
+  // length, fails the compile.
+  cpu::CompileOptions device_only;
+  device_only.output_memory_kinds = {"device"};
+  auto exe2 = require_ok(client->compile(kAnnotated, device_only));
+  CHECK(require_ok(exe2.execute({&x}))[0].memory_space()->kind() == "device");
+  device_only.output_memory_kinds = {"hbm"};
+  check_error(client->compile(kAnnotated, device_only), StatusCode::kNotFound, "no memory space of kind 'hbm'");
+  device_only.output_memory_kinds = {"device", "device"};
+  check_error(client->compile(kAnnotated, device_only), StatusCode::kInvalidArgument, "lists 2 kinds for the 1 outputs");
+  // The kinds survive serialization.
+  auto back = require_ok(client->deserialize_executable(exe.serialize()));
+  CHECK(back.output_memory_kinds() == std::vector<std::string_view>{"pinned_host"});
 }
 
 TEST_CASE("exports: an annotation that changes the shape is a program for several devices") {

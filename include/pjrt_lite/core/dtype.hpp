@@ -66,6 +66,10 @@ enum class DType : std::uint8_t {
   kF6E2M3FN,
   kF6E3M2FN,
   kF4E2M1FN,
+  /// StableHLO's `!stablehlo.token`: orders side effects, holds no data. Only rank 0; zero
+  /// bytes; no C++ type (visit_dtype refuses it), and no op but the token ops, control flow
+  /// and calls takes one.
+  kToken,
 };
 
 /// Every dtype with a C++ element type (what visit_dtype enumerates), in declaration order.
@@ -82,7 +86,8 @@ inline constexpr std::array<DType, 15> kNarrowDTypes = {
     DType::kF8E4M3B11FNUZ, DType::kF8E5M2,    DType::kF8E5M2FNUZ,  DType::kF8E8M0FNU,
     DType::kF6E2M3FN,    DType::kF6E3M2FN,    DType::kF4E2M1FN};
 
-constexpr bool is_valid(DType t) { return t >= DType::kPred && t <= DType::kF4E2M1FN; }
+constexpr bool is_valid(DType t) { return t >= DType::kPred && t <= DType::kToken; }
+constexpr bool is_token(DType t) { return t == DType::kToken; }
 /// One of kNarrowDTypes: no C++ type; computed on through wide_dtype().
 constexpr bool is_narrow(DType t) { return t >= DType::kS2 && t <= DType::kF4E2M1FN; }
 constexpr bool is_narrow_integral(DType t) { return t >= DType::kS2 && t <= DType::kU4; }
@@ -106,13 +111,13 @@ constexpr bool is_inexact(DType t) { return is_floating(t) || is_complex(t); }
 /// The short XLA name: "pred", "s32", "bf16", "c64", "s4", "f8e4m3fn", ...; "invalid" for
 /// kInvalid.
 constexpr std::string_view dtype_name(DType t) {
-  constexpr std::array<std::string_view, 31> names = {
+  constexpr std::array<std::string_view, 32> names = {
       "invalid",  "pred",     "s8",         "s16",           "s32",    "s64",
       "u8",       "u16",      "u32",        "u64",           "f16",    "bf16",
       "f32",      "f64",      "c64",        "c128",          "s2",     "s4",
       "u2",       "u4",       "f8e3m4",     "f8e4m3",        "f8e4m3fn", "f8e4m3fnuz",
       "f8e4m3b11fnuz", "f8e5m2", "f8e5m2fnuz", "f8e8m0fnu",  "f6e2m3fn", "f6e3m2fn",
-      "f4e2m1fn"};
+      "f4e2m1fn", "token"};
   auto i = static_cast<std::size_t>(t);
   return i < names.size() ? names[i] : std::string_view("invalid");
 }
@@ -123,11 +128,12 @@ inline StatusOr<DType> dtype_from_name(std::string_view name) {
     if (dtype_name(t) == name) return t;
   for (DType t : kNarrowDTypes)
     if (dtype_name(t) == name) return t;
+  if (name == dtype_name(DType::kToken)) return DType::kToken;
   return invalid_argument_error(str_cat("unknown dtype '", name,
                                         "' (expected one of pred, s8..s64, u8..u64, f16, bf16, "
                                         "f32, f64, c64, c128, s2, s4, u2, u4, f8e3m4, f8e4m3, "
                                         "f8e4m3fn, f8e4m3fnuz, f8e4m3b11fnuz, f8e5m2, f8e5m2fnuz, "
-                                        "f8e8m0fnu, f6e2m3fn, f6e3m2fn, f4e2m1fn)"));
+                                        "f8e8m0fnu, f6e2m3fn, f6e3m2fn, f4e2m1fn, token)"));
 }
 
 /// The format of a narrow floating dtype (is_narrow_floating(t) must hold).
@@ -162,7 +168,7 @@ constexpr DType wide_dtype(DType t) {
   return t;
 }
 
-/// Bytes per element; 0 for kInvalid. pred and every narrow type take one byte.
+/// Bytes per element; 0 for kInvalid and kToken. pred and every narrow type take one byte.
 constexpr std::size_t byte_size(DType t) {
   if (is_narrow(t)) return 1;
   switch (t) {
@@ -251,7 +257,7 @@ decltype(auto) visit_dtype(DType t, F&& f) {
     default: break;
   }
   std::fprintf(stderr, "pjrt_lite: visit_dtype on %s dtype %s, which has no C++ type\n",
-               is_narrow(t) ? "the narrow" : "an invalid", dtype_name(t).data());
+               is_narrow(t) ? "the narrow" : is_token(t) ? "the" : "an invalid", dtype_name(t).data());
   std::abort();
 }
 

@@ -265,6 +265,10 @@ class Literal {
     if (!is_valid(to))
       return invalid_argument_error(str_cat("cannot convert a literal to invalid dtype ",
                                             static_cast<int>(to)));
+    if (is_token(to) != is_token(dtype()))
+      return invalid_argument_error(str_cat("cannot convert ", shape_, " to ", dtype_name(to),
+                                            ": a token converts to nothing else"));
+    if (is_token(to)) return *this;
     PJRT_LITE_ASSIGN_OR_RETURN(Shape shape,
                                Shape::make(to, shape_.dims(), shape_.major_to_minor()));
     PJRT_LITE_ASSIGN_OR_RETURN(Literal out, create(shape));
@@ -294,9 +298,10 @@ class Literal {
            (a.size_bytes() == 0 || std::memcmp(a.bytes_.get(), b.bytes_.get(), a.size_bytes()) == 0);
   }
 
-  /// "f32[2,2] {{1, 2}, {3, 4}}", "s32[] 7", "pred[0] {}".
+  /// "f32[2,2] {{1, 2}, {3, 4}}", "s32[] 7", "pred[0] {}", "token[]".
   [[nodiscard]] std::string to_string() const {
     if (!is_valid(dtype())) return "<invalid literal>";
+    if (is_token(dtype())) return shape_.to_string();  // "token[]": no value
     std::string out = shape_.to_string();
     out += ' ';
     // A narrow type prints its values, read through the type it computes in.

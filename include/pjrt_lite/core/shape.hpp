@@ -38,6 +38,8 @@ class Shape {
     if (!is_valid(dtype))
       return invalid_argument_error(str_cat("invalid dtype (enum value ",
                                             static_cast<int>(dtype), ")"));
+    if (is_token(dtype) && !dims.empty())
+      return invalid_argument_error(str_cat("a token has no dimensions; got token", dims_string(dims)));
     // The product of the non-zero dims must fit too: strides and index arithmetic use it
     // even when a zero dim makes the array empty.
     std::int64_t count = 1;

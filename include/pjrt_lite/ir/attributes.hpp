@@ -628,6 +628,24 @@ struct CollectiveAttrs {
   }
 };
 
+/// send, recv, infeed and outfeed (after_all has none): where the data goes or comes from.
+struct ChannelAttrs {
+  /// channel_handle's handle and type (send and recv; 0 for the feeds). Type 1 is
+  /// device-to-device, 2 device-to-host, 3 host-to-device.
+  std::int64_t channel_id = 0;
+  std::int64_t channel_type = 0;
+  bool is_host_transfer = false;
+  /// send and recv: the spec's source_target_pairs, stored flat in rows of two (replica ids
+  /// when channel_id <= 0, partition ids otherwise, as collective_permute's). Empty: a recv
+  /// takes what any process sent on the channel, first sent first taken.
+  std::vector<std::int64_t> source_target_pairs = {};
+  /// infeed_config or outfeed_config: implementation-defined, kept and printed, not read.
+  std::string config = {};
+  /// recv and infeed: the types of the data they produce (the results before the token).
+  std::vector<Shape> payload = {};
+  friend bool operator==(const ChannelAttrs&, const ChannelAttrs&) = default;
+};
+
 /// The attributes of one node. The alternative's index is part of the fingerprint: append new
 /// alternatives at the end.
 using Attributes =
@@ -636,7 +654,7 @@ using Attributes =
                  PadAttrs, ReverseAttrs, DynamicSliceAttrs, ReduceAttrs, DotDimensionNumbers,
                  ScatterAttrs, GatherAttrs, WindowAttrs, ConvolutionAttrs, ReducePrecisionAttrs,
                  SortAttrs, TopKAttrs, FftAttrs, TriangularSolveAttrs, RngBitGeneratorAttrs,
-                 LinalgAttrs, CollectiveAttrs>;
+                 LinalgAttrs, CollectiveAttrs, ChannelAttrs>;
 
 namespace detail {
 template <class A, class... Ts>
@@ -682,7 +700,8 @@ constexpr std::string_view attributes_name(std::size_t index) {
       "TriangularSolveAttrs",
       "RngBitGeneratorAttrs",
       "LinalgAttrs",
-      "CollectiveAttrs"};
+      "CollectiveAttrs",
+      "ChannelAttrs"};
   return index < names.size() ? names[index] : std::string_view("invalid");
 }
 
@@ -723,6 +742,10 @@ constexpr std::size_t attributes_index_for(OpCode op) {
     case OpCode::kAllToAll:
     case OpCode::kCollectivePermute:
     case OpCode::kCollectiveBroadcast: return kAttributesIndex<CollectiveAttrs>;
+    case OpCode::kSend:
+    case OpCode::kRecv:
+    case OpCode::kInfeed:
+    case OpCode::kOutfeed: return kAttributesIndex<ChannelAttrs>;
     default: return kAttributesIndex<NoAttrs>;
   }
 }

@@ -72,6 +72,8 @@ class GraphBuilder {
     if (const auto* c = std::get_if<CollectiveAttrs>(&attrs);
         c && c->has_dynamic_root && code == OpCode::kCollectiveBroadcast && operands.size() > 1)
       n_results = operands.size() - 1;
+    if (const auto* c = std::get_if<ChannelAttrs>(&attrs); c && (code == OpCode::kRecv || code == OpCode::kInfeed))
+      n_results = c->payload.size() + 1;
     if (!status_.ok()) return dummies(n_results);
     if (!is_valid(code))
       return fail(n_results, invalid_argument_error(str_cat("invalid opcode (enum value ",
@@ -436,6 +438,27 @@ class GraphBuilder {
     return op(OpCode::kCollectiveBroadcast, operands, std::move(a));
   }
 
+  // ---- Tokens and side effects --------------------------------------------------------
+
+  /// after_all: a token that follows every one of `tokens` (none: a fresh token).
+  Value after_all(const std::vector<Value>& tokens = {}) { return op1(OpCode::kAfterAll, tokens); }
+  /// send: `data` to the channel of `a`, after `token`; the result token follows the send.
+  Value send(std::vector<Value> data, Value token, ChannelAttrs a) {
+    data.push_back(token);
+    return op1(OpCode::kSend, data, std::move(a));
+  }
+  /// recv: values of the types a.payload lists from the channel of `a`, after `token`; then
+  /// the token that follows the receive.
+  std::vector<Value> recv(Value token, ChannelAttrs a) { return op(OpCode::kRecv, {token}, std::move(a)); }
+  /// infeed: the next entry of the device's infeed queue, of the types a.payload lists; then
+  /// a token.
+  std::vector<Value> infeed(Value token, ChannelAttrs a) { return op(OpCode::kInfeed, {token}, std::move(a)); }
+  /// outfeed: `data` onto the device's outfeed queue, after `token`.
+  Value outfeed(std::vector<Value> data, Value token, ChannelAttrs a = {}) {
+    data.push_back(token);
+    return op1(OpCode::kOutfeed, data, std::move(a));
+  }
+
   // ---- Control flow ----------------------------------------------------------------------
 
   /// while(operands...): the values start as `operands` and become body(values...) for as
@@ -667,6 +690,9 @@ class GraphBuilder {
     } else if (auto* c = std::get_if<ConstantAttrs>(&attrs)) {
       if (c->value && is_valid(c->value->dtype()) && !c->value->shape().has_default_layout())
         c->value = std::make_shared<const Literal>(c->value->with_default_layout());
+    } else if (auto* ch = std::get_if<ChannelAttrs>(&attrs)) {
+      for (Shape& s : ch->payload)
+        if (!s.has_default_layout()) s = s.with_default_layout();
     }
   }
 

@@ -110,6 +110,11 @@ struct FieldHasher {
       h.list(field);
     } else if constexpr (std::is_same_v<T, Shape>) {
       h.shape(field);
+    } else if constexpr (std::is_same_v<T, std::vector<Shape>>) {
+      h.i64(static_cast<std::int64_t>(field.size()));
+      for (const Shape& s : field) h.shape(s);
+    } else if constexpr (std::is_same_v<T, std::string>) {
+      h.text(field);
     } else if constexpr (std::is_same_v<T, std::shared_ptr<const Literal>>) {
       if (!field) {
         h.i64(-1);

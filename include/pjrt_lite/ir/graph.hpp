@@ -169,4 +169,15 @@ inline bool operator==(const Node& a, const Node& b) {
          a.bodies == b.bodies;
 }
 
+/// True for a node of an op with a side effect (has_side_effect: send, recv, infeed,
+/// outfeed), or whose regions hold one at any depth: such a node is never removed, merged or
+/// evaluated ahead of time.
+inline bool has_side_effects(const Node& n) {
+  if (has_side_effect(n.op)) return true;
+  for (const Graph& body : n.bodies)
+    for (const Node& inner : body.nodes())
+      if (has_side_effects(inner)) return true;
+  return false;
+}
+
 }  // namespace pjrt_lite

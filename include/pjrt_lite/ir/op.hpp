@@ -134,10 +134,18 @@ enum class OpCode : std::uint8_t {
   kAllToAll,
   kCollectivePermute,
   kCollectiveBroadcast,
+  // Side effects ordered by tokens (appended for the same reason): after_all joins tokens;
+  // send and recv move data between processes over a channel, infeed and outfeed between
+  // the program and its device's host queues (ChannelAttrs).
+  kAfterAll,
+  kSend,
+  kRecv,
+  kInfeed,
+  kOutfeed,
 };
 
 /// How many opcodes there are; OpCode values are 0..kOpCodeCount-1.
-inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kCollectiveBroadcast) + 1;
+inline constexpr std::size_t kOpCodeCount = static_cast<std::size_t>(OpCode::kOutfeed) + 1;
 
 namespace detail {
 inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
@@ -238,6 +246,11 @@ inline constexpr std::array<std::string_view, kOpCodeCount> kOpNames = {
     "all_to_all",
     "collective_permute",
     "collective_broadcast",
+    "after_all",
+    "send",
+    "recv",
+    "infeed",
+    "outfeed",
 };
 }  // namespace detail
 
@@ -319,6 +332,13 @@ constexpr bool is_collective(OpCode op) {
 constexpr bool is_process_position(OpCode op) {
   return op == OpCode::kReplicaId || op == OpCode::kPartitionId;
 }
+/// send, recv, infeed and outfeed: ops that act on something outside the program, so that
+/// neither dead-code elimination nor common-subexpression elimination nor constant folding
+/// may remove, merge or evaluate them, and their order among themselves is the program's.
+constexpr bool has_side_effect(OpCode op) { return op >= OpCode::kSend && op <= OpCode::kOutfeed; }
+/// after_all .. outfeed: the ops that take or make tokens (besides control flow, which
+/// carries any value).
+constexpr bool is_token_op(OpCode op) { return op >= OpCode::kAfterAll && op <= OpCode::kOutfeed; }
 /// while, case and if: ops whose regions see the op's operands as their parameters and run
 /// zero or more times (while) or one of them once (case, if), chosen at run time.
 constexpr bool is_control_flow(OpCode op) { return op >= OpCode::kWhile && op <= OpCode::kIf; }
@@ -353,15 +373,18 @@ constexpr bool has_body(OpCode op) { return body_count(op) > 0; }
 /// Ops with several results: reduce and reduce_window (one per input), sort, all_reduce,
 /// all_gather, all_to_all and collective_broadcast (one per operand), top_k (values and indices), rng_bit_generator (the new state and the bits),
 /// while (one per operand), case and if (one per branch result; possibly none), linalg (what
-/// its routine returns). Every other op has exactly one.
+/// its routine returns), recv and infeed (their data, then a token). Every other op has
+/// exactly one.
 constexpr bool is_variadic_result(OpCode op) {
   return op == OpCode::kReduce || op == OpCode::kReduceWindow || op == OpCode::kSort ||
          op == OpCode::kTopK || op == OpCode::kRngBitGenerator || op == OpCode::kLinalg ||
          op == OpCode::kAllReduce || op == OpCode::kAllGather || op == OpCode::kAllToAll ||
-         op == OpCode::kCollectiveBroadcast || is_control_flow(op);
+         op == OpCode::kCollectiveBroadcast || op == OpCode::kRecv || op == OpCode::kInfeed ||
+         is_control_flow(op);
 }
 /// How many results a node of `op` with `operands` operands has (at least one, so that a
-/// malformed node still has a first result to name); the builder counts control flow's.
+/// malformed node still has a first result to name); the builder counts control flow's,
+/// linalg's and those of recv and infeed (ChannelAttrs::payload).
 constexpr std::size_t result_count(OpCode op, std::size_t operands) {
   switch (op) {
     case OpCode::kReduce:
@@ -380,7 +403,8 @@ constexpr std::size_t result_count(OpCode op, std::size_t operands) {
 /// The number of operands an op takes, or -1 when it depends on the node: concatenate (>= 1),
 /// dynamic_slice (1 + rank), dynamic_update_slice (2 + rank), reduce and reduce_window (2 per
 /// input), sort, all_reduce, all_gather, all_to_all and collective_broadcast (>= 1), while (the loop-carried values), case and if (the index or
-/// predicate, then the values the branches take), linalg (its routine's).
+/// predicate, then the values the branches take), linalg (its routine's), after_all (its
+/// tokens), send and outfeed (the data, then a token).
 constexpr int operand_count(OpCode op) {
   if (is_source(op)) return 0;
   if (is_unary(op)) return 1;
@@ -411,6 +435,8 @@ constexpr int operand_count(OpCode op) {
     case OpCode::kPartitionId: return 0;
     case OpCode::kReduceScatter:
     case OpCode::kCollectivePermute: return 1;
+    case OpCode::kRecv:
+    case OpCode::kInfeed: return 1;
     default: return -1;
   }
 }

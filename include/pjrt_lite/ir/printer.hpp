@@ -164,6 +164,20 @@ inline std::string attributes_text(const Node& node) {
                             ", concat_dimension=", a.concat_dimension,
                             ", split_count=", a.split_count);
           return text;
+        } else if constexpr (std::is_same_v<A, ChannelAttrs>) {
+          std::string text;
+          auto add = [&](const std::string& part) { text += str_cat(text.empty() ? "" : ", ", part); };
+          if (a.channel_id != 0 || a.channel_type != 0)
+            add(str_cat("channel_id=", a.channel_id, ", channel_type=", a.channel_type));
+          if (a.is_host_transfer) add("is_host_transfer=true");
+          if (!a.source_target_pairs.empty()) {
+            std::string pairs = "[";
+            for (std::size_t r = 0; r + 1 < a.source_target_pairs.size(); r += 2)
+              pairs += str_cat(r ? ", " : "", "[", a.source_target_pairs[r], ",", a.source_target_pairs[r + 1], "]");
+            add(str_cat("source_target_pairs=", pairs, "]"));
+          }
+          if (!a.config.empty()) add(str_cat("config=\"", a.config, "\""));
+          return text;
         } else {
           // NoAttrs; ConvertAttrs and ReshapeAttrs repeat the result type.
           return "";

@@ -12,9 +12,12 @@
 //   literal   = u8 present (0|1)  shape  u64 byte_count  element bytes (each component LE)
 //   list      = u32 length  i64*
 //   string    = u32 length  bytes
+//   shapes    = u32 count  shape*
 //
 // Version 1 is version 2 without CollectiveAttrs' last two fields (num_partitions,
-// has_dynamic_root), which read as their defaults; deserialize_graph reads both versions.
+// has_dynamic_root), which read as their defaults. Version 3 adds the token dtype, the token
+// ops (after_all, send, recv, infeed, outfeed) and their ChannelAttrs, none of which a graph
+// of an older version holds. deserialize_graph reads all three versions.
 //
 // The checksum is the 64-bit FNV-1a of every byte before it. graph_size lets a reader tell a
 // truncated blob from a corrupt one.
@@ -57,7 +60,7 @@ namespace pjrt_lite::inline v0_1 {
 inline constexpr std::array<std::byte, 4> kGraphMagic = {std::byte{'P'}, std::byte{'J'},
                                                          std::byte{'L'}, std::byte{'G'}};
 /// The format version this build writes, and the oldest it reads.
-inline constexpr std::uint32_t kGraphFormatVersion = 2;
+inline constexpr std::uint32_t kGraphFormatVersion = 3;
 inline constexpr std::uint32_t kOldestGraphFormatVersion = 1;
 /// Magic, version and graph size: the graph encoding starts at this offset.
 inline constexpr std::size_t kGraphHeaderSize = 16;
@@ -130,6 +133,11 @@ struct FieldWriter {
   void operator()(std::int64_t v) const { w.i64(v); }
   void operator()(const std::vector<std::int64_t>& v) const { write_list(w, v); }
   void operator()(const Shape& s) const { write_shape(w, s); }
+  void operator()(const std::vector<Shape>& v) const {
+    w.u32(static_cast<std::uint32_t>(v.size()));
+    for (const Shape& s : v) write_shape(w, s);
+  }
+  void operator()(const std::string& s) const { w.string(s); }
   void operator()(DType t) const { w.u8(static_cast<std::uint8_t>(t)); }
   void operator()(bool b) const { w.u8(b ? 1 : 0); }
   void operator()(ComparisonDirection d) const { w.u8(static_cast<std::uint8_t>(d)); }
@@ -253,7 +261,7 @@ class GraphDecoder {
     PJRT_LITE_ASSIGN_OR_RETURN(std::uint8_t b, r_.u8("dtype"));
     const auto t = static_cast<DType>(b);
     if (!is_valid(t))
-      return corrupt(at, str_cat("dtype ", int{b}, " is not a valid dtype (1..", static_cast<int>(DType::kF4E2M1FN), ")"));
+      return corrupt(at, str_cat("dtype ", int{b}, " is not a valid dtype (1..", static_cast<int>(DType::kToken), ")"));
     return t;
   }
 
@@ -367,6 +375,16 @@ class GraphDecoder {
   StatusOr<std::int64_t> read_field(std::int64_t*) { return r_.i64("integer attribute"); }
   StatusOr<std::vector<std::int64_t>> read_field(std::vector<std::int64_t>*) { return read_list(); }
   StatusOr<Shape> read_field(Shape*) { return read_shape(); }
+  StatusOr<std::vector<Shape>> read_field(std::vector<Shape>*) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::size_t n, r_.count("shape list length", kMinShapeBytes, kMaxSerializedRank));
+    std::vector<Shape> out;
+    for (std::size_t k = 0; k < n; ++k) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape s, read_shape());
+      out.push_back(std::move(s));
+    }
+    return out;
+  }
+  StatusOr<std::string> read_field(std::string*) { return r_.string("text attribute"); }
   StatusOr<DType> read_field(DType*) { return read_dtype(); }
   StatusOr<bool> read_field(bool*) {
     PJRT_LITE_ASSIGN_OR_RETURN(std::uint8_t b, r_.u8("flag attribute"));

@@ -1816,6 +1816,57 @@ inline StatusOr<std::vector<Shape>> infer_collective(OpCode op, std::span<const 
   }
 }
 
+/// after_all, send, recv, infeed and outfeed. after_all joins tokens into one; send and
+/// outfeed take their data and then a token and give a token; recv and infeed take a token
+/// and give the types ChannelAttrs::payload lists, then a token. No token among the data;
+/// source_target_pairs in rows of two, ids >= 0, sources unique and targets unique.
+inline StatusOr<std::vector<Shape>> infer_token_op(OpCode op, std::span<const Shape> operands,
+                                                   const Attributes& attrs) {
+  const Shape token(DType::kToken, {});
+  if (op == OpCode::kAfterAll) {
+    for (std::size_t i = 0; i < operands.size(); ++i)
+      if (!is_token(operands[i].dtype()))
+        return detail::op_error(op, "operand ", i, " is ", operands[i], ", not a token");
+    return std::vector<Shape>{token};
+  }
+  const auto& a = std::get<ChannelAttrs>(attrs);
+  if (a.source_target_pairs.size() % 2 != 0)
+    return detail::op_error(op, "source_target_pairs has ", a.source_target_pairs.size(),
+                            " ids, not rows of two");
+  for (std::size_t i = 0; i < a.source_target_pairs.size(); ++i) {
+    if (a.source_target_pairs[i] < 0)
+      return detail::op_error(op, "source_target_pairs holds a negative id (", a.source_target_pairs[i], ")");
+    for (std::size_t j = i % 2; j < i; j += 2)
+      if (a.source_target_pairs[j] == a.source_target_pairs[i])
+        return detail::op_error(op, "source_target_pairs names ", i % 2 == 0 ? "source " : "target ",
+                                a.source_target_pairs[i], " twice");
+  }
+  if (op == OpCode::kSend || op == OpCode::kOutfeed) {
+    if (!a.payload.empty())
+      return detail::op_error(op, "takes its data as operands; ChannelAttrs::payload must be empty");
+    if (operands.empty() || !is_token(operands.back().dtype()))
+      return detail::op_error(op, "takes its data and then a token, but its last operand is ",
+                              operands.empty() ? std::string("missing") : operands.back().to_string());
+    for (std::size_t i = 0; i + 1 < operands.size(); ++i)
+      if (is_token(operands[i].dtype())) return detail::op_error(op, "operand ", i, " is a token, not data");
+    return std::vector<Shape>{token};
+  }
+  // recv, infeed
+  if (!is_token(operands[0].dtype()))
+    return detail::op_error(op, "takes a token, not ", operands[0]);
+  std::vector<Shape> results;
+  for (std::size_t i = 0; i < a.payload.size(); ++i) {
+    const Shape& p = a.payload[i];
+    StatusOr<Shape> checked = Shape::make(p.dtype(), p.dims());
+    if (!checked.ok()) return detail::op_error(op, "result ", i, ": ", checked.status().message());
+    if (is_token(p.dtype()))
+      return detail::op_error(op, "result ", i, " is a token; only the last result is");
+    results.push_back(std::move(checked).value());
+  }
+  results.push_back(token);
+  return results;
+}
+
 /// The result shapes of any op: checks the operand count, the attributes' alternative and
 /// the number of bodies, then applies the op's rule above. `bodies` are the signatures of
 /// the node's regions (body_count(op) of them, or at least that many for case). The builder and the verifier

@@ -70,6 +70,9 @@ struct Check {
 /// evaluates the graph, runs the grid, and evaluates it again with the results bound.
 struct ParallelRun {
   std::vector<std::vector<std::string>> programs;
+  /// `infeed = [@f, ...]`: functions without arguments whose results, in order, are the
+  /// entries of every process's infeed queue (an entry per function).
+  std::vector<std::string> infeed = {};
   /// Where each operand sits in the graph's outputs.
   std::vector<std::int64_t> operand_outputs;
   /// The parameter number standing for each result.

@@ -294,6 +294,10 @@ class Printer {
       print_collective(g, names, n, n.attr<CollectiveAttrs>(), body_prefix, indent);
       return;
     }
+    if (is_token_op(n.op)) {
+      print_token_op(g, names, n);
+      return;
+    }
     if (is_chlo(n.op)) {
       // CHLO's form: `chlo.erf %x : T -> T`, `chlo.next_after %x, %y : T, T -> T`.
       std::string types;
@@ -512,6 +516,40 @@ class Printer {
       out_ += " ({\n";
       print_block_header(n.bodies[0], body_prefix, indent);
       out_ += str_cat(indent, "})");
+    }
+    out_ += str_cat(" : ", function_type(g, n));
+  }
+
+  /// after_all, send, recv, infeed and outfeed, in the generic form.
+  void print_token_op(const Graph& g, const std::vector<std::string>& names, const Node& n) {
+    std::vector<std::string> attrs;
+    if (n.op != OpCode::kAfterAll) {
+      const auto& a = n.attr<ChannelAttrs>();
+      if (n.op == OpCode::kSend || n.op == OpCode::kRecv) {
+        attrs.push_back(str_cat("channel_handle = #stablehlo.channel_handle<handle = ", a.channel_id,
+                                ", type = ", a.channel_type, ">"));
+        if (a.is_host_transfer) attrs.push_back("is_host_transfer = true");
+        if (!a.source_target_pairs.empty()) {
+          std::string pairs = "dense<[";
+          for (std::size_t r = 0; r + 1 < a.source_target_pairs.size(); r += 2)
+            pairs += str_cat(r ? ", " : "", "[", a.source_target_pairs[r], ", ", a.source_target_pairs[r + 1], "]");
+          attrs.push_back(str_cat("source_target_pairs = ", pairs, "]> : tensor<", a.source_target_pairs.size() / 2,
+                                  "x2xi64>"));
+        }
+      } else {
+        std::string config;
+        for (char c : a.config) {
+          if (c == '"' || c == '\\') config += '\\';
+          config += c;
+        }
+        attrs.push_back(str_cat(n.op == OpCode::kInfeed ? "infeed_config" : "outfeed_config", " = \"", config, "\""));
+      }
+    }
+    out_ += str_cat("\"stablehlo.", op_name(n.op), "\"(", operand_list(g, names, n), ")");
+    if (!attrs.empty()) {
+      out_ += " {";
+      for (std::size_t i = 0; i < attrs.size(); ++i) out_ += str_cat(i ? ", " : "", attrs[i]);
+      out_ += "}";
     }
     out_ += str_cat(" : ", function_type(g, n));
   }

@@ -8,7 +8,9 @@
 //   stablehlo::TestOutcome o = stablehlo::run_test_program(*client, text);
 //   if (o.verdict == stablehlo::Verdict::kFail) std::puts(o.detail.c_str());
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -20,6 +22,7 @@
 #include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/ir/builder.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/stablehlo/checks.hpp"
 #include "pjrt_lite/stablehlo/module.hpp"
@@ -47,29 +50,89 @@ template <class C>
 using compile_options_of =
     std::remove_cvref_t<decltype(std::declval<typename C::executable_type&>().compile_options())>;
 
-/// One interpreter.run_parallel on `client`: the grid's function compiled for num_replicas x
-/// num_partitions participants, one per device, run at once on `operands` (taken in process
-/// order). Returns the results in process order. UNIMPLEMENTED when the processes run
-/// different functions or the client cannot compile for a grid.
+/// The program of a grid whose processes run different functions: every function's
+/// parameters in turn (a process gives its own and zeros for the others'), a case on the
+/// process's position that runs the process's function, and every function's results in turn
+/// (zeros, or fresh tokens, for the functions a process does not run). `function_of[k]` is
+/// process k's index into `functions`.
+inline StatusOr<Graph> grid_program(const std::vector<const Function*>& functions, const std::vector<int>& function_of,
+                                    int partitions) {
+  GraphBuilder b("grid");
+  std::vector<Value> params;
+  std::vector<Shape> result_types;
+  for (const Function* f : functions) {
+    for (const Shape& s : f->graph.parameter_shapes()) params.push_back(b.parameter(s));
+    for (std::int64_t r = 0; r < f->num_results; ++r) result_types.push_back(f->graph.shape(f->graph.outputs()[static_cast<std::size_t>(r)]));
+  }
+  std::vector<Graph> branches;
+  std::size_t first_param = 0, first_result = 0;
+  for (const Function* f : functions) {
+    GraphBuilder branch(f->name);
+    std::vector<Value> all, mine, outputs;
+    for (Value v : params) all.push_back(branch.parameter(*b.shape(v)));
+    const auto n_params = static_cast<std::size_t>(f->graph.num_parameters());
+    mine.assign(all.begin() + static_cast<std::ptrdiff_t>(first_param), all.begin() + static_cast<std::ptrdiff_t>(first_param + n_params));
+    GraphParts parts = f->graph.to_parts();
+    parts.outputs.resize(static_cast<std::size_t>(f->num_results));
+    const std::vector<Value> own = branch.inline_graph(Graph::from_parts(std::move(parts)), mine);
+    for (std::size_t r = 0; r < result_types.size(); ++r) {
+      if (r >= first_result && r < first_result + own.size()) outputs.push_back(own[r - first_result]);
+      else if (is_token(result_types[r].dtype())) outputs.push_back(branch.after_all());
+      else outputs.push_back(branch.constant(Literal(result_types[r])));
+    }
+    PJRT_LITE_ASSIGN_OR_RETURN(Graph g, branch.build(outputs));
+    branches.push_back(std::move(g));
+    first_param += n_params;
+    first_result += own.size();
+  }
+  std::vector<std::int32_t> table(function_of.begin(), function_of.end());
+  const Value position = b.convert(
+      b.add(b.multiply(b.replica_id(), b.constant(static_cast<std::uint32_t>(partitions))), b.partition_id()), DType::kS32);
+  PJRT_LITE_ASSIGN_OR_RETURN(Literal table_literal,
+                             Literal::from_span<std::int32_t>(table, {static_cast<std::int64_t>(table.size())}));
+  const Value index = b.reshape(b.dynamic_slice(b.constant(std::move(table_literal)), {position}, {1}), {});
+  return b.build(b.case_op(index, params, std::move(branches)));
+}
+
+/// One interpreter.run_parallel on `client`: process (r, p) runs programs[r][p], one process
+/// per device, all at once on `operands` (taken in process order). Returns the results in
+/// process order. One function compiles as it is for the grid; several as grid_program.
+/// UNIMPLEMENTED when the client cannot compile for a grid or has too few devices.
 template <CompilingClient C>
 StatusOr<std::vector<Literal>> run_grid(C& client, const Module& module, const ParallelRun& run,
                                         std::span<const Literal> operands) {
   const auto replicas = static_cast<int>(run.programs.size());
   const auto partitions = static_cast<int>(run.programs.front().size());
-  const std::string& name = run.programs.front().front();
-  for (const auto& row : run.programs)
-    for (const std::string& f : row)
-      if (f != name)
-        return unimplemented_error(str_cat("line ", run.line, ": interpreter.run_parallel of different functions (@",
-                                           name, ", @", f, ") on one executable"));
-  const Function* f = module.find(name);
-  if (f == nullptr) return invalid_argument_error(str_cat("line ", run.line, ": no function @", name));
-  if (static_cast<std::size_t>(replicas * partitions) > client.devices().size())
-    return unimplemented_error(str_cat("line ", run.line, ": interpreter.run_parallel needs ", replicas * partitions,
+  const auto n = static_cast<std::size_t>(replicas * partitions);
+  std::vector<const Function*> functions;
+  std::vector<int> function_of;
+  for (const auto& row : run.programs) {
+    if (static_cast<int>(row.size()) != partitions)
+      return invalid_argument_error(str_cat("line ", run.line, ": interpreter.run_parallel's programs rows differ in length"));
+    for (const std::string& name : row) {
+      const Function* f = module.find(name);
+      if (f == nullptr) return invalid_argument_error(str_cat("line ", run.line, ": no function @", name));
+      const auto it = std::find(functions.begin(), functions.end(), f);
+      function_of.push_back(static_cast<int>(it - functions.begin()));
+      if (it == functions.end()) functions.push_back(f);
+    }
+  }
+  if (n > client.devices().size())
+    return unimplemented_error(str_cat("line ", run.line, ": interpreter.run_parallel needs ", n,
                                        " devices; the client has ", client.devices().size()));
-  GraphParts parts = f->graph.to_parts();
-  parts.outputs.resize(static_cast<std::size_t>(f->num_results));
-  const Graph g = Graph::from_parts(std::move(parts));
+  std::size_t given = 0;
+  for (int j : function_of) given += static_cast<std::size_t>(functions[static_cast<std::size_t>(j)]->graph.num_parameters());
+  if (operands.size() != given)
+    return invalid_argument_error(str_cat("line ", run.line, ": interpreter.run_parallel gives ", operands.size(),
+                                          " operands to processes that take ", given));
+  Graph g;
+  if (functions.size() == 1) {
+    GraphParts parts = functions[0]->graph.to_parts();
+    parts.outputs.resize(static_cast<std::size_t>(functions[0]->num_results));
+    g = Graph::from_parts(std::move(parts));
+  } else {
+    PJRT_LITE_ASSIGN_OR_RETURN(g, grid_program(functions, function_of, partitions));
+  }
   if constexpr (requires(compile_options_of<C> o) {
                   o.num_replicas = 1;
                   o.num_partitions = 1;
@@ -78,28 +141,56 @@ StatusOr<std::vector<Literal>> run_grid(C& client, const Module& module, const P
     options.num_replicas = replicas;
     options.num_partitions = partitions;
     PJRT_LITE_ASSIGN_OR_RETURN(auto exe, client.compile(g, options));
-    const auto per = static_cast<std::size_t>(g.num_parameters());
-    const auto n = static_cast<std::size_t>(replicas * partitions);
-    if (operands.size() != per * n)
-      return invalid_argument_error(str_cat("line ", run.line, ": interpreter.run_parallel gives ", operands.size(),
-                                            " operands to ", n, " processes of @", name, ", which takes ", per));
+    // The infeed queues: each function's results, fed to every process's device.
+    for (const std::string& name : run.infeed) {
+      const Function* f = module.find(name);
+      if (f == nullptr) return invalid_argument_error(str_cat("line ", run.line, ": no infeed function @", name));
+      if (f->graph.num_parameters() != 0)
+        return invalid_argument_error(str_cat("line ", run.line, ": infeed function @", name, " takes arguments"));
+      GraphParts parts = f->graph.to_parts();
+      parts.outputs.resize(static_cast<std::size_t>(f->num_results));
+      PJRT_LITE_ASSIGN_OR_RETURN(auto feed, client.compile(Graph::from_parts(std::move(parts))));
+      PJRT_LITE_ASSIGN_OR_RETURN(auto values, feed.execute(std::span<typename C::buffer_type* const>()));
+      std::vector<Literal> entry;
+      for (auto& v : values) {
+        PJRT_LITE_ASSIGN_OR_RETURN(Literal l, v.to_literal().await());
+        entry.push_back(std::move(l));
+      }
+      for (std::size_t k = 0; k < n; ++k) {
+        auto* device = exe.addressable_devices()[k];
+        if constexpr (requires { device->transfer_to_infeed(entry); }) {
+          PJRT_LITE_RETURN_IF_ERROR(device->transfer_to_infeed(entry));
+        } else {
+          return unimplemented_error("interpreter.run_parallel with infeed: the client's devices have no infeed");
+        }
+      }
+    }
+    // Process k's argument list: its own operands in its function's place, zeros elsewhere.
     std::vector<std::vector<typename C::buffer_type>> buffers(n);
     std::vector<std::vector<typename C::buffer_type*>> lists(n);
+    std::size_t next = 0;
     for (std::size_t k = 0; k < n; ++k) {
       auto* device = exe.addressable_devices()[k];
-      for (std::size_t i = 0; i < per; ++i) {
-        PJRT_LITE_ASSIGN_OR_RETURN(auto b, client.buffer_from_literal(operands[k * per + i], device->memory_spaces()[0]));
-        buffers[k].push_back(std::move(b));
-      }
+      for (std::size_t j = 0; j < functions.size(); ++j)
+        for (const Shape& s : functions[j]->graph.parameter_shapes()) {
+          const bool own = static_cast<int>(j) == function_of[k];
+          PJRT_LITE_ASSIGN_OR_RETURN(auto b, client.buffer_from_literal(own ? operands[next++] : Literal(s),
+                                                                        device->memory_spaces()[0]));
+          buffers[k].push_back(std::move(b));
+        }
       for (auto& b : buffers[k]) lists[k].push_back(&b);
     }
     PJRT_LITE_ASSIGN_OR_RETURN(auto outputs, exe.execute(lists));
     std::vector<Literal> results;
-    for (auto& process : outputs)
-      for (auto& b : process) {
-        PJRT_LITE_ASSIGN_OR_RETURN(Literal l, b.to_literal().await());
+    for (std::size_t k = 0; k < n; ++k) {
+      std::size_t first = 0;
+      for (std::size_t j = 0; j < static_cast<std::size_t>(function_of[k]); ++j) first += static_cast<std::size_t>(functions[j]->num_results);
+      const auto count = static_cast<std::size_t>(functions[static_cast<std::size_t>(function_of[k])]->num_results);
+      for (std::size_t r = first; r < first + count; ++r) {
+        PJRT_LITE_ASSIGN_OR_RETURN(Literal l, outputs[k][r].to_literal().await());
         results.push_back(std::move(l));
       }
+    }
     return results;
   } else {
     return unimplemented_error("interpreter.run_parallel: the client cannot compile for a grid of processes");

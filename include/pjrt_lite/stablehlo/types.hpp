@@ -69,6 +69,7 @@ inline bool matches_declared(const Shape& actual, const Shape& declared) {
 /// "tensor<2x3xf32>", "tensor<?x3xf32>", "tensor<f32>" for rank 0. Layouts are not part of
 /// the type.
 inline std::string tensor_type_name(const Shape& shape) {
+  if (is_token(shape.dtype())) return "!stablehlo.token";
   std::string out = "tensor<";
   for (std::int64_t d : shape.dims()) {
     out += d == kDynamicDim ? std::string("?") : std::to_string(d);

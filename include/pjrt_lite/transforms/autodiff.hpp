@@ -385,6 +385,27 @@ class JvpRules {
       // mixed-precision emulation untrainable).
       case OpCode::kReducePrecision: return l_.apply(n.op, {L::lin(tx)}, n.attrs);
       case OpCode::kFft: return l_.apply(n.op, {L::lin(tx)}, n.attrs);
+      // The collectives of one operand are linear in it: all_reduce and reduce_scatter when
+      // their computation sums (psum), the others always.
+      case OpCode::kAllReduce:
+      case OpCode::kReduceScatter:
+      case OpCode::kAllGather:
+      case OpCode::kAllToAll:
+      case OpCode::kCollectivePermute:
+      case OpCode::kCollectiveBroadcast: {
+        if (n.operands.size() != 1) {
+          l_.fail(unimplemented_error(str_cat("autodiff: ", op_name(n.op), " of ", n.operands.size(),
+                                              " operands has no derivative rule (one operand has)")));
+          return kZero;
+        }
+        const bool reduces = n.op == OpCode::kAllReduce || n.op == OpCode::kReduceScatter;
+        if (reduces && reduce_kind(n.bodies[0], 1) != ReduceKind::kSum) {
+          l_.fail(unimplemented_error(str_cat("autodiff: ", op_name(n.op),
+                                              " with a computation other than a sum has no derivative rule")));
+          return kZero;
+        }
+        return l_.apply(n.op, {L::lin(tx)}, n.attrs, n.bodies);
+      }
       case OpCode::kConcatenate:
       case OpCode::kPad: {
         std::vector<L::Operand> ops;

@@ -53,8 +53,9 @@ inline StatusOr<Graph> eliminate_common_subexpressions(const Graph& g) {
     const Node& node = g.node(i);
     PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Graph> bodies,
                                rewrite_bodies(node, eliminate_common_subexpressions));
-    // Each parameter is its own input, however alike two of them look.
-    if (node.op == OpCode::kParameter) {
+    // Each parameter is its own input, however alike two of them look; two receives of the
+    // same token take two values.
+    if (node.op == OpCode::kParameter || has_side_effects(node)) {
       rw.copy(i, std::move(bodies));
       continue;
     }

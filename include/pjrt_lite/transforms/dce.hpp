@@ -22,6 +22,7 @@ inline StatusOr<Graph> eliminate_dead_code(const Graph& g) {
   for (std::size_t i = n; i-- > 0;) {
     const Node& node = g.node(static_cast<std::int64_t>(i));
     if (node.op == OpCode::kParameter) live[i] = true;  // the signature must not change
+    if (has_side_effects(node)) live[i] = true;       // a send or outfeed acts, used or not
     if (!live[i]) continue;
     for (Value v : node.operands) live[static_cast<std::size_t>(v.node)] = true;
   }

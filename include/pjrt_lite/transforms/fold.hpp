@@ -66,9 +66,9 @@ StatusOr<Graph> fold_constants_verified(const Graph& g, Evaluator& eval,
                      ? std::numeric_limits<std::int64_t>::max()
                      : elements + s.element_count();
     // Control flow is never folded: a loop over constants may run for long (or forever), and
-    // compiling must not.
+    // compiling must not. Nor are the token ops: a token is no constant, and the others act.
     if (literals.size() == operands.size() && elements <= max_elements &&
-        !is_control_flow(node.op)) {
+        !is_control_flow(node.op) && !is_token_op(node.op)) {
       StatusOr<std::vector<Literal>> folded = eval(node, std::span<const Literal* const>(literals));
       if (folded.ok()) {
         if (folded->size() != node.results.size())

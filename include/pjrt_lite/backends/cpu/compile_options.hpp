@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/kernel_isa.hpp"
@@ -45,9 +46,15 @@ struct CompileOptions {
   int num_replicas = 1;
   int num_partitions = 1;
   std::optional<DeviceAssignment> device_assignment = std::nullopt;
-  /// How long a participant waits at a collective for the others before its execute fails
-  /// with DEADLINE_EXCEEDED.
+  /// How long a participant waits at a collective for the others, a recv for its message and
+  /// an infeed for an entry, before the execute fails with DEADLINE_EXCEEDED.
   std::int64_t collective_timeout_ms = 30000;
+  /// Per output, the kind of memory space it lands in ("device", "pinned_host",
+  /// "unpinned_host"; empty: "device"), as the `mhlo.memory_kind` of a StableHLO result or an
+  /// annotate_device_placement asks (Client::compile of text fills it in from the module).
+  /// Empty list: every output in device memory. A kind the devices lack, or a list of another
+  /// length than the outputs, fails the compile.
+  std::vector<std::string> output_memory_kinds = {};
 
   friend bool operator==(const CompileOptions&, const CompileOptions&) = default;
 };

@@ -2,13 +2,16 @@
 // CPU devices and their memory spaces. Both are owned by their Client and live as long as it;
 // they are immutable after the client is created, so every method is thread-safe.
 
+#include <chrono>
 #include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "pjrt_lite/backends/cpu/detail/feeds.hpp"
 #include "pjrt_lite/backends/cpu/forward.hpp"
 #include "pjrt_lite/concepts.hpp"
+#include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/runtime_types.hpp"
 #include "pjrt_lite/core/status.hpp"
 
@@ -85,6 +88,26 @@ class Device {
   [[nodiscard]] StatusOr<MemorySpace<E>*> default_memory_space() const {
     return memory_spaces_.front();
   }
+  /// Queues `values` for the next infeed op a program runs on this device (PJRT's
+  /// TransferToInfeed): one entry, taken whole by one infeed whose result types are the
+  /// values' (else that execution fails INVALID_ARGUMENT). Thread-safe.
+  Status transfer_to_infeed(std::vector<Literal> values) {
+    for (std::size_t i = 0; i < values.size(); ++i)
+      if (is_token(values[i].dtype()))
+        return invalid_argument_error(str_cat("transfer_to_infeed: value ", i, " is a token"));
+    feeds_.push_infeed(std::move(values));
+    return ok_status();
+  }
+  Status transfer_to_infeed(const Literal& value) { return transfer_to_infeed(std::vector<Literal>{value}); }
+  /// The oldest entry an outfeed op of a program on this device produced (PJRT's
+  /// TransferFromOutfeed), waiting up to `timeout` for one: DEADLINE_EXCEEDED if none comes.
+  /// Thread-safe.
+  StatusOr<std::vector<Literal>> transfer_from_outfeed(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    return feeds_.pop_outfeed(timeout, debug_string());
+  }
+  /// The queues the device's executions read and write (detail).
+  [[nodiscard]] detail::FeedQueues& feed_queues() { return feeds_; }
+
   /// The memory space of `kind` ("device", "pinned_host", "unpinned_host"), or NOT_FOUND.
   [[nodiscard]] StatusOr<MemorySpace<E>*> memory_space_by_kind(std::string_view kind) const {
     for (MemorySpace<E>* m : memory_spaces_)
@@ -101,6 +124,7 @@ class Device {
   int process_index_;
   DeviceAttributeMap attributes_;
   std::vector<MemorySpace<E>*> memory_spaces_;
+  detail::FeedQueues feeds_;
 };
 
 }  // namespace pjrt_lite::cpu

@@ -13,6 +13,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/buffer.hpp"
@@ -46,7 +47,8 @@ class LoadedExecutable {
         source_(std::move(source)) {
     if (options_.num_replicas * options_.num_partitions > 1)
       rendezvous_ = std::make_shared<detail::Rendezvous>(options_.num_replicas, options_.num_partitions,
-                                                         std::chrono::milliseconds(options_.collective_timeout_ms));
+                                                         std::chrono::milliseconds(options_.collective_timeout_ms),
+                                                         channel_bytes(*program_));
   }
   // Moves are not thread-safe (nothing may use either executable meanwhile).
   LoadedExecutable(LoadedExecutable&& other) noexcept
@@ -89,6 +91,10 @@ class LoadedExecutable {
   [[nodiscard]] std::span<const std::int32_t> node_kernels() const;
   /// For each parameter, the output a donated argument's memory may become, or -1.
   [[nodiscard]] std::span<const std::int32_t> donation_targets() const;
+  /// For each output, the kind of memory space it lands in ("device", "pinned_host", ...):
+  /// CompileOptions::output_memory_kinds, "device" where it names none (PJRT's
+  /// GetOutputMemoryKinds).
+  [[nodiscard]] std::vector<std::string_view> output_memory_kinds() const;
 
   /// The source graph and compile options as version-tagged, checksummed bytes, which
   /// Client::deserialize_executable turns back into an executable (by compiling again).
@@ -183,6 +189,11 @@ class LoadedExecutable {
   Status run_participant(std::unique_ptr<detail::RunState> state, std::span<Buffer<E>* const> args,
                          Device<E>* device, const ExecuteOptions& options, std::vector<Buffer<E>>& results,
                          int participant);
+
+  /// The program's per-channel message sizes (defined with the program, in executable_impl.hpp).
+  static std::span<const std::pair<std::int64_t, std::int64_t>> channel_bytes(const detail::Program& program);
+  /// The memory space output j lands in on `device`.
+  MemorySpace<E>* output_space(Device<E>* device, std::size_t j) const;
 
   Client<E>* client_;
   std::shared_ptr<const detail::Program> program_;

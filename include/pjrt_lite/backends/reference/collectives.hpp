@@ -17,6 +17,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <span>
@@ -35,11 +36,18 @@
 
 namespace pjrt_lite::inline v0_1::reference {
 
-/// The grid of an evaluate_parallel run and how long a process waits for its group.
+/// The grid of an evaluate_parallel run, how long a process waits for its group (or for a
+/// value to receive), and the processes' host queues.
 struct ParallelOptions {
   std::int64_t num_replicas = 1;
   std::int64_t num_partitions = 1;
   std::chrono::milliseconds timeout{10000};
+  /// Per process (replica-major), the entries its infeed ops take in order: each the values
+  /// of one infeed. Missing or too few: an infeed with nothing left fails INVALID_ARGUMENT.
+  std::vector<std::vector<std::vector<Literal>>> infeed = {};
+  /// Where the processes' outfeed ops put their values, per process (resized to the grid);
+  /// null: nowhere.
+  std::vector<std::vector<std::vector<Literal>>>* outfeed = nullptr;
 };
 
 namespace detail {
@@ -87,6 +95,50 @@ class Exchange {
     return out;
   }
 
+  /// send: queues `values` on `channel` for `to` (kAnyProcess: for whichever process
+  /// receives on the channel first).
+  void post(std::int64_t channel, ProcessId to, std::vector<Literal> values) {
+    std::lock_guard lock(mu_);
+    mailboxes_[{channel, to}].push_back(std::move(values));
+    cv_.notify_all();
+  }
+  /// recv: waits for the oldest message on `channel` for `to` and takes it.
+  StatusOr<std::vector<Literal>> take(std::int64_t channel, ProcessId to, ProcessId me) {
+    std::unique_lock lock(mu_);
+    auto& box = mailboxes_[{channel, to}];
+    const bool arrived = cv_.wait_for(lock, options_.timeout, [&] { return !box.empty() || !first_error_.ok(); });
+    if (box.empty() && !first_error_.ok())
+      return aborted_error(str_cat("process (", me.first, ", ", me.second, ") stopped waiting: another process failed"));
+    if (!arrived)
+      return deadline_exceeded_error(str_cat("recv: process (", me.first, ", ", me.second, ") waited ",
+                                             options_.timeout.count(), " ms on channel ", channel,
+                                             " but nothing was sent"));
+    std::vector<Literal> values = std::move(box.front());
+    box.pop_front();
+    return values;
+  }
+  /// infeed: the next entry of `me`'s queue (ParallelOptions::infeed).
+  StatusOr<std::vector<Literal>> next_infeed(std::size_t process) {
+    std::lock_guard lock(mu_);
+    if (infeed_taken_.size() <= process) infeed_taken_.resize(process + 1);
+    std::size_t& taken = infeed_taken_[process];
+    if (process >= options_.infeed.size() || taken >= options_.infeed[process].size())
+      return invalid_argument_error(str_cat("infeed: process ", process, "'s queue holds ",
+                                            process < options_.infeed.size() ? options_.infeed[process].size() : 0,
+                                            " entries, and all were taken"));
+    std::vector<Literal> entry;
+    for (const Literal& l : options_.infeed[process][taken]) entry.push_back(l);
+    ++taken;
+    return entry;
+  }
+  /// outfeed: appends `values` to `process`'s outfeed queue.
+  void put_outfeed(std::size_t process, std::vector<Literal> values) {
+    std::lock_guard lock(mu_);
+    if (options_.outfeed == nullptr) return;
+    if (options_.outfeed->size() <= process) options_.outfeed->resize(process + 1);
+    (*options_.outfeed)[process].push_back(std::move(values));
+  }
+
   /// Records the failure of a process and wakes every waiter, which then gives up.
   void fail(const Status& s) {
     std::lock_guard lock(mu_);
@@ -106,11 +158,16 @@ class Exchange {
     std::size_t left = 0;
   };
   ParallelOptions options_;
+  std::map<std::pair<std::int64_t, ProcessId>, std::deque<std::vector<Literal>>> mailboxes_;
+  std::vector<std::size_t> infeed_taken_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::map<std::pair<std::vector<ProcessId>, std::int64_t>, Round> rounds_;
   Status first_error_;
 };
+
+/// A send with no source_target_pairs posts for whichever process receives first.
+inline constexpr ProcessId kAnyProcess{-1, -1};
 
 /// The process the current thread evaluates for, inside evaluate_parallel.
 struct ProcessContext {
@@ -358,6 +415,77 @@ inline StatusOr<std::vector<Literal>> eval_collective(
       }
       return out;
     default: return invalid_argument_error(str_cat(op_name(node.op), ": not a collective"));
+  }
+}
+
+/// send, recv, infeed and outfeed, for the process of the calling thread. A send posts a copy
+/// of its data and goes on; a recv waits for the oldest value sent to it on its channel. With
+/// source_target_pairs, the ids are replica ids when channel_id <= 0 and partition ids
+/// otherwise (the other coordinate is the process's own), as collective_permute's: a process
+/// that is no source sends nothing, and one that is no target receives zeros. Without pairs,
+/// any process's send reaches any process's recv on the channel, in the order sent.
+inline StatusOr<std::vector<Literal>> eval_token_op(const Node& node, std::span<const Literal* const> operands) {
+  ProcessContext* process = current_process;
+  if (process == nullptr)
+    return failed_precondition_error(str_cat(
+        op_name(node.op), ": runs only over a grid of processes (reference::evaluate_parallel)"));
+  const ProcessId me = process->id;
+  const ParallelOptions& grid = process->exchange->options();
+  const auto index = static_cast<std::size_t>(me.first * grid.num_partitions + me.second);
+  const auto& a = node.attr<ChannelAttrs>();
+  std::vector<Literal> out;
+  const bool by_partition = a.channel_id > 0;
+  const std::int64_t my_id = by_partition ? me.second : me.first;
+  for (std::int64_t id : a.source_target_pairs)
+    if (id >= (by_partition ? grid.num_partitions : grid.num_replicas))
+      return invalid_argument_error(str_cat(op_name(node.op), ": source_target_pairs names ",
+                                            by_partition ? "partition " : "replica ", id, " on a grid of ",
+                                            grid.num_replicas, " x ", grid.num_partitions));
+  auto process_of = [&](std::int64_t id) { return by_partition ? ProcessId(me.first, id) : ProcessId(id, me.second); };
+  auto check_payload = [&](const std::vector<Literal>& values) -> Status {
+    bool same = values.size() == a.payload.size();
+    for (std::size_t i = 0; same && i < values.size(); ++i) same = values[i].shape().same_type_and_dims(a.payload[i]);
+    if (same) return ok_status();
+    std::string got, want;
+    for (const Literal& v : values) got += str_cat(got.empty() ? "" : ", ", v.shape());
+    for (const Shape& s : a.payload) want += str_cat(want.empty() ? "" : ", ", s);
+    return invalid_argument_error(str_cat(op_name(node.op), ": process (", me.first, ", ", me.second, ") got (", got,
+                                          ") but its types are (", want, ")"));
+  };
+  switch (node.op) {
+    case OpCode::kSend:
+    case OpCode::kOutfeed: {
+      std::vector<Literal> data;
+      for (std::size_t i = 0; i + 1 < operands.size(); ++i) data.push_back(*operands[i]);
+      if (node.op == OpCode::kOutfeed) {
+        process->exchange->put_outfeed(index, std::move(data));
+      } else if (a.source_target_pairs.empty()) {
+        process->exchange->post(a.channel_id, kAnyProcess, std::move(data));
+      } else {
+        for (std::size_t r = 0; r + 1 < a.source_target_pairs.size(); r += 2)
+          if (a.source_target_pairs[r] == my_id)
+            process->exchange->post(a.channel_id, process_of(a.source_target_pairs[r + 1]), std::move(data));
+      }
+      out.emplace_back(Shape(DType::kToken, {}));
+      return out;
+    }
+    case OpCode::kRecv:
+    case OpCode::kInfeed: {
+      bool target = node.op == OpCode::kInfeed || a.source_target_pairs.empty();
+      for (std::size_t r = 0; r + 1 < a.source_target_pairs.size(); r += 2) target |= a.source_target_pairs[r + 1] == my_id;
+      if (target) {
+        PJRT_LITE_ASSIGN_OR_RETURN(
+            out, node.op == OpCode::kInfeed ? process->exchange->next_infeed(index)
+                                           : process->exchange->take(a.channel_id,
+                                                                     a.source_target_pairs.empty() ? kAnyProcess : me, me));
+        PJRT_LITE_RETURN_IF_ERROR(check_payload(out));
+      } else {
+        for (const Shape& s : a.payload) out.emplace_back(s);
+      }
+      out.emplace_back(Shape(DType::kToken, {}));
+      return out;
+    }
+    default: return invalid_argument_error(str_cat(op_name(node.op), ": not a send, recv, infeed or outfeed"));
   }
 }
 

@@ -607,6 +607,15 @@ PJRT_LITE_COMPILED_ONCE StatusOr<std::vector<Literal>> eval_node(
     case OpCode::kAllToAll:
     case OpCode::kCollectivePermute:
     case OpCode::kCollectiveBroadcast: return eval_collective(node, operands, &run_graph);
+    case OpCode::kAfterAll: {
+      std::vector<Literal> token;
+      token.emplace_back(Shape(DType::kToken, {}));
+      return token;
+    }
+    case OpCode::kSend:
+    case OpCode::kRecv:
+    case OpCode::kInfeed:
+    case OpCode::kOutfeed: return eval_token_op(node, operands);
     case OpCode::kRngBitGenerator:
       return eval_rng_bit_generator(operand(0), node.attr<RngBitGeneratorAttrs>());
     case OpCode::kSelectAndScatter:

@@ -146,6 +146,13 @@ void attribute_fields(A& a, F&& f) {
     f(a.split_count);
     f(a.num_partitions);  // graph format version 2 on
     f(a.has_dynamic_root);
+  } else if constexpr (std::is_same_v<T, ChannelAttrs>) {
+    f(a.channel_id);
+    f(a.channel_type);
+    f(a.is_host_transfer);
+    f(a.source_target_pairs);
+    f(a.config);
+    f(a.payload);
   } else {
     static_assert(sizeof(T) == 0, "every Attributes alternative needs its fields listed here");
   }

@@ -10,6 +10,11 @@
 
 namespace pjrt_lite::inline v0_1 {
 
+namespace detail {
+PJRT_LITE_COMPILED_ONCE StatusOr<std::vector<Shape>> infer_value_shapes(OpCode op, std::span<const Shape> operands,
+                                                                const Attributes& attrs, std::span<const Signature> bodies);
+}  // namespace detail
+
 PJRT_LITE_COMPILED_ONCE StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std::span<const Shape> operands,
                                                           const Attributes& attrs, std::span<const Signature> bodies) {
   if (!is_valid(op))
@@ -28,6 +33,29 @@ PJRT_LITE_COMPILED_ONCE StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std
     if (!is_valid(operands[i].dtype()))
       return detail::op_error(op, "operand ", i, " has an invalid shape");
 
+  // Tokens flow only into the token ops, control flow and parameters.
+  const bool takes_tokens = is_token_op(op) || is_control_flow(op);
+  if (!takes_tokens)
+    for (std::size_t i = 0; i < operands.size(); ++i)
+      if (is_token(operands[i].dtype()))
+        return detail::op_error(op, "operand ", i, " is a token; only after_all, send, recv, infeed, "
+                                "outfeed and control flow take tokens");
+  if (!takes_tokens && op != OpCode::kParameter) {
+    StatusOr<std::vector<Shape>> results = detail::infer_value_shapes(op, operands, attrs, bodies);
+    if (results.ok())
+      for (std::size_t r = 0; r < results->size(); ++r)
+        if (is_token((*results)[r].dtype()))
+          return detail::op_error(op, "result ", r, " would be a token; only after_all, send, recv, "
+                                  "infeed, outfeed, control flow and parameters make tokens");
+    return results;
+  }
+  return detail::infer_value_shapes(op, operands, attrs, bodies);
+}
+
+namespace detail {
+/// infer_shapes once its checks common to every op have passed: the op's own rule.
+PJRT_LITE_COMPILED_ONCE StatusOr<std::vector<Shape>> infer_value_shapes(OpCode op, std::span<const Shape> operands,
+                                                                const Attributes& attrs, std::span<const Signature> bodies) {
   auto one = [](StatusOr<Shape> s) -> StatusOr<std::vector<Shape>> {
     if (!s.ok()) return s.status();
     return std::vector<Shape>{std::move(s).value()};
@@ -118,8 +146,15 @@ PJRT_LITE_COMPILED_ONCE StatusOr<std::vector<Shape>> infer_shapes(OpCode op, std
     case OpCode::kCollectivePermute:
     case OpCode::kCollectiveBroadcast:
       return infer_collective(op, operands, std::get<CollectiveAttrs>(attrs), bodies);
+    case OpCode::kAfterAll:
+    case OpCode::kSend:
+    case OpCode::kRecv:
+    case OpCode::kInfeed:
+    case OpCode::kOutfeed: return infer_token_op(op, operands, attrs);
     default: return detail::op_error(op, "has no shape rule");
   }
 }
+
+}  // namespace detail
 
 }  // namespace pjrt_lite

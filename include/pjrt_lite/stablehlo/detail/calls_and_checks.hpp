@@ -96,8 +96,13 @@ inline StatusOr<OpResult> build_run_parallel(Context& ctx, const OpSyntax& op, O
     if (run.programs.back().size() != run.programs.front().size())
       return error_at(row.pos, "every row of programs needs as many partitions as the first");
   }
-  if (find_attr(p.attrs, "infeed"))
-    return unsupported_at(p.pos, str_cat(op.name, " with infeed"));
+  if (const AttrValue* infeed = find_attr(p.attrs, "infeed")) {
+    if (infeed->kind != AttrValue::Kind::kList) return error_at(infeed->pos, "expected infeed = [@f, ...]");
+    for (const AttrValue& f : infeed->list) {
+      if (f.kind != AttrValue::Kind::kSymbol) return error_at(f.pos, "expected a function @name in infeed");
+      run.infeed.push_back(f.text);
+    }
+  }
   if (!p.type.functional) return error_at(p.type.pos, str_cat(op.name, " needs a function type (...) -> (...)"));
   OpResult out;
   for (const Shape& s : p.type.function.results) {

@@ -490,6 +490,73 @@ inline StatusOr<Attributes> read_rng_bit_generator(const Context&, const OpSynta
 /// partition: their num_partitions is the module's mhlo.num_partitions, or else what the
 /// declared result type implies (as StableHLO's own verifier, which does not know the grid,
 /// takes the declared type).
+/// `channel_handle = #stablehlo.channel_handle<handle = H, type = T>`, or (a portable
+/// artifact's spelling) `channel_id = H` and `channel_type = T`; any may be missing.
+inline Status read_channel_handle(const AttrDict& attrs, std::int64_t& id, std::int64_t& type) {
+  if (const AttrValue* v = find_attr(attrs, "channel_handle")) {
+    if (v->kind != AttrValue::Kind::kDict)
+      return error_at(v->pos, "expected #stablehlo.channel_handle<handle = H, type = T>");
+    for (const auto& entry : v->dict) {
+      if (entry.second.kind != AttrValue::Kind::kInt ||
+          (entry.first != "handle" && entry.first != "type"))
+        return error_at(entry.second.pos,
+                        str_cat("unknown channel_handle field '", entry.first, "'"));
+      (entry.first == "handle" ? id : type) = entry.second.i;
+    }
+  }
+  if (const AttrValue* v = find_attr(attrs, "channel_id")) {
+    if (v->kind != AttrValue::Kind::kInt) return error_at(v->pos, "expected an integer channel_id");
+    id = v->i;
+  }
+  if (const AttrValue* v = find_attr(attrs, "channel_type")) {
+    if (v->kind != AttrValue::Kind::kInt) return error_at(v->pos, "expected an integer channel_type");
+    type = v->i;
+  }
+  return ok_status();
+}
+
+/// send, recv, infeed, outfeed: the channel (send, recv), is_host_transfer and
+/// source_target_pairs (send, recv), the config string (infeed, outfeed), and the data types
+/// recv and infeed produce (their declared results but the last, the token).
+inline StatusOr<Attributes> read_channel(const Context& /*ctx*/, const OpSyntax& op, const OpParts& p) {
+  ChannelAttrs a;
+  const bool channel = op.code == OpCode::kSend || op.code == OpCode::kRecv;
+  if (channel) {
+    PJRT_LITE_RETURN_IF_ERROR(read_channel_handle(p.attrs, a.channel_id, a.channel_type));
+    if (const AttrValue* v = find_attr(p.attrs, "is_host_transfer")) {
+      if (v->kind == AttrValue::Kind::kUnit) {
+        a.is_host_transfer = true;
+      } else {
+        PJRT_LITE_ASSIGN_OR_RETURN(a.is_host_transfer, bool_attr(p.attrs, "is_host_transfer"));
+      }
+    }
+    // A portable artifact's recv and send without pairs carry an empty array<i64>.
+    if (const AttrValue* v = find_attr(p.attrs, "source_target_pairs");
+        v != nullptr && !(v->kind == AttrValue::Kind::kIntArray && v->ints.empty())) {
+      if (v->kind != AttrValue::Kind::kDense || !v->dense || !is_integral(v->dense->dtype()) ||
+          (v->dense->element_count() > 0 && (v->dense->shape().rank() != 2 || v->dense->shape().dim(1) != 2)))
+        return error_at(v->pos, "expected source_target_pairs as an integer dense<...> of rows of two");
+      StatusOr<Literal> as64 = v->dense->convert(DType::kS64);
+      if (!as64.ok()) return error_at(v->pos, as64.status().message());
+      std::span<const std::int64_t> data = as64->data<std::int64_t>();
+      a.source_target_pairs.assign(data.begin(), data.end());
+    }
+  } else {
+    const std::string_view key = op.code == OpCode::kInfeed ? "infeed_config" : "outfeed_config";
+    if (const AttrValue* v = find_attr(p.attrs, key)) {
+      if (v->kind != AttrValue::Kind::kString) return error_at(v->pos, str_cat("expected a string for ", key));
+      a.config = v->text;
+    }
+  }
+  if (op.code == OpCode::kRecv || op.code == OpCode::kInfeed) {
+    const std::vector<Shape>& results = p.type.functional ? p.type.function.results : p.type.types;
+    if (results.empty() || !is_token(results.back().dtype()))
+      return error_at(p.type.pos, str_cat(op.name, " gives its data and then a !stablehlo.token"));
+    a.payload.assign(results.begin(), results.end() - 1);
+  }
+  return Attributes(std::move(a));
+}
+
 inline StatusOr<Attributes> read_collective(const Context& ctx, const OpSyntax& op, const OpParts& p) {
   CollectiveAttrs a;
   const bool permute = op.code == OpCode::kCollectivePermute;
@@ -508,22 +575,7 @@ inline StatusOr<Attributes> read_collective(const Context& ctx, const OpSyntax& 
   } else if (permute) {
     return error_at(p.pos, str_cat(op.name, " needs the attribute source_target_pairs"));
   }
-  if (const AttrValue* v = find_attr(p.attrs, "channel_handle")) {
-    if (v->kind != AttrValue::Kind::kDict)
-      return error_at(v->pos, "expected #stablehlo.channel_handle<handle = H, type = T>");
-    for (const auto& entry : v->dict) {
-      if (entry.second.kind != AttrValue::Kind::kInt ||
-          (entry.first != "handle" && entry.first != "type"))
-        return error_at(entry.second.pos,
-                        str_cat("unknown channel_handle field '", entry.first, "'"));
-      (entry.first == "handle" ? a.channel_id : a.channel_type) = entry.second.i;
-    }
-  }
-  // A portable artifact's older ops carry the channel as `channel_id = N` (VHLO's spelling).
-  if (const AttrValue* v = find_attr(p.attrs, "channel_id")) {
-    if (v->kind != AttrValue::Kind::kInt) return error_at(v->pos, "expected an integer channel_id");
-    a.channel_id = v->i;
-  }
+  PJRT_LITE_RETURN_IF_ERROR(read_channel_handle(p.attrs, a.channel_id, a.channel_type));
   if (const AttrValue* v = find_attr(p.attrs, "use_global_device_ids")) {
     if (v->kind == AttrValue::Kind::kUnit) {
       a.use_global_device_ids = true;

@@ -173,6 +173,12 @@ inline constexpr OpSyntax kOpTable[] = {
     {"stablehlo.all_to_all",              OpCode::kAllToAll,                kVariadic, kVariadic, nullptr,                 read_collective,        build_node},
     {"stablehlo.collective_permute",      OpCode::kCollectivePermute,       1,         1,         nullptr,                 read_collective,        build_node},
     {"stablehlo.collective_broadcast",    OpCode::kCollectiveBroadcast,     kVariadic, kVariadic, nullptr,                 read_collective,        build_node},
+    // Tokens and side effects (generic form, but after_all's pretty one).
+    {"stablehlo.after_all",               OpCode::kAfterAll,                kVariadic, 1,         pretty_operands,         nullptr,                build_node},
+    {"stablehlo.send",                    OpCode::kSend,                    kVariadic, 1,         nullptr,                 read_channel,           build_node},
+    {"stablehlo.recv",                    OpCode::kRecv,                    1,         kVariadic, nullptr,                 read_channel,           build_node},
+    {"stablehlo.infeed",                  OpCode::kInfeed,                  1,         kVariadic, nullptr,                 read_channel,           build_node},
+    {"stablehlo.outfeed",                 OpCode::kOutfeed,                 kVariadic, 1,         nullptr,                 read_channel,           build_node},
     {"chlo.top_k",                        OpCode::kTopK,                    1,         2,         pretty_top_k,            read_top_k,             build_node},
     // Quantization (quantized_ops.hpp): ops of the IR's own.
     {"stablehlo.uniform_quantize",        OpCode::kParameter,               1,         1,         pretty_operands,         nullptr,                build_uniform_quantize},
@@ -215,12 +221,11 @@ inline const OpSyntax* find_op(std::string_view name) {
 inline bool is_known_unsupported_op(std::string_view name) {
   // clang-format off
   constexpr std::string_view kNames[] = {
-      "after_all", "async_done", "async_start",
+      "async_done", "async_start",
       "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "cholesky",
       "collective_reduce",
       "create_token", "cross-replica-sum", "einsum",
-      "infeed", "outfeed", "recv",
-      "rng", "send",
+      "rng",
       "set_dimension_size", "torch_index_select", "trace",
       "unary_einsum"};
   // clang-format on

@@ -134,8 +134,8 @@ class Reader {
 
   // ---- Types ----------------------------------------------------------------------------
 
-  /// A ranked tensor type of an element type the IR has. Valid types the IR lacks (dynamic
-  /// dimensions, f8 types, tokens, tuples, scalars) are UNIMPLEMENTED.
+  /// A ranked tensor type of an element type the IR has, or `!stablehlo.token`. Valid types
+  /// the IR lacks (tuples, scalars, other dialects' types) are UNIMPLEMENTED.
   StatusOr<Shape> parse_type() {
     last_quant_.reset();
     StatusOr<Shape> type = parse_type_once();
@@ -150,7 +150,10 @@ class Reader {
   StatusOr<Shape> parse_type_once() {
     Token t = lex_.next();
     if (t.is_ident("tensor")) return parse_tensor_body(t.pos);
-    if (t.kind == TokenKind::kBangId) return unsupported_at(t.pos, str_cat("type ", t.text));
+    if (t.kind == TokenKind::kBangId) {
+      if (t.text == "!stablehlo.token") return Shape(DType::kToken, {});
+      return unsupported_at(t.pos, str_cat("type ", t.text));
+    }
     if (t.kind == TokenKind::kIdent) {
       if (t.text == "tuple" || t.text == "vector" || t.text == "memref")
         return unsupported_at(t.pos, str_cat(t.text, " types"));

@@ -545,6 +545,30 @@ inline void Linearizer::transpose_entry(const Entry& e, Value ct) {
                                          sum_body(dt), d));
       return;
     }
+    // The collectives, over the same process groups: psum's transpose is psum (every
+    // participant's cotangent reaches every summand), all_gather's sums each part back to its
+    // owner (reduce_scatter), reduce_scatter's gathers, all_to_all's sends the parts back
+    // (split and concat dimensions swapped), collective_permute's runs the pairs backwards.
+    case OpCode::kAllReduce: send(ops[0], b_.op(OpCode::kAllReduce, {ct}, e.attrs, e.bodies)[0]); return;
+    case OpCode::kAllGather:
+      send(ops[0], b_.op(OpCode::kReduceScatter, {ct}, e.attrs, {sum_body(e.shape.dtype())})[0]);
+      return;
+    case OpCode::kReduceScatter: send(ops[0], b_.op(OpCode::kAllGather, {ct}, e.attrs)[0]); return;
+    case OpCode::kAllToAll: {
+      CollectiveAttrs a = std::get<CollectiveAttrs>(e.attrs);
+      std::swap(a.dimension, a.concat_dimension);
+      send(ops[0], b_.op(OpCode::kAllToAll, {ct}, a)[0]);
+      return;
+    }
+    case OpCode::kCollectivePermute: {
+      CollectiveAttrs a = std::get<CollectiveAttrs>(e.attrs);
+      for (std::size_t r = 0; r + 1 < a.groups.size(); r += 2) std::swap(a.groups[r], a.groups[r + 1]);
+      send(ops[0], b_.collective_permute(ct, a));
+      return;
+    }
+    case OpCode::kCollectiveBroadcast:
+      fail(unimplemented_error("autodiff: collective_broadcast has no reverse-mode rule (forward mode has one)"));
+      return;
     case OpCode::kSelectAndScatter: {
       const Shape x = operand_shape(ops[0]);
       StatusOr<Graph> chooser = chooser_body(e.bodies[0], x.dtype(), e.shape.dtype());

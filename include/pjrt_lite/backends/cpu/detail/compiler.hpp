@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <limits>
 #include <map>
@@ -15,6 +16,7 @@
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/compile_options.hpp"
+#include "pjrt_lite/backends/cpu/detail/channel_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/collective_kernel.hpp"
 #include "pjrt_lite/backends/cpu/detail/compile_program.hpp"
 #include "pjrt_lite/backends/cpu/detail/control_flow_kernel.hpp"
@@ -36,6 +38,7 @@
 #include "pjrt_lite/backends/cpu/detail/tile_program.hpp"
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/backends/reference/rng_bit_generator.hpp"
+#include "pjrt_lite/ir/fingerprint.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/printer.hpp"
 #include "pjrt_lite/ir/verifier.hpp"
@@ -489,6 +492,7 @@ class Compiler {
       const std::size_t before = program_->kernels.size();
       PJRT_LITE_RETURN_IF_ERROR(is_control_flow(n.op)                                   ? emit_control_flow(i, n)
                                 : is_collective(n.op) || is_process_position(n.op) ? emit_collective(i, n)
+                                : is_token_op(n.op)                                ? emit_token_op(i, n)
                                                                                   : emit_node(i, n));
       if (program_->kernels.size() > before)
         program_->node_kernel[static_cast<std::size_t>(i)] = static_cast<std::int32_t>(program_->kernels.size() - 1);
@@ -1216,7 +1220,10 @@ class Compiler {
       cost.transcendentals = sum ? cost.transcendentals + c.transcendentals : std::max(cost.transcendentals, c.transcendentals);
       cost.bytes_accessed = sum ? cost.bytes_accessed + c.bytes_accessed : std::max(cost.bytes_accessed, c.bytes_accessed);
     }
-    for (const auto& r : regions) program_->has_collectives |= r->has_collectives;
+    for (const auto& r : regions) {
+      program_->has_collectives |= r->has_collectives;
+      for (const auto& [id, bytes] : r->channels) program_->add_channel(id, bytes);
+    }
     std::unique_ptr<Kernel> k;
     if (n.op == OpCode::kWhile) {
       k = std::make_unique<WhileKernel>(regions[0], regions[1], reads, dsts, std::move(bytes));
@@ -1329,6 +1336,86 @@ class Compiler {
     k->bytes_accessed = bytes * (1 + k->participants);
     k->text = text;
     program_->has_collectives = true;
+    add_kernel(std::move(k), reads, dsts);
+    return ok_status();
+  }
+
+  /// after_all (nothing to run: a token holds no data), send, recv, infeed and outfeed
+  /// (channel_kernel.hpp). Which mailboxes each participant's send and recv use is settled
+  /// here, for the grid of the compile options.
+  Status emit_token_op(std::int64_t i, const Node& n) {
+    if (n.op == OpCode::kAfterAll) return ok_status();
+    const auto& a = n.attr<ChannelAttrs>();
+    auto k = std::make_unique<ChannelKernel>();
+    k->op = n.op;
+    std::vector<std::int32_t> reads, dsts;
+    for (Value v : n.operands) reads.push_back(slot_of(v));
+    for (std::size_t r = 0; r < n.results.size(); ++r)
+      dsts.push_back(slot_of(Value{static_cast<std::int32_t>(i), static_cast<std::int32_t>(r), 0}));
+    const bool receives = n.op == OpCode::kRecv || n.op == OpCode::kInfeed;
+    if (receives) {
+      k->data_slots.assign(dsts.begin(), dsts.end() - 1);
+      k->data_types = a.payload;
+    } else {
+      k->data_slots.assign(reads.begin(), reads.end() - 1);
+      for (std::size_t o = 0; o + 1 < n.operands.size(); ++o) k->data_types.push_back(g_.shape(n.operands[o]));
+    }
+    pjrt_lite::detail::Hasher h;
+    std::int64_t total = 0;
+    for (const Shape& s : k->data_types) {
+      k->data_bytes.push_back(s.byte_size());
+      total += s.byte_size();
+      h.shape(s.with_default_layout());
+    }
+    k->key = h.value();
+    k->timeout = std::chrono::milliseconds(options_.collective_timeout_ms);
+    std::string text;
+    for (std::int32_t d : dsts) text += str_cat(text.empty() ? "$" : ", $", d);
+    text += str_cat(" = ", op_name(n.op), "(");
+    for (std::size_t r = 0; r < reads.size(); ++r) text += str_cat(r ? ", $" : "$", reads[r]);
+    text += ")";
+    if (n.op == OpCode::kSend || n.op == OpCode::kRecv) {
+      text += str_cat(" channel ", a.channel_id);
+      const int replicas = options_.num_replicas, partitions = options_.num_partitions;
+      const int participants = replicas * partitions;
+      if (participants == 1)
+        return unimplemented_error(str_cat("cpu: ", op_name(n.op), " in an executable of one participant, which has ",
+                                           "nobody to exchange with: compile for a grid (num_replicas x num_partitions > 1)"));
+      // As collective_permute's pairs: replica ids when channel_id <= 0, partition ids
+      // otherwise; the other coordinate is the participant's own.
+      const bool by_partition = a.channel_id > 0;
+      const auto& pairs = a.source_target_pairs;
+      for (std::int64_t id : pairs)
+        if (id >= (by_partition ? partitions : replicas))
+          return invalid_argument_error(str_cat(op_name(n.op), ": source_target_pairs names ",
+                                                by_partition ? "partition " : "replica ", id, " on a grid of ", replicas,
+                                                " x ", partitions));
+      for (int p = 0; p < participants; ++p) {
+        const int r = p / partitions, q = p % partitions;
+        const std::int64_t me = by_partition ? q : r;
+        std::vector<int> boxes;
+        if (pairs.empty()) {
+          boxes.push_back(participants);  // any receiver's mailbox
+        } else if (n.op == OpCode::kSend) {
+          for (std::size_t row = 0; row + 1 < pairs.size(); row += 2) {
+            if (pairs[row] != me) continue;
+            const std::int64_t to = pairs[row + 1];
+            boxes.push_back(static_cast<int>(by_partition ? r * partitions + to : to * partitions + q));
+          }
+        } else {
+          bool target = false;
+          for (std::size_t row = 0; row + 1 < pairs.size(); row += 2) target |= pairs[row + 1] == me;
+          boxes.push_back(target ? p : -1);
+        }
+        k->mailboxes.push_back(std::move(boxes));
+      }
+      k->channel_id = a.channel_id;
+      program_->add_channel(a.channel_id, total);
+      program_->has_collectives = true;
+    }
+    k->plan_scratch();
+    k->bytes_accessed = total;
+    k->text = text;
     add_kernel(std::move(k), reads, dsts);
     return ok_status();
   }

@@ -7,12 +7,14 @@
 //   "PJLX" | u32 version | u8 optimize | u8 fuse | u32 n, i32 device id * n
 //          | u32 num_replicas | u32 num_partitions | u64 collective timeout (ms)
 //          | u32 n, i32 device-assignment id * n (n = 0: none)   (version 2 on)
+//          | u32 n, string output memory kind * n                 (version 3 on)
 //          | u64 n, serialized graph (ir/serialize.hpp, with its own checksum) | u64 FNV-1a-64
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -24,7 +26,7 @@ namespace pjrt_lite::inline v0_1::cpu {
 
 inline constexpr std::array<std::byte, 4> kExecutableMagic = {std::byte{'P'}, std::byte{'J'}, std::byte{'L'},
                                                               std::byte{'X'}};
-inline constexpr std::uint32_t kExecutableFormatVersion = 2;
+inline constexpr std::uint32_t kExecutableFormatVersion = 3;
 
 namespace detail {
 
@@ -42,6 +44,8 @@ inline std::vector<std::byte> write_executable(const Graph& source, const Compil
   const std::vector<int> assigned = options.device_assignment ? options.device_assignment->device_ids : std::vector<int>{};
   w.u32(static_cast<std::uint32_t>(assigned.size()));
   for (int id : assigned) w.u32(static_cast<std::uint32_t>(id));
+  w.u32(static_cast<std::uint32_t>(options.output_memory_kinds.size()));
+  for (const std::string& kind : options.output_memory_kinds) w.string(kind);
   const std::vector<std::byte> graph = serialize(source);
   w.u64(graph.size());
   w.bytes(graph);
@@ -58,9 +62,9 @@ inline StatusOr<std::pair<Graph, CompileOptions>> read_executable(std::span<cons
   ByteReader r(bytes);
   PJRT_LITE_RETURN_IF_ERROR(r.bytes(kExecutableMagic.size(), "magic").status());
   PJRT_LITE_ASSIGN_OR_RETURN(std::uint32_t version, r.u32("format version"));
-  if (version != kExecutableFormatVersion && version != 1)
+  if (version < 1 || version > kExecutableFormatVersion)
     return invalid_argument_error(str_cat("deserialize_executable: format version ", version,
-                                          " is not supported; this build reads version ", kExecutableFormatVersion));
+                                          " is not supported; this build reads versions 1 to ", kExecutableFormatVersion));
   if (bytes.size() < 16)
     return data_loss_error(str_cat("deserialize_executable: truncated: ", bytes.size(), " bytes"));
   const std::size_t checksum_at = bytes.size() - 8;
@@ -103,6 +107,13 @@ inline StatusOr<std::pair<Graph, CompileOptions>> read_executable(std::span<cons
         a.device_ids.push_back(static_cast<int>(id));
       }
       options.device_assignment = std::move(a);
+    }
+  }
+  if (version >= 3) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::size_t kinds, body.count("output memory kind count", 4, 1 << 20));
+    for (std::size_t i = 0; i < kinds; ++i) {
+      PJRT_LITE_ASSIGN_OR_RETURN(std::string kind, body.string("output memory kind"));
+      options.output_memory_kinds.push_back(std::move(kind));
     }
   }
   PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t graph_size, body.u64("graph size"));

@@ -152,6 +152,26 @@ StatusOr<std::vector<std::vector<Buffer<E>>>> LoadedExecutable<E>::execute(
 }
 
 template <class E>
+std::span<const std::pair<std::int64_t, std::int64_t>> LoadedExecutable<E>::channel_bytes(const detail::Program& program) {
+  return program.channels;
+}
+
+template <class E>
+MemorySpace<E>* LoadedExecutable<E>::output_space(Device<E>* device, std::size_t j) const {
+  if (j < options_.output_memory_kinds.size() && !options_.output_memory_kinds[j].empty())
+    if (StatusOr<MemorySpace<E>*> m = device->memory_space_by_kind(options_.output_memory_kinds[j]); m.ok()) return *m;
+  return device->memory_spaces().front();
+}
+
+template <class E>
+std::vector<std::string_view> LoadedExecutable<E>::output_memory_kinds() const {
+  std::vector<std::string_view> kinds;
+  for (std::size_t j = 0; j < program_->output_shapes.size(); ++j)
+    kinds.push_back(output_space(devices_.front(), j)->kind());
+  return kinds;
+}
+
+template <class E>
 Status LoadedExecutable<E>::execute_sharded(std::span<Buffer<E>* const> args, Device<E>* device,
                                             const ExecuteOptions& options, std::vector<Buffer<E>>& results) {
   if (device == nullptr || std::find(devices_.begin(), devices_.end(), device) == devices_.end())
@@ -244,20 +264,21 @@ Status LoadedExecutable<E>::run_participant(std::unique_ptr<detail::RunState> st
   }
   detail::CollectiveContext* context = rendezvous_->begin_run(participant);
   state->collectives = context;
+  state->feeds = &device->feed_queues();
   if (status.ok()) {
     detail::ObservedSpan span(client_->observer(), SpanKind::kExecute, name(), program.cost.bytes_accessed);
     program.run(*state, &client_->executor(), client_->observer());
-    status = context->status;
+    status = !context->status.ok() ? context->status : state->status;
+    if (!status.ok()) rendezvous_->fail(status);
   } else {
     // The others must not wait for this participant until the timeout.
     rendezvous_->fail(status);
   }
   rendezvous_->end_run();
   Future<void> ready = status.ok() ? make_ready_future() : make_error_future<void>(status);
-  MemorySpace<E>* memory_space = device->memory_spaces().front();
   for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
-    results.push_back(
-        detail::BufferAccess::make(client_, memory_space, program.output_shapes[j], std::move(state->outputs[j]), ready));
+    results.push_back(detail::BufferAccess::make(client_, output_space(device, j), program.output_shapes[j],
+                                                 std::move(state->outputs[j]), ready));
   program.release_state(std::move(state));
   return status;
 }
@@ -349,8 +370,8 @@ void LoadedExecutable<E>::start(std::unique_ptr<detail::RunState> state, std::sp
       (options.mode == ExecutionMode::kDefault && all_ready && program.cost.bytes_accessed < kInlineBytes &&
        program.cost.flops < kInlineFlops);
 
-  MemorySpace<E>* memory_space = device->memory_spaces().front();
   Observer* const observer = client_->observer();
+  state->feeds = &device->feed_queues();
   if (synchronous) {
     Status status;
     for (const auto& h : state->holds) {
@@ -360,18 +381,20 @@ void LoadedExecutable<E>::start(std::unique_ptr<detail::RunState> state, std::sp
     if (status.ok()) {
       detail::ObservedSpan span(observer, SpanKind::kExecute, name(), program.cost.bytes_accessed);
       program.run(*state, &client_->executor(), observer);
+      status = state->status;
     }
     Future<void> ready = status.ok() ? make_ready_future() : make_error_future<void>(status);
     for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
-      results.push_back(
-          detail::BufferAccess::make(client_, memory_space, program.output_shapes[j], std::move(state->outputs[j]), ready));
+      results.push_back(detail::BufferAccess::make(client_, output_space(device, j), program.output_shapes[j],
+                                                   std::move(state->outputs[j]), ready));
     program.release_state(std::move(state));
     return;
   }
 
   auto [promise, ready] = make_promise<void>();
   for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
-    results.push_back(detail::BufferAccess::make(client_, memory_space, program.output_shapes[j], state->outputs[j], ready));
+    results.push_back(detail::BufferAccess::make(client_, output_space(device, j), program.output_shapes[j],
+                                                 state->outputs[j], ready));
   std::vector<Future<void>> pending;
   for (const auto& h : state->holds)
     if (!h.ready.is_ready() || !h.ready.await().ok()) pending.push_back(h.ready);
@@ -397,8 +420,12 @@ void LoadedExecutable<E>::start(std::unique_ptr<detail::RunState> state, std::sp
         detail::ObservedSpan span(observer, SpanKind::kExecute, program->graph.name(), program->cost.bytes_accessed);
         program->run(*state, executor, observer);
       }
+      Status status = state->status;
       program->release_state(std::move(state));
-      promise.set_value();
+      if (status.ok())
+        promise.set_value();
+      else
+        promise.set_error(status);
     };
     static_assert(UniqueFunction<void()>::template stores_inline<decltype(task)>(),
                   "an asynchronous execute's task must fit a UniqueFunction without allocating");
@@ -444,6 +471,16 @@ StatusOr<LoadedExecutable<E>> Client<E>::compile(const Graph& graph, const Compi
       return invalid_argument_error(str_cat("compile: device ", id, " appears twice in ", source));
     devices.push_back(*d);
   }
+  if (!options.output_memory_kinds.empty()) {
+    if (options.output_memory_kinds.size() != graph.outputs().size())
+      return invalid_argument_error(str_cat("compile: CompileOptions.output_memory_kinds lists ",
+                                            options.output_memory_kinds.size(), " kinds for the ",
+                                            graph.outputs().size(), " outputs of '", graph.name(), "'"));
+    for (std::size_t j = 0; j < options.output_memory_kinds.size(); ++j)
+      if (const std::string& kind = options.output_memory_kinds[j]; !kind.empty())
+        if (StatusOr<MemorySpace<E>*> m = devices[0]->memory_space_by_kind(kind); !m.ok())
+          return m.status().with_context(str_cat("compile: CompileOptions.output_memory_kinds[", j, "]"));
+  }
   detail::ObservedSpan span(observer(), SpanKind::kCompile, graph.name());
   const std::uint64_t key = fingerprint(graph);
   if (std::shared_ptr<const detail::Program> cached = cache_lookup(key, graph, options))
@@ -479,12 +516,20 @@ StatusOr<LoadedExecutable<E>> Client<E>::compile(std::string_view stablehlo_text
     }
   }
   if (entry == nullptr) return invalid_argument_error("compile: the module has no @main and no public function");
-  if (static_cast<std::int64_t>(entry->graph.outputs().size()) == entry->num_results) return compile(entry->graph, options);
+  // The results' memory kinds (mhlo.memory_kind, annotate_device_placement), unless the
+  // options name their own.
+  CompileOptions with_kinds = options;
+  if (with_kinds.output_memory_kinds.empty() &&
+      std::any_of(entry->result_memory_kinds.begin(), entry->result_memory_kinds.end(),
+                  [](const std::string& k) { return !k.empty(); }))
+    with_kinds.output_memory_kinds = entry->result_memory_kinds;
+  if (static_cast<std::int64_t>(entry->graph.outputs().size()) == entry->num_results)
+    return compile(entry->graph, with_kinds);
   // The checked values are extra outputs of a test program's graph; a compiled program returns
   // only the function's results.
   GraphParts parts = entry->graph.to_parts();
   parts.outputs.resize(static_cast<std::size_t>(entry->num_results));
-  return compile(Graph::from_parts(std::move(parts)), options);
+  return compile(Graph::from_parts(std::move(parts)), with_kinds);
 }
 
 }  // namespace pjrt_lite::cpu

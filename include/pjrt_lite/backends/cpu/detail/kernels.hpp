@@ -21,11 +21,13 @@
 #include "pjrt_lite/backends/cpu/detail/tile_program.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/shape.hpp"
+#include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/core/strided_copy.hpp"
 
 namespace pjrt_lite::inline v0_1::cpu::detail {
 
 struct CollectiveContext;  // rendezvous.hpp
+class FeedQueues;          // feeds.hpp
 
 /// What a kernel sees of one execution.
 struct RunContext {
@@ -37,6 +39,11 @@ struct RunContext {
   /// The participant this execution runs for, in an executable of several (replicas x
   /// partitions); null for one that runs alone.
   CollectiveContext* collectives;
+  /// The queues of the device the execution runs on (infeed, outfeed), or null.
+  FeedQueues* feeds;
+  /// Where a kernel outside a grid records the first error of its execution (infeed), or
+  /// null.
+  Status* status;
 
   /// Runs fn over [0, n) in chunks of at least `grain`, on up to max_workers threads.
   void parallel(std::int64_t n, std::int64_t grain, RangeFn fn) const {

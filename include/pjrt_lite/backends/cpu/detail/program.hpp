@@ -6,11 +6,13 @@
 // program allocates nothing: the per-execution state (arena, slot table, argument holds) is
 // recycled between executions.
 
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/buffer.hpp"
@@ -45,6 +47,10 @@ struct RunState {
   std::vector<int> donation_order;
   // The participant the execution runs for (replica_id, partition_id, collectives), or null.
   CollectiveContext* collectives = nullptr;
+  // The queues of the device the execution runs on, and the first error of a kernel that
+  // runs outside a grid (an infeed that timed out).
+  FeedQueues* feeds = nullptr;
+  Status status;
 };
 
 class Program {
@@ -66,6 +72,19 @@ class Program {
   KernelIsa kernel_isa = compiled_kernel_isa();  // the build of the kernels it runs
   /// Some kernel (here or in a region) is a collective: every participant must run at once.
   bool has_collectives = false;
+  /// (channel id, size of its largest message) of every channel its send and recv ops use,
+  /// here or in a region, each id once: the rendezvous's mailboxes.
+  std::vector<std::pair<std::int64_t, std::int64_t>> channels;
+
+  /// Notes a message of `bytes` on channel `id`.
+  void add_channel(std::int64_t id, std::int64_t bytes) {
+    for (auto& [c, b] : channels)
+      if (c == id) {
+        b = std::max(b, bytes);
+        return;
+      }
+    channels.emplace_back(id, bytes);
+  }
   CostAnalysis cost;
   MemoryStats memory;
   std::string text;
@@ -91,6 +110,8 @@ class Program {
     for (BufferHold& h : s->holds) h = BufferHold{};
     for (auto& m : s->outputs) m.reset();
     s->collectives = nullptr;
+    s->feeds = nullptr;
+    s->status = Status();
     RunState* expected = nullptr;
     if (cached_.compare_exchange_strong(expected, s.get(), std::memory_order_release)) s.release();
   }
@@ -106,7 +127,7 @@ class Program {
                    [](void* e, int workers, std::int64_t n, std::int64_t grain, RangeFn fn) {
                      parallel_for(static_cast<E*>(e), workers, n, grain, fn);
                    },
-                   state.collectives};
+                   state.collectives, state.feeds, &state.status};
     if (observer == nullptr) {
       for (const auto& k : kernels) k->run(ctx);
       return;
@@ -126,7 +147,7 @@ class Program {
     bind_slots(slot_table, arena, [&](std::size_t p) { return parameters[p]; },
                [&](std::size_t o) { return outputs[o]; });
     RunContext ctx{slot_table, arena + scratch_offset, outer.executor, outer.max_workers, outer.parallel_fn,
-                   outer.collectives};
+                   outer.collectives, outer.feeds, outer.status};
     for (const auto& k : kernels) k->run(ctx);
   }
 

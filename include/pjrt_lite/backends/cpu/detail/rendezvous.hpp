@@ -12,18 +12,30 @@
 // counters only grow, so a fast participant's next collective never mistakes itself for the
 // last one.
 //
-// Everything is preallocated when the executable is made: one slot per participant, a
-// mutex and a condition variable. A collective allocates nothing. A wait that outlasts the
+// send and recv meet in mailboxes instead: one per channel and receiving participant, and
+// one per channel for a send that names no receiver (any participant's recv on the channel
+// takes it). A mailbox holds one message: a send copies its data in and goes on, unless the
+// mailbox still holds the previous message, which it then waits to be taken; a recv waits
+// for a message and copies it out.
+//
+// Everything is preallocated when the executable is made: one slot per participant, the
+// mailboxes at the size of their channel's largest message, a mutex and a condition
+// variable. A collective, a send and a recv allocate nothing. A wait that outlasts the
 // timeout fails the collective with DEADLINE_EXCEEDED and marks the rendezvous failed:
 // every waiter gives up, and the counters start again from zero at the next run that begins
 // when no participant is running.
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
+#include <span>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "pjrt_lite/core/status.hpp"
@@ -46,10 +58,22 @@ struct CollectiveContext {
 /// The meeting point of the participants of one executable. Thread-safe.
 class Rendezvous {
  public:
-  Rendezvous(int num_replicas, int num_partitions, std::chrono::milliseconds timeout)
+  /// `channels`: the (channel id, size of its largest message) of every channel the
+  /// program's send and recv ops use, each id once.
+  Rendezvous(int num_replicas, int num_partitions, std::chrono::milliseconds timeout,
+             std::span<const std::pair<std::int64_t, std::int64_t>> channels = {})
       : num_replicas_(num_replicas), num_partitions_(num_partitions), timeout_(timeout),
         slots_(static_cast<std::size_t>(num_replicas * num_partitions)),
         contexts_(static_cast<std::size_t>(num_replicas * num_partitions)) {
+    std::vector<std::pair<std::int64_t, std::int64_t>> sorted(channels.begin(), channels.end());
+    std::sort(sorted.begin(), sorted.end());
+    for (const auto& [id, bytes] : sorted) {
+      channel_ids_.push_back(id);
+      for (int box = 0; box <= participants(); ++box) {
+        mailboxes_.emplace_back();
+        mailboxes_.back().data.resize(static_cast<std::size_t>(bytes));
+      }
+    }
     for (int k = 0; k < participants(); ++k) {
       CollectiveContext& c = contexts_[static_cast<std::size_t>(k)];
       c.rendezvous = this;
@@ -72,6 +96,7 @@ class Rendezvous {
     if (active_ == 0 && !failure_.ok()) {
       // Nobody is inside a collective: the counters may start again.
       for (Slot& s : slots_) s = Slot{};
+      for (Mailbox& m : mailboxes_) m.full = false;
       failure_ = Status();
     }
     ++active_;
@@ -127,6 +152,55 @@ class Rendezvous {
     };
     return wait(lock, all_left, k, "leave");
   }
+  /// The mailbox of channel `channel_id` for participant `to`, or for any (to =
+  /// participants()); -1 for a channel the program does not use.
+  [[nodiscard]] int mailbox(std::int64_t channel_id, int to) const {
+    const auto it = std::lower_bound(channel_ids_.begin(), channel_ids_.end(), channel_id);
+    if (it == channel_ids_.end() || *it != channel_id) return -1;
+    return static_cast<int>(it - channel_ids_.begin()) * (participants() + 1) + to;
+  }
+
+  /// send by participant k: copies `parts` (of `sizes` bytes), tagged with `key` (what the
+  /// data's types hash to), into mailbox `box`, once it is empty.
+  Status post(int k, int box, std::uint64_t key, std::span<const std::byte* const> parts,
+              std::span<const std::int64_t> sizes) {
+    std::unique_lock lock(mu_);
+    PJRT_LITE_ASSIGN_OR_RETURN(Mailbox * m, open_mailbox(lock, box, false, [&] {
+      return str_cat("send: participant ", k, " waited ", timeout_.count(),
+                     " ms for its channel's previous message to be received");
+    }));
+    std::int64_t at = 0;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (sizes[i] > 0) std::memcpy(m->data.data() + at, parts[i], static_cast<std::size_t>(sizes[i]));
+      at += sizes[i];
+    }
+    m->key = key;
+    m->full = true;
+    cv_.notify_all();
+    return ok_status();
+  }
+  /// recv by participant k: waits for a message in mailbox `box` and copies it into `parts`;
+  /// INVALID_ARGUMENT when its types (`key`) are not the receiver's.
+  Status take(int k, int box, std::uint64_t key, std::span<std::byte* const> parts,
+              std::span<const std::int64_t> sizes) {
+    std::unique_lock lock(mu_);
+    PJRT_LITE_ASSIGN_OR_RETURN(Mailbox * m, open_mailbox(lock, box, true, [&] {
+      return str_cat("recv: participant ", k, " waited ", timeout_.count(),
+                     " ms, but nothing was sent to it on its channel");
+    }));
+    if (m->key != key)
+      return fail_locked(invalid_argument_error(
+          str_cat("recv: participant ", k, " received data of other types than its recv's")));
+    std::int64_t at = 0;
+    for (std::size_t i = 0; i < parts.size(); ++i) {
+      if (sizes[i] > 0) std::memcpy(parts[i], m->data.data() + at, static_cast<std::size_t>(sizes[i]));
+      at += sizes[i];
+    }
+    m->full = false;
+    cv_.notify_all();
+    return ok_status();
+  }
+
   /// Records a failure that makes every waiter give up.
   void fail(const Status& s) {
     std::lock_guard lock(mu_);
@@ -154,6 +228,11 @@ class Rendezvous {
   }
 
  private:
+  struct Mailbox {
+    bool full = false;
+    std::uint64_t key = 0;
+    std::vector<std::byte> data;
+  };
   struct Slot {
     std::uint64_t arrived = 0;  // collectives arrived at, counted since the last reset
     std::uint64_t left = 0;     // collectives left
@@ -175,6 +254,20 @@ class Rendezvous {
           " participants never arrived")));
     }
     return ok_status();
+  }
+  /// Mailbox `box` once it is full (or empty), under `lock`; the rendezvous's failure, or
+  /// DEADLINE_EXCEEDED with `timeout_message()` after the timeout. Allocates nothing unless
+  /// it fails.
+  template <class Message>
+  StatusOr<Mailbox*> open_mailbox(std::unique_lock<std::mutex>& lock, int box, bool full, Message timeout_message) {
+    if (box < 0 || static_cast<std::size_t>(box) >= mailboxes_.size())
+      return internal_error(str_cat("rendezvous: there is no mailbox ", box));
+    Mailbox& m = mailboxes_[static_cast<std::size_t>(box)];
+    const bool ok = cv_.wait_until(lock, std::chrono::steady_clock::now() + timeout_,
+                                   [&] { return m.full == full || !failure_.ok(); });
+    if (!failure_.ok()) return failure_;
+    if (!ok) return fail_locked(deadline_exceeded_error(timeout_message()));
+    return &m;
   }
   Status fail_locked(Status s) {
     if (failure_.ok()) failure_ = s;
@@ -215,6 +308,8 @@ class Rendezvous {
   std::condition_variable cv_;
   std::vector<Slot> slots_;
   std::vector<CollectiveContext> contexts_;
+  std::vector<std::int64_t> channel_ids_;  // sorted
+  std::vector<Mailbox> mailboxes_;
   int active_ = 0;
   Status failure_;
 
