@@ -17,6 +17,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -26,6 +27,8 @@
 
 #include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/core/literal.hpp"
+#include "pjrt_lite/core/runtime_types.hpp"
+#include "pjrt_lite/core/unique_function.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/frontend/tensor.hpp"
 #include "pjrt_lite/frontend/transforms.hpp"
@@ -198,17 +201,23 @@ class Pmap {
     std::vector<Shape> slices;
     for (const Literal* l : leaves) slices.push_back(slice_shape(l->shape()));
     PJRT_LITE_ASSIGN_OR_RETURN(Entry * e, lookup_or_compile<Out>(slices, n, args...));
-    // Slice k of every leaf goes to device k.
+    // Slice k of every leaf goes to device k, copied once, straight from the leaf's bytes.
     auto devices = e->exe.addressable_devices();
+    std::vector<Literal> dense;
+    for (const Literal* l : leaves) dense.push_back(l->shape().has_default_layout() ? Literal() : l->with_default_layout());
     std::vector<std::vector<BufferType>> buffers(static_cast<std::size_t>(n));
     std::vector<std::vector<BufferType*>> lists(static_cast<std::size_t>(n));
     for (std::int64_t k = 0; k < n; ++k) {
       auto& mine = buffers[static_cast<std::size_t>(k)];
+      auto* memory = devices[static_cast<std::size_t>(k)]->memory_spaces()[0];
       for (std::size_t i = 0; i < leaves.size(); ++i) {
-        const Literal dense = leaves[i]->with_default_layout();
+        const Literal& whole = leaves[i]->shape().has_default_layout() ? *leaves[i] : dense[i];
         const auto bytes = static_cast<std::size_t>(slices[i].byte_size());
-        PJRT_LITE_ASSIGN_OR_RETURN(Literal slice, Literal::from_bytes(slices[i], dense.bytes().subspan(static_cast<std::size_t>(k) * bytes, bytes)));
-        PJRT_LITE_ASSIGN_OR_RETURN(BufferType b, client_->buffer_from_literal(slice, devices[static_cast<std::size_t>(k)]->memory_spaces()[0]));
+        PJRT_LITE_ASSIGN_OR_RETURN(
+            BufferType b, client_->buffer_from_host_buffer(whole.bytes().subspan(static_cast<std::size_t>(k) * bytes, bytes),
+                                                           slices[i].dtype(), slices[i].dims(), std::nullopt,
+                                                           HostBufferSemantics::kImmutableOnlyDuringCall,
+                                                           UniqueFunction<void()>(), memory));
         mine.push_back(std::move(b));
       }
       for (BufferType& b : mine) lists[static_cast<std::size_t>(k)].push_back(&b);
@@ -225,10 +234,12 @@ class Pmap {
       Literal whole(Shape(part.dtype(), dims));
       const auto bytes = static_cast<std::size_t>(part.byte_size());
       for (std::int64_t k = 0; k < n; ++k) {
-        StatusOr<Literal> l = (*outputs)[static_cast<std::size_t>(k)][j].to_literal().await();
-        if (!l.ok()) return l.status().with_context(options_.name);
-        const Literal dense = l->with_default_layout();
-        if (bytes > 0) std::memcpy(whole.bytes().data() + static_cast<std::size_t>(k) * bytes, dense.bytes().data(), bytes);
+        if (bytes == 0) continue;
+        Status copied = (*outputs)[static_cast<std::size_t>(k)][j]
+                            .copy_raw_to_host(whole.bytes().data() + static_cast<std::size_t>(k) * bytes, 0,
+                                              static_cast<std::int64_t>(bytes))
+                            .await();
+        if (!copied.ok()) return copied.with_context(options_.name);
       }
       stacked.push_back(std::move(whole));
     }

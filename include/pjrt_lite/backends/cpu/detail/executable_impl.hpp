@@ -265,6 +265,8 @@ Status LoadedExecutable<E>::run_participant(std::unique_ptr<detail::RunState> st
   detail::CollectiveContext* context = rendezvous_->begin_run(participant);
   state->collectives = context;
   state->feeds = &device->feed_queues();
+  // The participants run at once, each on a thread: they share the pool's threads.
+  state->max_workers = std::max(1, program.max_workers / rendezvous_->participants());
   if (status.ok()) {
     detail::ObservedSpan span(client_->observer(), SpanKind::kExecute, name(), program.cost.bytes_accessed);
     program.run(*state, &client_->executor(), client_->observer());

@@ -51,6 +51,9 @@ struct RunState {
   // runs outside a grid (an infeed that timed out).
   FeedQueues* feeds = nullptr;
   Status status;
+  // How many threads the execution's kernels may split across; 0: the program's own. The
+  // participants of a grid run at once and share the machine's threads.
+  int max_workers = 0;
 };
 
 class Program {
@@ -112,6 +115,7 @@ class Program {
     s->collectives = nullptr;
     s->feeds = nullptr;
     s->status = Status();
+    s->max_workers = 0;
     RunState* expected = nullptr;
     if (cached_.compare_exchange_strong(expected, s.get(), std::memory_order_release)) s.release();
   }
@@ -123,7 +127,8 @@ class Program {
     bind_slots(state.slot_addresses.data(), state.arena.get(),
                [&](std::size_t p) { return state.holds[p].memory->data; },
                [&](std::size_t o) { return state.outputs[o]->data; });
-    RunContext ctx{state.slot_addresses.data(), state.arena.get() + scratch_offset, executor, max_workers,
+    RunContext ctx{state.slot_addresses.data(), state.arena.get() + scratch_offset, executor,
+                   state.max_workers > 0 ? std::min(state.max_workers, max_workers) : max_workers,
                    [](void* e, int workers, std::int64_t n, std::int64_t grain, RangeFn fn) {
                      parallel_for(static_cast<E*>(e), workers, n, grain, fn);
                    },
