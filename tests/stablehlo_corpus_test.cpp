@@ -129,10 +129,10 @@ Not in the corpus above, and not kept in this repository: openxla/stablehlo's
 its dequantized result with `custom_call @check.eq`) and `stablehlo/tests/interpret` (104 files
 of `// -----`-separated test functions). Run as `stablehlo_run <directory>` on a checkout of
 openxla/stablehlo at 3c9301c: **126 passed** of the quantized programs; of the interpreter's
-tests 94 passed, none failed, 7 skipped and 3 unchecked. Skipped, each with UNIMPLEMENTED
-naming what is missing: collective_reduce; chlo.ragged_dot, chlo.scan; interpreter.probe and
-interpreter.print (the interpreter's instrumentation, checked by FileCheck on its output); a
-dot_general algorithm (tf32 on i64 operands); `@main` with arguments given on the RUN line.
+tests 95 passed, none failed, 6 skipped and 3 unchecked. Skipped, each with UNIMPLEMENTED
+naming what is missing: chlo.ragged_dot, chlo.scan; interpreter.probe and interpreter.print
+(the interpreter's instrumentation, checked by FileCheck on its output); a dot_general
+algorithm (tf32 on i64 operands); `@main` with arguments given on the RUN line.
 Unchecked (it ran, but one of its parts checks nothing, `stablehlo::Verdict::kUnchecked`):
 tuple_and_get_tuple_element, after_all and outfeed.
 What they need is tested in `tests/quantized_test.cpp`: quantized types (docs/ops.md), the
@@ -141,7 +141,8 @@ only function), `custom_call @check.eq` (integers equal, floats within 1e-4, ret
 it holds), the check dialect's `tolerance`, nested tuples and programs that check nothing; in
 `tests/collectives_test.cpp`: all_gather and reduce_scatter over replicas and partitions
 (`num_partitions`), all_reduce's replica groups padded with -1, collective_broadcast's
-`has_dynamic_root`, and the tokens: send and recv round a ring and between different functions
+`has_dynamic_root`, collective_reduce (an all_reduce kept at each group's root, across
+replicas; across partitions it is UNIMPLEMENTED), and the tokens: send and recv round a ring and between different functions
 per process (one program branching on the process), infeed from `interpreter.run_parallel`'s
 queue functions, outfeed and after_all; in `tests/narrow_types_test.cpp`: chlo.mulhi at every integer width and
 bitcast_convert of i1 (one bit each).

@@ -56,6 +56,75 @@ inline StatusOr<OpResult> build_node(Context& ctx, const OpSyntax& op, OpParts& 
   return out;
 }
 
+/// stablehlo.collective_reduce (cross_replica: channel_id <= 0): each group's reduction by the
+/// op's computation, an all_reduce over the groups, kept by the group's root (its first
+/// member, or with has_dynamic_root the member at position roots[i] for result i, the roots
+/// being the last operand) and zeros elsewhere. The root test is IR arithmetic on replica_id
+/// and the groups as a constant, so it needs no grid. Across partitions (channel_id > 0) a
+/// group spans the grid's replicas, which the text does not give: UNIMPLEMENTED.
+inline StatusOr<OpResult> build_collective_reduce(Context& ctx, const OpSyntax& op, OpParts& p) {
+  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                             declared_types(ctx, p.type, p.operands, op.type_rule, op.name, p.pos));
+  if (p.regions.size() != 1) return error_at(p.pos, str_cat(op.name, " takes one region, its computation"));
+  OpSyntax as_all_reduce = op;
+  as_all_reduce.code = OpCode::kAllReduce;
+  PJRT_LITE_ASSIGN_OR_RETURN(Attributes read, read_collective(ctx, as_all_reduce, p));
+  const CollectiveAttrs groups = std::get<CollectiveAttrs>(read);
+  if (groups.channel_id > 0)
+    return unsupported_at(p.pos, str_cat(op.name, " across partitions (channel_id > 0)"));
+  bool dynamic_root = false;
+  if (const AttrValue* root = find_attr(p.attrs, "has_dynamic_root")) {
+    if (root->kind == AttrValue::Kind::kUnit) {
+      dynamic_root = true;
+    } else {
+      PJRT_LITE_ASSIGN_OR_RETURN(dynamic_root, bool_attr(p.attrs, "has_dynamic_root"));
+    }
+  }
+  std::vector<Value> data = p.operands;
+  GraphBuilder& b = ctx.b;
+  Value roots;
+  if (dynamic_root) {
+    if (data.size() < 2) return error_at(p.pos, str_cat(op.name, " with has_dynamic_root takes data and then its roots"));
+    roots = data.back();
+    data.pop_back();
+    PJRT_LITE_ASSIGN_OR_RETURN(Shape rs, b.shape(roots));
+    if (rs.dtype() != DType::kS32 || rs.rank() != 1 || rs.dim(0) != static_cast<std::int64_t>(data.size()))
+      return error_at(p.pos, str_cat(op.name, ": the roots must be an s32[", data.size(), "], one per data operand, not ",
+                                     tensor_type_name(rs)));
+  }
+  std::vector<Value> reduced = b.op(OpCode::kAllReduce, data, groups, {std::move(p.regions[0])});
+  // This replica's position in its group, and whether it is in one (empty replica_groups: one
+  // group of every replica, in order).
+  const Value me = b.convert(b.replica_id(), DType::kS64);
+  Value position = me, in_group = b.constant(true);
+  if (groups.group_size > 0) {
+    const auto rows = static_cast<std::int64_t>(groups.group_count());
+    PJRT_LITE_ASSIGN_OR_RETURN(Literal table, Literal::from_span<std::int64_t>(groups.groups, {rows, groups.group_size}));
+    const Shape grid(DType::kS64, {rows, groups.group_size});
+    const Value mine = b.compare(b.constant(std::move(table)), b.broadcast_in_dim(me, {rows, groups.group_size}, {}),
+                                 ComparisonDirection::kEq);
+    const Value column = b.iota(grid, 1);
+    position = b.reduce(b.select(mine, column, b.broadcast_in_dim(b.constant(std::int64_t{0}), {rows, groups.group_size}, {})),
+                        b.constant(std::int64_t{0}), OpCode::kAdd, {0, 1});
+    in_group = b.reduce(mine, b.constant(false), OpCode::kOr, {0, 1});
+  }
+  OpResult out;
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    Value root = b.constant(std::int64_t{0});
+    if (dynamic_root)
+      root = b.convert(b.reshape(b.slice(roots, {static_cast<std::int64_t>(i)}, {static_cast<std::int64_t>(i) + 1}), {}),
+                       DType::kS64);
+    const Value keep = b.and_(in_group, b.compare(position, root, ComparisonDirection::kEq));
+    PJRT_LITE_ASSIGN_OR_RETURN(Shape s, b.shape(reduced[i]));
+    const std::vector<std::int64_t> dims(s.dims().begin(), s.dims().end());
+    out.values.push_back(b.select(b.broadcast_in_dim(keep, dims, {}), reduced[i],
+                                  b.broadcast_in_dim(b.scalar(s.dtype(), 0), dims, {})));
+  }
+  PJRT_LITE_RETURN_IF_ERROR(b.status().with_context(op.name));
+  PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, op.name, p.pos));
+  return out;
+}
+
 /// chlo.mulhi: the high half of the full-width product of two integers of one type, signed
 /// or unsigned, lowered to IR ops. Up to 32 bits the product is exact in 64 bits: widen,
 /// multiply, shift the high half down, narrow. At 64 bits, the unsigned product of the

@@ -173,6 +173,7 @@ inline constexpr OpSyntax kOpTable[] = {
     {"stablehlo.all_to_all",              OpCode::kAllToAll,                kVariadic, kVariadic, nullptr,                 read_collective,        build_node},
     {"stablehlo.collective_permute",      OpCode::kCollectivePermute,       1,         1,         nullptr,                 read_collective,        build_node},
     {"stablehlo.collective_broadcast",    OpCode::kCollectiveBroadcast,     kVariadic, kVariadic, nullptr,                 read_collective,        build_node},
+    {"stablehlo.collective_reduce",       OpCode::kParameter,               kVariadic, kVariadic, nullptr,                 nullptr,                build_collective_reduce},
     // Tokens and side effects (generic form, but after_all's pretty one).
     {"stablehlo.after_all",               OpCode::kAfterAll,                kVariadic, 1,         pretty_operands,         nullptr,                build_node},
     {"stablehlo.send",                    OpCode::kSend,                    kVariadic, 1,         nullptr,                 read_channel,           build_node},
@@ -223,7 +224,6 @@ inline bool is_known_unsupported_op(std::string_view name) {
   constexpr std::string_view kNames[] = {
       "async_done", "async_start",
       "batch_norm_grad", "batch_norm_inference", "batch_norm_training", "cholesky",
-      "collective_reduce",
       "create_token", "cross-replica-sum", "einsum",
       "rng",
       "set_dimension_size", "torch_index_select", "trace",
