@@ -45,7 +45,8 @@ class ChannelKernel final : public Kernel {
   std::vector<std::vector<int>> mailboxes;  // send, recv: per participant
   std::chrono::milliseconds timeout{0};     // infeed
 
-  void plan_scratch() { scratch_bytes = static_cast<std::int64_t>(2 * data_slots.size() * sizeof(std::byte*)); }
+  /// Scratch: the data's addresses.
+  void plan_scratch() { scratch_bytes = static_cast<std::int64_t>(data_slots.size() * sizeof(std::byte*)); }
 
   void run(const RunContext& ctx) const override {
     auto** parts = reinterpret_cast<std::byte**>(ctx.scratch);

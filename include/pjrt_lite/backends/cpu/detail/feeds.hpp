@@ -53,8 +53,8 @@ class FeedQueues {
       return invalid_argument_error(str_cat("infeed: the entry fed holds (", got, ") but the infeed takes (", want, ")"));
     }
     for (std::size_t i = 0; i < types.size(); ++i) {
-      const Literal dense = entry[i].with_default_layout();
-      if (dense.size_bytes() > 0) std::memcpy(parts[i], dense.bytes().data(), dense.size_bytes());
+      if (!entry[i].shape().has_default_layout()) entry[i] = entry[i].with_default_layout();
+      if (entry[i].size_bytes() > 0) std::memcpy(parts[i], entry[i].bytes().data(), entry[i].size_bytes());
     }
     return ok_status();
   }
