@@ -1,5 +1,5 @@
-// Tests of pmap and the front end's collectives (frontend/parallel.hpp): slices to devices and
-// back, psum / pmean / all_gather / ppermute / axis_index against host arithmetic, the
+// Tests of pmap, shard_map and the front end's collectives (frontend/parallel.hpp): slices
+// and shards to devices and back, psum / pmean / all_gather / ppermute / axis_index against host arithmetic, the
 // collectives' derivative rules in both modes against central differences of the devices'
 // summed outputs (JAX's pmap convention: a device's gradient is that of the sum of every
 // device's output), and bad input.
@@ -148,6 +148,40 @@ TEST_CASE("pmap: grad and jvp through the collectives match central differences 
     for (double d : t->data<double>()) sum += d;
     CHECK_MESSAGE(std::abs(sum - numeric) < 1e-5 * (1 + std::abs(numeric)), "jvp ", sum, " vs ", numeric);
   }
+}
+
+TEST_CASE("shard_map: shards in, collectives across, shards joined out") {
+  auto client = make_client(2);
+  std::mt19937_64 rng(5);
+  const Literal x = random_f64(rng, {4, 3});
+  const Literal w = random_f64(rng, {3, 6});
+  // Row shards of x against the whole of w: the joined rows are x @ w.
+  auto rows = shard_map(*client, [](Tensor xs, Tensor ws) { return matmul(xs, ws); },
+                        {.in_specs = {0, -1}, .out_specs = {0}});
+  auto by_rows = rows(x, w);
+  REQUIRE_MESSAGE(by_rows.ok(), by_rows.status().to_string());
+  auto whole = jit(*client, [](Tensor a, Tensor b) { return matmul(a, b); })(x, w);
+  REQUIRE(whole.ok());
+  CHECK(by_rows->shape() == Shape(kF64, {4, 6}));
+  for (std::size_t i = 0; i < 24; ++i) CHECK(by_rows->data<double>()[i] == doctest::Approx(whole->data<double>()[i]));
+  // Contraction split across the devices: x's columns and w's rows, summed with psum; the
+  // total is the same on every device (out_spec -1). Joined along columns: w's column shards.
+  auto contract = shard_map(*client, [](Tensor xs, Tensor ws) { return np::psum(matmul(xs, ws), "i"); },
+                            {.in_specs = {1, 0}, .out_specs = {-1}});
+  auto summed = contract(f64s({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4}), f64s({1, 0, 0, 1, 1, 1, 2, 0}, {4, 2}));
+  REQUIRE_MESSAGE(summed.ok(), summed.status().to_string());
+  CHECK(values_of<double>(*summed) == std::vector<double>({1 + 3 + 8, 2 + 3, 5 + 7 + 16, 6 + 7}));
+  auto columns = shard_map(*client, [](Tensor xs, Tensor ws) { return matmul(xs, ws); },
+                           {.in_specs = {-1, 1}, .out_specs = {1}});
+  auto by_columns = columns(x, w);
+  REQUIRE_MESSAGE(by_columns.ok(), by_columns.status().to_string());
+  for (std::size_t i = 0; i < 24; ++i) CHECK(by_columns->data<double>()[i] == doctest::Approx(whole->data<double>()[i]));
+  // A dimension the devices cannot split evenly, and specs that name no dimension.
+  check_error(rows(random_f64(rng, {3, 3}), w), StatusCode::kInvalidArgument, "cannot split evenly");
+  auto bad = shard_map(*client, [](Tensor xs) { return xs; }, {.in_specs = {2}});
+  check_error(bad(x), StatusCode::kInvalidArgument, "in_specs[0] = 2 is no dimension");
+  auto bad_out = shard_map(*client, [](Tensor xs) { return np::sum(xs); }, {.out_specs = {0}});
+  check_error(bad_out(x), StatusCode::kInvalidArgument, "out_specs[0] = 0 is no dimension of a rank-0 result");
 }
 
 TEST_CASE("pmap: bad input and unbound axes are clear errors") {

@@ -1,8 +1,9 @@
 #pragma once
-// pmap and the collectives of the front end, as jax.pmap and jax.lax's: f mapped over the
-// leading axis of its arguments, one slice per device, the devices running at once as the
-// replicas of one program; inside f, np::psum, np::pmean, np::all_gather, np::ppermute and
-// np::axis_index reach across the devices of the map named by their axis.
+// pmap, shard_map and the collectives of the front end, as jax.pmap, jax's shard_map and
+// jax.lax's: f mapped over the leading axis of its arguments (pmap) or over shards of them
+// (shard_map), one per device, the devices running at once as the replicas of one program;
+// inside f, np::psum, np::pmean, np::all_gather, np::ppermute and np::axis_index reach
+// across the devices of the map named by their axis.
 //
 //   auto step = pmap(*client, [](Tensor w, Tensor x) {
 //     return np::psum(np::sum(w * x), "i");          // the same total on every device
@@ -344,6 +345,161 @@ Pmap<C, F> pmap(C& client, F f, PmapOptions options = {}) {
 template <CompilingClient C, class F>
 Pmap<C, F> pmap(const std::unique_ptr<C>& client, F f, PmapOptions options = {}) {
   return Pmap<C, F>(*client, std::move(f), std::move(options));
+}
+
+
+struct ShardMapOptions {
+  /// The name of the traced graph.
+  std::string name = "shard_map";
+  /// The name the collectives inside f use for the device axis.
+  std::string axis_name = "i";
+  /// How many devices (shards); 0: every device of the client.
+  std::int64_t devices = 0;
+  /// Per argument leaf, in order: the dimension split evenly across the devices, or -1 for a
+  /// leaf every device gets whole (jax's P(...) and P()). Leaves past the list split
+  /// dimension 0.
+  std::vector<std::int64_t> in_specs = {};
+  /// Per result leaf: the dimension the devices' results are joined along, or -1 for a
+  /// result that is the same on every device (device 0's is returned). Leaves past the list
+  /// join along dimension 0.
+  std::vector<std::int64_t> out_specs = {};
+};
+
+namespace detail {
+
+/// `l` split along `dim` into `n` equal parts, stacked along a new leading axis; `dim` -1:
+/// `n` copies of `l`.
+inline StatusOr<Literal> split_leaf(const Literal& l, std::int64_t dim, std::int64_t n, std::size_t leaf) {
+  const Literal dense = l.with_default_layout();
+  const Shape& s = dense.shape();
+  std::vector<std::int64_t> dims(s.dims().begin(), s.dims().end());
+  if (dim >= s.rank() || dim < -1)
+    return invalid_argument_error(str_cat("shard_map: in_specs[", leaf, "] = ", dim, " is no dimension of ", s));
+  if (dim >= 0 && dims[static_cast<std::size_t>(dim)] % n != 0)
+    return invalid_argument_error(str_cat("shard_map: argument leaf ", leaf, " (", s, ") has dimension ", dim, " of ",
+                                          dims[static_cast<std::size_t>(dim)], ", which ", n, " devices cannot split evenly"));
+  const auto element = static_cast<std::int64_t>(byte_size(s.dtype()));
+  std::int64_t outer = 1, inner = element, part = 1;
+  if (dim >= 0) {
+    for (std::int64_t d = 0; d < dim; ++d) outer *= dims[static_cast<std::size_t>(d)];
+    for (std::int64_t d = dim + 1; d < s.rank(); ++d) inner *= dims[static_cast<std::size_t>(d)];
+    part = dims[static_cast<std::size_t>(dim)] / n;
+    dims[static_cast<std::size_t>(dim)] = part;
+  }
+  dims.insert(dims.begin(), n);
+  Literal out(Shape(s.dtype(), dims));
+  const std::byte* src = dense.bytes().data();
+  std::byte* dst = out.bytes().data();
+  const auto whole = static_cast<std::size_t>(dense.size_bytes());
+  for (std::int64_t k = 0; k < n; ++k) {
+    if (dim < 0) {
+      if (whole > 0) std::memcpy(dst + static_cast<std::size_t>(k) * whole, src, whole);
+      continue;
+    }
+    const std::int64_t run = part * inner, full = dims[static_cast<std::size_t>(dim) + 1] * n * inner;
+    for (std::int64_t o = 0; o < outer; ++o)
+      if (run > 0) std::memcpy(dst + (k * outer + o) * run, src + o * full + k * run, static_cast<std::size_t>(run));
+  }
+  return out;
+}
+
+/// The devices' results `stacked` ([n, ...]) joined along `dim`; `dim` -1: device 0's.
+inline StatusOr<Literal> join_leaf(const Literal& stacked, std::int64_t dim, std::size_t leaf) {
+  const Shape& s = stacked.shape();
+  const std::int64_t n = s.dim(0);
+  std::vector<std::int64_t> dims(s.dims().begin() + 1, s.dims().end());
+  const auto rank = static_cast<std::int64_t>(dims.size());
+  if (dim >= rank || dim < -1)
+    return invalid_argument_error(str_cat("shard_map: out_specs[", leaf, "] = ", dim, " is no dimension of a rank-",
+                                          rank, " result"));
+  const auto element = static_cast<std::int64_t>(byte_size(s.dtype()));
+  if (dim < 0) {
+    const Shape one(s.dtype(), dims);
+    return Literal::from_bytes(one, stacked.bytes().first(static_cast<std::size_t>(one.byte_size())));
+  }
+  std::int64_t outer = 1, inner = element;
+  for (std::int64_t d = 0; d < dim; ++d) outer *= dims[static_cast<std::size_t>(d)];
+  for (std::int64_t d = dim + 1; d < rank; ++d) inner *= dims[static_cast<std::size_t>(d)];
+  const std::int64_t part = dims[static_cast<std::size_t>(dim)] * inner;
+  dims[static_cast<std::size_t>(dim)] *= n;
+  Literal out(Shape(s.dtype(), dims));
+  const std::byte* src = stacked.bytes().data();
+  std::byte* dst = out.bytes().data();
+  for (std::int64_t k = 0; k < n; ++k)
+    for (std::int64_t o = 0; o < outer; ++o)
+      if (part > 0) std::memcpy(dst + (o * n + k) * part, src + (k * outer + o) * part, static_cast<std::size_t>(part));
+  return out;
+}
+
+}  // namespace detail
+
+/// f on shards of global arrays, one shard per device, all at once (jax's shard_map over one
+/// mesh axis): each argument leaf is split along the dimension its in_spec names (or given
+/// whole), f runs on every device's shards with the collectives of the axis at hand, and
+/// each result leaf is joined along its out_spec's dimension (or taken from device 0).
+/// Built on pmap: the same compiled program per signature. Thread-safe.
+template <CompilingClient C, class F>
+class ShardMap {
+ public:
+  ShardMap(C& client, F f, ShardMapOptions options = {})
+      : client_(&client), options_(std::move(options)),
+        pmap_(client, std::move(f), PmapOptions{options_.name, options_.axis_name}) {}
+
+  template <class... Args>
+  auto operator()(const Args&... args) -> StatusOr<tree::Rebind<std::invoke_result_t<F&, const tree::Rebind<Args, Tensor>&...>, Literal>> {
+    const std::int64_t n = options_.devices > 0 ? options_.devices : static_cast<std::int64_t>(client_->devices().size());
+    Status status;
+    std::size_t leaf = 0;
+    auto split = [&](const auto& l) -> Literal {
+      using L = std::remove_cvref_t<decltype(l)>;
+      const std::size_t k = leaf++;
+      if constexpr (!std::is_same_v<L, Literal>) {
+        if (status.ok()) status = invalid_argument_error(str_cat(options_.name, ": arguments are trees of Literals"));
+        return Literal();
+      } else {
+        const std::int64_t dim = k < options_.in_specs.size() ? options_.in_specs[k] : 0;
+        StatusOr<Literal> s = detail::split_leaf(l, dim, n, k);
+        if (!s.ok()) {
+          if (status.ok()) status = s.status();
+          return Literal();
+        }
+        return std::move(s).value();
+      }
+    };
+    // Braced initialization runs left to right, so the leaves are numbered in order.
+    std::tuple<tree::Rebind<Args, Literal>...> stacked{tree::map<Literal>(args, split)...};
+    PJRT_LITE_RETURN_IF_ERROR(status);
+    auto results = std::apply([&](const auto&... a) { return pmap_(a...); }, stacked);
+    if (!results.ok()) return results.status();
+    leaf = 0;
+    auto joined = tree::map<Literal>(*results, [&](const Literal& l) -> Literal {
+      const std::size_t k = leaf++;
+      const std::int64_t dim = k < options_.out_specs.size() ? options_.out_specs[k] : 0;
+      StatusOr<Literal> j = detail::join_leaf(l, dim, k);
+      if (!j.ok()) {
+        if (status.ok()) status = j.status();
+        return Literal();
+      }
+      return std::move(j).value();
+    });
+    PJRT_LITE_RETURN_IF_ERROR(status);
+    return joined;
+  }
+
+ private:
+  C* client_;
+  ShardMapOptions options_;
+  Pmap<C, F> pmap_;
+};
+
+/// f on shards of its arguments across the client's devices (jax's shard_map).
+template <CompilingClient C, class F>
+ShardMap<C, F> shard_map(C& client, F f, ShardMapOptions options = {}) {
+  return ShardMap<C, F>(client, std::move(f), std::move(options));
+}
+template <CompilingClient C, class F>
+ShardMap<C, F> shard_map(const std::unique_ptr<C>& client, F f, ShardMapOptions options = {}) {
+  return ShardMap<C, F>(*client, std::move(f), std::move(options));
 }
 
 }  // namespace pjrt_lite
