@@ -111,7 +111,9 @@ TEST_CASE("pmap: grad and jvp through the collectives match central differences 
   };
   auto client = make_client(3);
   std::mt19937_64 rng(11);
-  for (const auto& [name, fn] : cases) {
+  for (const auto& c : cases) {
+    const char* name = c.first;
+    const Fn& fn = c.second;  // not a structured binding: lambdas below capture it
     CAPTURE(name);
     const Literal x = random_f64(rng, {3, 3});
     const Literal dir = random_f64(rng, {3, 3});
