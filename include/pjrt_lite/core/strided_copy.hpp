@@ -75,7 +75,7 @@ inline void gather_strided(const std::byte* src, std::span<const std::int64_t> d
   const std::size_t rank = dims.size();
   std::int64_t count = 1;
   for (std::int64_t d : dims) count *= d;
-  if (count == 0) return;
+  if (count == 0 || element_size == 0) return;  // nothing to copy (a token holds no bytes)
   if (rank == 0 || std::equal(byte_strides.begin(), byte_strides.end(),
                               dense_byte_strides(dims, element_size).begin())) {
     std::memcpy(dst, src, static_cast<std::size_t>(count * element_size));
