@@ -26,6 +26,13 @@ write_basic_package_version_file(
   "${PROJECT_BINARY_DIR}/pjrt_liteConfigVersion.cmake" COMPATIBILITY SameMinorVersion)
 export(TARGETS ${pjrt_lite_export_targets} NAMESPACE pjrt_lite:: FILE "${PROJECT_BINARY_DIR}/pjrt_liteTargets.cmake")
 
+# pjrt_lite::mpi in a targets file of its own, which the config includes only where MPI is
+# found: a package built with MPI still works without it.
+if(TARGET pjrt_lite_mpi)
+  set_target_properties(pjrt_lite_mpi PROPERTIES EXPORT_NAME mpi)
+  export(TARGETS pjrt_lite_mpi NAMESPACE pjrt_lite:: FILE "${PROJECT_BINARY_DIR}/pjrt_liteMpiTargets.cmake")
+endif()
+
 # The .pc files find their prefix from their own place (${pcfiledir}), so `cmake --install
 # --prefix` and moved installs stay right.
 file(RELATIVE_PATH PJRT_LITE_PC_PREFIX "/prefix/${PJRT_LITE_INSTALL_PKGCONFIGDIR}" "/prefix")
@@ -46,6 +53,10 @@ if(PJRT_LITE_INSTALL)
           FILES_MATCHING PATTERN "*.hpp")
   install(TARGETS ${pjrt_lite_export_targets} EXPORT pjrt_liteTargets)
   install(EXPORT pjrt_liteTargets NAMESPACE pjrt_lite:: DESTINATION "${PJRT_LITE_INSTALL_CMAKEDIR}")
+  if(TARGET pjrt_lite_mpi)
+    install(TARGETS pjrt_lite_mpi EXPORT pjrt_liteMpiTargets)
+    install(EXPORT pjrt_liteMpiTargets NAMESPACE pjrt_lite:: DESTINATION "${PJRT_LITE_INSTALL_CMAKEDIR}")
+  endif()
   install(FILES "${PROJECT_BINARY_DIR}/pjrt_liteConfig.cmake" "${PROJECT_BINARY_DIR}/pjrt_liteConfigVersion.cmake"
           DESTINATION "${PJRT_LITE_INSTALL_CMAKEDIR}")
   install(FILES "${PROJECT_BINARY_DIR}/pjrt_lite.pc" DESTINATION "${PJRT_LITE_INSTALL_PKGCONFIGDIR}")

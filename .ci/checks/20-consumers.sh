@@ -84,7 +84,8 @@ done
 # per header, declaring the kernels (PJRT_LITE_CPU_EXTERN_KERNELS) rather than compiling them.
 # Internal headers (detail/ folders, IWYU-private) are compiled through the public headers that
 # include them and all together in step 5; cpu_instantiate.hpp, which compiles every kernel, is
-# left to the kernels library's build above.
+# left to the kernels library's build above, and mpi.hpp, which needs MPI's headers, to
+# 50-mpi.sh.
 # Most headers include ir/graph.hpp or at least core/dtype.hpp (with Eigen/Core), which took
 # about 2 s and 1.5 s of each header's compile. Both are precompiled once, and a header's unit
 # starts from the larger one that its own includes reach (the preprocessor's list, -MM): it so
@@ -111,7 +112,7 @@ header_alone() {  # header_alone <header>: compiles it on its own, included twic
 }
 export -f header_alone
 export work header_flags bases
-(cd "$work/prefix/include" && find pjrt_lite -name '*.hpp' ! -name cpu_instantiate.hpp ! -path '*/detail/*' | sort) |
+(cd "$work/prefix/include" && find pjrt_lite -name '*.hpp' ! -name cpu_instantiate.hpp ! -name mpi.hpp ! -path '*/detail/*' | sort) |
   xargs -P2 -I{} bash -c 'header_alone "$1"' bash {}
 step "each public installed header on its own, clang++-14 -fsyntax-only"
 
@@ -122,7 +123,7 @@ step "each public installed header on its own, clang++-14 -fsyntax-only"
 # builds that compile them: the README build, whose g++ warnings fail CI (.ci/run), and the
 # sanitizer build, clang++ with -Werror (30-sanitizers.sh). Compiling them here as well cost
 # about 320 s of g++ CPU.
-find include -name '*.hpp' ! -name cpu_instantiate.hpp ! -path 'include/pjrt_lite/backends/cpu/detail/*' | sort |
+find include -name '*.hpp' ! -name cpu_instantiate.hpp ! -name mpi.hpp ! -path 'include/pjrt_lite/backends/cpu/detail/*' | sort |
   sed 's|^include/\(.*\)|#include <\1>|' >"$work/all_headers.cpp"
 all_headers() {  # all_headers <compiler>
   "$1" -std=c++20 -fsyntax-only -Wall -Wextra -Wpedantic -Werror -fno-exceptions -fno-rtti \

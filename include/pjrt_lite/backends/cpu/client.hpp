@@ -24,6 +24,7 @@
 #include "pjrt_lite/backends/cpu/forward.hpp"
 #include "pjrt_lite/backends/cpu/observer.hpp"
 #include "pjrt_lite/backends/cpu/thread_pool.hpp"
+#include "pjrt_lite/backends/cpu/transport.hpp"
 #include "pjrt_lite/concepts.hpp"
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/runtime_types.hpp"
@@ -36,7 +37,8 @@
 namespace pjrt_lite::inline v0_1::cpu {
 
 struct ClientOptions {
-  /// How many devices the client shows; each is a slice of the same host (1 to 1024).
+  /// How many devices the client shows (per process, for a distributed client); each is a
+  /// slice of the same host (1 to 1024).
   int device_count = 1;
   /// Worker threads of the executor; 0 means one per hardware thread. Ignored by
   /// InlineExecutor.
@@ -52,6 +54,12 @@ struct ClientOptions {
   /// How many compiled programs the compile cache keeps; past that the least recently used
   /// one is dropped (executables already made from it keep working). 0 turns the cache off.
   std::int64_t compile_cache_capacity = 256;
+  /// The other processes, for one process of a distributed client (transport.hpp;
+  /// pjrt_lite/mpi.hpp makes one over MPI): process p's devices have ids p * device_count
+  /// .. (p + 1) * device_count - 1, every process has device_count of them, devices() lists
+  /// all and addressable_devices() this process's, and process_index is the transport's.
+  /// Null: a client of one process.
+  std::shared_ptr<Transport> transport = nullptr;
 };
 
 /// A CPU runtime. Create with Client<E>::create(options); it owns its devices, memory spaces
@@ -79,6 +87,17 @@ class Client {
     if (options.process_index < 0)
       return invalid_argument_error(str_cat("ClientOptions.process_index must be >= 0, got ",
                                             options.process_index));
+    if (options.transport) {
+      const int count = options.transport->process_count(), index = options.transport->process_index();
+      if (count < 1 || index < 0 || index >= count)
+        return invalid_argument_error(str_cat("ClientOptions.transport: process ", index, " of ", count));
+      if (options.process_index != 0 && options.process_index != index)
+        return invalid_argument_error(str_cat("ClientOptions.process_index is ", options.process_index,
+                                              " but the transport's process index is ", index));
+      if (static_cast<std::int64_t>(count) * options.device_count > (std::int64_t{1} << 20))
+        return invalid_argument_error(str_cat("ClientOptions: ", count, " processes of ", options.device_count,
+                                              " devices are more than 2^20 devices"));
+    }
     if (options.async_transfer_threshold_bytes < 0)
       return invalid_argument_error("ClientOptions.async_transfer_threshold_bytes must be >= 0");
     if (options.memory_pool_bytes < 0)
@@ -100,11 +119,16 @@ class Client {
 
   [[nodiscard]] std::string_view platform_name() const { return "cpu"; }
   [[nodiscard]] std::string_view platform_version() const { return "pjrt_lite cpu (Eigen)"; }
-  [[nodiscard]] int process_index() const { return options_.process_index; }
+  /// This process's index among the processes of a distributed client; 0 otherwise.
+  [[nodiscard]] int process_index() const { return process_index_; }
+  /// How many processes the client spans (1 without a transport).
+  [[nodiscard]] int process_count() const { return options_.transport ? options_.transport->process_count() : 1; }
+  /// Every device, this process's and (distributed) the others', in id order.
   [[nodiscard]] int device_count() const { return static_cast<int>(device_ptrs_.size()); }
-  [[nodiscard]] int addressable_device_count() const { return device_count(); }
+  [[nodiscard]] int addressable_device_count() const { return static_cast<int>(addressable_ptrs_.size()); }
   [[nodiscard]] std::span<Device<E>* const> devices() const { return device_ptrs_; }
-  [[nodiscard]] std::span<Device<E>* const> addressable_devices() const { return device_ptrs_; }
+  /// This process's devices, in id order.
+  [[nodiscard]] std::span<Device<E>* const> addressable_devices() const { return addressable_ptrs_; }
   [[nodiscard]] std::span<MemorySpace<E>* const> memory_spaces() const { return memory_space_ptrs_; }
   [[nodiscard]] const ClientOptions& options() const { return options_; }
   [[nodiscard]] E& executor() { return executor_; }
@@ -116,7 +140,7 @@ class Client {
   /// The attached observer, or null. Thread-safe.
   [[nodiscard]] Observer* observer() const { return observer_.load(std::memory_order_acquire); }
 
-  /// The device with `id`, or INVALID_ARGUMENT.
+  /// The device with `id` (of any process), or INVALID_ARGUMENT.
   [[nodiscard]] StatusOr<Device<E>*> lookup_device(int id) const {
     if (id < 0 || id >= device_count())
       return invalid_argument_error(str_cat("no device with id ", id, " (the client has ",
@@ -124,6 +148,15 @@ class Client {
                                             device_count() - 1, ")"));
     return device_ptrs_[static_cast<std::size_t>(id)];
   }
+  /// This process's device with `local_hardware_id`, or INVALID_ARGUMENT.
+  [[nodiscard]] StatusOr<Device<E>*> lookup_addressable_device(int local_hardware_id) const {
+    if (local_hardware_id < 0 || local_hardware_id >= addressable_device_count())
+      return invalid_argument_error(str_cat("no addressable device with local hardware id ", local_hardware_id,
+                                            " (this process has ", addressable_device_count(), ")"));
+    return addressable_ptrs_[static_cast<std::size_t>(local_hardware_id)];
+  }
+  /// The transport to the other processes (null for a client of one process).
+  [[nodiscard]] const std::shared_ptr<Transport>& transport() const { return options_.transport; }
 
   /// PJRT's default device assignment for a grid of num_replicas x num_partitions: participant
   /// (r, p) on device r * num_partitions + p. INVALID_ARGUMENT when the grid has more
@@ -249,7 +282,12 @@ class Client {
         return invalid_argument_error(str_cat("buffer_from_host_buffer: device ",
                                               device->debug_string(), " belongs to another client"));
       }
-      memory_space = device->memory_spaces().front();
+      StatusOr<MemorySpace<E>*> space = device->default_memory_space();
+      if (!space.ok()) {
+        if (on_done) on_done();
+        return space.status().with_context("buffer_from_host_buffer");
+      }
+      memory_space = *space;
     }
     return buffer_from_host_buffer(data, dtype, dims, byte_strides, semantics, std::move(on_done),
                                    memory_space);
@@ -357,7 +395,7 @@ class Client {
   friend class Buffer<E>;
 
   explicit Client(const ClientOptions& options)
-      : options_(options),
+      : options_(options), process_index_(options.transport ? options.transport->process_index() : options.process_index),
         memory_pool_(std::make_shared<detail::MemoryPool>(
             static_cast<std::size_t>(options.memory_pool_bytes))),
         buffer_state_pool_(std::make_shared<detail::BufferStatePool<E>>()),
@@ -367,12 +405,20 @@ class Client {
         {"executor_threads", static_cast<std::int64_t>(executor_.num_threads())},
         {"simd", std::string(Eigen::SimdInstructionSetsInUse())},
     };
-    for (int i = 0; i < options.device_count; ++i) {
+    // A distributed client: every process's devices, process p's from id p * device_count;
+    // only this process's have memory spaces.
+    const int processes = options.transport ? options.transport->process_count() : 1;
+    for (int id = 0; id < processes * options.device_count; ++id) {
+      const int process = options.transport ? id / options.device_count : process_index_;
+      const int local = options.transport ? id % options.device_count : id;
       DeviceAttributeMap attributes = common;
-      attributes["coords"] = std::vector<std::int64_t>{i};
-      devices_.push_back(std::make_unique<Device<E>>(this, i, options.process_index, std::move(attributes)));
+      attributes["coords"] = std::vector<std::int64_t>{id};
+      devices_.push_back(std::make_unique<Device<E>>(this, id, process, std::move(attributes), local,
+                                                     process == process_index_));
       Device<E>* device = devices_.back().get();
       device_ptrs_.push_back(device);
+      if (process != process_index_) continue;
+      addressable_ptrs_.push_back(device);
       for (int kind = 0; kind < static_cast<int>(std::size(kMemoryKinds)); ++kind) {
         const int id = static_cast<int>(memory_spaces_.size());
         memory_spaces_.push_back(std::make_unique<MemorySpace<E>>(this, id, kind, device));
@@ -397,6 +443,7 @@ class Client {
   }
 
   ClientOptions options_;
+  int process_index_;
   // Shared with every live pooled block and buffer state, which may outlive the client (an
   // ExternalReference, a transfer still in flight) and must find their pool still there.
   std::shared_ptr<detail::MemoryPool> memory_pool_;
@@ -405,6 +452,7 @@ class Client {
   // the devices and memory spaces they name still exist.
   std::vector<std::unique_ptr<Device<E>>> devices_;
   std::vector<Device<E>*> device_ptrs_;
+  std::vector<Device<E>*> addressable_ptrs_;
   std::vector<std::unique_ptr<MemorySpace<E>>> memory_spaces_;
   std::vector<MemorySpace<E>*> memory_space_ptrs_;
   // The compile cache, least recently used last; the source graph is kept to rule out

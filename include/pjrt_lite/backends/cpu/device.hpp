@@ -62,18 +62,24 @@ class Device {
   using device_concept = device_tag;
   using memory_space_type = MemorySpace<E>;
 
-  Device(Client<E>* client, int id, int process_index, DeviceAttributeMap attributes)
-      : client_(client), id_(id), process_index_(process_index), attributes_(std::move(attributes)) {}
+  Device(Client<E>* client, int id, int process_index, DeviceAttributeMap attributes, int local_hardware_id = -1,
+         bool addressable = true)
+      : client_(client), id_(id), process_index_(process_index),
+        local_hardware_id_(local_hardware_id < 0 ? id : local_hardware_id), addressable_(addressable),
+        attributes_(std::move(attributes)) {}
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
-  /// Unique across the client.
+  /// Unique across the client (across its processes, for a distributed client).
   [[nodiscard]] int id() const { return id_; }
+  /// The process whose device it is.
   [[nodiscard]] int process_index() const { return process_index_; }
-  /// The index among the devices of this process.
-  [[nodiscard]] int local_hardware_id() const { return id_; }
+  /// The index among the devices of its process.
+  [[nodiscard]] int local_hardware_id() const { return local_hardware_id_; }
   [[nodiscard]] std::string_view device_kind() const { return "cpu"; }
-  [[nodiscard]] bool is_addressable() const { return true; }
+  /// Whether this process can place buffers on it and run on it: false for another
+  /// process's device of a distributed client, which has no memory spaces here.
+  [[nodiscard]] bool is_addressable() const { return addressable_; }
   /// Named facts about the device: core and thread counts, the SIMD sets in use, coords.
   [[nodiscard]] const DeviceAttributeMap& attributes() const { return attributes_; }
   /// "cpu:0".
@@ -84,14 +90,19 @@ class Device {
 
   /// This device's memory spaces, indexed by kind id.
   [[nodiscard]] std::span<MemorySpace<E>* const> memory_spaces() const { return memory_spaces_; }
-  /// Where buffers go when no memory space is named: the "device" kind.
+  /// Where buffers go when no memory space is named: the "device" kind. FAILED_PRECONDITION
+  /// for another process's device.
   [[nodiscard]] StatusOr<MemorySpace<E>*> default_memory_space() const {
+    if (memory_spaces_.empty())
+      return failed_precondition_error(str_cat("device ", debug_string(), " belongs to process ", process_index_,
+                                               " and is not addressable from this one"));
     return memory_spaces_.front();
   }
   /// Queues `values` for the next infeed op a program runs on this device (PJRT's
   /// TransferToInfeed): one entry, taken whole by one infeed whose result types are the
   /// values' (else that execution fails INVALID_ARGUMENT). Thread-safe.
   Status transfer_to_infeed(std::vector<Literal> values) {
+    if (!addressable_) return default_memory_space().status().with_context("transfer_to_infeed");
     for (std::size_t i = 0; i < values.size(); ++i)
       if (is_token(values[i].dtype()))
         return invalid_argument_error(str_cat("transfer_to_infeed: value ", i, " is a token"));
@@ -103,6 +114,7 @@ class Device {
   /// TransferFromOutfeed), waiting up to `timeout` for one: DEADLINE_EXCEEDED if none comes.
   /// Thread-safe.
   StatusOr<std::vector<Literal>> transfer_from_outfeed(std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    if (!addressable_) return default_memory_space().status().with_context("transfer_from_outfeed");
     return feeds_.pop_outfeed(timeout, debug_string());
   }
   /// The queues the device's executions read and write (detail).
@@ -110,6 +122,7 @@ class Device {
 
   /// The memory space of `kind` ("device", "pinned_host", "unpinned_host"), or NOT_FOUND.
   [[nodiscard]] StatusOr<MemorySpace<E>*> memory_space_by_kind(std::string_view kind) const {
+    if (memory_spaces_.empty()) return default_memory_space().status();
     for (MemorySpace<E>* m : memory_spaces_)
       if (m->kind() == kind) return m;
     return not_found_error(str_cat("device ", debug_string(), " has no memory space of kind '",
@@ -122,6 +135,8 @@ class Device {
   Client<E>* client_;
   int id_;
   int process_index_;
+  int local_hardware_id_;
+  bool addressable_;
   DeviceAttributeMap attributes_;
   std::vector<MemorySpace<E>*> memory_spaces_;
   detail::FeedQueues feeds_;

@@ -41,11 +41,17 @@ class LoadedExecutable {
   using buffer_type = Buffer<E>;
   using device_type = Device<E>;
 
+  /// `devices`: this process's devices of the grid, in the order of their participants;
+  /// `rendezvous`: where a grid that spans processes meets (made by Client::compile), or
+  /// null to make one for a grid of this process's devices alone.
   LoadedExecutable(Client<E>* client, std::shared_ptr<const detail::Program> program, std::vector<Device<E>*> devices,
-                   CompileOptions options, Graph source)
+                   CompileOptions options, Graph source, std::shared_ptr<detail::Rendezvous> rendezvous = nullptr)
       : client_(client), program_(std::move(program)), devices_(std::move(devices)), options_(std::move(options)),
-        source_(std::move(source)) {
-    if (options_.num_replicas * options_.num_partitions > 1)
+        source_(std::move(source)), rendezvous_(std::move(rendezvous)) {
+    // A grid on this process's devices alone meets here; a grid on no device of this
+    // process runs nothing here.
+    if (!rendezvous_ && options_.num_replicas * options_.num_partitions > 1 &&
+        devices_.size() == static_cast<std::size_t>(options_.num_replicas * options_.num_partitions))
       rendezvous_ = std::make_shared<detail::Rendezvous>(options_.num_replicas, options_.num_partitions,
                                                          std::chrono::milliseconds(options_.collective_timeout_ms),
                                                          channel_bytes(*program_));
@@ -67,7 +73,14 @@ class LoadedExecutable {
   }
 
   [[nodiscard]] std::string_view name() const { return source_.name(); }
+  /// The devices of this process that run the program, in the order of their participants
+  /// (replica-major); for a grid that spans processes, the others' devices are not listed.
   [[nodiscard]] std::span<Device<E>* const> addressable_devices() const { return devices_; }
+  /// The participant (replica * num_partitions + partition) that addressable_devices()[i]
+  /// runs.
+  [[nodiscard]] int participant_of(std::size_t i) const {
+    return rendezvous_ ? rendezvous_->local_participants()[i] : 0;
+  }
   [[nodiscard]] Client<E>* client() const { return client_; }
   [[nodiscard]] const CompileOptions& compile_options() const { return options_; }
 
@@ -110,9 +123,11 @@ class LoadedExecutable {
   /// any device lets every argument go as it was.
   ///
   /// Compiled for a grid of several participants (CompileOptions::num_replicas x
-  /// num_partitions), device d is participant d (replica d / num_partitions, partition d %
-  /// num_partitions): every participant runs at once, on threads of the executable, and the
-  /// call returns when all are done, with their outputs ready. A collective whose
+  /// num_partitions), device d runs participant participant_of(d) (replica-major; d itself
+  /// when the grid is on this process's devices alone): every participant of this process
+  /// runs at once, on threads of the executable, and the call returns when all are done,
+  /// with their outputs ready. A grid that spans processes runs when every process that
+  /// hosts participants calls execute. A collective whose
   /// participants do not all arrive within CompileOptions::collective_timeout_ms fails the
   /// execute with DEADLINE_EXCEEDED; participants whose control flow takes them to different
   /// collectives fail it with FAILED_PRECONDITION. One such execute runs at a time per

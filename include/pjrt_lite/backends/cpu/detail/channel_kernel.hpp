@@ -43,6 +43,7 @@ class ChannelKernel final : public Kernel {
   std::uint64_t key = 0;  // the data's types, hashed: a recv checks the send's against its own
   std::int64_t channel_id = 0;
   std::vector<std::vector<int>> mailboxes;  // send, recv: per participant
+  std::vector<int> sources;                 // recv: per participant, who sends to it, or -1 (anyone)
   std::chrono::milliseconds timeout{0};     // infeed
 
   /// Scratch: the data's addresses.
@@ -73,20 +74,26 @@ class ChannelKernel final : public Kernel {
       }
       case OpCode::kSend: {
         if (c == nullptr || c->rendezvous == nullptr || !c->status.ok()) return;
+        Rendezvous& rv = *c->rendezvous;
         const std::span<const std::byte* const> in(parts, data_slots.size());
-        for (int to : mailboxes[static_cast<std::size_t>(c->participant)])
-          if (Status s = c->rendezvous->post(c->participant, c->rendezvous->mailbox(channel_id, to), key, in, data_bytes);
-              !s.ok())
-            return report_error(ctx, std::move(s));
+        for (int to : mailboxes[static_cast<std::size_t>(c->participant)]) {
+          const int box = rv.mailbox(channel_id, to);
+          Status s = to < rv.participants() && !rv.is_local(to) ? rv.post_remote(c->participant, to, box, key, in, data_bytes)
+                                                                : rv.post(c->participant, box, key, in, data_bytes);
+          if (!s.ok()) return report_error(ctx, std::move(s));
+        }
         return;
       }
       case OpCode::kRecv: {
         if (c == nullptr || c->rendezvous == nullptr || !c->status.ok()) return zero(ctx);
+        Rendezvous& rv = *c->rendezvous;
         const int owner = mailboxes[static_cast<std::size_t>(c->participant)].front();
         if (owner < 0) return zero(ctx);
-        if (Status s = c->rendezvous->take(c->participant, c->rendezvous->mailbox(channel_id, owner), key, out, data_bytes);
-            !s.ok())
-          fail(ctx, std::move(s));
+        const int from = sources.empty() ? -1 : sources[static_cast<std::size_t>(c->participant)];
+        const int box = rv.mailbox(channel_id, owner);
+        Status s = from >= 0 && !rv.is_local(from) ? rv.take_remote(c->participant, from, box, key, out, data_bytes)
+                                                   : rv.take(c->participant, box, key, out, data_bytes);
+        if (!s.ok()) fail(ctx, std::move(s));
         return;
       }
       default: return;

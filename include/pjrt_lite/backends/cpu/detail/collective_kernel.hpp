@@ -6,7 +6,8 @@
 // the others at the executable's rendezvous (rendezvous.hpp), read the group's operands in
 // place into this participant's results, and leave when every participant is done reading.
 // all_reduce and reduce_scatter fold the group's operands in group order through their
-// computation, lowered to a TileProgram that runs over whole arrays.
+// computation, lowered to a TileProgram that runs over whole arrays. In a grid that spans
+// processes, the other processes' operands are read from the rendezvous's copy of them.
 
 #include <algorithm>
 #include <atomic>
@@ -160,7 +161,7 @@ class CollectiveKernel final : public Kernel {
     }
     const std::byte* const* mine = operand_table(ctx);
     Rendezvous& rv = *c->rendezvous;
-    if (Status s = rv.arrive(c->participant, site, mine); !s.ok()) {
+    if (Status s = rv.arrive(c->participant, site, mine, operand_bytes, static_cast<std::int32_t>(op)); !s.ok()) {
       c->status = s;
       zero(ctx);
       return;

@@ -1223,6 +1223,7 @@ class Compiler {
     for (const auto& r : regions) {
       program_->has_collectives |= r->has_collectives;
       for (const auto& [id, bytes] : r->channels) program_->add_channel(id, bytes);
+      program_->unpaired_channels |= r->unpaired_channels;
     }
     std::unique_ptr<Kernel> k;
     if (n.op == OpCode::kWhile) {
@@ -1403,14 +1404,20 @@ class Compiler {
             boxes.push_back(static_cast<int>(by_partition ? r * partitions + to : to * partitions + q));
           }
         } else {
-          bool target = false;
-          for (std::size_t row = 0; row + 1 < pairs.size(); row += 2) target |= pairs[row + 1] == me;
-          boxes.push_back(target ? p : -1);
+          int source = -1;
+          for (std::size_t row = 0; row + 1 < pairs.size() && source < 0; row += 2)
+            if (pairs[row + 1] == me) {
+              const std::int64_t from = pairs[row];
+              source = static_cast<int>(by_partition ? r * partitions + from : from * partitions + q);
+            }
+          boxes.push_back(source >= 0 ? p : -1);
+          k->sources.push_back(source);
         }
         k->mailboxes.push_back(std::move(boxes));
       }
       k->channel_id = a.channel_id;
       program_->add_channel(a.channel_id, total);
+      program_->unpaired_channels |= pairs.empty();
       program_->has_collectives = true;
     }
     k->plan_scratch();

@@ -5,8 +5,10 @@
 // PJRT_LITE_CPU_EXTERN_KERNELS is defined; pjrt_lite/cpu_instantiate.hpp always does.
 
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <span>
 #include <string>
@@ -18,7 +20,10 @@
 #include "pjrt_lite/backends/cpu/detail/compile_program.hpp"
 #include "pjrt_lite/backends/cpu/detail/executable_format.hpp"
 #include "pjrt_lite/backends/cpu/detail/program.hpp"
+#include "pjrt_lite/backends/cpu/detail/rendezvous.hpp"
+#include "pjrt_lite/backends/cpu/device.hpp"
 #include "pjrt_lite/backends/cpu/executable.hpp"
+#include "pjrt_lite/backends/cpu/transport.hpp"
 #include "pjrt_lite/core/runtime_types.hpp"
 #include "pjrt_lite/future.hpp"
 #include "pjrt_lite/ir/fingerprint.hpp"
@@ -139,7 +144,8 @@ StatusOr<std::vector<std::vector<Buffer<E>>>> LoadedExecutable<E>::execute(
           const std::vector<Buffer<E>*>& a = t->args[i];
           (*t->statuses)[i] = t->self->run_participant(std::move((*t->prepared)[i]),
                                                        std::span<Buffer<E>* const>(a.data(), a.size()),
-                                                       t->self->devices_[i], *t->options, (*t->results)[i], k);
+                                                       t->self->devices_[i], *t->options, (*t->results)[i],
+                                                       t->self->participant_of(i));
         },
         &run);
     for (const Status& s : statuses)
@@ -241,8 +247,8 @@ Status LoadedExecutable<E>::launch(std::span<Buffer<E>* const> args, Device<E>* 
   PJRT_LITE_ASSIGN_OR_RETURN(std::unique_ptr<detail::RunState> state, prepare(args, options));
   if (rendezvous_) {
     // One participant of a grid, run here: the others come from other threads' calls.
-    const auto k = static_cast<int>(std::find(devices_.begin(), devices_.end(), device) - devices_.begin());
-    return run_participant(std::move(state), args, device, options, results, k)
+    const auto i = static_cast<std::size_t>(std::find(devices_.begin(), devices_.end(), device) - devices_.begin());
+    return run_participant(std::move(state), args, device, options, results, participant_of(i))
         .with_context(str_cat("execute '", name(), "' on ", device->debug_string()));
   }
   start(std::move(state), args, device, options, results);
@@ -266,7 +272,8 @@ Status LoadedExecutable<E>::run_participant(std::unique_ptr<detail::RunState> st
   state->collectives = context;
   state->feeds = &device->feed_queues();
   // The participants run at once, each on a thread: they share the pool's threads.
-  state->max_workers = std::max(1, program.max_workers / rendezvous_->participants());
+  state->max_workers =
+      std::max(1, program.max_workers / static_cast<int>(rendezvous_->local_participants().size()));
   if (status.ok()) {
     detail::ObservedSpan span(client_->observer(), SpanKind::kExecute, name(), program.cost.bytes_accessed);
     program.run(*state, &client_->executor(), client_->observer());
@@ -473,27 +480,59 @@ StatusOr<LoadedExecutable<E>> Client<E>::compile(const Graph& graph, const Compi
       return invalid_argument_error(str_cat("compile: device ", id, " appears twice in ", source));
     devices.push_back(*d);
   }
+  // This process's devices, in the order of their participants; the processes that host
+  // participants, ascending.
+  std::vector<Device<E>*> local;
+  std::vector<int> processes;
+  for (Device<E>* d : devices) {
+    if (d->is_addressable()) local.push_back(d);
+    if (std::find(processes.begin(), processes.end(), d->process_index()) == processes.end())
+      processes.push_back(d->process_index());
+  }
+  std::sort(processes.begin(), processes.end());
+  if (participants == 1 && local.empty())
+    return invalid_argument_error(str_cat("compile: device ", ids[0], " belongs to process ",
+                                          devices[0]->process_index(), ", not to this process (", process_index(), ")"));
   if (!options.output_memory_kinds.empty()) {
     if (options.output_memory_kinds.size() != graph.outputs().size())
       return invalid_argument_error(str_cat("compile: CompileOptions.output_memory_kinds lists ",
                                             options.output_memory_kinds.size(), " kinds for the ",
                                             graph.outputs().size(), " outputs of '", graph.name(), "'"));
     for (std::size_t j = 0; j < options.output_memory_kinds.size(); ++j)
-      if (const std::string& kind = options.output_memory_kinds[j]; !kind.empty())
-        if (StatusOr<MemorySpace<E>*> m = devices[0]->memory_space_by_kind(kind); !m.ok())
-          return m.status().with_context(str_cat("compile: CompileOptions.output_memory_kinds[", j, "]"));
+      if (const std::string& kind = options.output_memory_kinds[j];
+          !kind.empty() && std::find(std::begin(kMemoryKinds), std::end(kMemoryKinds), kind) == std::end(kMemoryKinds))
+        return not_found_error(str_cat("compile: CompileOptions.output_memory_kinds[", j, "]: CPU devices have no memory space of kind '",
+                                       kind, "' (they have device, pinned_host, unpinned_host)"));
   }
   detail::ObservedSpan span(observer(), SpanKind::kCompile, graph.name());
   const std::uint64_t key = fingerprint(graph);
-  if (std::shared_ptr<const detail::Program> cached = cache_lookup(key, graph, options))
-    return LoadedExecutable<E>(this, std::move(cached), std::move(devices), options, graph);
-  StatusOr<std::shared_ptr<detail::Program>> program =
-      detail::compile_program(graph, options, executor_.num_threads() + 1);
-  if (!program.ok()) return program.status().with_context(str_cat("compile '", graph.name(), "'"));
-  std::shared_ptr<const detail::Program> shared = std::move(program).value();
-  PJRT_LITE_RETURN_IF_ERROR(prepare_first_run(*shared).with_context(str_cat("compile '", graph.name(), "'")));
-  cache_insert(key, graph, options, shared);
-  return LoadedExecutable<E>(this, std::move(shared), std::move(devices), options, graph);
+  std::shared_ptr<const detail::Program> shared = cache_lookup(key, graph, options);
+  if (!shared) {
+    StatusOr<std::shared_ptr<detail::Program>> program =
+        detail::compile_program(graph, options, executor_.num_threads() + 1);
+    if (!program.ok()) return program.status().with_context(str_cat("compile '", graph.name(), "'"));
+    shared = std::move(program).value();
+    PJRT_LITE_RETURN_IF_ERROR(prepare_first_run(*shared).with_context(str_cat("compile '", graph.name(), "'")));
+    cache_insert(key, graph, options, shared);
+  }
+  if (processes.size() <= 1 || local.empty())
+    return LoadedExecutable<E>(this, std::move(shared), std::move(local), options, graph);
+  // A grid across processes: its own transport among the processes that host participants
+  // (every one of them makes the same split here, compiling the same programs in the same
+  // order).
+  if (shared->unpaired_channels)
+    return unimplemented_error(str_cat("compile '", graph.name(), "': a send or recv without source_target_pairs ",
+                                       "in a grid that spans processes (such a channel has no known peer process)"));
+  StatusOr<std::unique_ptr<Transport>> split = options_.transport->split(processes);
+  if (!split.ok()) return split.status().with_context(str_cat("compile '", graph.name(), "'"));
+  detail::RemoteParticipants remote{std::move(split).value(), {}};
+  for (Device<E>* d : devices)
+    remote.process.push_back(static_cast<int>(std::find(processes.begin(), processes.end(), d->process_index()) -
+                                              processes.begin()));
+  auto rendezvous = std::make_shared<detail::Rendezvous>(options.num_replicas, options.num_partitions,
+                                                         std::chrono::milliseconds(options.collective_timeout_ms),
+                                                         shared->channels, std::move(remote));
+  return LoadedExecutable<E>(this, std::move(shared), std::move(local), options, graph, std::move(rendezvous));
 }
 
 template <class E>

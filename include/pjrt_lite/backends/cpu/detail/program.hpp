@@ -78,6 +78,9 @@ class Program {
   /// (channel id, size of its largest message) of every channel its send and recv ops use,
   /// here or in a region, each id once: the rendezvous's mailboxes.
   std::vector<std::pair<std::int64_t, std::int64_t>> channels;
+  /// Some send or recv names no source_target_pairs (any participant may take its message):
+  /// such channels stay within one process.
+  bool unpaired_channels = false;
 
   /// Notes a message of `bytes` on channel `id`.
   void add_channel(std::int64_t id, std::int64_t bytes) {
