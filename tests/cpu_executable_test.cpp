@@ -19,6 +19,7 @@
 #include "pjrt_lite/backends/reference/interpreter.hpp"
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/builder.hpp"
+#include "pjrt_lite/ir/byte_io.hpp"
 #include "pjrt_lite/trace/traced.hpp"
 #include "control_flow.hpp"
 #include "sanitizers.hpp"
@@ -1754,6 +1755,176 @@ TEST_CASE("cpu executable: the builds of the kernels the CMake build was asked f
     CHECK((exe.status().code() == StatusCode::kInvalidArgument || exe.status().code() == StatusCode::kFailedPrecondition));
     CHECK(contains(exe.status().message(), cpu::kernel_isa_name(isa)));
   }
+}
+
+// ---- Custom layouts (PJRT's argument and result layouts) --------------------------------------
+
+namespace {
+
+/// The elements of the row-major literal `l` of dims [r, c] in column-major order: what a
+/// buffer laid out minor to major as {0, 1} holds, byte for byte.
+template <class T>
+std::vector<T> column_major(const Literal& l) {
+  const std::int64_t r = l.shape().dim(0), c = l.shape().dim(1);
+  const std::vector<T> v = values_of<T>(l);
+  std::vector<T> out;
+  for (std::int64_t j = 0; j < c; ++j)
+    for (std::int64_t i = 0; i < r; ++i) out.push_back(v[static_cast<std::size_t>(i * c + j)]);
+  return out;
+}
+
+template <class T>
+std::vector<T> raw_contents(const cpu::Buffer<>& b) {
+  std::vector<T> out(static_cast<std::size_t>(b.on_device_shape().element_count()));
+  REQUIRE(b.copy_raw_to_host(out.data(), 0, static_cast<std::int64_t>(out.size() * sizeof(T))).await().ok());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("cpu layouts: executables take and make the layouts the compile options name") {
+  auto client = make_client();
+  // x (s32[2,3], column-major) . y (s32[3,4]) in column-major, and x + 1 row-major.
+  GraphBuilder b("laid_out");
+  Value x = b.parameter(Shape(kS32, {2, 3}));
+  Value y = b.parameter(Shape(kS32, {3, 4}));
+  Value one = b.broadcast_in_dim(b.constant(std::int32_t{1}), {2, 3}, {});
+  const Graph g = build_ok(b, {b.dot(x, y), b.add(x, one)});
+  std::mt19937_64 rng(5);
+  std::vector<Literal> args;
+  for (const Shape& s : {Shape(kS32, {2, 3}), Shape(kS32, {3, 4})}) {
+    Literal l(s);
+    for (std::int32_t& v : l.data<std::int32_t>()) v = static_cast<std::int32_t>(rng() % 19) - 9;
+    args.push_back(std::move(l));
+  }
+  const std::vector<Literal> want = evaluate_ok(g, args);
+
+  cpu::CompileOptions options;
+  options.argument_layouts = {{0, 1}, {}};
+  options.result_layouts = {{0, 1}, {1, 0}};
+  auto exe = client->compile(g, options).value();
+  CHECK(exe.parameter_layouts() == std::vector<std::vector<std::int64_t>>{{0, 1}, {1, 0}});
+  CHECK(exe.output_layouts() == std::vector<std::vector<std::int64_t>>{{0, 1}, {1, 0}});
+  CHECK(exe.parameter_shapes()[0] == with_minor_to_major(Shape(kS32, {2, 3}), std::vector<std::int64_t>{0, 1}).value());
+
+  auto x_rows = client->buffer_from_literal(args[0]).value();
+  auto y_rows = client->buffer_from_literal(args[1]).value();
+  CHECK(x_rows.minor_to_major() == std::vector<std::int64_t>{1, 0});
+  // A row-major x is refused, naming both layouts.
+  check_error(exe.execute({&x_rows, &y_rows}).status(), StatusCode::kInvalidArgument,
+              "argument 0 is laid out minor to major as [1,0] but parameter 0 takes [0,1]");
+  // copy_to_layout makes the column-major copy: its bytes are x's columns.
+  auto x_cols = x_rows.copy_to_layout(std::vector<std::int64_t>{0, 1}).value();
+  CHECK(x_cols.minor_to_major() == std::vector<std::int64_t>{0, 1});
+  CHECK(raw_contents<std::int32_t>(x_cols) == column_major<std::int32_t>(args[0]));
+  const Literal x_back = x_cols.to_literal().await().value();
+  CHECK(x_back.shape().major_to_minor()[0] == 1);
+  CHECK(x_back.with_default_layout() == args[0]);
+
+  auto out = exe.execute({&x_cols, &y_rows}).value();
+  REQUIRE(out.size() == 2);
+  CHECK(out[0].minor_to_major() == std::vector<std::int64_t>{0, 1});
+  CHECK(raw_contents<std::int32_t>(out[0]) == column_major<std::int32_t>(want[0]));
+  CHECK(out[0].to_literal().await().value().with_default_layout() == want[0]);
+  CHECK(out[1].minor_to_major() == std::vector<std::int64_t>{1, 0});
+  CHECK(out[1].to_literal().await().value() == want[1]);
+  // Back to row-major by a copy.
+  auto dot_rows = out[0].copy_to_layout(std::vector<std::int64_t>{1, 0}).value();
+  CHECK(raw_contents<std::int32_t>(dot_rows) == values_of<std::int32_t>(want[0]));
+
+  // Serialization keeps the layouts; the compile cache tells layouts apart.
+  auto again = client->deserialize_executable(exe.serialize()).value();
+  CHECK(again.parameter_layouts() == exe.parameter_layouts());
+  CHECK(again.output_layouts() == exe.output_layouts());
+  auto plain = client->compile(g).value();
+  CHECK(plain.parameter_layouts() == std::vector<std::vector<std::int64_t>>{{1, 0}, {1, 0}});
+  CHECK(plain.execute({&x_rows, &y_rows}).value()[0].to_literal().await().value() == want[0]);
+  // A blob of format version 3 (before layouts: the two layout counts, zero here, absent)
+  // still loads, with row-major layouts. Byte 42 is where default options' counts begin.
+  std::vector<std::byte> v3 = plain.serialize();
+  REQUIRE(v3.size() > 60);
+  for (std::size_t k = 42; k < 50; ++k) REQUIRE(v3[k] == std::byte{0});
+  v3.erase(v3.begin() + 42, v3.begin() + 50);
+  v3[4] = std::byte{3};
+  const std::uint64_t checksum = fnv1a64(std::span<const std::byte>(v3).first(v3.size() - 8));
+  std::memcpy(v3.data() + v3.size() - 8, &checksum, 8);
+  auto old = client->deserialize_executable(v3);
+  REQUIRE_MESSAGE(old.ok(), old.status().to_string());
+  CHECK(old->parameter_layouts() == plain.parameter_layouts());
+  CHECK(old->compile_options() == plain.compile_options());
+}
+
+TEST_CASE("cpu layouts: every order of a rank-3 array, through copies and a program") {
+  auto client = make_client();
+  const Shape s(kF32, {2, 3, 4});
+  Literal x(s);
+  for (std::size_t i = 0; i < x.data<float>().size(); ++i) x.data<float>()[i] = static_cast<float>(i);
+  auto rows = client->buffer_from_literal(x).value();
+  GraphBuilder b("negate");
+  const Graph g = build_ok(b, {b.negate(b.parameter(s))});
+  const Literal negated = evaluate_ok(g, {x})[0];
+  std::vector<std::int64_t> order = {0, 1, 2};
+  do {
+    CAPTURE(Shape::dims_string(order));
+    auto laid = rows.copy_to_layout(order).value();
+    // Element (i, j, k) sits at the offset its strides in this layout give.
+    const Shape target = with_minor_to_major(s, order).value();
+    const std::vector<std::int64_t> strides = target.byte_strides();
+    const std::vector<float> raw = raw_contents<float>(laid);
+    bool placed = true;
+    for (std::int64_t i = 0; i < 2; ++i)
+      for (std::int64_t j = 0; j < 3; ++j)
+        for (std::int64_t k = 0; k < 4; ++k)
+          placed &= raw[static_cast<std::size_t>((i * strides[0] + j * strides[1] + k * strides[2]) / 4)] ==
+                    static_cast<float>(i * 12 + j * 4 + k);
+    CHECK(placed);
+    cpu::CompileOptions options;
+    options.argument_layouts = {order};
+    options.result_layouts = {order};
+    auto exe = client->compile(g, options).value();
+    auto out = exe.execute({&laid}).value();
+    CHECK(out[0].minor_to_major() == order);
+    CHECK(out[0].to_literal().await().value().with_default_layout() == negated);
+  } while (std::next_permutation(order.begin(), order.end()));
+}
+
+TEST_CASE("cpu layouts: bad layouts are clear errors, and StableHLO's mhlo.layout_mode names them") {
+  auto client = make_client();
+  GraphBuilder b("id");
+  const Graph g = build_ok(b, {b.negate(b.parameter(Shape(kF32, {2, 3})))});
+  cpu::CompileOptions options;
+  options.argument_layouts = {{0, 0}};
+  check_error(client->compile(g, options).status(), StatusCode::kInvalidArgument,
+              "CompileOptions.argument_layouts[0]: minor-to-major [0,0] is not an order of the 2 dimensions");
+  options.argument_layouts = {{0, 1}, {0, 1}};
+  check_error(client->compile(g, options).status(), StatusCode::kInvalidArgument,
+              "argument_layouts lists 2 layouts for the 1 parameters");
+  options.argument_layouts = {};
+  options.result_layouts = {{2, 1, 0}};
+  check_error(client->compile(g, options).status(), StatusCode::kInvalidArgument, "result_layouts[0]");
+  auto buffer = client->buffer_from_literal(Literal(Shape(kF32, {2, 3}))).value();
+  check_error(buffer.copy_to_layout(std::vector<std::int64_t>{1}).status(), StatusCode::kInvalidArgument,
+              "copy_to_layout: minor-to-major [1] is not an order");
+
+  // JAX writes the layouts it was asked for as mhlo.layout_mode; "default" names none.
+  const std::string text = R"(func.func public @main(%x: tensor<2x3xf32> {mhlo.layout_mode = "{0,1}"}, %y: tensor<2x3xf32> {mhlo.layout_mode = "default"}) -> (tensor<2x3xf32> {mhlo.layout_mode = "{0,1}"}) {
+    %s = stablehlo.add %x, %y : tensor<2x3xf32>
+    return %s : tensor<2x3xf32>
+  })";
+  auto exe = client->compile(text).value();
+  CHECK(exe.parameter_layouts() == std::vector<std::vector<std::int64_t>>{{0, 1}, {1, 0}});
+  CHECK(exe.output_layouts() == std::vector<std::vector<std::int64_t>>{{0, 1}});
+  Literal x(Shape(kF32, {2, 3}));
+  for (std::size_t i = 0; i < 6; ++i) x.data<float>()[i] = static_cast<float>(i) * 0.5f;
+  auto xr = client->buffer_from_literal(x).value();
+  auto xc = xr.copy_to_layout(std::vector<std::int64_t>{0, 1}).value();
+  auto sum = exe.execute({&xc, &xr}).value();
+  Literal doubled(Shape(kF32, {2, 3}));
+  for (std::size_t i = 0; i < 6; ++i) doubled.data<float>()[i] = static_cast<float>(i);
+  CHECK(sum[0].to_literal().await().value().with_default_layout() == doubled);
+  std::string tiled = text;
+  tiled.replace(tiled.find("{0,1}"), 5, "{0,1:T(8,128)}");
+  check_error(client->compile(tiled).status(), StatusCode::kUnimplemented, "tiled layouts are not supported");
 }
 
 }  // namespace cpu_executable_test

@@ -8,6 +8,7 @@
 #include <ostream>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "pjrt_lite/core/dtype.hpp"
@@ -134,5 +135,32 @@ class Shape {
   std::vector<std::int64_t> dims_;
   std::vector<std::int64_t> major_to_minor_;
 };
+
+/// The order of `shape`'s dimensions from minor to major, as PJRT's layouts state it
+/// ({1, 0} for a row-major matrix): its major-to-minor layout reversed.
+inline std::vector<std::int64_t> minor_to_major(const Shape& shape) {
+  const std::span<const std::int64_t> m = shape.major_to_minor();
+  return std::vector<std::int64_t>(m.rbegin(), m.rend());
+}
+
+/// `shape` in the layout `minor_to_major` (PJRT's order, minor first; empty: row-major).
+/// INVALID_ARGUMENT, naming `what`, unless it orders each of the dimensions once.
+inline StatusOr<Shape> with_minor_to_major(const Shape& shape, std::span<const std::int64_t> minor_to_major,
+                                           std::string_view what = "layout") {
+  if (minor_to_major.empty()) return shape.with_default_layout();
+  const auto rank = static_cast<std::size_t>(shape.rank());
+  std::vector<bool> seen(rank, false);
+  bool order = minor_to_major.size() == rank;
+  for (std::size_t i = 0; order && i < minor_to_major.size(); ++i) {
+    const std::int64_t d = minor_to_major[i];
+    order = d >= 0 && d < shape.rank() && !seen[static_cast<std::size_t>(d)];
+    if (order) seen[static_cast<std::size_t>(d)] = true;
+  }
+  if (!order)
+    return invalid_argument_error(str_cat(what, ": minor-to-major ", Shape::dims_string(minor_to_major),
+                                          " is not an order of the ", rank, " dimensions of ", shape));
+  const std::vector<std::int64_t> major(minor_to_major.rbegin(), minor_to_major.rend());
+  return Shape::make(shape.dtype(), shape.dims(), major);
+}
 
 }  // namespace pjrt_lite

@@ -97,6 +97,11 @@ struct Function {
   /// ("pinned_host", "device"), or empty. Recorded, not enforced: the graph computes every
   /// result in device memory, and a caller that wants the kind copies the result there.
   std::vector<std::string> result_memory_kinds;
+  /// The layouts JAX asks for (`mhlo.layout_mode = "{1,0}"` on an argument or result), minor
+  /// to major, one list per argument and per result; empty lists where none names one
+  /// ("default" and "auto" name none). Client::compile of text takes them as
+  /// CompileOptions::argument_layouts and result_layouts.
+  std::vector<std::vector<std::int64_t>> argument_layouts, result_layouts;
   /// The interpreter.run_parallel calls of a test program, in order.
   std::vector<ParallelRun> parallel_runs;
 };

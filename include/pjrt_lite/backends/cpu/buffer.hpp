@@ -23,6 +23,7 @@
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/core/slot_cache.hpp"
 #include "pjrt_lite/core/status.hpp"
+#include "pjrt_lite/core/strided_copy.hpp"
 #include "pjrt_lite/core/unique_function.hpp"
 #include "pjrt_lite/future.hpp"
 
@@ -504,6 +505,9 @@ class Buffer {
   }
   [[nodiscard]] DType dtype() const { return on_device_shape().dtype(); }
   [[nodiscard]] std::span<const std::int64_t> dims() const { return on_device_shape().dims(); }
+  /// The layout of the contents as PJRT states it (PjRtBuffer::layout): the dimensions from
+  /// minor to major, {rank - 1, ..., 0} for the default row-major.
+  [[nodiscard]] std::vector<std::int64_t> minor_to_major() const { return pjrt_lite::minor_to_major(on_device_shape()); }
   [[nodiscard]] MemorySpace<E>* memory_space() const { return state_ ? state_->memory_space : nullptr; }
   [[nodiscard]] Device<E>* device() const {
     return state_ && state_->memory_space ? state_->memory_space->devices()[0] : nullptr;
@@ -650,6 +654,39 @@ class Buffer {
                      promise.set(status);
                    });
     return make(state_->client, memory_space, state_->shape, std::move(destination), std::move(future));
+  }
+
+  /// A copy of this buffer in the same memory space, its elements laid out in
+  /// `minor_to_major` order (PJRT's layouts; empty: row-major): how a buffer meets an
+  /// executable compiled with CompileOptions::argument_layouts. Returns at once, as
+  /// copy_to_memory_space. INVALID_ARGUMENT unless the order names each dimension once.
+  [[nodiscard]] StatusOr<Buffer> copy_to_layout(std::span<const std::int64_t> minor_to_major) const {
+    if (!state_) return moved_from_error("copy_to_layout");
+    PJRT_LITE_ASSIGN_OR_RETURN(Shape target, with_minor_to_major(state_->shape, minor_to_major, "copy_to_layout"));
+    PJRT_LITE_ASSIGN_OR_RETURN(detail::BufferHold hold, acquire("copy_to_layout"));
+    detail::MemoryRef destination = state_->client->allocate_memory(hold.memory->size);
+    if (destination == nullptr)
+      return pjrt_lite::detail::allocation_error(str_cat("copy_to_layout: a copy of buffer ", state_->shape),
+                                                 hold.memory->size);
+    // The target's bytes are row-major over its dimensions taken major to minor; each steps
+    // through the source by that dimension's stride in the source's layout.
+    const std::vector<std::int64_t> from = state_->shape.byte_strides();
+    std::vector<std::int64_t> dims, strides;
+    for (std::int64_t d : target.major_to_minor()) {
+      dims.push_back(target.dim(d));
+      strides.push_back(from[static_cast<std::size_t>(d)]);
+    }
+    auto [promise, future] = make_promise<void>();
+    const auto bytes = static_cast<std::int64_t>(hold.memory->size);
+    run_when_ready(SpanKind::kDeviceToDevice, "copy_to_layout", std::move(hold), bytes,
+                   [destination, dims = std::move(dims), strides = std::move(strides),
+                    esize = static_cast<std::int64_t>(byte_size(target.dtype())),
+                    promise = std::move(promise)](const Status& status, detail::DeviceMemory& source) mutable {
+                     if (status.ok() && source.size)
+                       gather_strided(source.data, dims, strides, esize, destination->data);
+                     promise.set(status);
+                   });
+    return make(state_->client, state_->memory_space, target, std::move(destination), std::move(future));
   }
 
   /// A copy of this buffer in `device`'s default memory space.

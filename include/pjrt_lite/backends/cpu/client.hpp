@@ -320,15 +320,15 @@ class Client {
                                    memory_space);
   }
 
-  /// A buffer of `shape` whose contents are undefined until written (e.g. by an execution).
+  /// A buffer of `shape` (its layout included) whose contents are undefined until written
+  /// (e.g. by an execution).
   [[nodiscard]] StatusOr<Buffer<E>> create_uninitialized_buffer(const Shape& shape,
                                                                 MemorySpace<E>* memory_space) {
     PJRT_LITE_ASSIGN_OR_RETURN(MemorySpace<E>* target, resolve("create_uninitialized_buffer", memory_space));
+    // The shape's layout is the buffer's (an executable compiled with argument_layouts
+    // takes such buffers).
     StatusOr<Shape> checked = Shape::make(shape.dtype(), shape.dims(), shape.major_to_minor());
     if (!checked.ok()) return checked.status().with_context("create_uninitialized_buffer");
-    if (!checked->has_default_layout())
-      return unimplemented_error(str_cat("create_uninitialized_buffer: layout of ", *checked,
-                                         " is not the default; CPU buffers are row-major"));
     detail::MemoryRef memory = allocate_memory(static_cast<std::size_t>(checked->byte_size()));
     if (memory == nullptr)
       return pjrt_lite::detail::allocation_error(str_cat("create_uninitialized_buffer: a buffer of ", *checked),

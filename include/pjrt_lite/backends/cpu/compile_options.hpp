@@ -55,6 +55,16 @@ struct CompileOptions {
   /// Empty list: every output in device memory. A kind the devices lack, or a list of another
   /// length than the outputs, fails the compile.
   std::vector<std::string> output_memory_kinds = {};
+  /// Per parameter, the layout its argument buffers are in, as PJRT's custom layouts: the
+  /// order of the dimensions from minor to major ({1, 0} is row-major for a matrix, {0, 1}
+  /// column-major; an empty entry is the default row-major). Empty list: every parameter
+  /// row-major. The executable reads each argument in its layout (parameter_layouts()) and
+  /// refuses a buffer in another (Buffer::copy_to_layout converts one); a list of another
+  /// length than the parameters, or an entry that is not an order of the dimensions, fails
+  /// the compile.
+  std::vector<std::vector<std::int64_t>> argument_layouts = {};
+  /// The same for the outputs: each output buffer is made in its layout (output_layouts()).
+  std::vector<std::vector<std::int64_t>> result_layouts = {};
 
   friend bool operator==(const CompileOptions&, const CompileOptions&) = default;
 };

@@ -48,6 +48,20 @@ class LoadedExecutable {
                    CompileOptions options, Graph source, std::shared_ptr<detail::Rendezvous> rendezvous = nullptr)
       : client_(client), program_(std::move(program)), devices_(std::move(devices)), options_(std::move(options)),
         source_(std::move(source)), rendezvous_(std::move(rendezvous)) {
+    // The parameters' and outputs' shapes in the layouts the options name (Client::compile
+    // checked them); the program itself computes on row-major arrays.
+    for (std::size_t i = 0; i < source_.parameters().size(); ++i) {
+      const Shape& s = source_.shape(source_.parameters()[i]);
+      parameter_shapes_.push_back(i < options_.argument_layouts.size()
+                                      ? with_minor_to_major(s, options_.argument_layouts[i]).value()
+                                      : s.with_default_layout());
+    }
+    for (std::size_t j = 0; j < source_.outputs().size(); ++j) {
+      const Shape& s = source_.shape(source_.outputs()[j]);
+      output_shapes_.push_back(j < options_.result_layouts.size()
+                                   ? with_minor_to_major(s, options_.result_layouts[j]).value()
+                                   : s.with_default_layout());
+    }
     // A grid on this process's devices alone meets here; a grid on no device of this
     // process runs nothing here.
     if (!rendezvous_ && options_.num_replicas * options_.num_partitions > 1 &&
@@ -60,6 +74,7 @@ class LoadedExecutable {
   LoadedExecutable(LoadedExecutable&& other) noexcept
       : client_(other.client_), program_(std::move(other.program_)), devices_(std::move(other.devices_)),
         options_(std::move(other.options_)), source_(std::move(other.source_)),
+        parameter_shapes_(std::move(other.parameter_shapes_)), output_shapes_(std::move(other.output_shapes_)),
         rendezvous_(std::move(other.rendezvous_)), deleted_(other.is_deleted()) {}
   LoadedExecutable& operator=(LoadedExecutable&& other) noexcept {
     client_ = other.client_;
@@ -67,6 +82,8 @@ class LoadedExecutable {
     devices_ = std::move(other.devices_);
     options_ = std::move(other.options_);
     source_ = std::move(other.source_);
+    parameter_shapes_ = std::move(other.parameter_shapes_);
+    output_shapes_ = std::move(other.output_shapes_);
     rendezvous_ = std::move(other.rendezvous_);
     deleted_.store(other.is_deleted(), std::memory_order_relaxed);
     return *this;
@@ -85,8 +102,22 @@ class LoadedExecutable {
   [[nodiscard]] const CompileOptions& compile_options() const { return options_; }
 
   // ---- Introspection
+  /// The parameters' and outputs' shapes, in the layouts the executable takes and makes
+  /// (CompileOptions::argument_layouts and result_layouts; row-major by default).
   [[nodiscard]] std::span<const Shape> parameter_shapes() const;
   [[nodiscard]] std::span<const Shape> output_shapes() const;
+  /// Per parameter and per output, its layout from minor to major (PJRT's
+  /// GetParameterLayouts and GetOutputLayouts).
+  [[nodiscard]] std::vector<std::vector<std::int64_t>> parameter_layouts() const {
+    std::vector<std::vector<std::int64_t>> out;
+    for (const Shape& s : parameter_shapes_) out.push_back(minor_to_major(s));
+    return out;
+  }
+  [[nodiscard]] std::vector<std::vector<std::int64_t>> output_layouts() const {
+    std::vector<std::vector<std::int64_t>> out;
+    for (const Shape& s : output_shapes_) out.push_back(minor_to_major(s));
+    return out;
+  }
   [[nodiscard]] const CostAnalysis& cost_analysis() const;
   [[nodiscard]] const MemoryStats& memory_stats() const;
   /// The build of the kernels this executable runs (kernel_isa.hpp).
@@ -215,6 +246,7 @@ class LoadedExecutable {
   std::vector<Device<E>*> devices_;
   CompileOptions options_;
   Graph source_;
+  std::vector<Shape> parameter_shapes_, output_shapes_;
   /// Where the participants of a grid meet; null for an executable of one participant.
   std::shared_ptr<detail::Rendezvous> rendezvous_;
   std::atomic<bool> deleted_{false};

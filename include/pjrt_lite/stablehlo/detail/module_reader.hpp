@@ -8,6 +8,7 @@
 // Functions are found in a first pass that skips their bodies, so that a function may call
 // one defined after it; a body is read when its function is built, callees first.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -47,6 +48,8 @@ struct FunctionSource {
   std::vector<std::pair<std::string, SourcePos>> arg_names;
   std::vector<Shape> arg_types;
   std::vector<Shape> result_types;
+  // mhlo.layout_mode of each argument and result, minor to major (empty: none named).
+  std::vector<std::vector<std::int64_t>> arg_layouts, result_layouts;
   bool polymorphic = false;  // a '?' in its signature: built for the types of each call
   bool has_body = false;
   Lexer body{std::string_view()};  // just after the body's '{'
@@ -98,6 +101,35 @@ class ModuleReader final : public BodyReader {
   }
 
  private:
+  /// The layout an argument's or result's `mhlo.layout_mode` names, minor to major: none for
+  /// "default" or "auto" (or no such attribute), the dimensions for "{1,0}"; UNIMPLEMENTED
+  /// for another form (a tiled layout).
+  static StatusOr<std::vector<std::int64_t>> layout_mode(const AttrDict& attrs) {
+    const AttrValue* v = find_attr(attrs, "mhlo.layout_mode");
+    if (v == nullptr || v->kind != AttrValue::Kind::kString || v->text == "default" || v->text == "auto")
+      return std::vector<std::int64_t>{};
+    const std::string_view t = v->text;
+    std::vector<std::int64_t> dims;
+    bool ok = t.size() >= 2 && t.front() == '{' && t.back() == '}';
+    std::int64_t value = -1;
+    for (std::size_t i = 1; ok && i + 1 < t.size(); ++i) {
+      const char c = t[i];
+      if (c >= '0' && c <= '9') {
+        value = (value < 0 ? 0 : value) * 10 + (c - '0');
+        ok = value < 64;
+      } else if (c == ',' && value >= 0) {
+        dims.push_back(std::exchange(value, -1));
+      } else {
+        ok = false;
+      }
+    }
+    if (ok && value >= 0) dims.push_back(value);
+    if (!ok || (t.size() > 2 && value < 0))
+      return unimplemented_error(str_cat(to_string(v->pos), ": mhlo.layout_mode \"", t,
+                                         "\" is not a minor-to-major list such as \"{1,0}\" (tiled layouts are not supported)"));
+    return dims;
+  }
+
   // ---- Module level ---------------------------------------------------------------------
 
   Status parse_top_level() {
@@ -210,7 +242,12 @@ class ModuleReader final : public BodyReader {
         }
         PJRT_LITE_ASSIGN_OR_RETURN(Shape type, top_.parse_type());
         f.arg_types.push_back(std::move(type));
-        if (top_.peek().is('{')) PJRT_LITE_RETURN_IF_ERROR(top_.parse_dict().status());
+        AttrDict attrs;
+        if (top_.peek().is('{')) {
+          PJRT_LITE_ASSIGN_OR_RETURN(attrs, top_.parse_dict());
+        }
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> layout, layout_mode(attrs));
+        f.arg_layouts.push_back(std::move(layout));
         PJRT_LITE_RETURN_IF_ERROR(top_.skip_loc());
         Token u = top_.next();
         if (u.is(')')) break;
@@ -222,7 +259,12 @@ class ModuleReader final : public BodyReader {
     if (top_.peek().kind == TokenKind::kArrow) {
       top_.next();
       if (top_.peek().is('(')) {
-        PJRT_LITE_ASSIGN_OR_RETURN(f.result_types, top_.parse_paren_types(/*attributes=*/true));
+        std::vector<AttrDict> dicts;
+        PJRT_LITE_ASSIGN_OR_RETURN(f.result_types, top_.parse_paren_types(/*attributes=*/true, &dicts));
+        for (const AttrDict& attrs : dicts) {
+          PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> layout, layout_mode(attrs));
+          f.result_layouts.push_back(std::move(layout));
+        }
       } else {
         // A bare result type takes no attributes: a '{' after it starts the body.
         PJRT_LITE_ASSIGN_OR_RETURN(Shape type, top_.parse_type());
@@ -323,6 +365,12 @@ class ModuleReader final : public BodyReader {
     fn.name = name;
     fn.visibility = source.visibility;
     fn.num_results = static_cast<std::int64_t>(returned.size());
+    // Layouts only where one is named: lists of empty entries say nothing.
+    auto named = [](const std::vector<std::vector<std::int64_t>>& l) {
+      return std::any_of(l.begin(), l.end(), [](const auto& e) { return !e.empty(); });
+    };
+    if (named(source.arg_layouts)) fn.argument_layouts = source.arg_layouts;
+    if (named(source.result_layouts)) fn.result_layouts = source.result_layouts;
     fn.result_memory_kinds.resize(returned.size());
     for (std::size_t k = 0; k < returned.size(); ++k)
       for (const auto& [v, kind] : placements)

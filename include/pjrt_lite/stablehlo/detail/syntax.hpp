@@ -176,15 +176,20 @@ class Reader {
   }
 
   /// `(T0, T1)`, possibly empty; with `attributes` true each type may carry `{...}` and
-  /// `loc(...)` (function results).
-  StatusOr<std::vector<Shape>> parse_paren_types(bool attributes = false) {
+  /// `loc(...)` (function results), whose dictionaries go to `dicts` if given (one per type,
+  /// empty where it has none).
+  StatusOr<std::vector<Shape>> parse_paren_types(bool attributes = false, std::vector<AttrDict>* dicts = nullptr) {
     PJRT_LITE_RETURN_IF_ERROR(expect('(', "to start a type list"));
     std::vector<Shape> out;
     if (consume_if(')')) return out;
     while (true) {
       PJRT_LITE_ASSIGN_OR_RETURN(Shape s, parse_type());
       out.push_back(std::move(s));
-      if (attributes && lex_.peek().is('{')) PJRT_LITE_RETURN_IF_ERROR(parse_dict().status());
+      if (dicts != nullptr) dicts->emplace_back();
+      if (attributes && lex_.peek().is('{')) {
+        PJRT_LITE_ASSIGN_OR_RETURN(AttrDict d, parse_dict());
+        if (dicts != nullptr) dicts->back() = std::move(d);
+      }
       if (attributes) PJRT_LITE_RETURN_IF_ERROR(skip_loc());
       Token t = lex_.next();
       if (t.is(')')) return out;

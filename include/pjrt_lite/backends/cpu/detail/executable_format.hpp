@@ -8,6 +8,8 @@
 //          | u32 num_replicas | u32 num_partitions | u64 collective timeout (ms)
 //          | u32 n, i32 device-assignment id * n (n = 0: none)   (version 2 on)
 //          | u32 n, string output memory kind * n                 (version 3 on)
+//          | (u32 n, (u32 rank, i64 dimension * rank) * n) for the argument layouts,
+//            then the same for the result layouts                 (version 4 on)
 //          | u64 n, serialized graph (ir/serialize.hpp, with its own checksum) | u64 FNV-1a-64
 
 #include <array>
@@ -26,7 +28,7 @@ namespace pjrt_lite::inline v0_1::cpu {
 
 inline constexpr std::array<std::byte, 4> kExecutableMagic = {std::byte{'P'}, std::byte{'J'}, std::byte{'L'},
                                                               std::byte{'X'}};
-inline constexpr std::uint32_t kExecutableFormatVersion = 3;
+inline constexpr std::uint32_t kExecutableFormatVersion = 4;
 
 namespace detail {
 
@@ -46,6 +48,13 @@ inline std::vector<std::byte> write_executable(const Graph& source, const Compil
   for (int id : assigned) w.u32(static_cast<std::uint32_t>(id));
   w.u32(static_cast<std::uint32_t>(options.output_memory_kinds.size()));
   for (const std::string& kind : options.output_memory_kinds) w.string(kind);
+  for (const auto* layouts : {&options.argument_layouts, &options.result_layouts}) {
+    w.u32(static_cast<std::uint32_t>(layouts->size()));
+    for (const std::vector<std::int64_t>& layout : *layouts) {
+      w.u32(static_cast<std::uint32_t>(layout.size()));
+      for (std::int64_t d : layout) w.u64(static_cast<std::uint64_t>(d));
+    }
+  }
   const std::vector<std::byte> graph = serialize(source);
   w.u64(graph.size());
   w.bytes(graph);
@@ -114,6 +123,21 @@ inline StatusOr<std::pair<Graph, CompileOptions>> read_executable(std::span<cons
     for (std::size_t i = 0; i < kinds; ++i) {
       PJRT_LITE_ASSIGN_OR_RETURN(std::string kind, body.string("output memory kind"));
       options.output_memory_kinds.push_back(std::move(kind));
+    }
+  }
+  if (version >= 4) {
+    for (auto* layouts : {&options.argument_layouts, &options.result_layouts}) {
+      PJRT_LITE_ASSIGN_OR_RETURN(std::size_t count, body.count("layout count", 4, 1 << 20));
+      for (std::size_t i = 0; i < count; ++i) {
+        PJRT_LITE_ASSIGN_OR_RETURN(std::size_t rank, body.count("layout rank", 8, 64));
+        std::vector<std::int64_t>& layout = layouts->emplace_back();
+        for (std::size_t d = 0; d < rank; ++d) {
+          PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t dim, body.u64("layout dimension"));
+          if (dim >= rank)
+            return data_loss_error(str_cat("deserialize_executable: layout dimension ", dim, " of a rank-", rank, " layout"));
+          layout.push_back(static_cast<std::int64_t>(dim));
+        }
+      }
     }
   }
   PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t graph_size, body.u64("graph size"));

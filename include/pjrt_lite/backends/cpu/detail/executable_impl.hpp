@@ -26,6 +26,7 @@
 #include "pjrt_lite/backends/cpu/transport.hpp"
 #include "pjrt_lite/core/runtime_types.hpp"
 #include "pjrt_lite/future.hpp"
+#include "pjrt_lite/ir/builder.hpp"
 #include "pjrt_lite/ir/fingerprint.hpp"
 #include "pjrt_lite/ir/printer.hpp"
 #include "pjrt_lite/stablehlo/parser.hpp"
@@ -35,14 +36,64 @@
 
 namespace pjrt_lite::inline v0_1::cpu {
 
+namespace detail {
+
+/// `graph` taking parameter i in the layout argument_layouts[i] and making output j in
+/// result_layouts[j] (minor to major; empty: row-major). The program computes on row-major
+/// arrays: a parameter in another layout is the row-major array of its dimensions taken major
+/// to minor, transposed back after it is read, and such an output is transposed into it.
+/// INVALID_ARGUMENT for a list of another length than the parameters or outputs, or an entry
+/// that is not an order of its value's dimensions.
+inline StatusOr<Graph> relayout(const Graph& graph, const std::vector<std::vector<std::int64_t>>& argument_layouts,
+                                const std::vector<std::vector<std::int64_t>>& result_layouts) {
+  const std::span<const Value> params = graph.parameters(), outputs = graph.outputs();
+  if (!argument_layouts.empty() && argument_layouts.size() != params.size())
+    return invalid_argument_error(str_cat("compile: CompileOptions.argument_layouts lists ", argument_layouts.size(),
+                                          " layouts for the ", params.size(), " parameters of '", graph.name(), "'"));
+  if (!result_layouts.empty() && result_layouts.size() != outputs.size())
+    return invalid_argument_error(str_cat("compile: CompileOptions.result_layouts lists ", result_layouts.size(),
+                                          " layouts for the ", outputs.size(), " outputs of '", graph.name(), "'"));
+  auto laid_out = [](const Shape& s, const std::vector<std::vector<std::int64_t>>& layouts, std::size_t i,
+                     std::string_view what) -> StatusOr<Shape> {
+    if (i >= layouts.size()) return s.with_default_layout();
+    return with_minor_to_major(s, layouts[i], str_cat("compile: CompileOptions.", what, "[", i, "]"));
+  };
+  GraphBuilder b(std::string(graph.name()));
+  std::vector<Value> args;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Shape& s = graph.shape(params[i]);
+    PJRT_LITE_ASSIGN_OR_RETURN(Shape laid, laid_out(s, argument_layouts, i, "argument_layouts"));
+    if (laid.has_default_layout()) {
+      args.push_back(b.parameter(s));
+      continue;
+    }
+    const std::span<const std::int64_t> order = laid.major_to_minor();
+    std::vector<std::int64_t> physical(order.size()), back(order.size());
+    for (std::size_t j = 0; j < order.size(); ++j) {
+      physical[j] = s.dim(order[j]);
+      back[static_cast<std::size_t>(order[j])] = static_cast<std::int64_t>(j);
+    }
+    args.push_back(b.transpose(b.parameter(Shape(s.dtype(), physical)), back));
+  }
+  std::vector<Value> results = b.inline_graph(graph, args);
+  for (std::size_t j = 0; j < results.size() && j < outputs.size(); ++j) {
+    PJRT_LITE_ASSIGN_OR_RETURN(Shape laid, laid_out(graph.shape(outputs[j]), result_layouts, j, "result_layouts"));
+    if (!laid.has_default_layout())
+      results[j] = b.transpose(results[j], std::vector<std::int64_t>(laid.major_to_minor().begin(), laid.major_to_minor().end()));
+  }
+  return b.build(results);
+}
+
+}  // namespace detail
+
 template <class E>
 std::span<const Shape> LoadedExecutable<E>::parameter_shapes() const {
-  return program_->parameter_shapes;
+  return parameter_shapes_;
 }
 
 template <class E>
 std::span<const Shape> LoadedExecutable<E>::output_shapes() const {
-  return program_->output_shapes;
+  return output_shapes_;
 }
 
 template <class E>
@@ -204,7 +255,7 @@ template <class E>
 Status LoadedExecutable<E>::validate(std::span<Buffer<E>* const> args, Device<E>* device,
                                      const ExecuteOptions& options) const {
   if (is_deleted()) return failed_precondition_error("execute: the executable has been deleted");
-  const auto& params = program_->parameter_shapes;
+  const auto& params = parameter_shapes_;
   if (args.size() != params.size())
     return invalid_argument_error(str_cat("execute: ", args.size(), " arguments given, the program takes ", params.size()));
   for (std::size_t i = 0; i < args.size(); ++i) {
@@ -218,6 +269,11 @@ Status LoadedExecutable<E>::validate(std::span<Buffer<E>* const> args, Device<E>
     if (!a->on_device_shape().same_type_and_dims(params[i]))
       return invalid_argument_error(str_cat("execute: argument ", i, " has shape ", a->on_device_shape(), " but parameter ",
                                             i, " takes ", params[i]));
+    if (!std::ranges::equal(a->on_device_shape().major_to_minor(), params[i].major_to_minor()))
+      return invalid_argument_error(str_cat("execute: argument ", i, " is laid out minor to major as ",
+                                            Shape::dims_string(a->minor_to_major()), " but parameter ", i, " takes ",
+                                            Shape::dims_string(minor_to_major(params[i])),
+                                            " (CompileOptions::argument_layouts; Buffer::copy_to_layout converts)"));
   }
   for (std::size_t k = 0; k < options.donated_arguments.size(); ++k) {
     const int d = options.donated_arguments[k];
@@ -286,7 +342,7 @@ Status LoadedExecutable<E>::run_participant(std::unique_ptr<detail::RunState> st
   rendezvous_->end_run();
   Future<void> ready = status.ok() ? make_ready_future() : make_error_future<void>(status);
   for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
-    results.push_back(detail::BufferAccess::make(client_, output_space(device, j), program.output_shapes[j],
+    results.push_back(detail::BufferAccess::make(client_, output_space(device, j), output_shapes_[j],
                                                  std::move(state->outputs[j]), ready));
   program.release_state(std::move(state));
   return status;
@@ -346,7 +402,7 @@ StatusOr<std::unique_ptr<detail::RunState>> LoadedExecutable<E>::prepare(std::sp
     const auto bytes = static_cast<std::size_t>(program.output_shapes[j].byte_size());
     detail::MemoryRef memory = client_->allocate_memory(bytes);
     if (!memory || (bytes > 0 && memory->data == nullptr)) {
-      return fail(donations, resource_exhausted_error(str_cat("execute: output ", j, " (", program.output_shapes[j],
+      return fail(donations, resource_exhausted_error(str_cat("execute: output ", j, " (", output_shapes_[j],
                                                               ", ", bytes, " bytes) could not be allocated")));
     }
     state->outputs[j] = std::move(memory);
@@ -394,7 +450,7 @@ void LoadedExecutable<E>::start(std::unique_ptr<detail::RunState> state, std::sp
     }
     Future<void> ready = status.ok() ? make_ready_future() : make_error_future<void>(status);
     for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
-      results.push_back(detail::BufferAccess::make(client_, output_space(device, j), program.output_shapes[j],
+      results.push_back(detail::BufferAccess::make(client_, output_space(device, j), output_shapes_[j],
                                                    std::move(state->outputs[j]), ready));
     program.release_state(std::move(state));
     return;
@@ -402,7 +458,7 @@ void LoadedExecutable<E>::start(std::unique_ptr<detail::RunState> state, std::sp
 
   auto [promise, ready] = make_promise<void>();
   for (std::size_t j = 0; j < program.output_shapes.size(); ++j)
-    results.push_back(detail::BufferAccess::make(client_, output_space(device, j), program.output_shapes[j],
+    results.push_back(detail::BufferAccess::make(client_, output_space(device, j), output_shapes_[j],
                                                  state->outputs[j], ready));
   std::vector<Future<void>> pending;
   for (const auto& h : state->holds)
@@ -504,12 +560,19 @@ StatusOr<LoadedExecutable<E>> Client<E>::compile(const Graph& graph, const Compi
         return not_found_error(str_cat("compile: CompileOptions.output_memory_kinds[", j, "]: CPU devices have no memory space of kind '",
                                        kind, "' (they have device, pinned_host, unpinned_host)"));
   }
+  // Custom layouts: the program reads and writes them through transposes (checked here even
+  // when the cache has the program, so that the executable's shapes are valid).
+  const bool relaid = !options.argument_layouts.empty() || !options.result_layouts.empty();
+  Graph laid_out;
+  if (relaid) {
+    PJRT_LITE_ASSIGN_OR_RETURN(laid_out, detail::relayout(graph, options.argument_layouts, options.result_layouts));
+  }
   detail::ObservedSpan span(observer(), SpanKind::kCompile, graph.name());
   const std::uint64_t key = fingerprint(graph);
   std::shared_ptr<const detail::Program> shared = cache_lookup(key, graph, options);
   if (!shared) {
     StatusOr<std::shared_ptr<detail::Program>> program =
-        detail::compile_program(graph, options, executor_.num_threads() + 1);
+        detail::compile_program(relaid ? laid_out : graph, options, executor_.num_threads() + 1);
     if (!program.ok()) return program.status().with_context(str_cat("compile '", graph.name(), "'"));
     shared = std::move(program).value();
     PJRT_LITE_RETURN_IF_ERROR(prepare_first_run(*shared).with_context(str_cat("compile '", graph.name(), "'")));
@@ -564,6 +627,9 @@ StatusOr<LoadedExecutable<E>> Client<E>::compile(std::string_view stablehlo_text
       std::any_of(entry->result_memory_kinds.begin(), entry->result_memory_kinds.end(),
                   [](const std::string& k) { return !k.empty(); }))
     with_kinds.output_memory_kinds = entry->result_memory_kinds;
+  // The layouts its arguments and results name (mhlo.layout_mode), likewise.
+  if (with_kinds.argument_layouts.empty()) with_kinds.argument_layouts = entry->argument_layouts;
+  if (with_kinds.result_layouts.empty()) with_kinds.result_layouts = entry->result_layouts;
   if (static_cast<std::int64_t>(entry->graph.outputs().size()) == entry->num_results)
     return compile(entry->graph, with_kinds);
   // The checked values are extra outputs of a test program's graph; a compiled program returns
