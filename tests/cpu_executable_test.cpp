@@ -1839,12 +1839,13 @@ TEST_CASE("cpu layouts: executables take and make the layouts the compile option
   auto plain = client->compile(g).value();
   CHECK(plain.parameter_layouts() == std::vector<std::vector<std::int64_t>>{{1, 0}, {1, 0}});
   CHECK(plain.execute({&x_rows, &y_rows}).value()[0].to_literal().await().value() == want[0]);
-  // A blob of format version 3 (before layouts: the two layout counts, zero here, absent)
-  // still loads, with row-major layouts. Byte 42 is where default options' counts begin.
+  // A blob of format version 3 (before layouts and argument memory kinds: their three
+  // counts, zero here, absent) still loads, with row-major layouts. Byte 42 is where default
+  // options' counts begin.
   std::vector<std::byte> v3 = plain.serialize();
   REQUIRE(v3.size() > 60);
-  for (std::size_t k = 42; k < 50; ++k) REQUIRE(v3[k] == std::byte{0});
-  v3.erase(v3.begin() + 42, v3.begin() + 50);
+  for (std::size_t k = 42; k < 54; ++k) REQUIRE(v3[k] == std::byte{0});
+  v3.erase(v3.begin() + 42, v3.begin() + 54);
   v3[4] = std::byte{3};
   const std::uint64_t checksum = fnv1a64(std::span<const std::byte>(v3).first(v3.size() - 8));
   std::memcpy(v3.data() + v3.size() - 8, &checksum, 8);

@@ -101,8 +101,9 @@ interpreter and hand-computed values):
   `@SPMDShardToFullShape`, `@xla.sdy.FuncResultSharding`, `@xla.sdy.GlobalToLocalShape`,
   `@xla.sdy.LocalToGlobalShape` (identities; one that changes its operand's shape splits the
   program over several devices and is UNIMPLEMENTED); `@annotate_device_placement`,
-  `@MoveToHost`, `@MoveToDevice` (identities: the memory kind is recorded in
-  `Function::result_memory_kinds`, not enforced); `@shape_assertion` (its condition must fold
+  `@MoveToHost`, `@MoveToDevice` (identities: the memory kind a result reaches is recorded in
+  `Function::result_memory_kinds`, and `Client::compile` puts that output in a memory space of
+  the kind); `@shape_assertion` (its condition must fold
   once shapes are known; a false one fails with its `error_message`, formatted with its
   operands); `@stablehlo.dynamic_top_k` and `@stablehlo.dynamic_rng_bit_generator` (their
   static forms); the check dialect's `@check.expect_*`. `@stablehlo.dynamic_approx_top_k` is
@@ -111,8 +112,10 @@ interpreter and hand-computed values):
   `stablehlo.optimization_barrier`, `stablehlo.tuple` and `stablehlo.get_tuple_element`
   (pretty form), `stablehlo.map` (its scalar body, vmapped over the elements),
   `sdy.sharding_constraint`, `sdy.reshard`, `sdy.manual_computation` (its body, when every
-  manual axis has size 1); `mhlo.sharding`, `sdy.sharding`, `mhlo.memory_kind` and
-  `mhlo.layout_mode` attributes are accepted.
+  manual axis has size 1); `mhlo.sharding` and `sdy.sharding` attributes are accepted;
+  `mhlo.memory_kind` on arguments and results and `mhlo.layout_mode` layouts (`"{0,1}"`) become
+  `Client::compile`'s argument and output memory kinds and layouts (a tiled layout is
+  UNIMPLEMENTED).
 - `stablehlo.count_leading_zeros` on every integer type (an IR op, see docs/ops.md).
 - Shape polymorphism: `?` dimensions are refined from concrete argument shapes
   (`stablehlo::parse_module(text, shapes)`, `parse_stablehlo(text, shapes)`,

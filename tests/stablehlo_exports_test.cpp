@@ -112,6 +112,48 @@ TEST_CASE("exports: sharding and placement annotations are identities on one dev
   CHECK(back.output_memory_kinds() == std::vector<std::string_view>{"pinned_host"});
 }
 
+TEST_CASE("exports: mhlo.memory_kind on arguments and results places them, and a misplaced argument is refused") {
+  // An argument offloaded to the host and a result kept there, as jax.jit with memory kinds
+  // in its shardings exports them (no annotate_device_placement in the body).
+  constexpr std::string_view text = R"mlir(
+  func.func public @main(%arg0: tensor<3xf32> {mhlo.memory_kind = "pinned_host"}, %arg1: tensor<3xf32>) -> (tensor<3xf32> {mhlo.memory_kind = "pinned_host"}, tensor<3xf32>) {
+    %0 = stablehlo.add %arg0, %arg1 : tensor<3xf32>
+    %1 = stablehlo.multiply %arg0, %arg1 : tensor<3xf32>
+    return %0, %1 : tensor<3xf32>, tensor<3xf32>
+  }
+)mlir";
+  stablehlo::Module m = require_ok(stablehlo::parse_module(text));
+  CHECK(m.find("main")->argument_memory_kinds == std::vector<std::string>{"pinned_host", ""});
+  CHECK(m.find("main")->result_memory_kinds == std::vector<std::string>{"pinned_host", ""});
+  auto client = require_ok(Client::create({}));
+  auto exe = require_ok(client->compile(text));
+  CHECK(exe.parameter_memory_kinds() == std::vector<std::string_view>{"pinned_host", ""});
+  CHECK(exe.output_memory_kinds() == std::vector<std::string_view>{"pinned_host", "device"});
+  auto* device = client->addressable_devices()[0];
+  auto* host = require_ok(device->memory_space_by_kind("pinned_host"));
+  auto x_device = require_ok(client->buffer_from_literal(lit<float>({1, 2, 3}, {3})));
+  auto x_host = require_ok(client->buffer_from_literal(lit<float>({1, 2, 3}, {3}), host));
+  auto y = require_ok(client->buffer_from_literal(lit<float>({4, 5, 6}, {3})));
+  check_error(exe.execute({&x_device, &y}).status(), StatusCode::kInvalidArgument,
+              "argument 0 is in cpu:0/device but parameter 0 takes memory of kind 'pinned_host'");
+  auto out = require_ok(exe.execute({&x_host, &y}));
+  CHECK(out[0].memory_space()->kind() == "pinned_host");
+  CHECK(out[1].memory_space()->kind() == "device");
+  CHECK(values_of<float>(require_ok(out[0].to_literal().await())) == std::vector<float>{5, 7, 9});
+  CHECK(values_of<float>(require_ok(out[1].to_literal().await())) == std::vector<float>{4, 10, 18});
+  // The second argument names no kind: any memory space of the device will do.
+  auto y_host = require_ok(client->buffer_from_literal(lit<float>({4, 5, 6}, {3}), host));
+  CHECK(exe.execute({&x_host, &y_host}).ok());
+  // Bad options: an unknown kind, a list of another length. The kinds survive serialization.
+  cpu::CompileOptions bad;
+  bad.argument_memory_kinds = {"hbm", ""};
+  check_error(client->compile(text, bad), StatusCode::kNotFound, "argument_memory_kinds[0]");
+  bad.argument_memory_kinds = {"device"};
+  check_error(client->compile(text, bad), StatusCode::kInvalidArgument, "lists 1 kinds for the 2 parameters");
+  auto back = require_ok(client->deserialize_executable(exe.serialize()));
+  CHECK(back.parameter_memory_kinds() == exe.parameter_memory_kinds());
+}
+
 TEST_CASE("exports: an annotation that changes the shape is a program for several devices") {
   const std::string text = R"mlir(
 func.func public @main(%arg0: tensor<8xf32>) -> tensor<4xf32> {

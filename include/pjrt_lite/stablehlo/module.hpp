@@ -97,6 +97,9 @@ struct Function {
   /// ("pinned_host", "device"), or empty. Recorded, not enforced: the graph computes every
   /// result in device memory, and a caller that wants the kind copies the result there.
   std::vector<std::string> result_memory_kinds;
+  /// Per argument, the memory kind its `mhlo.memory_kind` names, or empty; an empty list
+  /// where no argument names one.
+  std::vector<std::string> argument_memory_kinds;
   /// The layouts JAX asks for (`mhlo.layout_mode = "{1,0}"` on an argument or result), minor
   /// to major, one list per argument and per result; empty lists where none names one
   /// ("default" and "auto" name none). Client::compile of text takes them as

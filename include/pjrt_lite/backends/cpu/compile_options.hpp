@@ -55,6 +55,12 @@ struct CompileOptions {
   /// Empty list: every output in device memory. A kind the devices lack, or a list of another
   /// length than the outputs, fails the compile.
   std::vector<std::string> output_memory_kinds = {};
+  /// Per parameter, the kind of memory space its argument must be in (as a StableHLO
+  /// argument's `mhlo.memory_kind` asks: "pinned_host" for an argument offloaded to the host);
+  /// an execute with an argument elsewhere fails INVALID_ARGUMENT. Empty (list or entry): any
+  /// memory space of the device. A kind the devices lack, or a list of another length than
+  /// the parameters, fails the compile.
+  std::vector<std::string> argument_memory_kinds = {};
   /// Per parameter, the layout its argument buffers are in, as PJRT's custom layouts: the
   /// order of the dimensions from minor to major ({1, 0} is row-major for a matrix, {0, 1}
   /// column-major; an empty entry is the default row-major). Empty list: every parameter

@@ -139,6 +139,16 @@ class LoadedExecutable {
   /// CompileOptions::output_memory_kinds, "device" where it names none (PJRT's
   /// GetOutputMemoryKinds).
   [[nodiscard]] std::vector<std::string_view> output_memory_kinds() const;
+  /// For each parameter, the kind of memory space its argument must be in
+  /// (CompileOptions::argument_memory_kinds), or "" where any memory space of the device will
+  /// do.
+  [[nodiscard]] std::vector<std::string_view> parameter_memory_kinds() const {
+    std::vector<std::string_view> kinds;
+    for (std::size_t i = 0; i < parameter_shapes_.size(); ++i)
+      kinds.push_back(i < options_.argument_memory_kinds.size() ? std::string_view(options_.argument_memory_kinds[i])
+                                                                : std::string_view());
+    return kinds;
+  }
 
   /// The source graph and compile options as version-tagged, checksummed bytes, which
   /// Client::deserialize_executable turns back into an executable (by compiling again).

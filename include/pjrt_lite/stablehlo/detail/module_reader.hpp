@@ -50,6 +50,8 @@ struct FunctionSource {
   std::vector<Shape> result_types;
   // mhlo.layout_mode of each argument and result, minor to major (empty: none named).
   std::vector<std::vector<std::int64_t>> arg_layouts, result_layouts;
+  // mhlo.memory_kind of each argument and result (empty: none named).
+  std::vector<std::string> arg_memory_kinds, result_memory_kinds;
   bool polymorphic = false;  // a '?' in its signature: built for the types of each call
   bool has_body = false;
   Lexer body{std::string_view()};  // just after the body's '{'
@@ -101,6 +103,12 @@ class ModuleReader final : public BodyReader {
   }
 
  private:
+  /// The memory kind an argument's or result's `mhlo.memory_kind` names, or "".
+  static std::string memory_kind(const AttrDict& attrs) {
+    const AttrValue* v = find_attr(attrs, "mhlo.memory_kind");
+    return v != nullptr && v->kind == AttrValue::Kind::kString ? v->text : std::string();
+  }
+
   /// The layout an argument's or result's `mhlo.layout_mode` names, minor to major: none for
   /// "default" or "auto" (or no such attribute), the dimensions for "{1,0}"; UNIMPLEMENTED
   /// for another form (a tiled layout).
@@ -248,6 +256,7 @@ class ModuleReader final : public BodyReader {
         }
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> layout, layout_mode(attrs));
         f.arg_layouts.push_back(std::move(layout));
+        f.arg_memory_kinds.push_back(memory_kind(attrs));
         PJRT_LITE_RETURN_IF_ERROR(top_.skip_loc());
         Token u = top_.next();
         if (u.is(')')) break;
@@ -264,6 +273,7 @@ class ModuleReader final : public BodyReader {
         for (const AttrDict& attrs : dicts) {
           PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> layout, layout_mode(attrs));
           f.result_layouts.push_back(std::move(layout));
+          f.result_memory_kinds.push_back(memory_kind(attrs));
         }
       } else {
         // A bare result type takes no attributes: a '{' after it starts the body.
@@ -371,6 +381,11 @@ class ModuleReader final : public BodyReader {
     };
     if (named(source.arg_layouts)) fn.argument_layouts = source.arg_layouts;
     if (named(source.result_layouts)) fn.result_layouts = source.result_layouts;
+    if (std::any_of(source.arg_memory_kinds.begin(), source.arg_memory_kinds.end(),
+                    [](const std::string& k) { return !k.empty(); }))
+      fn.argument_memory_kinds = source.arg_memory_kinds;
+    // A result's kind: its annotate_device_placement, else its mhlo.memory_kind.
+    fn.result_memory_kinds = source.result_memory_kinds;
     fn.result_memory_kinds.resize(returned.size());
     for (std::size_t k = 0; k < returned.size(); ++k)
       for (const auto& [v, kind] : placements)

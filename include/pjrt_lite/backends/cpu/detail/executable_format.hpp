@@ -9,7 +9,8 @@
 //          | u32 n, i32 device-assignment id * n (n = 0: none)   (version 2 on)
 //          | u32 n, string output memory kind * n                 (version 3 on)
 //          | (u32 n, (u32 rank, i64 dimension * rank) * n) for the argument layouts,
-//            then the same for the result layouts                 (version 4 on)
+//            then the same for the result layouts,
+//            u32 n, string argument memory kind * n               (version 4 on)
 //          | u64 n, serialized graph (ir/serialize.hpp, with its own checksum) | u64 FNV-1a-64
 
 #include <array>
@@ -55,6 +56,8 @@ inline std::vector<std::byte> write_executable(const Graph& source, const Compil
       for (std::int64_t d : layout) w.u64(static_cast<std::uint64_t>(d));
     }
   }
+  w.u32(static_cast<std::uint32_t>(options.argument_memory_kinds.size()));
+  for (const std::string& kind : options.argument_memory_kinds) w.string(kind);
   const std::vector<std::byte> graph = serialize(source);
   w.u64(graph.size());
   w.bytes(graph);
@@ -138,6 +141,11 @@ inline StatusOr<std::pair<Graph, CompileOptions>> read_executable(std::span<cons
           layout.push_back(static_cast<std::int64_t>(dim));
         }
       }
+    }
+    PJRT_LITE_ASSIGN_OR_RETURN(std::size_t kinds, body.count("argument memory kind count", 4, 1 << 20));
+    for (std::size_t i = 0; i < kinds; ++i) {
+      PJRT_LITE_ASSIGN_OR_RETURN(std::string kind, body.string("argument memory kind"));
+      options.argument_memory_kinds.push_back(std::move(kind));
     }
   }
   PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t graph_size, body.u64("graph size"));

@@ -269,6 +269,11 @@ Status LoadedExecutable<E>::validate(std::span<Buffer<E>* const> args, Device<E>
     if (!a->on_device_shape().same_type_and_dims(params[i]))
       return invalid_argument_error(str_cat("execute: argument ", i, " has shape ", a->on_device_shape(), " but parameter ",
                                             i, " takes ", params[i]));
+    if (i < options_.argument_memory_kinds.size() && !options_.argument_memory_kinds[i].empty() &&
+        a->memory_space()->kind() != options_.argument_memory_kinds[i])
+      return invalid_argument_error(str_cat("execute: argument ", i, " is in ", a->memory_space()->debug_string(),
+                                            " but parameter ", i, " takes memory of kind '", options_.argument_memory_kinds[i],
+                                            "' (CompileOptions::argument_memory_kinds; copy_to_memory_space moves it)"));
     if (!std::ranges::equal(a->on_device_shape().major_to_minor(), params[i].major_to_minor()))
       return invalid_argument_error(str_cat("execute: argument ", i, " is laid out minor to major as ",
                                             Shape::dims_string(a->minor_to_major()), " but parameter ", i, " takes ",
@@ -554,12 +559,18 @@ StatusOr<LoadedExecutable<E>> Client<E>::compile(const Graph& graph, const Compi
       return invalid_argument_error(str_cat("compile: CompileOptions.output_memory_kinds lists ",
                                             options.output_memory_kinds.size(), " kinds for the ",
                                             graph.outputs().size(), " outputs of '", graph.name(), "'"));
-    for (std::size_t j = 0; j < options.output_memory_kinds.size(); ++j)
-      if (const std::string& kind = options.output_memory_kinds[j];
-          !kind.empty() && std::find(std::begin(kMemoryKinds), std::end(kMemoryKinds), kind) == std::end(kMemoryKinds))
-        return not_found_error(str_cat("compile: CompileOptions.output_memory_kinds[", j, "]: CPU devices have no memory space of kind '",
-                                       kind, "' (they have device, pinned_host, unpinned_host)"));
   }
+  if (!options.argument_memory_kinds.empty() && options.argument_memory_kinds.size() != graph.parameters().size())
+    return invalid_argument_error(str_cat("compile: CompileOptions.argument_memory_kinds lists ",
+                                          options.argument_memory_kinds.size(), " kinds for the ",
+                                          graph.parameters().size(), " parameters of '", graph.name(), "'"));
+  for (const auto& [kinds, what] : {std::pair{&options.output_memory_kinds, "output_memory_kinds"},
+                                    std::pair{&options.argument_memory_kinds, "argument_memory_kinds"}})
+    for (std::size_t j = 0; j < kinds->size(); ++j)
+      if (const std::string& kind = (*kinds)[j];
+          !kind.empty() && std::find(std::begin(kMemoryKinds), std::end(kMemoryKinds), kind) == std::end(kMemoryKinds))
+        return not_found_error(str_cat("compile: CompileOptions.", what, "[", j, "]: CPU devices have no memory space of kind '",
+                                       kind, "' (they have device, pinned_host, unpinned_host)"));
   // Custom layouts: the program reads and writes them through transposes (checked here even
   // when the cache has the program, so that the executable's shapes are valid).
   const bool relaid = !options.argument_layouts.empty() || !options.result_layouts.empty();
@@ -627,6 +638,7 @@ StatusOr<LoadedExecutable<E>> Client<E>::compile(std::string_view stablehlo_text
       std::any_of(entry->result_memory_kinds.begin(), entry->result_memory_kinds.end(),
                   [](const std::string& k) { return !k.empty(); }))
     with_kinds.output_memory_kinds = entry->result_memory_kinds;
+  if (with_kinds.argument_memory_kinds.empty()) with_kinds.argument_memory_kinds = entry->argument_memory_kinds;
   // The layouts its arguments and results name (mhlo.layout_mode), likewise.
   if (with_kinds.argument_layouts.empty()) with_kinds.argument_layouts = entry->argument_layouts;
   if (with_kinds.result_layouts.empty()) with_kinds.result_layouts = entry->result_layouts;
