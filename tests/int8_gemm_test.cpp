@@ -62,15 +62,20 @@ void check_kernel(Int8Kernel kernel, const Size& s, std::mt19937& rng) {
   Reported reported;
   Int8Gemm::run_with<kSignedA, kSignedB>(kernel, s.rows, s.cols, s.depth, a.data(), lda, b.data(), ldb, c.data(), ldc,
                                           scratch, RowsDone{&Reported::add, &reported});
+  // The operands' values, read through plain pointers in the loops (at -O0 every index into
+  // a vector is a function call).
+  std::vector<std::int64_t> a_values, b_values;
+  for (std::uint8_t v : a) a_values.push_back(value(v, kSignedA));
+  for (std::uint8_t v : b) b_values.push_back(value(v, kSignedB));
+  const std::int64_t* av = a_values.data();
+  const std::int64_t* bv = b_values.data();
   std::int64_t wrong = 0, first_wrong = -1;
   for (std::int64_t i = 0; i < s.rows; ++i) {
     for (std::int64_t j = 0; j < ldc; ++j) {
       std::int32_t want = kUntouched;
       if (j < s.cols) {
         std::int64_t sum = 0;
-        for (std::int64_t k = 0; k < s.depth; ++k)
-          sum += value(a[static_cast<std::size_t>(i * lda + k)], kSignedA) *
-                 value(b[static_cast<std::size_t>(k * ldb + j)], kSignedB);
+        for (std::int64_t k = 0; k < s.depth; ++k) sum += av[i * lda + k] * bv[k * ldb + j];
         want = static_cast<std::int32_t>(static_cast<std::uint32_t>(sum));
       }
       if (c[static_cast<std::size_t>(i * ldc + j)] != want && wrong++ == 0) first_wrong = i * ldc + j;

@@ -31,7 +31,8 @@ inline constexpr bool kUnderSanitizer = kThreadSanitizer || kAddressSanitizer;
 /// The exhaustive single-threaded loops of the serializer's tests take every 9th case under a
 /// sanitizer and every case otherwise: the fuzzers feed the same decoder corrupt input under
 /// ASan+UBSan in every CI run (and for hours before a change lands), and ThreadSanitizer has
-/// no threads to look at there.
+/// no threads to look at there. The gradient checks' lists go on to order 2 for every 9th case
+/// under a sanitizer (check_grads.hpp's case_order).
 inline constexpr int kSanitizerStride = kUnderSanitizer ? 9 : 1;
 
 }  // namespace pjrt_lite::testing
