@@ -403,6 +403,51 @@ TEST_CASE("mpi: ranks whose control flow diverges, and channels without a peer, 
   check_error(client().compile(anyone, options).status(), StatusCode::kUnimplemented, "without source_target_pairs");
 }
 
+TEST_CASE("mpi: a sharded program runs its parts on every rank's devices") {
+  // Partitions on every device of every rank: rows of x split (a product with no collective),
+  // the row sums over the split rows all-reduced, a product over a split contracting
+  // dimension all-reduced across the ranks.
+  const int n = kDevicesPerRank * ranks();
+  const std::string text = str_cat(
+      "module @jit_sharded attributes {mhlo.num_partitions = ", n, " : i32} {\n",
+      "  func.func public @main(%x: tensor<", 2 * n, "x6xf32> {mhlo.sharding = \"{devices=[", n, ",1]<=[", n, "]}\"},\n",
+      "      %w: tensor<6x5xf32>, %a: tensor<3x", 2 * n, "xf32> {mhlo.sharding = \"{devices=[1,", n, "]<=[", n, "]}\"},\n",
+      "      %b: tensor<", 2 * n, "x4xf32> {mhlo.sharding = \"{devices=[", n, ",1]<=[", n, "]}\"})\n",
+      "      -> (tensor<", 2 * n, "x5xf32> {mhlo.sharding = \"{devices=[", n, ",1]<=[", n, "]}\"}, tensor<6xf32>, tensor<3x4xf32>) {\n",
+      "    %0 = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<", 2 * n, "x6xf32>, tensor<6x5xf32>) -> tensor<", 2 * n, "x5xf32>\n",
+      "    %z = stablehlo.constant dense<0.0> : tensor<f32>\n",
+      "    %1 = stablehlo.reduce(%x init: %z) applies stablehlo.add across dimensions = [0] : (tensor<", 2 * n, "x6xf32>, tensor<f32>) -> tensor<6xf32>\n",
+      "    %2 = stablehlo.dot_general %a, %b, contracting_dims = [1] x [0] : (tensor<3x", 2 * n, "xf32>, tensor<", 2 * n, "x4xf32>) -> tensor<3x4xf32>\n",
+      "    return %0, %1, %2 : tensor<", 2 * n, "x5xf32>, tensor<6xf32>, tensor<3x4xf32>\n  }\n}\n");
+  auto exe = client().compile(text);
+  REQUIRE_MESSAGE(exe.ok(), exe.status().to_string());
+  CHECK(exe->gathered_ops().empty());
+  const Graph whole = parse(text);
+  const std::vector<Literal> args = arguments_of(0, whole.parameter_shapes());
+  const std::vector<Literal> want = evaluate_ok(whole, args);
+  const std::size_t local = exe->addressable_devices().size();
+  REQUIRE(local == static_cast<std::size_t>(kDevicesPerRank));
+  std::vector<std::vector<Buffer>> buffers(local);
+  std::vector<std::vector<Buffer*>> lists(local);
+  for (std::size_t k = 0; k < local; ++k) {
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      Literal part = require_ok(shard_of(args[i], exe->parameter_shardings()[i], exe->participant_of(k)));
+      buffers[k].push_back(
+          require_ok(client().buffer_from_literal(part, exe->addressable_devices()[k]->memory_spaces()[0])));
+    }
+    for (Buffer& b : buffers[k]) lists[k].push_back(&b);
+  }
+  auto out = exe->execute(lists);
+  REQUIRE_MESSAGE(out.ok(), out.status().to_string());
+  for (std::size_t k = 0; k < local; ++k)
+    for (std::size_t j = 0; j < want.size(); ++j) {
+      CAPTURE(k);
+      CAPTURE(j);
+      const Literal expected = require_ok(shard_of(want[j], exe->output_shardings()[j], exe->participant_of(k)));
+      CHECK(close(require_ok((*out)[k][j].to_literal().await()), expected, 1e-5));
+    }
+}
+
 }  // namespace mpi_test
 
 int main(int argc, char** argv) {

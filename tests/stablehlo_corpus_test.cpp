@@ -97,10 +97,13 @@ constexpr std::string_view kBeyondTheCorpus = R"(
 Checked by `tests/stablehlo_exports_test.cpp` (on the CPU client, against the reference
 interpreter and hand-computed values):
 
-- Custom calls read on one device: `@Sharding`, `@SPMDFullToShardShape`,
-  `@SPMDShardToFullShape`, `@xla.sdy.FuncResultSharding`, `@xla.sdy.GlobalToLocalShape`,
-  `@xla.sdy.LocalToGlobalShape` (identities; one that changes its operand's shape splits the
-  program over several devices and is UNIMPLEMENTED); `@annotate_device_placement`,
+- Sharding custom calls: `@Sharding` (a sharding constraint), `@SPMDFullToShardShape` and
+  `@SPMDShardToFullShape` (shard_map's entry and exit), `@xla.sdy.FuncResultSharding`,
+  `@xla.sdy.GlobalToLocalShape`, `@xla.sdy.LocalToGlobalShape` (identities). In a module of
+  one partition they are identities and one that changes its operand's shape is
+  UNIMPLEMENTED; over several partitions (`mhlo.num_partitions`) `Client::compile`
+  partitions the program (`tests/spmd_test.cpp`, README, "Sharded programs");
+  `@annotate_device_placement`,
   `@MoveToHost`, `@MoveToDevice` (identities: the memory kind a result reaches is recorded in
   `Function::result_memory_kinds`, and `Client::compile` puts that output in a memory space of
   the kind); `@shape_assertion` (its condition must fold
@@ -111,8 +114,10 @@ interpreter and hand-computed values):
 - Ops without a node of their own: `stablehlo.composite` (its decomposition),
   `stablehlo.optimization_barrier`, `stablehlo.tuple` and `stablehlo.get_tuple_element`
   (pretty form), `stablehlo.map` (its scalar body, vmapped over the elements),
-  `sdy.sharding_constraint`, `sdy.reshard`, `sdy.manual_computation` (its body, when every
-  manual axis has size 1); `mhlo.sharding` and `sdy.sharding` attributes are accepted;
+  `sdy.sharding_constraint`, `sdy.reshard` (constraints), `sdy.manual_computation` (its body:
+  as is when every manual axis has size 1, on each device's block when it is manual over
+  every axis of its mesh); `mhlo.sharding` and `sdy.sharding` attributes become the
+  arguments' and results' shardings;
   `mhlo.memory_kind` on arguments and results and `mhlo.layout_mode` layouts (`"{0,1}"`) become
   `Client::compile`'s argument and output memory kinds and layouts (a tiled layout is
   UNIMPLEMENTED).

@@ -573,8 +573,10 @@ class GraphBuilder {
   // ---- Composition and building ----------------------------------------------------------
 
   /// Copies the nodes of `graph` (which must be verified) into this builder with its
-  /// parameters replaced by `arguments`, and returns the values of its outputs.
-  std::vector<Value> inline_graph(const Graph& graph, const std::vector<Value>& arguments) {
+  /// parameters replaced by `arguments`, and returns the values of its outputs; with
+  /// `node_values`, also what each node of `graph` became (its results, in order).
+  std::vector<Value> inline_graph(const Graph& graph, const std::vector<Value>& arguments,
+                                  std::vector<std::vector<Value>>* node_values = nullptr) {
     const std::size_t n_out = std::max<std::size_t>(graph.outputs().size(), 1);
     if (!status_.ok()) return dummies(n_out);
     if (arguments.size() != graph.parameters().size())
@@ -606,6 +608,7 @@ class GraphBuilder {
     std::vector<Value> out;
     for (Value v : graph.outputs())
       out.push_back(mapped[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.index)]);
+    if (node_values != nullptr) *node_values = std::move(mapped);
     return out;
   }
 

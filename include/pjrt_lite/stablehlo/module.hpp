@@ -21,6 +21,7 @@
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/graph.hpp"
+#include "pjrt_lite/transforms/spmd.hpp"
 
 namespace pjrt_lite::inline v0_1::stablehlo {
 
@@ -107,6 +108,15 @@ struct Function {
   std::vector<std::vector<std::int64_t>> argument_layouts, result_layouts;
   /// The interpreter.run_parallel calls of a test program, in order.
   std::vector<ParallelRun> parallel_runs;
+  /// How a program over several partitions splits its values: `mhlo.sharding` or
+  /// `sdy.sharding` on arguments and results, `@Sharding` and `sdy.sharding_constraint` on
+  /// values, shard_map's manual parts (`@SPMDFullToShardShape` / `@SPMDShardToFullShape`,
+  /// `sdy.manual_computation`). num_partitions is the module's `mhlo.num_partitions` (1 when
+  /// it does not say). In `graph` a manual part is taken with a dynamic_slice at the
+  /// partition's offsets and made whole again with all_gathers, so the graph itself runs
+  /// the same on every partition, each computing whole values; partition() makes the
+  /// program in which each computes its parts (Client::compile of text does).
+  ShardingPlan sharding;
 };
 
 /// A parsed module. Plain data; thread-compatible.

@@ -24,6 +24,7 @@
 #include "pjrt_lite/core/runtime_types.hpp"
 #include "pjrt_lite/future.hpp"
 #include "pjrt_lite/ir/graph.hpp"
+#include "pjrt_lite/ir/sharding.hpp"
 
 namespace pjrt_lite::inline v0_1::cpu {
 
@@ -75,6 +76,8 @@ class LoadedExecutable {
       : client_(other.client_), program_(std::move(other.program_)), devices_(std::move(other.devices_)),
         options_(std::move(other.options_)), source_(std::move(other.source_)),
         parameter_shapes_(std::move(other.parameter_shapes_)), output_shapes_(std::move(other.output_shapes_)),
+        parameter_shardings_(std::move(other.parameter_shardings_)),
+        output_shardings_(std::move(other.output_shardings_)), gathered_ops_(std::move(other.gathered_ops_)),
         rendezvous_(std::move(other.rendezvous_)), deleted_(other.is_deleted()) {}
   LoadedExecutable& operator=(LoadedExecutable&& other) noexcept {
     client_ = other.client_;
@@ -84,6 +87,9 @@ class LoadedExecutable {
     source_ = std::move(other.source_);
     parameter_shapes_ = std::move(other.parameter_shapes_);
     output_shapes_ = std::move(other.output_shapes_);
+    parameter_shardings_ = std::move(other.parameter_shardings_);
+    output_shardings_ = std::move(other.output_shardings_);
+    gathered_ops_ = std::move(other.gathered_ops_);
     rendezvous_ = std::move(other.rendezvous_);
     deleted_.store(other.is_deleted(), std::memory_order_relaxed);
     return *this;
@@ -118,6 +124,16 @@ class LoadedExecutable {
     for (const Shape& s : output_shapes_) out.push_back(minor_to_major(s));
     return out;
   }
+  /// Per parameter and per output of a program Client::compile partitioned from the
+  /// shardings of its StableHLO text (PJRT's GetParameterShardings and GetOutputShardings):
+  /// how the global value splits into the parts each device takes and makes
+  /// (kManual: each device's own). Empty when the program was not partitioned here
+  /// (compiled from a Graph, or deserialized).
+  [[nodiscard]] const std::vector<Sharding>& parameter_shardings() const { return parameter_shardings_; }
+  [[nodiscard]] const std::vector<Sharding>& output_shardings() const { return output_shardings_; }
+  /// The ops the partitioner ran whole on every device, gathering their split operands
+  /// (transforms/spmd.hpp); empty when everything was partitioned natively.
+  [[nodiscard]] const std::vector<std::string>& gathered_ops() const { return gathered_ops_; }
   [[nodiscard]] const CostAnalysis& cost_analysis() const;
   [[nodiscard]] const MemoryStats& memory_stats() const;
   /// The build of the kernels this executable runs (kernel_isa.hpp).
@@ -257,6 +273,10 @@ class LoadedExecutable {
   CompileOptions options_;
   Graph source_;
   std::vector<Shape> parameter_shapes_, output_shapes_;
+  // Set by Client::compile of a partitioned program.
+  friend class Client<E>;
+  std::vector<Sharding> parameter_shardings_, output_shardings_;
+  std::vector<std::string> gathered_ops_;
   /// Where the participants of a grid meet; null for an executable of one participant.
   std::shared_ptr<detail::Rendezvous> rendezvous_;
   std::atomic<bool> deleted_{false};

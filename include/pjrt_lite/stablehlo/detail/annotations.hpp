@@ -1,7 +1,9 @@
 #pragma once
 // IWYU pragma: private, include "pjrt_lite/stablehlo/parser.hpp"
 // What JAX leaves in a program that runs on one device and adds no node of its own, or only
-// nodes of ops the IR has: sharding and placement annotations (identities on one device),
+// nodes of ops the IR has: sharding and placement annotations (identities on one device; on
+// several partitions recorded in the function's ShardingPlan, and shard_map's manual parts
+// taken and made whole with collectives),
 // shape assertions (checked when the program is read, where shapes are known), composites
 // (their decomposition), optimization barriers, tuples, map (its body, vmapped over the
 // elements) and Shardy's manual computations over axes of size one.
@@ -14,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -23,6 +26,7 @@
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/builder.hpp"
 #include "pjrt_lite/ir/graph.hpp"
+#include "pjrt_lite/ir/sharding.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/detail/op_attributes.hpp"
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
@@ -30,8 +34,151 @@
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 #include "pjrt_lite/stablehlo/types.hpp"
 #include "pjrt_lite/transforms/batching.hpp"
+#include "pjrt_lite/transforms/spmd.hpp"
 
 namespace pjrt_lite::inline v0_1::stablehlo::detail {
+
+// ---- Shardings ----------------------------------------------------------------------------
+
+/// A Shardy sharding read from its text: the Sharding, its mesh, and the mesh axes it splits
+/// dimensions over.
+struct SdySharding {
+  Sharding sharding;
+  std::string mesh;
+  std::vector<std::string> axes;
+};
+
+/// `@mesh, [{"x"}, {"y", ?}]p0, replicated={"z"}` (the inside of `#sdy.sharding<...>` or of
+/// sharding_constraint's `<...>`) over the module's meshes. Open dimensions (`?`) and
+/// priorities read as closed; sub-axes (`"x":(1)2`) and inline meshes are UNIMPLEMENTED.
+inline StatusOr<SdySharding> read_sdy_sharding(std::string_view text, const Meshes* meshes,
+                                               const MeshDevices* devices, SourcePos pos) {
+  std::string_view t = text;
+  while (!t.empty() && (t.front() == ' ' || t.front() == '<')) t.remove_prefix(1);
+  while (!t.empty() && (t.back() == ' ' || t.back() == '>')) t.remove_suffix(1);
+  if (t.empty() || t.front() != '@')
+    return unsupported_at(pos, str_cat("the sharding <", text, "> (only a mesh named with @ is read)"));
+  std::size_t end = 1;
+  while (end < t.size() && t[end] != ',' && t[end] != ' ') ++end;
+  SdySharding out;
+  out.mesh = std::string(t.substr(1, end - 1));
+  if (!out.mesh.empty() && out.mesh.front() == '"') out.mesh = unquote(out.mesh);
+  const auto mesh = meshes != nullptr ? meshes->find(out.mesh) : Meshes::const_iterator{};
+  if (meshes == nullptr || mesh == meshes->end())
+    return error_at(pos, str_cat("the sharding <", text, "> names the mesh @", out.mesh, ", which the module does not declare"));
+  const std::size_t open = t.find('[', end);
+  if (open == std::string_view::npos) return error_at(pos, str_cat("the sharding <", text, "> has no dimension list"));
+  std::vector<std::vector<std::size_t>> dims;
+  std::size_t k = open + 1;
+  while (k < t.size() && t[k] != ']') {
+    if (t[k] != '{') {
+      ++k;
+      continue;
+    }
+    const std::size_t close = t.find('}', k);
+    if (close == std::string_view::npos) return error_at(pos, str_cat("the sharding <", text, "> has an unclosed {"));
+    std::vector<std::size_t> axes;
+    for (std::size_t q = t.find('"', k); q < close;) {
+      const std::size_t qe = t.find('"', q + 1);
+      if (qe == std::string_view::npos || qe > close) break;
+      const std::string name(t.substr(q + 1, qe - q - 1));
+      if (qe + 1 < t.size() && t[qe + 1] == ':')
+        return unsupported_at(pos, str_cat("the sub-axis sharding <", text, ">"));
+      std::size_t a = 0;
+      while (a < mesh->second.size() && mesh->second[a].first != name) ++a;
+      if (a == mesh->second.size())
+        return error_at(pos, str_cat("the sharding <", text, "> names the axis \"", name, "\", which @", out.mesh, " lacks"));
+      axes.push_back(a);
+      out.axes.push_back(name);
+      q = t.find('"', qe + 1);
+    }
+    dims.push_back(std::move(axes));
+    k = close + 1;
+  }
+  std::vector<std::int64_t> ids;
+  if (devices != nullptr)
+    if (auto d = devices->find(out.mesh); d != devices->end()) ids = d->second;
+  StatusOr<Sharding> s = sharding_on_mesh(mesh->second, ids, dims);
+  if (!s.ok()) return error_at(pos, str_cat("the sharding <", text, ">: ", s.status().message()));
+  out.sharding = std::move(s).value();
+  return out;
+}
+
+/// The sharding an argument's or result's attributes name (`mhlo.sharding = "..."` or
+/// `sdy.sharding = #sdy.sharding<...>`), or none.
+inline StatusOr<std::optional<Sharding>> sharding_attr(const AttrDict& attrs, const Meshes* meshes,
+                                                       const MeshDevices* devices) {
+  if (const AttrValue* v = find_attr(attrs, "mhlo.sharding"); v != nullptr && v->kind == AttrValue::Kind::kString) {
+    StatusOr<Sharding> s = parse_hlo_sharding(v->text);
+    if (!s.ok()) return Status(s.status().code(), str_cat(to_string(v->pos), ": ", s.status().message()));
+    return std::optional<Sharding>(std::move(s).value());
+  }
+  if (const AttrValue* v = find_attr(attrs, "sdy.sharding"); v != nullptr && v->kind == AttrValue::Kind::kOpaque) {
+    PJRT_LITE_ASSIGN_OR_RETURN(SdySharding s, read_sdy_sharding(v->word, meshes, devices, v->pos));
+    return std::optional<Sharding>(std::move(s.sharding));
+  }
+  return std::optional<Sharding>();
+}
+
+/// The sharding the function last asked of `v` (a constraint), or replicated.
+inline Sharding constraint_on(const Context& ctx, Value v) {
+  if (ctx.sharding != nullptr)
+    for (auto it = ctx.sharding->constraints.rbegin(); it != ctx.sharding->constraints.rend(); ++it)
+      if (it->first == v) return it->second;
+  return Sharding::replicated();
+}
+
+inline std::int64_t partitions_for(const Context& ctx, const Sharding& s) {
+  if (ctx.num_partitions > 0) return ctx.num_partitions;
+  return s.kind == Sharding::Kind::kTiled ? static_cast<std::int64_t>(s.devices.size()) : 1;
+}
+
+/// shard_map's entry: this partition's part of `whole` under s, of type `part_type` (a
+/// dynamic_slice at the partition's offsets, recorded as becoming manual).
+inline StatusOr<Value> enter_manual(Context& ctx, Value whole, const Sharding& s, const Shape& part_type,
+                                    std::string_view what, SourcePos pos) {
+  if (ctx.sharding == nullptr) return unsupported_at(pos, str_cat(what, " inside a region"));
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape global, ctx.b.shape(whole));
+  const std::int64_t n = partitions_for(ctx, s);
+  if (Status c = s.check(static_cast<std::size_t>(global.rank()), n); !c.ok()) return error_at(pos, str_cat(what, ": ", c.message()));
+  StatusOr<Shape> part = shard_shape(global, s);
+  if (!part.ok()) return unsupported_at(pos, str_cat(what, " with ", part.status().message()));
+  if (!matches_declared(*part, part_type))
+    return error_at(pos, str_cat(what, " gives ", tensor_type_name(part_type), " but ", tensor_type_name(global),
+                                 " split as ", s.describe(), " gives ", tensor_type_name(*part)));
+  Value v;
+  if (s.is_whole()) {
+    v = ctx.b.reshape(whole, std::vector<std::int64_t>(global.dims().begin(), global.dims().end()));
+  } else {
+    PJRT_LITE_ASSIGN_OR_RETURN(v, take_part(ctx.b, whole, s, global, n));
+  }
+  if (!ctx.b.ok()) return error_at(pos, ctx.b.status().message());
+  ctx.sharding->to_manual.push_back({v.node, s});
+  return v;
+}
+
+/// shard_map's exit: the whole value of type `global` whose part under s is `part` on
+/// every partition (all_gathers, recorded as leaving manual).
+inline StatusOr<Value> exit_manual(Context& ctx, Value part, const Sharding& s, const Shape& global,
+                                   std::string_view what, SourcePos pos) {
+  if (ctx.sharding == nullptr) return unsupported_at(pos, str_cat(what, " inside a region"));
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape part_type, ctx.b.shape(part));
+  const std::int64_t n = partitions_for(ctx, s);
+  if (Status c = s.check(static_cast<std::size_t>(global.rank()), n); !c.ok()) return error_at(pos, str_cat(what, ": ", c.message()));
+  StatusOr<Shape> want = shard_shape(global, s);
+  if (!want.ok()) return unsupported_at(pos, str_cat(what, " with ", want.status().message()));
+  if (!matches_declared(*want, part_type))
+    return error_at(pos, str_cat(what, " makes ", tensor_type_name(global), " split as ", s.describe(),
+                                 " from parts of ", tensor_type_name(*want), ", but its operand is ",
+                                 tensor_type_name(part_type)));
+  std::int64_t channel = (std::int64_t{1} << 24) + static_cast<std::int64_t>(ctx.sharding->from_manual.size()) * 64;
+  const Value v = s.is_whole()
+                      ? ctx.b.reshape(part, std::vector<std::int64_t>(global.dims().begin(), global.dims().end()))
+                      : gather_whole(ctx.b, part, s, n, channel);
+  if (!ctx.b.ok()) return error_at(pos, ctx.b.status().message());
+  ctx.sharding->from_manual.push_back({v.node, part, s});
+  return v;
+}
 
 // ---- Custom calls -------------------------------------------------------------------------
 
@@ -133,6 +280,38 @@ inline StatusOr<OpResult> build_annotation_custom_call(Context& ctx, std::string
   const std::string what = str_cat("stablehlo.custom_call @", target);
   if (p.operands.size() != declared.size())
     return error_at(p.pos, str_cat(what, " has as many results as operands"));
+  // Shardings mean something over several partitions only; one partition reads none.
+  const bool several = ctx.num_partitions > 1;
+  const AttrValue* sharding = find_attr(p.attrs, "mhlo.sharding");
+  std::vector<Sharding> shardings;
+  if (several && sharding != nullptr && sharding->kind == AttrValue::Kind::kString) {
+    StatusOr<std::vector<Sharding>> read = parse_hlo_shardings(sharding->text);
+    if (!read.ok()) return Status(read.status().code(), str_cat(to_string(sharding->pos), ": ", read.status().message()));
+    shardings = std::move(read).value();
+    if (shardings.size() != p.operands.size() && shardings.size() != 1)
+      return error_at(sharding->pos, str_cat(what, " has ", p.operands.size(), " operand(s) but ", shardings.size(),
+                                             " sharding(s)"));
+  }
+  auto sharding_of = [&](std::size_t k) { return shardings.size() == 1 ? shardings[0] : shardings[k]; };
+  if (target == "Sharding" && ctx.sharding != nullptr) {
+    for (std::size_t k = 0; k < shardings.size() && k < p.operands.size(); ++k)
+      if (!sharding_of(k).is_manual()) ctx.sharding->constraints.emplace_back(p.operands[k], sharding_of(k));
+  }
+  if (several && (target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape")) {
+    OpResult out;
+    for (std::size_t k = 0; k < p.operands.size(); ++k) {
+      if (target == "SPMDFullToShardShape") {
+        PJRT_LITE_ASSIGN_OR_RETURN(Value v, enter_manual(ctx, p.operands[k], constraint_on(ctx, p.operands[k]),
+                                                         declared[k], what, p.pos));
+        out.values.push_back(v);
+      } else {
+        if (shardings.empty()) return error_at(p.pos, str_cat(what, " needs mhlo.sharding, the sharding of its result"));
+        PJRT_LITE_ASSIGN_OR_RETURN(Value v, exit_manual(ctx, p.operands[k], sharding_of(k), declared[k], what, p.pos));
+        out.values.push_back(v);
+      }
+    }
+    return out;
+  }
   for (std::size_t k = 0; k < declared.size(); ++k) {
     PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(p.operands[k]));
     if (!matches_declared(s, declared[k]))
@@ -159,7 +338,15 @@ inline StatusOr<OpResult> build_annotation_custom_call(Context& ctx, std::string
 /// optimization_barrier): operands, anything up to ':' that is not a type, then the types.
 inline Status pretty_passthrough(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
-  if (r.peek().is('<')) PJRT_LITE_RETURN_IF_ERROR(r.lexer().skip_balanced('<', '>').status());
+  if (r.peek().is('<')) {
+    AttrValue sharding;
+    sharding.kind = AttrValue::Kind::kOpaque;
+    sharding.pos = r.peek().pos;
+    sharding.text = "sdy.sharding";
+    PJRT_LITE_ASSIGN_OR_RETURN(std::string_view text, r.lexer().skip_balanced('<', '>'));
+    sharding.word = std::string(text);
+    p.attrs.emplace_back("sharding", std::move(sharding));
+  }
   PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name, &p.attrs));
   return ok_status();
 }
@@ -176,6 +363,14 @@ inline StatusOr<OpResult> build_passthrough(Context& ctx, const OpSyntax& op, Op
       return error_at(p.type.pos, str_cat(op.name, " lists ", p.type.types.size(),
                                           " type(s) for ", p.operands.size(), " operand(s)"));
     declared = p.type.types;
+  }
+  // Shardy's constraints on the operand (sharding_constraint, reshard).
+  if (const AttrValue* sharding = find_attr(p.attrs, "sharding");
+      sharding != nullptr && sharding->kind == AttrValue::Kind::kOpaque && ctx.sharding != nullptr &&
+      ctx.num_partitions > 1 &&
+      p.operands.size() == 1 && op.name.starts_with("sdy.")) {
+    PJRT_LITE_ASSIGN_OR_RETURN(SdySharding s, read_sdy_sharding(sharding->word, ctx.meshes, ctx.mesh_devices, sharding->pos));
+    ctx.sharding->constraints.emplace_back(p.operands[0], std::move(s.sharding));
   }
   OpResult out;
   out.values = p.operands;
@@ -355,16 +550,30 @@ inline StatusOr<OpResult> build_map(Context& ctx, const OpSyntax& op, OpParts& p
 
 // ---- Shardy's manual computation ----------------------------------------------------------
 
+/// The `<@mesh, [...]>` entries of a Shardy sharding list `[<...>, <...>]`.
+inline std::vector<std::string> sdy_sharding_list(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t depth = 0, start = 0;
+  for (std::size_t k = 0; k < text.size(); ++k) {
+    if (text[k] == '<' && depth++ == 0) start = k;
+    if (text[k] == '>' && depth > 0 && --depth == 0) out.emplace_back(text.substr(start, k - start + 1));
+  }
+  return out;
+}
+
 /// `sdy.manual_computation(%a) in_shardings=[...] out_shardings=[...] manual_axes={"x"}
 /// (%b: T) { ... sdy.return %r : R } : (T) -> R`. Its body is what each device runs on its
-/// shard; when every manual axis has size one there is one device and one shard, the whole
-/// value, and the body runs as is.
+/// shard. When every manual axis has size one there is one shard, the whole value, and the
+/// body runs as is; over several partitions each operand's part (its in_sharding) enters the
+/// body as a manual value and each result is made whole from the parts (its out_sharding).
+/// Bodies manual over some of the mesh's axes only are UNIMPLEMENTED.
 inline Status pretty_manual_computation(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
   PJRT_LITE_RETURN_IF_ERROR(r.expect('(', {"to start the operands of ", op.name}));
   PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operand_list(r, ctx));
   PJRT_LITE_RETURN_IF_ERROR(r.expect(')', {"after the operands of ", op.name}));
   std::string mesh;
   std::vector<std::string> axes;
+  std::vector<std::string> lists[2];
   for (std::string_view key : {"in_shardings", "out_shardings", "manual_axes"}) {
     PJRT_LITE_RETURN_IF_ERROR(r.expect_ident(key, {"in ", op.name}));
     PJRT_LITE_RETURN_IF_ERROR(r.expect('=', {"after ", key}));
@@ -378,21 +587,57 @@ inline Status pretty_manual_computation(Reader& r, Context& ctx, const OpSyntax&
         axes.emplace_back(text.substr(q + 1, end - q - 1));
         q = text.find('"', end + 1);
       }
-    } else if (mesh.empty()) {
-      if (std::size_t at = text.find('@'); at != std::string_view::npos) {
-        std::size_t end = at + 1;
-        while (end < text.size() && text[end] != ',' && text[end] != ' ' && text[end] != '>') ++end;
-        mesh = std::string(text.substr(at + 1, end - at - 1));
+    } else {
+      lists[key == "in_shardings" ? 0 : 1] = sdy_sharding_list(text);
+      if (mesh.empty()) {
+        if (std::size_t at = text.find('@'); at != std::string_view::npos) {
+          std::size_t end = at + 1;
+          while (end < text.size() && text[end] != ',' && text[end] != ' ' && text[end] != '>') ++end;
+          mesh = std::string(text.substr(at + 1, end - at - 1));
+        }
       }
     }
   }
+  bool split = false;
   for (const std::string& axis : axes) {
     const std::int64_t size = ctx.meshes ? mesh_axis_size(*ctx.meshes, mesh, axis) : -1;
-    if (size != 1)
+    if (size == 1) continue;
+    if (size < 0 || ctx.num_partitions <= 1 || ctx.sharding == nullptr)
       return unsupported_at(p.pos, str_cat(op.name, " over the manual axis \"", axis, "\" of @",
                                            mesh, size < 0 ? " (a mesh not declared)"
                                                           : str_cat(" (size ", size, ")"),
-                                           ": it runs on several devices"));
+                                           ctx.sharding == nullptr ? " inside a region" : " in a module of one partition"));
+    split = true;
+  }
+  std::vector<Shape> parts;
+  if (split) {
+    for (const auto& [name, size] : ctx.meshes->at(mesh))
+      if (size > 1 && std::find(axes.begin(), axes.end(), name) == axes.end())
+        return unsupported_at(p.pos, str_cat(op.name, " manual over some axes of @", mesh, " only (\"", name,
+                                             "\" is not manual)"));
+    if (lists[0].size() != p.operands.size())
+      return error_at(p.pos, str_cat(op.name, " has ", p.operands.size(), " operand(s) but ", lists[0].size(),
+                                     " in_shardings"));
+    for (std::size_t k = 0; k < p.operands.size(); ++k) {
+      PJRT_LITE_ASSIGN_OR_RETURN(SdySharding s, read_sdy_sharding(lists[0][k], ctx.meshes, ctx.mesh_devices, p.pos));
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape global, ctx.b.shape(p.operands[k]));
+      StatusOr<Shape> part = shard_shape(global, s.sharding);
+      if (!part.ok()) return unsupported_at(p.pos, str_cat(op.name, ": operand ", k, ": ", part.status().message()));
+      parts.push_back(*part);
+    }
+    for (std::size_t which = 0; which < 2; ++which) {
+      AttrValue list;
+      list.kind = AttrValue::Kind::kList;
+      for (const std::string& e : lists[which]) {
+        AttrValue v;
+        v.kind = AttrValue::Kind::kOpaque;
+        v.pos = p.pos;
+        v.text = "sdy.sharding";
+        v.word = e;
+        list.list.push_back(std::move(v));
+      }
+      p.attrs.emplace_back(which == 0 ? "in_shardings" : "out_shardings", std::move(list));
+    }
   }
   std::vector<BlockArg> args;
   PJRT_LITE_RETURN_IF_ERROR(r.expect('(', "to start the body's arguments"));
@@ -409,8 +654,9 @@ inline Status pretty_manual_computation(Reader& r, Context& ctx, const OpSyntax&
                                    args.size(), " argument(s)"));
   for (std::size_t k = 0; k < args.size(); ++k) {
     PJRT_LITE_ASSIGN_OR_RETURN(Shape s, ctx.b.shape(p.operands[k]));
+    if (split) s = parts[k];
     if (!matches_declared(s, args[k].type))
-      return error_at(args[k].pos, str_cat(op.name, ": operand ", k, " has type ",
+      return error_at(args[k].pos, str_cat(op.name, ": operand ", k, split ? "'s part" : "", " has type ",
                                            tensor_type_name(s), " but the body takes ",
                                            tensor_type_name(args[k].type)));
     args[k].type = s;
@@ -427,9 +673,34 @@ inline StatusOr<OpResult> build_manual_computation(Context& ctx, const OpSyntax&
   PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
                              declared_types(ctx, p.type, p.operands, TypeRule::kSame, op.name,
                                             p.pos));
+  const AttrValue* in = find_attr(p.attrs, "in_shardings");
+  const AttrValue* out_list = find_attr(p.attrs, "out_shardings");
   OpResult out;
-  out.values = ctx.b.inline_graph(p.regions.at(0), p.operands);
-  if (p.regions[0].outputs().empty()) out.values.clear();
+  if (in == nullptr || out_list == nullptr) {
+    out.values = ctx.b.inline_graph(p.regions.at(0), p.operands);
+    if (p.regions[0].outputs().empty()) out.values.clear();
+    PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, op.name, p.pos));
+    return out;
+  }
+  // Over several partitions: parts in, the body on them, whole values out.
+  std::vector<Value> parts;
+  for (std::size_t k = 0; k < p.operands.size(); ++k) {
+    PJRT_LITE_ASSIGN_OR_RETURN(SdySharding s, read_sdy_sharding(in->list[k].word, ctx.meshes, ctx.mesh_devices, p.pos));
+    const Shape& want = p.regions[0].shape(p.regions[0].parameters()[k]);
+    PJRT_LITE_ASSIGN_OR_RETURN(Value v, enter_manual(ctx, p.operands[k], s.sharding, want, op.name, p.pos));
+    parts.push_back(v);
+  }
+  std::vector<Value> results = ctx.b.inline_graph(p.regions.at(0), parts);
+  if (!ctx.b.ok()) return error_at(p.pos, ctx.b.status().message());
+  if (p.regions[0].outputs().empty()) results.clear();
+  if (results.size() != declared.size() || out_list->list.size() != declared.size())
+    return error_at(p.pos, str_cat(op.name, " declares ", declared.size(), " result(s); its body gives ", results.size(),
+                                   " and out_shardings lists ", out_list->list.size()));
+  for (std::size_t j = 0; j < results.size(); ++j) {
+    PJRT_LITE_ASSIGN_OR_RETURN(SdySharding s, read_sdy_sharding(out_list->list[j].word, ctx.meshes, ctx.mesh_devices, p.pos));
+    PJRT_LITE_ASSIGN_OR_RETURN(Value v, exit_manual(ctx, results[j], s.sharding, declared[j], op.name, p.pos));
+    out.values.push_back(v);
+  }
   PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, op.name, p.pos));
   return out;
 }

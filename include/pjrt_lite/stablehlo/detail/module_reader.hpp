@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -22,6 +23,7 @@
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/ir/builder.hpp"
 #include "pjrt_lite/ir/graph.hpp"
+#include "pjrt_lite/stablehlo/detail/annotations.hpp"
 #include "pjrt_lite/stablehlo/detail/generic_reader.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
@@ -52,6 +54,8 @@ struct FunctionSource {
   std::vector<std::vector<std::int64_t>> arg_layouts, result_layouts;
   // mhlo.memory_kind of each argument and result (empty: none named).
   std::vector<std::string> arg_memory_kinds, result_memory_kinds;
+  // mhlo.sharding / sdy.sharding of each argument and result (none: not named).
+  std::vector<std::optional<Sharding>> arg_shardings, result_shardings;
   bool polymorphic = false;  // a '?' in its signature: built for the types of each call
   bool has_body = false;
   Lexer body{std::string_view()};  // just after the body's '{'
@@ -103,6 +107,13 @@ class ModuleReader final : public BodyReader {
   }
 
  private:
+  /// The sharding an argument's or result's attributes name, in a module over several
+  /// partitions (one partition reads none).
+  StatusOr<std::optional<Sharding>> shardings_named(const AttrDict& attrs) const {
+    if (num_partitions_ <= 1) return std::optional<Sharding>();
+    return sharding_attr(attrs, &meshes_, &mesh_devices_);
+  }
+
   /// The memory kind an argument's or result's `mhlo.memory_kind` names, or "".
   static std::string memory_kind(const AttrDict& attrs) {
     const AttrValue* v = find_attr(attrs, "mhlo.memory_kind");
@@ -213,6 +224,20 @@ class ModuleReader final : public BodyReader {
         mesh.emplace_back(std::string(axes.substr(q + 1, end - q - 1)), size);
         q = axes.find('"', at);
       }
+      // `device_ids=[...]`: the device at each mesh position.
+      if (std::size_t ids = axes.find("device_ids=["); ids != std::string_view::npos) {
+        std::vector<std::int64_t>& list = mesh_devices_[Reader::symbol_name(name.text)];
+        std::int64_t v = -1;
+        for (std::size_t k = ids + 12; k < axes.size() && axes[k] != ']'; ++k) {
+          if (axes[k] >= '0' && axes[k] <= '9') {
+            v = (v < 0 ? 0 : v * 10) + (axes[k] - '0');
+          } else if (v >= 0) {
+            list.push_back(v);
+            v = -1;
+          }
+        }
+        if (v >= 0) list.push_back(v);
+      }
       return top_.skip_loc();
     }
     if (t.kind == TokenKind::kString)
@@ -257,6 +282,8 @@ class ModuleReader final : public BodyReader {
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> layout, layout_mode(attrs));
         f.arg_layouts.push_back(std::move(layout));
         f.arg_memory_kinds.push_back(memory_kind(attrs));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::optional<Sharding> sharding, shardings_named(attrs));
+        f.arg_shardings.push_back(std::move(sharding));
         PJRT_LITE_RETURN_IF_ERROR(top_.skip_loc());
         Token u = top_.next();
         if (u.is(')')) break;
@@ -274,6 +301,8 @@ class ModuleReader final : public BodyReader {
           PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> layout, layout_mode(attrs));
           f.result_layouts.push_back(std::move(layout));
           f.result_memory_kinds.push_back(memory_kind(attrs));
+          PJRT_LITE_ASSIGN_OR_RETURN(std::optional<Sharding> sharding, shardings_named(attrs));
+          f.result_shardings.push_back(std::move(sharding));
         }
       } else {
         // A bare result type takes no attributes: a '{' after it starts the body.
@@ -349,7 +378,10 @@ class ModuleReader final : public BodyReader {
     std::vector<Check> checks;
     std::vector<std::pair<Value, std::string>> placements;
     std::vector<std::pair<ParallelRun, std::vector<Value>>> parallel_runs;
-    Context ctx{*this, b, scope, &checks, 0, known, &meshes_, &placements, &parallel_runs, num_partitions_};
+    ShardingPlan plan;
+    plan.num_partitions = std::max<std::int64_t>(num_partitions_, 1);
+    Context ctx{*this, b, scope, &checks, 0, known, &meshes_, &placements, &parallel_runs, num_partitions_,
+                &mesh_devices_, &plan};
     for (std::size_t k = 0; k < arg_types.size(); ++k) {
       if (has_dynamic_dims(arg_types[k]))
         return error_at(arg_names[k].second,
@@ -414,6 +446,15 @@ class ModuleReader final : public BodyReader {
     if (!g.ok()) return error_at(source.pos, g.status().message());
     fn.graph = std::move(g).value();
     fn.checks = std::move(checks);
+    // The shardings, with the graph's values.
+    auto named_sharding = [](const std::vector<std::optional<Sharding>>& l) {
+      return std::any_of(l.begin(), l.end(), [](const auto& e) { return e.has_value(); });
+    };
+    if (named_sharding(source.arg_shardings)) plan.arguments = source.arg_shardings;
+    if (named_sharding(source.result_shardings)) plan.results = source.result_shardings;
+    for (auto& c : plan.constraints) c.first = c.first.detached();
+    for (auto& e : plan.from_manual) e.part = e.part.detached();
+    fn.sharding = std::move(plan);
     return fn;
   }
 
@@ -515,7 +556,8 @@ class ModuleReader final : public BodyReader {
     scope.builder = &b;
     scope.captured = captured;
     scope.next_parameter = static_cast<std::int64_t>(args.size());
-    Context inner{*this, b, scope, nullptr, ctx.depth + 1, nullptr, ctx.meshes, nullptr, nullptr, ctx.num_partitions};
+    Context inner{*this, b, scope, nullptr, ctx.depth + 1, nullptr, ctx.meshes, nullptr, nullptr, ctx.num_partitions,
+                  ctx.mesh_devices, nullptr};
     for (std::size_t k = 0; k < args.size(); ++k) {
       if (has_dynamic_dims(args[k].type))
         return error_at(args[k].pos, str_cat("the dimension '?' of the block argument %",
@@ -562,8 +604,10 @@ class ModuleReader final : public BodyReader {
             pos, str_cat("argument ", k, " of the call to @", callee, " has type ",
                          tensor_type_name(s), " but @", callee, " takes ", tensor_type_name(want)));
     }
-    std::vector<Value> outs = ctx.b.inline_graph(f.graph, args);
+    std::vector<std::vector<Value>> node_values;
+    std::vector<Value> outs = ctx.b.inline_graph(f.graph, args, &node_values);
     if (!ctx.b.ok()) return error_at(pos, ctx.b.status().message());
+    PJRT_LITE_RETURN_IF_ERROR(inline_sharding(ctx, f, node_values, callee, pos));
     OpResult out;
     out.values.assign(outs.begin(), outs.begin() + f.num_results);
     PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, {"call @", callee}, pos));
@@ -578,6 +622,23 @@ class ModuleReader final : public BodyReader {
       ctx.checks->push_back(std::move(mapped));
     }
     return out;
+  }
+
+  // The callee's shardings as the caller's: its values become what inlining made of them.
+  static Status inline_sharding(Context& ctx, const Function& f, const std::vector<std::vector<Value>>& node_values,
+                                const std::string& callee, SourcePos pos) {
+    const ShardingPlan& inner = f.sharding;
+    if (inner.constraints.empty() && inner.to_manual.empty() && inner.from_manual.empty()) return ok_status();
+    if (ctx.sharding == nullptr) {
+      if (inner.to_manual.empty() && inner.from_manual.empty()) return ok_status();  // hints only
+      return unsupported_at(pos, str_cat("a call inside a region to @", callee, ", which enters or leaves a shard_map,"));
+    }
+    auto value = [&](Value v) { return node_values[static_cast<std::size_t>(v.node)][static_cast<std::size_t>(v.index)]; };
+    for (const auto& [v, s] : inner.constraints) ctx.sharding->constraints.emplace_back(value(v), s);
+    for (const auto& e : inner.to_manual) ctx.sharding->to_manual.push_back({value(Value{e.node, 0}).node, e.sharding});
+    for (const auto& e : inner.from_manual)
+      ctx.sharding->from_manual.push_back({value(Value{e.node, 0}).node, value(e.part), e.sharding});
+    return ok_status();
   }
 
   // ---- Shape refinement -----------------------------------------------------------------
@@ -652,6 +713,7 @@ class ModuleReader final : public BodyReader {
   std::string entry_;
   const std::vector<Shape>* entry_args_ = nullptr;
   Meshes meshes_;
+  MeshDevices mesh_devices_;
   std::map<std::string, Function> refined_;  // polymorphic callees, by signature
   std::set<std::string> refining_;
   std::string module_name_;

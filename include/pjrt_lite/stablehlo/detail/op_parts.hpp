@@ -73,6 +73,9 @@ class BodyReader;
 /// its axes and their sizes.
 using Meshes = std::map<std::string, std::vector<std::pair<std::string, std::int64_t>>>;
 
+/// The device ids a mesh lists (`device_ids=[...]`), per mesh name; none: 0, 1, ...
+using MeshDevices = std::map<std::string, std::vector<std::int64_t>>;
+
 /// The size of `axis` of mesh `mesh`, or -1 when either is not declared.
 inline std::int64_t mesh_axis_size(const Meshes& meshes, const std::string& mesh,
                                    std::string_view axis) {
@@ -102,6 +105,10 @@ struct Context {
   std::vector<std::pair<ParallelRun, std::vector<Value>>>* parallel_runs = nullptr;
   /// The module's `mhlo.num_partitions`, 0 when it does not say.
   std::int64_t num_partitions = 0;
+  const MeshDevices* mesh_devices = nullptr;
+  /// The function's shardings (constraints, shard_map's entries and exits), with values of
+  /// ctx.b; null inside regions.
+  ShardingPlan* sharding = nullptr;
 };
 
 /// What one parsed op yields.

@@ -30,6 +30,7 @@
 #include "pjrt_lite/ir/fingerprint.hpp"
 #include "pjrt_lite/ir/printer.hpp"
 #include "pjrt_lite/stablehlo/parser.hpp"
+#include "pjrt_lite/transforms/spmd.hpp"
 #if !defined(PJRT_LITE_CPU_EXTERN_KERNELS)
 #include "pjrt_lite/backends/cpu/detail/compiler.hpp"
 #endif
@@ -642,13 +643,29 @@ StatusOr<LoadedExecutable<E>> Client<E>::compile(std::string_view stablehlo_text
   // The layouts its arguments and results name (mhlo.layout_mode), likewise.
   if (with_kinds.argument_layouts.empty()) with_kinds.argument_layouts = entry->argument_layouts;
   if (with_kinds.result_layouts.empty()) with_kinds.result_layouts = entry->result_layouts;
-  if (static_cast<std::int64_t>(entry->graph.outputs().size()) == entry->num_results)
-    return compile(entry->graph, with_kinds);
   // The checked values are extra outputs of a test program's graph; a compiled program returns
   // only the function's results.
-  GraphParts parts = entry->graph.to_parts();
-  parts.outputs.resize(static_cast<std::size_t>(entry->num_results));
-  return compile(Graph::from_parts(std::move(parts)), with_kinds);
+  Graph graph = entry->graph;
+  if (static_cast<std::int64_t>(graph.outputs().size()) != entry->num_results) {
+    GraphParts parts = graph.to_parts();
+    parts.outputs.resize(static_cast<std::size_t>(entry->num_results));
+    graph = Graph::from_parts(std::move(parts));
+  }
+  const ShardingPlan& plan = entry->sharding;
+  if (plan.num_partitions <= 1) return compile(graph, with_kinds);
+  // A program over several partitions (mhlo.num_partitions): each device runs its part.
+  if (options.num_partitions != 1 && options.num_partitions != plan.num_partitions)
+    return invalid_argument_error(str_cat("compile: CompileOptions::num_partitions is ", options.num_partitions,
+                                          " but the module's mhlo.num_partitions is ", plan.num_partitions));
+  with_kinds.num_partitions = static_cast<int>(plan.num_partitions);
+  StatusOr<PartitionedProgram> partitioned = partition(graph, plan);
+  if (!partitioned.ok()) return partitioned.status().with_context("compile");
+  StatusOr<LoadedExecutable<E>> exe = compile(partitioned->graph, with_kinds);
+  if (!exe.ok()) return exe;
+  exe->parameter_shardings_ = std::move(partitioned->parameter_shardings);
+  exe->output_shardings_ = std::move(partitioned->output_shardings);
+  exe->gathered_ops_ = std::move(partitioned->gathered);
+  return exe;
 }
 
 }  // namespace pjrt_lite::cpu
