@@ -230,6 +230,9 @@ TEST_CASE("spmd: a batch-split MLP runs each device on its rows, with no collect
   CHECK(run.output_shardings[0].tiles == std::vector<std::int64_t>{2, 1});
   CHECK(count_ops(kMlp, OpCode::kAllGather) == 0);
   CHECK(count_ops(kMlp, OpCode::kAllReduce) == 0);
+  // The bias and the zeros are broadcast to each device's rows, not sliced from whole
+  // broadcasts.
+  CHECK(count_ops(kMlp, OpCode::kDynamicSlice) == 0);
 }
 
 constexpr std::string_view kContracting = R"(
@@ -261,6 +264,31 @@ TEST_CASE("spmd: a split contracting dimension sums partial products with an all
   CHECK(count_ops(kContracting, OpCode::kAllReduce) == 2);
   CHECK(count_ops(kContracting, OpCode::kReduceScatter) == 1);
   CHECK(count_ops(kContracting, OpCode::kAllGather) == 0);
+}
+
+// The tensor-parallel MLP layout: the first weight split by columns, the second by rows, the
+// activations in between split by columns, one all_reduce at the end.
+constexpr std::string_view kTensorParallel = R"(
+module @jit_tp attributes {mhlo.num_partitions = 2 : i32} {
+  func.func public @main(%x: tensor<4x8xf32> {mhlo.sharding = "{replicated}"},
+                         %w1: tensor<8x16xf32> {mhlo.sharding = "{devices=[1,2]<=[2]}"},
+                         %w2: tensor<16x8xf32> {mhlo.sharding = "{devices=[2,1]<=[2]}"}) -> (tensor<4x8xf32> {mhlo.sharding = "{replicated}"}) {
+    %0 = stablehlo.dot_general %x, %w1, contracting_dims = [1] x [0] : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+    %1 = stablehlo.tanh %0 : tensor<4x16xf32>
+    %2 = stablehlo.dot_general %1, %w2, contracting_dims = [1] x [0] : (tensor<4x16xf32>, tensor<16x8xf32>) -> tensor<4x8xf32>
+    return %2 : tensor<4x8xf32>
+  }
+})";
+
+TEST_CASE("spmd: a tensor-parallel MLP splits its weights and sums once") {
+  std::mt19937_64 rng(9);
+  const std::vector<Literal> args = {random_f32(rng, {4, 8}), random_f32(rng, {8, 16}), random_f32(rng, {16, 8})};
+  ShardedRun run = check_against_whole(kTensorParallel, args, 2);
+  CHECK(run.gathered.empty());
+  CHECK(run.parameter_parts[1].same_type_and_dims(Shape(DType::kF32, {8, 8})));
+  CHECK(run.parameter_parts[2].same_type_and_dims(Shape(DType::kF32, {8, 8})));
+  CHECK(count_ops(kTensorParallel, OpCode::kAllReduce) == 1);
+  CHECK(count_ops(kTensorParallel, OpCode::kAllGather) == 0);
 }
 
 constexpr std::string_view kMesh2x2 = R"(
@@ -480,6 +508,10 @@ TEST_CASE("spmd: bad shardings and programs are refused with what is wrong") {
               "1 tile dimension(s) for a value of rank 2");
   check_error(client->compile(with_sharding("{devices=[2,1]0,7}")), StatusCode::kInvalidArgument, "once");
   check_error(client->compile(with_sharding("{devices=[2,1]<=[2]")), StatusCode::kInvalidArgument, "expected {...}");
+  cpu::CompileOptions replicas;
+  replicas.num_replicas = 2;
+  check_error(client->compile(with_sharding("{devices=[2,1]<=[2]}"), replicas), StatusCode::kUnimplemented,
+              "2 partitions and 2 replicas");
   // Two partitions on a client of one device.
   auto small = cpu::Client<>::create({.device_count = 1, .thread_count = 1}).value();
   CHECK_FALSE(small->compile(with_sharding("{devices=[2,1]<=[2]}")).ok());

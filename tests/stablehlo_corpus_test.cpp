@@ -129,6 +129,10 @@ interpreter and hand-computed values):
   `dynamic_gather`, `dynamic_conv` and `real_dynamic_slice` their static forms once their
   shape operands fold; private functions with `?` types are built for each signature they
   are called with. A `?` that does not fold is INVALID_ARGUMENT naming the op.
+- JAX's serialized exports (`Exported.serialize()`, serialization versions 1 to 11, calling
+  convention 9 and later): `stablehlo::read_jax_export` and `compile_jax_export`
+  (`tests/jax_export_test.cpp`: one and several platforms, unused inputs dropped, symbolic
+  shapes, an export for two devices; ordered effects are UNIMPLEMENTED).
 
 ## StableHLO's own test files: quantized programs and the interpreter's tests
 

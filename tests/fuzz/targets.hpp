@@ -17,7 +17,8 @@
 //                    agrees with the reference interpreter on it.
 //   bytecode_one:    a portable artifact (MLIR bytecode holding VHLO) -> the bytecode reader;
 //                    an error names the artifact, each function it decodes is text the parser
-//                    takes or refuses, and the graphs it builds keep the invariants above.
+//                    takes or refuses, and the graphs it builds keep the invariants above;
+//                    the same bytes go to the JAX export reader, whose errors have messages.
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -36,6 +37,7 @@
 #include "pjrt_lite/ir/printer.hpp"
 #include "pjrt_lite/ir/serialize.hpp"
 #include "pjrt_lite/stablehlo/bytecode.hpp"
+#include "pjrt_lite/stablehlo/jax_export.hpp"
 #include "pjrt_lite/stablehlo/stablehlo.hpp"
 
 namespace pjrt_lite::fuzz {
@@ -211,6 +213,9 @@ inline Status parse_one(std::span<const std::byte> data) {
 /// A portable artifact: decode it, parse what it decodes to, check the graphs. Returns the
 /// status of parsing the whole artifact.
 inline Status bytecode_one(std::span<const std::byte> data) {
+  // The same bytes as JAX's serialized export (a flatbuffer around an artifact).
+  StatusOr<stablehlo::JaxExport> exported = stablehlo::read_jax_export(data);
+  if (!exported.ok() && exported.status().message().empty()) fail("read_jax_export: an error without a message");
   const std::span<const std::uint8_t> bytes(reinterpret_cast<const std::uint8_t*>(data.data()), data.size());
   StatusOr<stablehlo::detail::PortableProgram> program = stablehlo::detail::read_portable_program(bytes);
   if (!program.ok()) {

@@ -295,7 +295,25 @@ class Partitioner {
     return slice_part(whole, to, global);
   }
   StatusOr<Value> reshard(Value global_value, const Sharding& to) {
-    return reshard(at(global_value), to, g_.shape(global_value));
+    const PartValue pv = at(global_value);
+    const Node& node = g_.node(global_value.node);
+    if (pv.s.is_whole() && to.kind == Sharding::Kind::kTiled && !to.is_whole() &&
+        node.op == OpCode::kBroadcastInDim && !at(node.operands[0]).s.is_manual()) {
+      // A whole broadcast asked for in parts: broadcast the operand's part to the part's
+      // shape rather than slicing the whole broadcast (a bias added to split activations).
+      const auto& a = node.attr<BroadcastInDimAttrs>();
+      const Shape& in = g_.shape(node.operands[0]);
+      std::vector<std::int64_t> map(static_cast<std::size_t>(in.rank()), -1);
+      for (std::size_t k = 0; k < map.size(); ++k)
+        if (in.dims()[k] == a.dims[static_cast<std::size_t>(a.broadcast_dimensions[k])]) map[k] = a.broadcast_dimensions[k];
+      PJRT_LITE_ASSIGN_OR_RETURN(Value part, reshard(at(node.operands[0]), project(to, map, n_), in));
+      PJRT_LITE_ASSIGN_OR_RETURN(Shape out, shard_shape(node.shape(), to));
+      return b_.op(OpCode::kBroadcastInDim, {part},
+                   BroadcastInDimAttrs{std::vector<std::int64_t>(out.dims().begin(), out.dims().end()),
+                                       a.broadcast_dimensions})
+          .front();
+    }
+    return reshard(pv, to, g_.shape(global_value));
   }
   /// all_reduce of a partial result over the partitions that differ along `dims` of s.
   Value sum_over(Value partial, const Sharding& s, const std::vector<std::size_t>& dims, Graph body) {

@@ -657,6 +657,9 @@ StatusOr<LoadedExecutable<E>> Client<E>::compile(std::string_view stablehlo_text
   if (options.num_partitions != 1 && options.num_partitions != plan.num_partitions)
     return invalid_argument_error(str_cat("compile: CompileOptions::num_partitions is ", options.num_partitions,
                                           " but the module's mhlo.num_partitions is ", plan.num_partitions));
+  if (options.num_replicas != 1)
+    return unimplemented_error(str_cat("compile: a program partitioned over ", plan.num_partitions,
+                                       " partitions and ", options.num_replicas, " replicas"));
   with_kinds.num_partitions = static_cast<int>(plan.num_partitions);
   StatusOr<PartitionedProgram> partitioned = partition(graph, plan);
   if (!partitioned.ok()) return partitioned.status().with_context("compile");
