@@ -493,6 +493,62 @@ func.func @main(%a: tensor<8x6xf32>, %b: tensor<6x4xf32>) -> tensor<8x4xf32> {
   CHECK(values_of<float>(run.outputs[1]) == want);
 }
 
+// Older GSPMD exports name no mhlo.num_partitions: the shardings say the program is for
+// two devices. The shard_map body swaps the halves between the devices and adds one.
+constexpr std::string_view kNoPartitionCount = R"(
+module @jit_swap {
+  func.func public @main(%arg0: tensor<4x3xf32> {mhlo.sharding = "{replicated}"}) -> (tensor<4x3xf32> {jax.result_info = ""}) {
+    %0 = call @swap(%arg0) : (tensor<4x3xf32>) -> tensor<4x3xf32>
+    return %0 : tensor<4x3xf32>
+  }
+  func.func private @swap(%arg0: tensor<4x3xf32>) -> tensor<4x3xf32> {
+    %0 = stablehlo.custom_call @Sharding(%arg0) {mhlo.sharding = "{devices=[2,1]0,1}"} : (tensor<4x3xf32>) -> tensor<4x3xf32>
+    %1 = stablehlo.custom_call @SPMDFullToShardShape(%0) {mhlo.sharding = "{manual}"} : (tensor<4x3xf32>) -> tensor<2x3xf32>
+    %2 = "stablehlo.collective_permute"(%1) {channel_handle = #stablehlo.channel_handle<handle = 1, type = 1>, source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    %c = stablehlo.constant dense<1.0> : tensor<2x3xf32>
+    %3 = stablehlo.add %2, %c : tensor<2x3xf32>
+    %4 = stablehlo.custom_call @Sharding(%3) {mhlo.sharding = "{manual}"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    %5 = stablehlo.custom_call @SPMDShardToFullShape(%4) {mhlo.sharding = "{devices=[2,1]0,1}"} : (tensor<2x3xf32>) -> tensor<4x3xf32>
+    return %5 : tensor<4x3xf32>
+  }
+})";
+
+// The same as JAX writes it with Shardy: the meshes and shardings as frontend attributes
+// (Shardy's round-trip form), the manual computation as GlobalToLocalShape, a call of its
+// body, and LocalToGlobalShape.
+constexpr std::string_view kShardyRoundTrip = R"(
+module @jit_swap attributes {mhlo.frontend_attributes = {xla.sdy.meshes = "{mesh = #sdy.mesh<[\22a\22=2]>}"}, mhlo.num_partitions = 2 : i32, mhlo.num_replicas = 1 : i32} {
+  func.func public @main(%arg0: tensor<4x3xf32> {mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding<@mesh, [{\22a\22}, {}]>"}, mhlo.sharding = "{devices=[2,1]<=[2]}"}) -> (tensor<4x3xf32> {jax.result_info = "result", mhlo.sharding = "{devices=[2,1]<=[2]}"}) {
+    %0 = stablehlo.custom_call @xla.sdy.GlobalToLocalShape(%arg0) {has_side_effect = true, mhlo.frontend_attributes = {xla.sdy.in_shardings = "#sdy.sharding_per_value<[<@mesh, [{\22a\22}, {}]>]>", xla.sdy.manual_axes = "#sdy<manual_axes{\22a\22}>"}} : (tensor<4x3xf32>) -> tensor<2x3xf32>
+    %1 = call @xla.sdy.manual_computation_body(%0) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    %2 = stablehlo.custom_call @xla.sdy.LocalToGlobalShape(%1) {mhlo.frontend_attributes = {xla.sdy.manual_axes = "#sdy<manual_axes{\22a\22}>", xla.sdy.out_shardings = "#sdy.sharding_per_value<[<@mesh, [{\22a\22}, {}]>]>"}} : (tensor<2x3xf32>) -> tensor<4x3xf32>
+    %3 = stablehlo.custom_call @xla.sdy.FuncResultSharding(%2) {has_side_effect = true, mhlo.frontend_attributes = {xla.sdy.sharding = "#sdy.sharding_per_value<[<@mesh, [{\22a\22}, {}]>]>"}} : (tensor<4x3xf32>) -> tensor<4x3xf32>
+    return %3 : tensor<4x3xf32>
+  }
+  func.func @xla.sdy.manual_computation_body(%arg0: tensor<2x3xf32>) -> tensor<2x3xf32> {
+    %0 = "stablehlo.collective_permute"(%arg0) <{channel_handle = #stablehlo.channel_handle<handle = 1, type = 0>, source_target_pairs = dense<[[0, 1], [1, 0]]> : tensor<2x2xi64>}> : (tensor<2x3xf32>) -> tensor<2x3xf32>
+    %c = stablehlo.constant dense<1.0> : tensor<2x3xf32>
+    %1 = stablehlo.add %0, %c : tensor<2x3xf32>
+    return %1 : tensor<2x3xf32>
+  }
+})";
+
+TEST_CASE("spmd: exports without a partition count, and Shardy's round-trip form") {
+  const Literal x = counting({4, 3});
+  // Rows 2-3 then rows 0-1, each plus one.
+  std::vector<float> want;
+  for (int i : {2, 3, 0, 1})
+    for (int j = 0; j < 3; ++j) want.push_back(static_cast<float>(3 * i + j + 1));
+  for (std::string_view text : {kNoPartitionCount, kShardyRoundTrip}) {
+    ShardedRun run = run_sharded(text, {x}, 2);
+    REQUIRE(run.outputs.size() == 1);
+    CHECK(values_of<float>(run.outputs[0]) == want);
+  }
+  // The round-trip form's argument arrives in parts; the older export's whole.
+  CHECK(run_sharded(kShardyRoundTrip, {x}, 2).parameter_parts[0].same_type_and_dims(Shape(DType::kF32, {2, 3})));
+  CHECK(run_sharded(kNoPartitionCount, {x}, 2).parameter_parts[0].same_type_and_dims(Shape(DType::kF32, {4, 3})));
+}
+
 TEST_CASE("spmd: bad shardings and programs are refused with what is wrong") {
   auto client = cpu::Client<>::create({.device_count = 4, .thread_count = 1}).value();
   auto with_sharding = [](std::string_view sharding, std::string_view type = "tensor<8x6xf32>") {

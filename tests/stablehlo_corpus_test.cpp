@@ -98,11 +98,12 @@ Checked by `tests/stablehlo_exports_test.cpp` (on the CPU client, against the re
 interpreter and hand-computed values):
 
 - Sharding custom calls: `@Sharding` (a sharding constraint), `@SPMDFullToShardShape` and
-  `@SPMDShardToFullShape` (shard_map's entry and exit), `@xla.sdy.FuncResultSharding`,
-  `@xla.sdy.GlobalToLocalShape`, `@xla.sdy.LocalToGlobalShape` (identities). In a module of
-  one partition they are identities and one that changes its operand's shape is
-  UNIMPLEMENTED; over several partitions (`mhlo.num_partitions`) `Client::compile`
-  partitions the program (`tests/spmd_test.cpp`, README, "Sharded programs");
+  `@SPMDShardToFullShape` (shard_map's entry and exit), `@xla.sdy.GlobalToLocalShape` and
+  `@xla.sdy.LocalToGlobalShape` (the same in Shardy's round-trip form, with the meshes of
+  `xla.sdy.meshes`), `@xla.sdy.FuncResultSharding` (an identity). In a module of one
+  partition they are identities and one that changes its operand's shape is UNIMPLEMENTED;
+  over several partitions (`mhlo.num_partitions`, or the partitions its shardings name)
+  `Client::compile` partitions the program (`tests/spmd_test.cpp`, README, "Sharded programs");
   `@annotate_device_placement`,
   `@MoveToHost`, `@MoveToDevice` (identities: the memory kind a result reaches is recorded in
   `Function::result_memory_kinds`, and `Client::compile` puts that output in a memory space of

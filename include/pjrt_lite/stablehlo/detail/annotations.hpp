@@ -104,6 +104,71 @@ inline StatusOr<SdySharding> read_sdy_sharding(std::string_view text, const Mesh
   return out;
 }
 
+/// A mesh's axes (`["x"=2, "y"=1]`, brackets optional) and `device_ids=[...]`, from the
+/// inside of `<...>` of `sdy.mesh @m = <...>` or `#sdy.mesh<...>`.
+inline void read_mesh(std::string_view body, std::vector<std::pair<std::string, std::int64_t>>& axes,
+                      std::vector<std::int64_t>& device_ids) {
+  axes.clear();
+  device_ids.clear();
+  for (std::size_t q = body.find('"'); q != std::string_view::npos;) {
+    const std::size_t end = body.find('"', q + 1);
+    if (end == std::string_view::npos) break;
+    std::size_t at = end + 1;
+    std::int64_t size = -1;
+    if (at < body.size() && body[at] == '=') {
+      size = 0;
+      while (++at < body.size() && body[at] >= '0' && body[at] <= '9' && size < (1 << 30))
+        size = size * 10 + (body[at] - '0');
+    }
+    axes.emplace_back(std::string(body.substr(q + 1, end - q - 1)), size);
+    q = body.find('"', at);
+  }
+  if (std::size_t ids = body.find("device_ids=["); ids != std::string_view::npos) {
+    std::int64_t v = -1;
+    for (std::size_t k = ids + 12; k < body.size(); ++k) {
+      if (body[k] >= '0' && body[k] <= '9') {
+        v = (v < 0 ? 0 : v * 10) + (body[k] - '0');
+      } else if (v >= 0) {
+        device_ids.push_back(v);
+        v = -1;
+      }
+      if (body[k] == ']') break;
+    }
+  }
+}
+
+/// The number of partitions the shardings of a module's text name (the devices of its
+/// largest tiled `mhlo.sharding`, or a maximal sharding's device), 0 when none names more
+/// than one: what a module without mhlo.num_partitions (an older export) was lowered for.
+inline std::int64_t partitions_named_in(std::string_view text) {
+  std::int64_t n = 0;
+  for (std::size_t at = text.find("mhlo.sharding"); at != std::string_view::npos; at = text.find("mhlo.sharding", at + 1)) {
+    std::size_t q = at + 13;
+    while (q < text.size() && (text[q] == ' ' || text[q] == '=')) ++q;
+    if (q >= text.size() || text[q] != '"') continue;
+    const std::size_t end = text.find('"', q + 1);
+    if (end == std::string_view::npos) break;
+    StatusOr<std::vector<Sharding>> s = parse_hlo_shardings(text.substr(q + 1, end - q - 1));
+    if (!s.ok()) continue;
+    for (const Sharding& one : *s) {
+      if (one.kind == Sharding::Kind::kTiled) n = std::max(n, static_cast<std::int64_t>(one.devices.size()));
+      if (one.kind == Sharding::Kind::kMaximal) n = std::max(n, one.device + 1);
+    }
+  }
+  return n > 1 ? n : 0;
+}
+
+/// The `<@mesh, [...]>` entries of a Shardy sharding list `[<...>, <...>]`.
+inline std::vector<std::string> sdy_sharding_list(std::string_view text) {
+  std::vector<std::string> out;
+  std::size_t depth = 0, start = 0;
+  for (std::size_t k = 0; k < text.size(); ++k) {
+    if (text[k] == '<' && depth++ == 0) start = k;
+    if (text[k] == '>' && depth > 0 && --depth == 0) out.emplace_back(text.substr(start, k - start + 1));
+  }
+  return out;
+}
+
 /// The sharding an argument's or result's attributes name (`mhlo.sharding = "..."` or
 /// `sdy.sharding = #sdy.sharding<...>`), or none.
 inline StatusOr<std::optional<Sharding>> sharding_attr(const AttrDict& attrs, const Meshes* meshes,
@@ -265,6 +330,49 @@ inline StatusOr<OpResult> build_shape_assertion(Context& ctx, OpParts& p) {
   return invalid_argument_error(format_assertion(message->text, values));
 }
 
+/// Shardy's round-trip form of a manual computation (what JAX exports with Shardy):
+/// `@xla.sdy.GlobalToLocalShape` takes each operand's part under its
+/// `xla.sdy.in_shardings` (a frontend attribute: `#sdy.sharding_per_value<[<@mesh, ...>]>`),
+/// the body is a call, and `@xla.sdy.LocalToGlobalShape` makes the whole values from the parts
+/// under `xla.sdy.out_shardings`. Manual over part of the mesh: UNIMPLEMENTED.
+inline StatusOr<OpResult> build_sdy_round_trip_manual(Context& ctx, std::string_view target, OpParts& p,
+                                                      const std::vector<Shape>& declared) {
+  const std::string what = str_cat("stablehlo.custom_call @", target);
+  const bool entry = target == "xla.sdy.GlobalToLocalShape";
+  const AttrValue* f = find_attr(p.attrs, "mhlo.frontend_attributes");
+  const AttrValue* list = f != nullptr && f->kind == AttrValue::Kind::kDict
+                              ? f->find(entry ? "xla.sdy.in_shardings" : "xla.sdy.out_shardings")
+                              : nullptr;
+  if (list == nullptr || list->kind != AttrValue::Kind::kString)
+    return error_at(p.pos, str_cat(what, " needs the frontend attribute ",
+                                   entry ? "xla.sdy.in_shardings" : "xla.sdy.out_shardings"));
+  std::string_view inner = list->text;
+  if (const std::size_t open = inner.find('['); open != std::string_view::npos) inner.remove_prefix(open);
+  const std::vector<std::string> entries = sdy_sharding_list(inner);
+  if (entries.size() != p.operands.size())
+    return error_at(p.pos, str_cat(what, " has ", p.operands.size(), " operand(s) but ", entries.size(), " sharding(s)"));
+  std::vector<std::string> manual;
+  if (const AttrValue* axes = f->find("xla.sdy.manual_axes"); axes != nullptr && axes->kind == AttrValue::Kind::kString)
+    for (std::size_t q = axes->text.find('"'); q != std::string::npos;) {
+      const std::size_t end = axes->text.find('"', q + 1);
+      if (end == std::string::npos) break;
+      manual.push_back(axes->text.substr(q + 1, end - q - 1));
+      q = axes->text.find('"', end + 1);
+    }
+  OpResult out;
+  for (std::size_t k = 0; k < p.operands.size(); ++k) {
+    PJRT_LITE_ASSIGN_OR_RETURN(SdySharding s, read_sdy_sharding(entries[k], ctx.meshes, ctx.mesh_devices, p.pos));
+    for (const auto& [axis, size] : ctx.meshes->at(s.mesh))
+      if (size > 1 && std::find(manual.begin(), manual.end(), axis) == manual.end())
+        return unsupported_at(p.pos, str_cat(what, " manual over some axes of @", s.mesh, " only (\"", axis,
+                                             "\" is not manual)"));
+    PJRT_LITE_ASSIGN_OR_RETURN(Value v, entry ? enter_manual(ctx, p.operands[k], s.sharding, declared[k], what, p.pos)
+                                              : exit_manual(ctx, p.operands[k], s.sharding, declared[k], what, p.pos));
+    out.values.push_back(v);
+  }
+  return out;
+}
+
 /// Identities, shape_assertion, and the dynamic custom calls of shape_refinement.hpp.
 inline StatusOr<OpResult> build_annotation_custom_call(Context& ctx, std::string_view target,
                                                        OpParts& p) {
@@ -297,6 +405,8 @@ inline StatusOr<OpResult> build_annotation_custom_call(Context& ctx, std::string
     for (std::size_t k = 0; k < shardings.size() && k < p.operands.size(); ++k)
       if (!sharding_of(k).is_manual()) ctx.sharding->constraints.emplace_back(p.operands[k], sharding_of(k));
   }
+  if (several && (target == "xla.sdy.GlobalToLocalShape" || target == "xla.sdy.LocalToGlobalShape"))
+    return build_sdy_round_trip_manual(ctx, target, p, declared);
   if (several && (target == "SPMDFullToShardShape" || target == "SPMDShardToFullShape")) {
     OpResult out;
     for (std::size_t k = 0; k < p.operands.size(); ++k) {
@@ -549,17 +659,6 @@ inline StatusOr<OpResult> build_map(Context& ctx, const OpSyntax& op, OpParts& p
 }
 
 // ---- Shardy's manual computation ----------------------------------------------------------
-
-/// The `<@mesh, [...]>` entries of a Shardy sharding list `[<...>, <...>]`.
-inline std::vector<std::string> sdy_sharding_list(std::string_view text) {
-  std::vector<std::string> out;
-  std::size_t depth = 0, start = 0;
-  for (std::size_t k = 0; k < text.size(); ++k) {
-    if (text[k] == '<' && depth++ == 0) start = k;
-    if (text[k] == '>' && depth > 0 && --depth == 0) out.emplace_back(text.substr(start, k - start + 1));
-  }
-  return out;
-}
 
 /// `sdy.manual_computation(%a) in_shardings=[...] out_shardings=[...] manual_axes={"x"}
 /// (%b: T) { ... sdy.return %r : R } : (T) -> R`. Its body is what each device runs on its

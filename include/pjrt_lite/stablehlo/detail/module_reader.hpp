@@ -70,7 +70,7 @@ class ModuleReader final : public BodyReader {
  public:
   explicit ModuleReader(std::string_view text, std::string_view entry = "main",
                         const std::vector<Shape>* entry_args = nullptr)
-      : top_(Lexer(text)), entry_(entry), entry_args_(entry_args) {}
+      : top_(Lexer(text)), entry_(entry), entry_args_(entry_args), num_partitions_(partitions_named_in(text)) {}
 
   StatusOr<Module> parse() {
     PJRT_LITE_RETURN_IF_ERROR(parse_top_level());
@@ -151,6 +151,25 @@ class ModuleReader final : public BodyReader {
 
   // ---- Module level ---------------------------------------------------------------------
 
+  /// `{mesh = #sdy.mesh<["a"=2]>, other = #sdy.mesh<...>}`: each mesh, named.
+  void read_mesh_list(std::string_view text) {
+    for (std::size_t at = text.find("#sdy.mesh<"); at != std::string_view::npos; at = text.find("#sdy.mesh<", at + 1)) {
+      std::size_t name_end = text.rfind('=', at);
+      std::size_t name_start = text.find_last_of("{,", name_end == std::string_view::npos ? 0 : name_end);
+      if (name_end == std::string_view::npos || name_start == std::string_view::npos) continue;
+      std::string_view name = text.substr(name_start + 1, name_end - name_start - 1);
+      while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+      while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+      std::size_t depth = 0, end = at + 9;
+      for (; end < text.size(); ++end) {
+        if (text[end] == '<') ++depth;
+        if (text[end] == '>' && --depth == 0) break;
+      }
+      const std::string key(name);
+      read_mesh(text.substr(at + 10, end - at - 10), meshes_[key], mesh_devices_[key]);
+    }
+  }
+
   Status parse_top_level() {
     bool seen_module = false;
     while (true) {
@@ -176,6 +195,11 @@ class ModuleReader final : public BodyReader {
               return error_at(v->pos, "expected a positive integer for mhlo.num_partitions");
             num_partitions_ = v->i;
           }
+          // Shardy's meshes as the round-trip form keeps them: {xla.sdy.meshes =
+          // "{mesh = #sdy.mesh<[\"a\"=2]>}"} among the module's frontend attributes.
+          if (const AttrValue* f = find_attr(attrs, "mhlo.frontend_attributes"); f != nullptr && f->kind == AttrValue::Kind::kDict)
+            if (const AttrValue* m = f->find("xla.sdy.meshes"); m != nullptr && m->kind == AttrValue::Kind::kString)
+              read_mesh_list(m->text);
         }
         PJRT_LITE_RETURN_IF_ERROR(top_.expect('{', "to start the module body"));
         while (!top_.peek().is('}')) {
@@ -209,35 +233,8 @@ class ModuleReader final : public BodyReader {
           Token name, top_.expect_kind(TokenKind::kSymbol, "a mesh name", "after sdy.mesh"));
       PJRT_LITE_RETURN_IF_ERROR(top_.expect('=', "after the mesh name"));
       PJRT_LITE_ASSIGN_OR_RETURN(std::string_view axes, top_.lexer().skip_balanced('<', '>'));
-      // `"x"=2, "y"=1` (in brackets or not): each axis and its size.
-      auto& mesh = meshes_[Reader::symbol_name(name.text)];
-      for (std::size_t q = axes.find('"'); q != std::string_view::npos;) {
-        const std::size_t end = axes.find('"', q + 1);
-        if (end == std::string_view::npos) break;
-        std::size_t at = end + 1;
-        std::int64_t size = -1;
-        if (at < axes.size() && axes[at] == '=') {
-          size = 0;
-          while (++at < axes.size() && axes[at] >= '0' && axes[at] <= '9' && size < (1 << 30))
-            size = size * 10 + (axes[at] - '0');
-        }
-        mesh.emplace_back(std::string(axes.substr(q + 1, end - q - 1)), size);
-        q = axes.find('"', at);
-      }
-      // `device_ids=[...]`: the device at each mesh position.
-      if (std::size_t ids = axes.find("device_ids=["); ids != std::string_view::npos) {
-        std::vector<std::int64_t>& list = mesh_devices_[Reader::symbol_name(name.text)];
-        std::int64_t v = -1;
-        for (std::size_t k = ids + 12; k < axes.size() && axes[k] != ']'; ++k) {
-          if (axes[k] >= '0' && axes[k] <= '9') {
-            v = (v < 0 ? 0 : v * 10) + (axes[k] - '0');
-          } else if (v >= 0) {
-            list.push_back(v);
-            v = -1;
-          }
-        }
-        if (v >= 0) list.push_back(v);
-      }
+      const std::string mesh = Reader::symbol_name(name.text);
+      read_mesh(axes, meshes_[mesh], mesh_devices_[mesh]);
       return top_.skip_loc();
     }
     if (t.kind == TokenKind::kString)
@@ -717,7 +714,8 @@ class ModuleReader final : public BodyReader {
   std::map<std::string, Function> refined_;  // polymorphic callees, by signature
   std::set<std::string> refining_;
   std::string module_name_;
-  std::int64_t num_partitions_ = 0;  // mhlo.num_partitions, 0 when the module does not say
+  // mhlo.num_partitions, else the partitions the module's shardings name, 0 when neither says.
+  std::int64_t num_partitions_ = 0;
   std::vector<FunctionSource> sources_;
   std::map<std::string, std::size_t> by_name_;
   std::int64_t call_depth_ = 0;
