@@ -445,6 +445,9 @@ inline StatusOr<std::string> stablehlo_attributes(std::string_view op, const Att
   if (const VAttr* a = m.find("result_accuracy"); a != nullptr && default_accuracy(a)) take("result_accuracy");
   for (const auto& [key, value] : m.entries) {
     if (std::find(done.begin(), done.end(), key) != done.end()) continue;
+    // Shardy's annotations of an op (sdy.sharding_rule on a custom call, sdy.sharding): hints
+    // for a partitioner, in Shardy's own bytecode encoding, which is not decoded here.
+    if (std::string_view(key).starts_with("sdy.")) continue;
     // A constant's value stays a tensor; lists of dimensions and flags become arrays.
     StatusOr<std::string> v = attr_text(value, key == "value");
     if (!v.ok()) return unimplemented_error(str_cat("the attribute ", key, ": ", v.status().message()));
