@@ -256,6 +256,7 @@ TEST_CASE("jax export: the flatbuffer's fields are read, and the export runs wit
     const std::vector<float> in = {0.5f, -1.0f, 2.0f};
     for (std::size_t k = 0; k < 3; ++k) CHECK(got[k] == doctest::Approx(2 * std::sin(in[k])).epsilon(1e-6));
     check_error(call.execute({&x}), StatusCode::kInvalidArgument, "takes 2 argument(s), got 1");
+    CHECK(call.platform_index() == nullptr);
   }
 }
 
@@ -288,6 +289,10 @@ TEST_CASE("jax export: a multi-platform export runs its cpu branch, with the pla
   Buffer x = f32_buffer(*client, {3.0f, 4.0f}, {2});
   auto out = require_ok(call.execute({&x}));
   CHECK(values_of<float>(require_ok(out[0].to_literal().await())) == std::vector<float>{4.0f, 5.0f});
+  // The same through the executable itself, with the module's own argument list.
+  REQUIRE(call.platform_index() != nullptr);
+  auto direct = require_ok(call.executable().execute({call.platform_index(), &x}));
+  CHECK(values_of<float>(require_ok(direct[0].to_literal().await())) == std::vector<float>{4.0f, 5.0f});
 }
 
 TEST_CASE("jax export: symbolic shapes are refined from the arguments' shapes") {

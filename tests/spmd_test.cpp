@@ -160,6 +160,7 @@ TEST_CASE("sharding: XLA's text forms") {
   check_error(parse_hlo_sharding("{devices=[2]<=[3]}"), StatusCode::kInvalidArgument, "lists 3 devices for 2 tiles");
   check_error(parse_hlo_sharding("{devices=[1,1,2]<=[2] last_tile_dims={manual}}"), StatusCode::kUnimplemented,
               "last_tile_dims={manual}");
+  check_error(parse_hlo_sharding("{unknown}"), StatusCode::kUnimplemented, "\"{unknown}\" is not read");
   check_error(parse_hlo_sharding("{devices=[2]<=[2]T(0,0)}"), StatusCode::kInvalidArgument, "not a permutation");
 }
 

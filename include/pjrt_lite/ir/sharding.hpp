@@ -230,7 +230,8 @@ inline StatusOr<Sharding> parse_hlo_sharding(std::string_view text) {
   }
   if (!s.starts_with("devices=")) {
     if (s.starts_with("{")) return invalid_argument_error(str_cat("sharding \"", text, "\" is a tuple: one per result"));
-    return unimplemented_error(str_cat("the sharding \"", text, "\""));
+    return unimplemented_error(str_cat("the sharding \"", text, "\" is not read (replicated, maximal, manual and "
+                                       "devices=[...] shardings are)"));
   }
   s.remove_prefix(8);
   PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> dims, detail::read_sharding_ints(s, text));
@@ -281,7 +282,8 @@ inline StatusOr<Sharding> parse_hlo_sharding(std::string_view text) {
     replication = dims.back();
     dims.pop_back();
   } else if (!s.empty()) {
-    return unimplemented_error(str_cat("the sharding \"", text, "\" (", s, ")"));
+    return unimplemented_error(str_cat("the sharding \"", text, "\": \"", s,
+                                       "\" is not read (a subgroup manual or of several kinds)"));
   }
   Sharding out = Sharding::tiled(std::move(dims), std::move(devices), replication);
   PJRT_LITE_RETURN_IF_ERROR(out.check(out.tiles.size(), n));

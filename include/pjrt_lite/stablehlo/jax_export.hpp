@@ -420,7 +420,9 @@ inline StatusOr<JaxExport> read_jax_export(std::span<const std::byte> bytes) {
 
 /// A compiled export and how to call it: execute takes one buffer per input aval (as
 /// JAX's `exp.call` takes its flat arguments), drops those the module does not keep, and
-/// passes the platform index first when the module takes one.
+/// passes the platform index first when the module takes one. It builds that argument list
+/// on each call; a loop that must not allocate calls executable() with the module's own
+/// arguments (platform_index() first when there is one, then the kept inputs).
 template <class C>
 class JaxExportExecutable {
  public:
@@ -432,6 +434,10 @@ class JaxExportExecutable {
 
   [[nodiscard]] executable_type& executable() { return exe_; }
   [[nodiscard]] const JaxExport& exported() const { return exported_; }
+  /// The platform index buffer on addressable device k, or null when @main takes none.
+  [[nodiscard]] buffer_type* platform_index(std::size_t k = 0) {
+    return platform_index_.empty() ? nullptr : &platform_index_[std::min(k, platform_index_.size() - 1)];
+  }
 
   /// One device's call: a buffer per input aval. INVALID_ARGUMENT for another count.
   StatusOr<std::vector<buffer_type>> execute(std::span<buffer_type* const> args) {
@@ -457,7 +463,7 @@ class JaxExportExecutable {
       return invalid_argument_error(str_cat("jax export @", exported_.function_name, " takes ",
                                             exported_.in_avals.size(), " argument(s), got ", args.size()));
     std::vector<buffer_type*> list;
-    if (!platform_index_.empty()) list.push_back(&platform_index_[std::min(device, platform_index_.size() - 1)]);
+    if (buffer_type* index = platform_index(device)) list.push_back(index);
     for (std::int64_t k : exported_.module_kept_var_idx) list.push_back(args[static_cast<std::size_t>(k)]);
     return list;
   }

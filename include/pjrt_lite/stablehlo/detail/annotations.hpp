@@ -198,19 +198,28 @@ inline std::int64_t partitions_for(const Context& ctx, const Sharding& s) {
   return s.kind == Sharding::Kind::kTiled ? static_cast<std::int64_t>(s.devices.size()) : 1;
 }
 
-/// shard_map's entry: this partition's part of `whole` under s, of type `part_type` (a
-/// dynamic_slice at the partition's offsets, recorded as becoming manual).
-inline StatusOr<Value> enter_manual(Context& ctx, Value whole, const Sharding& s, const Shape& part_type,
-                                    std::string_view what, SourcePos pos) {
+/// The partitions a split of a value of type `global` under s spans, and the part's type:
+/// errors name `what` (a manual region's entry or exit) and where it is.
+inline StatusOr<std::pair<std::int64_t, Shape>> manual_split(const Context& ctx, const Sharding& s, const Shape& global,
+                                                             std::string_view what, SourcePos pos) {
   if (ctx.sharding == nullptr) return unsupported_at(pos, str_cat(what, " inside a region"));
-  PJRT_LITE_ASSIGN_OR_RETURN(Shape global, ctx.b.shape(whole));
   const std::int64_t n = partitions_for(ctx, s);
   if (Status c = s.check(static_cast<std::size_t>(global.rank()), n); !c.ok()) return error_at(pos, str_cat(what, ": ", c.message()));
   StatusOr<Shape> part = shard_shape(global, s);
   if (!part.ok()) return unsupported_at(pos, str_cat(what, " with ", part.status().message()));
-  if (!matches_declared(*part, part_type))
+  return std::pair<std::int64_t, Shape>(n, std::move(part).value());
+}
+
+/// shard_map's entry: this partition's part of `whole` under s, of type `part_type` (a
+/// dynamic_slice at the partition's offsets, recorded as becoming manual).
+inline StatusOr<Value> enter_manual(Context& ctx, Value whole, const Sharding& s, const Shape& part_type,
+                                    std::string_view what, SourcePos pos) {
+  PJRT_LITE_ASSIGN_OR_RETURN(Shape global, ctx.b.shape(whole));
+  PJRT_LITE_ASSIGN_OR_RETURN(auto split, manual_split(ctx, s, global, what, pos));
+  const auto& [n, part] = split;
+  if (!matches_declared(part, part_type))
     return error_at(pos, str_cat(what, " gives ", tensor_type_name(part_type), " but ", tensor_type_name(global),
-                                 " split as ", s.describe(), " gives ", tensor_type_name(*part)));
+                                 " split as ", s.describe(), " gives ", tensor_type_name(part)));
   Value v;
   if (s.is_whole()) {
     v = ctx.b.reshape(whole, std::vector<std::int64_t>(global.dims().begin(), global.dims().end()));
@@ -226,15 +235,12 @@ inline StatusOr<Value> enter_manual(Context& ctx, Value whole, const Sharding& s
 /// every partition (all_gathers, recorded as leaving manual).
 inline StatusOr<Value> exit_manual(Context& ctx, Value part, const Sharding& s, const Shape& global,
                                    std::string_view what, SourcePos pos) {
-  if (ctx.sharding == nullptr) return unsupported_at(pos, str_cat(what, " inside a region"));
   PJRT_LITE_ASSIGN_OR_RETURN(Shape part_type, ctx.b.shape(part));
-  const std::int64_t n = partitions_for(ctx, s);
-  if (Status c = s.check(static_cast<std::size_t>(global.rank()), n); !c.ok()) return error_at(pos, str_cat(what, ": ", c.message()));
-  StatusOr<Shape> want = shard_shape(global, s);
-  if (!want.ok()) return unsupported_at(pos, str_cat(what, " with ", want.status().message()));
-  if (!matches_declared(*want, part_type))
+  PJRT_LITE_ASSIGN_OR_RETURN(auto split, manual_split(ctx, s, global, what, pos));
+  const auto& [n, want] = split;
+  if (!matches_declared(want, part_type))
     return error_at(pos, str_cat(what, " makes ", tensor_type_name(global), " split as ", s.describe(),
-                                 " from parts of ", tensor_type_name(*want), ", but its operand is ",
+                                 " from parts of ", tensor_type_name(want), ", but its operand is ",
                                  tensor_type_name(part_type)));
   std::int64_t channel = (std::int64_t{1} << 24) + static_cast<std::int64_t>(ctx.sharding->from_manual.size()) * 64;
   const Value v = s.is_whole()
