@@ -10,6 +10,7 @@
 #include <complex>
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <numeric>
 #include <random>
 #include <string>
@@ -40,6 +41,18 @@ struct M {
   Z& operator()(std::int64_t i, std::int64_t j) { return v[static_cast<std::size_t>(i + j * r)]; }
   Z operator()(std::int64_t i, std::int64_t j) const { return v[static_cast<std::size_t>(i + j * r)]; }
 };
+
+/// A real matrix from its rows.
+M from_rows(std::initializer_list<std::initializer_list<double>> rows) {
+  M out(static_cast<std::int64_t>(rows.size()), static_cast<std::int64_t>(rows.begin()->size()));
+  std::int64_t i = 0;
+  for (const auto& row : rows) {
+    std::int64_t j = 0;
+    for (double x : row) out(i, j++) = x;
+    ++i;
+  }
+  return out;
+}
 
 M mul(const M& a, const M& b) {
   M out(a.r, b.c);
@@ -719,11 +732,105 @@ TEST_CASE("linalg: gees gives a complex Schur form and unitary Schur vectors") {
     for (std::size_t j = 0; j < lists[0].size(); ++j)
       CHECK(std::abs(lists[0][j] - lists[1][j]) < 100 * tolerance(t));
   }
-  GraphBuilder b("real gees");
+}
+
+TEST_CASE("linalg: real gees gives LAPACK's standardized real Schur form, wr and wi") {
+  std::mt19937_64 rng(23);
   LinalgAttrs a{LinalgRoutine::kGees};
   a.mode = 'V';
-  b.linalg({b.parameter(Shape(DType::kF32, {2, 2}))}, a);
-  check_error(b.status(), StatusCode::kInvalidArgument, "real Schur form");
+  for (DType t : {DType::kF32, DType::kF64})
+    for (std::int64_t n : {1, 5, 6}) {
+      CAPTURE(dtype_name(t));
+      CAPTURE(n);
+      const Literal x = literal_of(t, {3, n, n}, random_values(rng, t, static_cast<std::size_t>(3 * n * n)));
+      const auto both = run_both(linalg_graph({x.shape()}, a), {x});
+      std::vector<std::vector<Z>> lists;
+      std::int64_t blocks = 0;
+      for (const auto& out : both) {
+        REQUIRE(out.size() == 6);
+        for (std::int64_t b = 0; b < 3; ++b) {
+          const M tm = matrix(out[0], b), z = matrix(out[1], b);
+          const std::vector<Z> wr = vec(out[2], b), wi = vec(out[3], b);
+          for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t j = 0; j + 1 < i; ++j) CHECK(tm(i, j) == Z(0));
+          for (std::int64_t i = 0; i < n; ++i) {
+            const auto k = static_cast<std::size_t>(i);
+            const bool block = i + 1 < n && tm(i + 1, i) != Z(0);
+            if (!block) {  // a real eigenvalue
+              CHECK(wr[k] == tm(i, i));
+              CHECK(wi[k] == Z(0));
+              continue;
+            }
+            ++blocks;
+            CHECK((i + 2 == n || tm(i + 2, i + 1) == Z(0)));  // blocks do not touch
+            CHECK(tm(i, i) == tm(i + 1, i + 1));               // standard form
+            CHECK(tm(i, i + 1).real() * tm(i + 1, i).real() < 0);
+            CHECK(wr[k] == tm(i, i));
+            CHECK(wr[k + 1] == tm(i, i));
+            const double im = std::sqrt(-tm(i, i + 1).real() * tm(i + 1, i).real());
+            CHECK(std::abs(wi[k].real() - im) < 10 * tolerance(t) * (1 + im));
+            CHECK(wi[k + 1] == -wi[k]);
+            CHECK(wi[k].real() > 0);
+            ++i;
+          }
+          CHECK(max_diff(mul(mul(z, tm), adj(z)), matrix(x, b)) < 100 * tolerance(t));
+          CHECK(max_diff(mul(adj(z), z), eye(n, n)) < 10 * tolerance(t));
+          CHECK(elements(out[4])[static_cast<std::size_t>(b)] == Z(0));
+          CHECK(elements(out[5])[static_cast<std::size_t>(b)] == Z(0));
+          std::vector<Z> w;
+          for (std::size_t k = 0; k < wr.size(); ++k) w.emplace_back(wr[k].real(), wi[k].real());
+          lists.push_back(sorted(w));
+        }
+      }
+      if (n > 1) CHECK(blocks > 0);  // random matrices of these sizes have complex pairs here
+      for (std::size_t b = 0; b < 3; ++b)
+        for (std::size_t j = 0; j < lists[b].size(); ++j)
+          CHECK(std::abs(lists[b][j] - lists[b + 3][j]) < 100 * tolerance(t));
+    }
+}
+
+TEST_CASE("linalg: real gees by hand: a complex pair's standard block, a real pair split as LAPACK does") {
+  LinalgAttrs a{LinalgRoutine::kGees};
+  a.mode = 'V';
+  // [4 -5; 2 -2]: eigenvalues 1 +- i. The rotation by theta = atan(2) / 2 makes the diagonal
+  // equal (tan 2 theta = -(a - d) / (b + c) = 2); b - c = -7 and b c = -1 are kept.
+  const Literal complex_pair = Literal::from_span<double>(std::vector<double>{4, -5, 2, -2}, {2, 2}).value();
+  const double theta = std::atan(2.0) / 2, r45 = std::sqrt(45.0);
+  const M t_expected = from_rows({{1, -(7 + r45) / 2}, {(7 - r45) / 2, 1}});
+  const M z_expected = from_rows({{std::cos(theta), -std::sin(theta)}, {std::sin(theta), std::cos(theta)}});
+  // [1 2; 3 4]: eigenvalues (5 -+ sqrt(33)) / 2; LAPACK puts first the one on the side of
+  // sign((a - d) / 2) < 0, with the eigenvector (lambda - d, c) / |.| as z's first column.
+  const Literal real_pair = Literal::from_span<double>(std::vector<double>{1, 2, 3, 4}, {2, 2}).value();
+  const double l1 = (5 - std::sqrt(33.0)) / 2, l2 = (5 + std::sqrt(33.0)) / 2;
+  const double len = std::hypot(l1 - 4, 3.0);
+  const M t_real = from_rows({{l1, -1}, {0, l2}});
+  const M z_real = from_rows({{(l1 - 4) / len, -3 / len}, {3 / len, (l1 - 4) / len}});
+  for (const auto& out : run_both(linalg_graph({complex_pair.shape()}, a), {complex_pair})) {
+    CHECK(max_diff(matrix(out[0], 0), t_expected) < 1e-12);
+    CHECK(max_diff(matrix(out[1], 0), z_expected) < 1e-12);
+    CHECK(std::abs(values_of<double>(out[2])[0] - 1) < 1e-12);
+    CHECK(values_of<double>(out[2])[1] == values_of<double>(out[2])[0]);
+    CHECK(std::abs(values_of<double>(out[3])[0] - 1) < 1e-12);
+    CHECK(values_of<double>(out[3])[1] == -values_of<double>(out[3])[0]);
+  }
+  for (const auto& out : run_both(linalg_graph({real_pair.shape()}, a), {real_pair})) {
+    CHECK(max_diff(matrix(out[0], 0), t_real) < 1e-12);
+    CHECK(max_diff(matrix(out[1], 0), z_real) < 1e-12);
+    CHECK(values_of<double>(out[3]) == std::vector<double>{0, 0});
+  }
+  // Mode N leaves the Schur vectors zero; a NaN input gives info 1 and NaN results.
+  a.mode = 'N';
+  for (const auto& out : run_both(linalg_graph({complex_pair.shape()}, a), {complex_pair})) {
+    CHECK(max_diff(matrix(out[0], 0), t_expected) < 1e-12);
+    CHECK(values_of<double>(out[1]) == std::vector<double>(4, 0.0));
+  }
+  const Literal bad = Literal::from_span<float>(std::vector<float>{1, NAN, 0, 1}, {2, 2}).value();
+  for (const auto& out : run_both(linalg_graph({bad.shape()}, a), {bad})) {
+    CHECK(std::isnan(values_of<float>(out[0])[0]));
+    CHECK(std::isnan(values_of<float>(out[2])[0]));
+    CHECK(std::isnan(values_of<float>(out[3])[0]));
+    CHECK(values_of<std::int32_t>(out[5]) == std::vector<std::int32_t>{1});
+  }
 }
 
 TEST_CASE("linalg: geqp3 pivots columns as LAPACK does, fixed columns first") {
@@ -915,6 +1022,23 @@ module @jit_schur {
 }
 )";
 
+/// jax.scipy.linalg.schur on a real matrix: sgees, NaN where info is not 0 (JAX's lowering).
+constexpr std::string_view kRealSchur = R"(
+module @jit_schur {
+  func.func public @main(%arg0: tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>) {
+    %0:6 = stablehlo.custom_call @lapack_sgees_ffi(%arg0) {mhlo.backend_config = {mode = 86 : ui8, sort = 78 : ui8}, operand_layouts = [dense<[0, 1]> : tensor<2xindex>], output_operand_aliases = [#stablehlo.output_operand_alias<output_tuple_indices = [0], operand_index = 0, operand_tuple_indices = []>], result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<[0, 1]> : tensor<2xindex>, dense<0> : tensor<1xindex>, dense<0> : tensor<1xindex>, dense<> : tensor<0xindex>, dense<> : tensor<0xindex>]} : (tensor<4x4xf32>) -> (tensor<4x4xf32>, tensor<4x4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<i32>, tensor<i32>)
+    %c = stablehlo.constant dense<0> : tensor<i32>
+    %1 = stablehlo.compare  EQ, %0#5, %c,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %2 = stablehlo.broadcast_in_dim %1, dims = [] : (tensor<i1>) -> tensor<4x4xi1>
+    %cst = stablehlo.constant dense<0x7FC00000> : tensor<f32>
+    %3 = stablehlo.broadcast_in_dim %cst, dims = [] : (tensor<f32>) -> tensor<4x4xf32>
+    %4 = stablehlo.select %2, %0#0, %3 : tensor<4x4xi1>, tensor<4x4xf32>
+    %5 = stablehlo.select %2, %0#1, %3 : tensor<4x4xi1>, tensor<4x4xf32>
+    return %4, %5 : tensor<4x4xf32>, tensor<4x4xf32>
+  }
+}
+)";
+
 /// jax.scipy.linalg.qr(pivoting=True) on CPU: sgeqp3 with jpvt = 0, then 0-based pivots.
 constexpr std::string_view kPivotedQr = R"(
 module @jit_qr_pivoting {
@@ -1091,6 +1215,16 @@ TEST_CASE("linalg: the eig, schur and pivoted qr programs") {
       CHECK(max_diff(mul(mul(matrix(out[1], 0), matrix(out[0], 0)), adj(matrix(out[1], 0))), matrix(a, 0)) < 1e-12);
   }
   {
+    const Graph g = graph_ok(kRealSchur);
+    check_round_trips(g, "@lapack_sgees_ffi");
+    // JAX's own test input: 0 .. 15 in rows (rank 2), checked by reconstruction.
+    std::vector<float> iota(16);
+    std::iota(iota.begin(), iota.end(), 0.0f);
+    const Literal a = Literal::from_span<float>(iota, {4, 4}).value();
+    for (const auto& out : {evaluate_ok(g, {a}), run_on_cpu(g, {a})})
+      CHECK(max_diff(mul(mul(matrix(out[1], 0), matrix(out[0], 0)), adj(matrix(out[1], 0))), matrix(a, 0)) < 1e-4);
+  }
+  {
     const Graph g = graph_ok(kPivotedQr);
     check_round_trips(g, "@lapack_sgeqp3_ffi");
     // The largest column (the last) is taken first.
@@ -1131,9 +1265,9 @@ func.func public @main(%arg0: tensor<2x2xf32>) -> tensor<2x2xf32> {
   CHECK_FALSE(parse_stablehlo(wrong_results).ok());
   const std::string unknown(R"(
 func.func public @main(%arg0: tensor<2x2xf32>) -> tensor<2x2xf32> {
-  %0:6 = stablehlo.custom_call @lapack_sgees_ffi(%arg0) {mhlo.backend_config = {mode = 86 : ui8, sort = 78 : ui8}} : (tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<2x2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<i32>, tensor<i32>)
+  %0:2 = stablehlo.custom_call @lapack_sgelsd_ffi(%arg0) {mhlo.backend_config = {}} : (tensor<2x2xf32>) -> (tensor<2x2xf32>, tensor<i32>)
   return %0#0 : tensor<2x2xf32>
 })");
   check_error(parse_stablehlo(unknown).status(), StatusCode::kUnimplemented,
-              "lapack_sgees_ffi");
+              "lapack_sgelsd_ffi");
 }

@@ -14,6 +14,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <initializer_list>
+#include <limits>
 #include <map>
 #include <random>
 #include <set>
@@ -390,6 +393,142 @@ TEST_CASE("portable artifacts: changed bytes give errors or programs, never cras
     }
   }
   CHECK(errors > 0);
+}
+
+// Shardy's attributes as JAX's sharded exports carry them (Shardy's bytecode encoding,
+// shardy/dialect/sdy/ir/bytecode.td), assembled by hand: a code, then the fields, with MLIR's
+// prefix varints, zigzag signed varints, one-byte flags and optional attributes as
+// (index << 1 | 1) or 0. Each must decode to the text Shardy prints, which the text parser
+// then reads.
+namespace sdy_bytes {
+
+/// MLIR's prefix varint: the count of trailing zero bits of the first byte says how many
+/// bytes follow; values below 128 are one byte, (v << 1) | 1.
+void varint(std::vector<std::uint8_t>& out, std::uint64_t v) {
+  std::size_t n = 1;  // bytes: 7 bits of value per byte, up to 8; else a 0 byte and 8 raw bytes
+  while (n < 9 && (n == 8 ? (v >> 56) != 0 : (v >> (7 * n)) != 0)) ++n;
+  if (n == 9) {
+    out.push_back(0);
+    for (int k = 0; k < 8; ++k) out.push_back(static_cast<std::uint8_t>(v >> (8 * k)));
+    return;
+  }
+  const std::uint64_t w = (v << n) | (std::uint64_t{1} << (n - 1));
+  for (std::size_t k = 0; k < n; ++k) out.push_back(static_cast<std::uint8_t>(w >> (8 * k)));
+}
+void svarint(std::vector<std::uint8_t>& out, std::int64_t v) {
+  varint(out, (static_cast<std::uint64_t>(v) << 1) ^ static_cast<std::uint64_t>(v >> 63));
+}
+
+}  // namespace sdy_bytes
+
+TEST_CASE("portable artifacts: Shardy's attributes decode to the text Shardy prints") {
+  using sdy_bytes::svarint;
+  using sdy_bytes::varint;
+  stablehlo::detail::BcFile f;
+  f.strings = {"mesh", "a", "b"};
+  f.dialects = {"builtin", "sdy"};
+  std::vector<std::vector<std::uint8_t>> data;
+  std::vector<std::size_t> dialect;
+  auto entry = [&](std::size_t d, std::initializer_list<std::function<void(std::vector<std::uint8_t>&)>> parts) {
+    std::vector<std::uint8_t> bytes;
+    for (const auto& p : parts) p(bytes);
+    data.push_back(std::move(bytes));
+    dialect.push_back(d);
+    return data.size() - 1;
+  };
+  auto v = [](std::uint64_t x) { return [x](std::vector<std::uint8_t>& o) { varint(o, x); }; };
+  auto sv = [](std::int64_t x) { return [x](std::vector<std::uint8_t>& o) { svarint(o, x); }; };
+  auto byte = [](std::uint8_t x) { return [x](std::vector<std::uint8_t>& o) { o.push_back(x); }; };
+  const std::size_t a = entry(0, {v(2), v(1)});          // builtin string "a"
+  const std::size_t b = entry(0, {v(2), v(2)});          // builtin string "b"
+  const std::size_t mesh_name = entry(0, {v(2), v(0)});  // "mesh"
+  const std::size_t ref = entry(0, {v(4), v(mesh_name)});  // @mesh
+  const std::size_t axis_a = entry(1, {v(1), v(1), sv(2)});  // "a"=2
+  const std::size_t axis_b = entry(1, {v(1), v(2), sv(4)});  // "b"=4
+  const std::size_t mesh = entry(1, {v(2), v(2), v(axis_a), v(axis_b), v(0)});
+  const std::size_t mesh_ids = entry(1, {v(2), v(1), v(axis_a), v(2), sv(1), sv(0)});
+  const std::size_t sub = entry(1, {v(3), sv(1), sv(2)});              // (1)2
+  const std::size_t ref_a = entry(1, {v(4), v(1), v(0)});              // "a"
+  const std::size_t ref_b_sub = entry(1, {v(4), v(2), v((sub << 1) | 1)});  // "b":(1)2
+  const std::size_t dim_a = entry(1, {v(5), v(1), v(ref_a), byte(1), v(0)});  // {"a"}
+  const std::size_t dim_open = entry(1, {v(5), v(0), byte(0), v((1 << 1) | 1)});  // {?}p1
+  const std::size_t sharding = entry(1, {v(6), v(ref), v(2), v(dim_a), v(dim_open), v(1), v(ref_b_sub)});
+  const std::size_t per_value = entry(1, {v(7), v(1), v(sharding)});
+  const std::size_t manual = entry(1, {v(0), v(2), v(a), v(b)});
+  const std::size_t inline_mesh = entry(1, {v(15), v(mesh), v(1), v(dim_a), v(0), v(1), v(ref_a)});
+  const std::size_t rule = entry(1, {v(10), v(0), v(0), v(0), v(0), v(0), v(0), v(0), byte(0)});
+  const std::size_t bad_sub = entry(1, {v(4), v(1), v((99 << 1) | 1)});
+  const std::size_t bad_flag = entry(1, {v(5), v(0), byte(2), v(0)});
+  const std::size_t short_axis = entry(1, {v(1), v(1)});
+  // The builtin types and integers that Shardy's ops and the module's attributes keep.
+  std::vector<std::vector<std::uint8_t>> type_data;
+  auto type_entry = [&](std::initializer_list<std::function<void(std::vector<std::uint8_t>&)>> parts) {
+    std::vector<std::uint8_t> bytes;
+    for (const auto& p : parts) p(bytes);
+    type_data.push_back(std::move(bytes));
+    return type_data.size() - 1;
+  };
+  const std::size_t i32 = type_entry({v(0), v(32 << 2)});
+  const std::size_t u8 = type_entry({v(0), v((8 << 2) | 2)});
+  const std::size_t i1 = type_entry({v(0), v(1 << 2)});
+  const std::size_t f32 = type_entry({v(5)});
+  const std::size_t tensor = type_entry({v(13), v(2), sv(2), sv(std::numeric_limits<std::int64_t>::min()), v(f32)});
+  const std::size_t complex = type_entry({v(9), v(f32)});
+  const std::size_t vector = type_entry({v(19), v(1), v(4), v(f32)});
+  const std::size_t int_attr = entry(0, {v(8), v(i32), sv(-2)});
+  const std::size_t bool_attr = entry(0, {v(8), v(i1), byte(1)});
+  for (std::size_t k = 0; k < data.size(); ++k)
+    f.attributes.push_back({dialect[k], true, stablehlo::detail::ByteCursor(data[k], 0, "attribute")});
+  for (const auto& bytes : type_data) f.types.push_back({0, true, stablehlo::detail::ByteCursor(bytes, 0, "type")});
+  stablehlo::detail::VhloTables tables(f);
+  auto type_text = [&](std::size_t i) { return require_ok(tables.type_at(i))->text; };
+  CHECK(type_text(i32) == "i32");
+  CHECK(type_text(u8) == "ui8");
+  CHECK(type_text(i1) == "i1");
+  CHECK(type_text(tensor) == "tensor<2x?xf32>");
+  CHECK(type_text(complex) == "complex<f32>");
+  check_error(tables.type_at(vector).status(), StatusCode::kUnimplemented, "builtin type (code 19)");
+  CHECK(require_ok(tables.attr_at(int_attr))->text == "-2 : i32");
+  CHECK(require_ok(tables.attr_at(bool_attr))->kind == stablehlo::detail::VAttr::Kind::kBool);
+  auto text = [&](std::size_t i) {
+    const auto* attr = require_ok(tables.attr_at(i));
+    return attr->text;
+  };
+  auto word = [&](std::size_t i) {
+    const auto* attr = require_ok(tables.attr_at(i));
+    return attr->word;
+  };
+  CHECK(text(mesh) == R"(#sdy.mesh<["a"=2, "b"=4]>)");
+  CHECK(word(mesh) == R"(<["a"=2, "b"=4]>)");
+  CHECK(text(mesh_ids) == R"(#sdy.mesh<["a"=2], device_ids=[1, 0]>)");
+  CHECK(text(sharding) == R"(#sdy.sharding<@mesh, [{"a"}, {?}p1], replicated={"b":(1)2}>)");
+  CHECK(word(sharding) == R"(<@mesh, [{"a"}, {?}p1], replicated={"b":(1)2}>)");
+  CHECK(text(per_value) == R"(#sdy.sharding_per_value<[<@mesh, [{"a"}, {?}p1], replicated={"b":(1)2}>]>)");
+  CHECK(word(manual) == R"({"a", "b"})");
+  CHECK(text(inline_mesh) == R"(#sdy.sharding<mesh<["a"=2, "b"=4]>, [{"a"}], unreduced={"a"}>)");
+  // A sharding rule is kept undecoded: an op that needs it is refused naming it.
+  CHECK(require_ok(tables.attr_at(rule))->text.find("Shardy attribute (code 10)") != std::string::npos);
+  check_error(tables.attr_at(bad_sub).status(), StatusCode::kInvalidArgument, "out of range");
+  check_error(tables.attr_at(bad_flag).status(), StatusCode::kInvalidArgument, "a boolean of value 2");
+  check_error(tables.attr_at(short_axis).status(), StatusCode::kInvalidArgument, "ends early");
+
+  // The spelling is what the text parser reads: a two-partition program over the mesh.
+  const std::string program = str_cat(R"(module attributes {mhlo.num_partitions = 2 : i32} {
+  sdy.mesh @mesh = )", word(mesh_ids), R"(
+  func.func @main(%x: tensor<4x2xf32> {sdy.sharding = #sdy.sharding<@mesh, [{"a"}, {}]>}) -> tensor<4x2xf32> {
+    %0 = sdy.sharding_constraint %x <@mesh, [{}, {}]> : tensor<4x2xf32>
+    return %0 : tensor<4x2xf32>
+  }
+})");
+  const stablehlo::Module m = require_ok(stablehlo::parse_module(program));
+  REQUIRE(m.functions.size() == 1);
+  const ShardingPlan& plan = m.functions[0].sharding;
+  CHECK(plan.num_partitions == 2);
+  REQUIRE(plan.arguments.size() == 1);
+  REQUIRE(plan.arguments[0].has_value());
+  CHECK(plan.arguments[0]->kind == Sharding::Kind::kTiled);
+  CHECK(plan.arguments[0]->devices == std::vector<std::int64_t>{1, 0});  // the mesh's device order
+  CHECK(plan.constraints.size() == 1);
 }
 
 TEST_CASE("portable artifacts: malformed headers are refused without the data directory") {

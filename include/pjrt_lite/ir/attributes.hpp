@@ -516,7 +516,7 @@ enum class LinalgRoutine : std::uint8_t {
   kOrmqr,  // (unmqr) op(Q) c or c op(Q) with Q from geqrf's reflectors
   kGeqp3,  // QR with column pivoting: R and reflectors, 1-based int32 column order, tau
   kGeev,   // eigenvalues and left and right eigenvectors of a general matrix, info
-  kGees,   // (complex only) Schur form, Schur vectors, eigenvalues, sdim, info
+  kGees,   // Schur form, Schur vectors, eigenvalues (wr, wi when real), sdim, info
 };
 
 namespace detail {

@@ -1573,9 +1573,8 @@ inline StatusOr<std::vector<Shape>> infer_linalg(std::span<const Shape> operands
       PJRT_LITE_RETURN_IF_ERROR(check_flag("mode", a.mode, "VN"));
       PJRT_LITE_RETURN_IF_ERROR(check_flag("sort", a.sort, "N"));
       PJRT_LITE_RETURN_IF_ERROR(square());
-      if (!is_complex(t))
-        return detail::op_error(op, "(gees) on ", dtype_name(t),
-                                ": the real Schur form is not supported, only complex types");
+      if (!is_complex(t))  // the real Schur form: T, Schur vectors, wr, wi, sdim, info
+        return std::vector<Shape>{matrix, matrix, batched(t, {n}), batched(t, {n}), info, info};
       return std::vector<Shape>{matrix, matrix, batched(t, {n}), info, info};
     case LinalgRoutine::kGtsv: break;  // handled above
   }

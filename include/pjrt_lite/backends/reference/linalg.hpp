@@ -17,7 +17,8 @@
 //   geqp3  ?laqp2's column pivoting with its downdated norms
 //   geev   Hessenberg reduction, single-shift complex QR iteration to the Schur form, then
 //          eigenvectors by back substitution; a real input's conjugate pairs ordered as LAPACK
-//   gees   (complex) the same Schur form.
+//   gees   complex: the same Schur form; real: Francis double-shift QR iteration, then each
+//          2x2 block in LAPACK's standard form.
 
 #include <algorithm>
 #include <cmath>
@@ -652,9 +653,8 @@ inline void geqp3(Mat& a, std::vector<std::int64_t>& jpvt, std::vector<W>& tau) 
   }
 }
 
-/// Complex Schur form a = z t z^H by Hessenberg reduction and single-shift QR iteration
-/// (Wilkinson shifts, Givens bulge chasing). Returns false when it does not converge.
-inline bool complex_schur(Mat& t, Mat& z) {
+/// t = z h z^H with h upper Hessenberg (replacing t) and z unitary, by gehrd.
+inline void hessenberg(Mat& t, Mat& z) {
   const std::int64_t n = t.rows;
   std::vector<W> tau(static_cast<std::size_t>(std::max<std::int64_t>(n - 1, 0)));
   gehrd(t, tau);
@@ -666,6 +666,13 @@ inline bool complex_schur(Mat& t, Mat& z) {
   }
   for (std::int64_t j = 0; j < n; ++j)
     for (std::int64_t i = j + 2; i < n; ++i) t(i, j) = 0;
+}
+
+/// Complex Schur form a = z t z^H by Hessenberg reduction and single-shift QR iteration
+/// (Wilkinson shifts, Givens bulge chasing). Returns false when it does not converge.
+inline bool complex_schur(Mat& t, Mat& z) {
+  const std::int64_t n = t.rows;
+  hessenberg(t, z);
   const R eps = std::numeric_limits<R>::epsilon();
   // g = [[c, s], [-conj(s), c]] on rows k, k+1 of t, g^H on its columns and on z's.
   auto rotate = [&](std::int64_t k, R c, W s) {
@@ -726,6 +733,133 @@ inline bool complex_schur(Mat& t, Mat& z) {
       if (k > l) t(k + 1, k - 1) = 0;
     }
   }
+  return true;
+}
+
+/// Real Schur form a = z t z^T of a real matrix by Hessenberg reduction and Francis
+/// double-shift QR iteration (3-element Householder bulge chasing, exceptional shifts after
+/// 10 and 20 steps without deflation). t is quasi upper triangular; each 2x2 block is then put
+/// in LAPACK's standard form: a real pair split into an upper triangle whose first eigenvalue
+/// is the one on the side of the old diagonal's larger element (by the sign of (a - d) / 2),
+/// a complex pair with equal diagonal and off-diagonal elements of opposite signs. Returns
+/// false when it does not converge.
+inline bool real_schur(Mat& t, Mat& z) {
+  const std::int64_t n = t.rows;
+  hessenberg(t, z);
+  std::vector<R> h(static_cast<std::size_t>(n * n)), q(h.size());
+  auto at = [n](std::vector<R>& m, std::int64_t i, std::int64_t j) -> R& {
+    return m[static_cast<std::size_t>(i + j * n)];
+  };
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < n; ++i) {
+      at(h, i, j) = t(i, j).real();
+      at(q, i, j) = z(i, j).real();
+    }
+  auto H = [&](std::int64_t i, std::int64_t j) -> R& { return at(h, i, j); };
+  // P = I - 2 u u^T / (u^T u) on rows/columns k .. k + u.size() - 1: rows over columns
+  // [c0, n), columns over rows [0, r1), and q's columns.
+  auto reflect = [&](const std::vector<R>& u, std::int64_t k, std::int64_t c0, std::int64_t r1) {
+    R uu = 0;
+    for (R e : u) uu += e * e;
+    if (uu == 0) return;
+    const auto len = static_cast<std::int64_t>(u.size());
+    for (std::int64_t c = c0; c < n; ++c) {
+      R dot = 0;
+      for (std::int64_t r = 0; r < len; ++r) dot += u[static_cast<std::size_t>(r)] * H(k + r, c);
+      for (std::int64_t r = 0; r < len; ++r) H(k + r, c) -= 2 * dot / uu * u[static_cast<std::size_t>(r)];
+    }
+    for (std::vector<R>* m : {&h, &q}) {
+      const std::int64_t rows = m == &h ? r1 : n;
+      for (std::int64_t r = 0; r < rows; ++r) {
+        R dot = 0;
+        for (std::int64_t c = 0; c < len; ++c) dot += at(*m, r, k + c) * u[static_cast<std::size_t>(c)];
+        for (std::int64_t c = 0; c < len; ++c) at(*m, r, k + c) -= 2 * dot / uu * u[static_cast<std::size_t>(c)];
+      }
+    }
+  };
+  const R eps = std::numeric_limits<R>::epsilon();
+  std::int64_t hi = n - 1, iter = 0, total = 0;
+  while (hi > 0) {
+    std::int64_t l = hi;
+    while (l > 0 && std::fabs(H(l, l - 1)) > eps * (std::fabs(H(l - 1, l - 1)) + std::fabs(H(l, l)))) --l;
+    if (l > 0) H(l, l - 1) = 0;
+    if (l >= hi - 1) {  // one eigenvalue or a 2x2 block has split off
+      hi = l - 1;
+      iter = 0;
+      continue;
+    }
+    if (++total > 1000 * n) return false;
+    ++iter;
+    // The shifts are the eigenvalues of the trailing 2x2: x^2 - s x + p.
+    R s = H(hi - 1, hi - 1) + H(hi, hi);
+    R p = H(hi - 1, hi - 1) * H(hi, hi) - H(hi - 1, hi) * H(hi, hi - 1);
+    if (iter % 10 == 0) {
+      const R e = std::fabs(H(hi, hi - 1)) + std::fabs(H(hi - 1, hi - 2));
+      s = R(1.5L) * e;
+      p = e * e;
+    }
+    R x = H(l, l) * H(l, l) + H(l, l + 1) * H(l + 1, l) - s * H(l, l) + p;
+    R y = H(l + 1, l) * (H(l, l) + H(l + 1, l + 1) - s);
+    R w = H(l + 1, l) * H(l + 2, l + 1);
+    for (std::int64_t k = l; k < hi; ++k) {
+      const bool three = k + 2 <= hi;
+      std::vector<R> u = three ? std::vector<R>{x, y, w} : std::vector<R>{x, y};
+      R norm = 0;
+      for (R e : u) norm += e * e;
+      norm = std::sqrt(norm);
+      u[0] += x < 0 ? -norm : norm;
+      reflect(u, k, k > l ? k - 1 : l, std::min(k + 3, hi) + 1);
+      if (k > l) {
+        H(k + 1, k - 1) = 0;
+        if (three) H(k + 2, k - 1) = 0;
+      }
+      x = H(k + 1, k);
+      if (k + 2 <= hi) y = H(k + 2, k);
+      if (k + 3 <= hi) w = H(k + 3, k);
+    }
+  }
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = j + 2; i < n; ++i) H(i, j) = 0;
+  // Standard 2x2 blocks: h <- r^T h r on rows/columns i, i + 1, r = [cs -sn; sn cs].
+  for (std::int64_t i = 0; i + 1 < n; ++i) {
+    if (H(i + 1, i) == 0) continue;
+    const R a = H(i, i), b = H(i, i + 1), c = H(i + 1, i), d = H(i + 1, i + 1);
+    const R half = (a - d) / 2, disc = half * half + b * c;
+    R cs = 1, sn = 0;
+    if (disc >= 0) {  // first column: the eigenvector of a + d / 2 +- sqrt(disc)
+      const R lambda = (a + d) / 2 + (half < 0 ? -1 : 1) * std::sqrt(disc);
+      const R len = std::hypot(lambda - d, c);
+      cs = (lambda - d) / len;
+      sn = c / len;
+    } else {  // the angle that makes the diagonal equal: tan 2theta = -(a - d) / (b + c)
+      const R sigma = b + c;
+      const R theta = std::atan2(-(a - d) * (sigma < 0 ? -1 : 1), std::fabs(sigma)) / 2;
+      cs = std::cos(theta);
+      sn = std::sin(theta);
+    }
+    for (std::int64_t col = 0; col < n; ++col) {
+      const R x0 = H(i, col), x1 = H(i + 1, col);
+      H(i, col) = cs * x0 + sn * x1;
+      H(i + 1, col) = -sn * x0 + cs * x1;
+    }
+    for (std::vector<R>* m : {&h, &q})
+      for (std::int64_t r = 0; r < n; ++r) {
+        const R x0 = at(*m, r, i), x1 = at(*m, r, i + 1);
+        at(*m, r, i) = cs * x0 + sn * x1;
+        at(*m, r, i + 1) = -sn * x0 + cs * x1;
+      }
+    if (disc >= 0) {
+      H(i + 1, i) = 0;
+    } else {
+      H(i, i) = H(i + 1, i + 1) = (a + d) / 2;
+      ++i;
+    }
+  }
+  for (std::int64_t j = 0; j < n; ++j)
+    for (std::int64_t i = 0; i < n; ++i) {
+      t(i, j) = i > j + 1 ? R(0) : H(i, j);
+      z(i, j) = at(q, i, j);
+    }
   return true;
 }
 
@@ -835,6 +969,23 @@ inline bool geev(const Mat& a, bool real_input, std::vector<W>& w, Mat& vl, Mat&
       }
   }
   return true;
+}
+
+/// Eigenvalues `w` into result `r` at `at`, or for a real input as real parts into result r
+/// and imaginary parts into r + 1 (LAPACK's wr, wi).
+inline void write_eigenvalues(std::vector<Literal>& out, std::size_t r, std::int64_t at,
+                              const std::vector<W>& w, bool real) {
+  if (!real) {
+    narrow_into(out[r], at, w);
+    return;
+  }
+  std::vector<W> re, im;
+  for (W e : w) {
+    re.emplace_back(e.real());
+    im.emplace_back(e.imag());
+  }
+  narrow_into(out[r], at, re);
+  narrow_into(out[r + 1], at, im);
 }
 
 }  // namespace linalg
@@ -1035,36 +1186,37 @@ inline StatusOr<std::vector<Literal>> eval_linalg(const Node& node,
           std::fill(vl.v.begin(), vl.v.end(), W(NAN, NAN));
           vr = vl;
         }
-        if (complex) {
-          narrow_into(out[0], b * n, w);
-        } else {
-          std::vector<W> re, im;
-          for (W e : w) {
-            re.emplace_back(e.real());
-            im.emplace_back(e.imag());
-          }
-          narrow_into(out[0], b * n, re);
-          narrow_into(out[1], b * n, im);
-        }
+        write_eigenvalues(out, 0, b * n, w, !complex);
         if (at.compute_left == 'V' || !ok) narrow_into(out[vl_at], b * n * n, row_major(vl));
         if (at.compute_right == 'V' || !ok) narrow_into(out[vl_at + 1], b * n * n, row_major(vr));
         narrow_into(out[vl_at + 2], b, scalar(ok ? 0 : 1));
         break;
       }
       case LinalgRoutine::kGees: {
+        const bool real = !is_complex(x.dtype());
         Mat t = a, z;
-        const bool ok = all_finite(a) && complex_schur(t, z);
+        const bool ok = all_finite(a) && (real ? real_schur(t, z) : complex_schur(t, z));
         if (!ok) {
           std::fill(t.v.begin(), t.v.end(), W(NAN, NAN));
           z = t;
         }
+        // Eigenvalues: t's diagonal, with +-sqrt(-b c) i for a real 2x2 block [a b; c a].
         std::vector<W> w;
         for (std::int64_t i = 0; i < n; ++i) w.push_back(t(i, i));
+        for (std::int64_t i = 0; real && ok && i + 1 < n; ++i)
+          if (t(i + 1, i) != W(0)) {
+            const R im = std::sqrt(-t(i, i + 1).real() * t(i + 1, i).real());
+            const auto j = static_cast<std::size_t>(i);
+            w[j] = W(w[j].real(), im);
+            w[j + 1] = W(w[j + 1].real(), -im);
+            ++i;
+          }
         narrow_into(out[0], b * n * n, row_major(t));
         if (at.mode == 'V' || !ok) narrow_into(out[1], b * n * n, row_major(z));
-        narrow_into(out[2], b * n, w);
-        narrow_into(out[3], b, scalar(0));
-        narrow_into(out[4], b, scalar(ok ? 0 : 1));
+        const std::size_t sdim_at = real ? 4 : 3;
+        write_eigenvalues(out, 2, b * n, w, real);
+        narrow_into(out[sdim_at], b, scalar(0));
+        narrow_into(out[sdim_at + 1], b, scalar(ok ? 0 : 1));
         break;
       }
       case LinalgRoutine::kTrsm:

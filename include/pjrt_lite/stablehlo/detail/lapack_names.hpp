@@ -58,9 +58,6 @@ inline std::optional<LapackTarget> lapack_target(std::string_view target) {
   if (!dtype) return std::nullopt;
   for (std::size_t i = 0; i < pjrt_lite::detail::kLinalgRoutineNames.size(); ++i) {
     const auto r = static_cast<LinalgRoutine>(i);
-    // The real Schur form (sgees, dgees) is not read: UNIMPLEMENTED, as for unknown targets.
-    if (r == LinalgRoutine::kGees && lapack_letter(*dtype) != 'c' && lapack_letter(*dtype) != 'z')
-      continue;
     if (lapack_routine_name(r, *dtype) == routine) return LapackTarget{r, *dtype};
   }
   return std::nullopt;
@@ -89,15 +86,16 @@ inline std::string lapack_targets_markdown() {
       {LinalgRoutine::kGtsv, "dl, d, du [..., m], b[..., m, n] -> dl, d, du, x, info", ""},
       {LinalgRoutine::kGeqp3, "x[..., m, n], jpvt (i32) [..., n] -> R and reflectors, jpvt (1-based), tau", ""},
       {LinalgRoutine::kGeev, "x[..., n, n] -> w (wr, wi when real), vl, vr (complex), info", "compute_left, compute_right (V, N)"},
-      {LinalgRoutine::kGees, "x[..., n, n] -> T, Schur vectors, w, sdim, info (complex types only)", "mode (V, N), sort (N)"},
+      {LinalgRoutine::kGees, "x[..., n, n] -> T, Schur vectors, w (wr, wi when real), sdim, info", "mode (V, N), sort (N)"},
   };
   std::string out =
       "\n## jaxlib's CPU LAPACK custom calls\n\n"
       "`stablehlo.custom_call @lapack_<t><routine>_ffi` with t = s, d, c, z (f32, f64, complex<f32>,\n"
       "complex<f64>), read into one linalg node each and run by both backends (tests/linalg_test.cpp).\n"
-      "Flags are `ui8` characters in `mhlo.backend_config`; layouts are physical and ignored. Not yet\n"
-      "read (refused with UNIMPLEMENTED naming the target): `lapack_sgees_ffi`, `lapack_dgees_ffi`\n"
-      "(the real Schur form).\n\n"
+      "Flags are `ui8` characters in `mhlo.backend_config`; layouts are physical and ignored. A\n"
+      "real Schur form's 2x2 blocks are in LAPACK's standard form (equal diagonal elements,\n"
+      "off-diagonal elements of opposite signs). Other `lapack_*` targets are refused with\n"
+      "UNIMPLEMENTED naming the target.\n\n"
       "| targets | operands -> results | flags |\n|---|---|---|\n";
   for (const Row& r : rows) {
     std::string names;

@@ -12,6 +12,7 @@
 // attribute dictionaries, and locations, which are never decoded. Every entry is decoded once,
 // on first use; nesting is capped and a cycle is refused.
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -29,6 +30,28 @@
 #include "pjrt_lite/stablehlo/detail/bytecode_reader.hpp"
 
 namespace pjrt_lite::inline v0_1::stablehlo::detail {
+
+namespace vhlo_internal {
+
+/// `s` as an MLIR string literal.
+inline std::string mlir_quoted(std::string_view s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c >= 0x7F) {
+      out += '\\';
+      append_hex(out, c, 2, HexCase::kUpper);
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace vhlo_internal
 
 /// A decoded type.
 struct VType {
@@ -74,6 +97,7 @@ struct VAttr {
     kResultAccuracy,
     kFlatSymbol,
     kUnit,
+    kSdy,    // a Shardy attribute: `text` its full spelling, `word` the part its op forms use
     kOther,
   };
   Kind kind = Kind::kOther;
@@ -224,6 +248,7 @@ class VhloTables {
       return c.error(str_cat("the type '", text, "' of dialect ", dialect(e),
                              " is in assembly form, which this reader does not parse"));
     }
+    if (dialect(e) == "builtin") return decode_builtin_type(c);
     if (dialect(e) != "vhlo")
       return unimplemented_error(str_cat("portable artifact: a type of the ", dialect(e),
                                          " dialect (not VHLO) is not supported"));
@@ -277,27 +302,7 @@ class VhloTables {
         }
         PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> dims, signed_list(c));
         PJRT_LITE_ASSIGN_OR_RETURN(const VType* elem, type(c));
-        if (elem->kind != VType::Kind::kElement)
-          return c.error(str_cat("a tensor of ", elem->text));
-        VType t;
-        t.kind = VType::Kind::kTensor;
-        t.element = elem->element;
-        t.element_bytes = elem->element_bytes;
-        t.is_bool = elem->is_bool;
-        t.is_int = elem->is_int;
-        t.is_unsigned = elem->is_unsigned;
-        t.dims = dims;
-        t.text = "tensor<";
-        for (std::int64_t d : dims) {
-          if (d == std::numeric_limits<std::int64_t>::min())
-            t.text += "?";
-          else if (d < 0)
-            return c.error(str_cat("a tensor dimension of ", d));
-          else
-            t.text += std::to_string(d);
-          t.text += "x";
-        }
-        t.text += elem->text;
+        PJRT_LITE_ASSIGN_OR_RETURN(VType t, ranked_tensor(c, std::move(dims), *elem));
         if (encoding != nullptr) {
           if (encoding->kind != VAttr::Kind::kTypeExtensions)
             return unimplemented_error(
@@ -363,6 +368,82 @@ class VhloTables {
         return unimplemented_error(str_cat("portable artifact: the VHLO type code ", code,
                                            " is unknown (a newer StableHLO's type?)"));
       }
+    }
+  }
+
+  /// `tensor<2x?xf32` (without its closing '>', for an encoding to follow) of `dims` (INT64_MIN
+  /// for '?') and element type `elem`.
+  static StatusOr<VType> ranked_tensor(const ByteCursor& c, std::vector<std::int64_t> dims, const VType& elem) {
+    if (elem.kind != VType::Kind::kElement) return c.error(str_cat("a tensor of ", elem.text));
+    VType t;
+    t.kind = VType::Kind::kTensor;
+    t.element = elem.element;
+    t.element_bytes = elem.element_bytes;
+    t.is_bool = elem.is_bool;
+    t.is_int = elem.is_int;
+    t.is_unsigned = elem.is_unsigned;
+    t.text = "tensor<";
+    for (std::int64_t d : dims) {
+      if (d == std::numeric_limits<std::int64_t>::min())
+        t.text += "?";
+      else if (d < 0)
+        return c.error(str_cat("a tensor dimension of ", d));
+      else
+        t.text += std::to_string(d);
+      t.text += "x";
+    }
+    t.text += elem.text;
+    t.dims = std::move(dims);
+    return t;
+  }
+
+  /// The builtin dialect's types (MLIR's BuiltinDialectBytecode.td), which the ops of other
+  /// dialects (Shardy's) keep: integers (a varint width << 2 | signedness), index, the
+  /// 16/32/64-bit floats, complex, ranked tensors (dimensions, then the element type) and
+  /// unranked tensors. Others are UNIMPLEMENTED naming their code.
+  StatusOr<VType> decode_builtin_type(ByteCursor& c) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t code, c.varint());
+    switch (code) {
+      case 0: {  // integer
+        PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t w, c.varint());
+        const std::uint64_t width = w >> 2, signedness = w & 3;
+        if (signedness == 3) return c.error("an integer type of unknown signedness 3");
+        if (width == 1 && signedness == 0) {
+          VType t = element("i1", 1, true);
+          t.is_bool = true;
+          return t;
+        }
+        if (width != 2 && width != 4 && width != 8 && width != 16 && width != 32 && width != 64)
+          return unimplemented_error(str_cat("portable artifact: a ", width, "-bit integer type is not supported"));
+        const bool is_unsigned = signedness == 2;
+        return element(str_cat(is_unsigned ? "ui" : "i", width), static_cast<int>(std::max<std::uint64_t>(width / 8, 1)),
+                       true, is_unsigned);
+      }
+      case 1: return element("index", 8, true);
+      case 3: return element("bf16", 2);
+      case 4: return element("f16", 2);
+      case 5: return element("f32", 4);
+      case 6: return element("f64", 8);
+      case 9: {
+        PJRT_LITE_ASSIGN_OR_RETURN(const VType* part, type(c));
+        return element(str_cat("complex<", part->text, ">"), 2 * part->element_bytes);
+      }
+      case 13: {  // ranked tensor
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> dims, signed_list(c));
+        PJRT_LITE_ASSIGN_OR_RETURN(const VType* elem, type(c));
+        PJRT_LITE_ASSIGN_OR_RETURN(VType t, ranked_tensor(c, std::move(dims), *elem));
+        t.text += ">";
+        return t;
+      }
+      case 18: {  // unranked tensor
+        PJRT_LITE_ASSIGN_OR_RETURN(const VType* elem, type(c));
+        VType t;
+        t.kind = VType::Kind::kUnranked;
+        t.text = str_cat("tensor<*x", elem->text, ">");
+        return t;
+      }
+      default:
+        return unimplemented_error(str_cat("portable artifact: a builtin type (code ", code, ") is not supported"));
     }
   }
 
@@ -446,6 +527,33 @@ class VhloTables {
     return enum_attr(kind, words[v]);
   }
 
+  /// An integer attribute (VHLO's and the builtin one): its type, then the value at the type's
+  /// width (64 for index). A builtin i1 is a boolean (MLIR's BoolAttr).
+  StatusOr<VAttr> integer_attr(ByteCursor& c, bool builtin) {
+    VAttr a;
+    PJRT_LITE_ASSIGN_OR_RETURN(a.type, type(c));
+    if (a.type->kind != VType::Kind::kElement || !a.type->is_int)
+      return c.error(str_cat("an integer attribute of type ", a.type->text));
+    const int bits = a.type->element == "i2" || a.type->element == "ui2" ? 2
+                   : a.type->element == "i4" || a.type->element == "ui4" ? 4
+                   : a.type->element_bytes * 8;
+    PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t v, apint(c, bits));
+    if (builtin && a.type->is_bool) {
+      a.kind = VAttr::Kind::kBool;
+      a.b = (v & 1) != 0;
+      return a;
+    }
+    a.kind = VAttr::Kind::kInteger;
+    if (bits < 64) {
+      const std::uint64_t mask = (1ull << bits) - 1;
+      v &= mask;
+      if (!a.type->is_unsigned && (v >> (bits - 1)) != 0) v |= ~mask;  // sign-extend
+    }
+    a.i = static_cast<std::int64_t>(v);
+    a.text = a.type->is_unsigned ? str_cat(v, " : ", a.type->text) : str_cat(a.i, " : ", a.type->text);
+    return a;
+  }
+
   StatusOr<VAttr> decode_builtin_attr(ByteCursor& c) {
     PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t code, c.varint());
     VAttr a;
@@ -483,10 +591,139 @@ class VhloTables {
         a.kind = VAttr::Kind::kUnit;
         return a;
       }
+      case 8: return integer_attr(c, true);  // the module's mhlo.num_partitions, say
       default: {
         a.kind = VAttr::Kind::kOther;
         a.text = str_cat("portable artifact: a builtin attribute (code ", code, ") is not supported");
         // Its bytes are not read: mark the rest as consumed so only its use is refused.
+        PJRT_LITE_RETURN_IF_ERROR(c.bytes(c.remaining()).status());
+        return a;
+      }
+    }
+  }
+
+  // ---- Shardy's attributes (shardy/dialect/sdy/ir/bytecode.td) ---------------------------
+  //
+  // Each starts with a varint code; names are string-section indices, sizes zigzag varints,
+  // lists a varint count, flags one byte, optional attributes a varint (index << 1 | 1) or 0,
+  // priorities a varint with the flag "present" in its low bit. Decoded into Shardy's text,
+  // which the text parser reads: `word` is the form inside an op (`<@mesh, [{"a"}, {}]>`,
+  // `[<...>, <...>]`, `{"a"}`, `<["a"=2]>`), `text` the attribute (`#sdy.sharding<...>`).
+
+  StatusOr<const VAttr*> sdy_attr(ByteCursor& c, std::string_view what) {
+    PJRT_LITE_ASSIGN_OR_RETURN(const VAttr* a, attr(c));
+    if (a->kind != VAttr::Kind::kSdy && a->kind != VAttr::Kind::kString && a->kind != VAttr::Kind::kFlatSymbol)
+      return c.error(str_cat("a Shardy ", what, " that is not a Shardy attribute"));
+    return a;
+  }
+  StatusOr<std::string> sdy_words(ByteCursor& c, std::string_view what, std::string_view sep) {
+    PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t n, c.count(what));
+    std::string out;
+    for (std::uint64_t k = 0; k < n; ++k) {
+      PJRT_LITE_ASSIGN_OR_RETURN(const VAttr* a, sdy_attr(c, what));
+      out += str_cat(k ? sep : "", a->kind == VAttr::Kind::kString ? vhlo_internal::mlir_quoted(a->text) : a->word);
+    }
+    return out;
+  }
+
+  StatusOr<VAttr> decode_sdy_attr(ByteCursor& c) {
+    using vhlo_internal::mlir_quoted;
+    PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t code, c.varint());
+    VAttr a;
+    a.kind = VAttr::Kind::kSdy;
+    switch (code) {
+      case 0: {  // manual axes: {"a", "b"}
+        PJRT_LITE_ASSIGN_OR_RETURN(std::string axes, sdy_words(c, "manual axes", ", "));
+        a.word = str_cat("{", axes, "}");
+        a.text = str_cat("#sdy<manual_axes", a.word, ">");
+        return a;
+      }
+      case 1: {  // mesh axis: "a"=2
+        PJRT_LITE_ASSIGN_OR_RETURN(std::string_view name, f_.string(c));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t size, c.signed_varint());
+        a.word = str_cat(mlir_quoted(name), "=", size);
+        a.text = a.word;
+        return a;
+      }
+      case 2: {  // mesh: <["a"=2, "b"=4], device_ids=[...]>
+        PJRT_LITE_ASSIGN_OR_RETURN(std::string axes, sdy_words(c, "mesh axes", ", "));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> ids, signed_list(c));
+        a.word = str_cat("<[", axes, "]");
+        if (!ids.empty()) {
+          a.word += ", device_ids=[";
+          for (std::size_t k = 0; k < ids.size(); ++k) a.word += str_cat(k ? ", " : "", ids[k]);
+          a.word += "]";
+        }
+        a.word += ">";
+        a.text = str_cat("#sdy.mesh", a.word);
+        return a;
+      }
+      case 3: {  // sub-axis: (pre_size)size
+        PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t pre, c.signed_varint());
+        PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t size, c.signed_varint());
+        a.word = str_cat("(", pre, ")", size);
+        a.text = a.word;
+        return a;
+      }
+      case 4: {  // axis reference: "a" or "a":(1)2
+        PJRT_LITE_ASSIGN_OR_RETURN(std::string_view name, f_.string(c));
+        PJRT_LITE_ASSIGN_OR_RETURN(auto sub, c.varint_with_flag());
+        a.word = mlir_quoted(name);
+        if (sub.second) {
+          if (sub.first >= f_.attributes.size()) return c.error(str_cat("attribute index ", sub.first, " is out of range"));
+          PJRT_LITE_ASSIGN_OR_RETURN(const VAttr* info, attr_at(static_cast<std::size_t>(sub.first)));
+          a.word += str_cat(":", info->word);
+        } else if (sub.first != 0) {
+          return c.error("an absent sub-axis with a nonzero index");
+        }
+        a.text = a.word;
+        return a;
+      }
+      case 5: {  // dimension sharding: {"a", "b"}, {"a", ?} when open, p<N> for a priority
+        PJRT_LITE_ASSIGN_OR_RETURN(std::string axes, sdy_words(c, "dimension axes", ", "));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::uint8_t closed, c.byte());
+        if (closed > 1) return c.error(str_cat("a boolean of value ", static_cast<int>(closed)));
+        PJRT_LITE_ASSIGN_OR_RETURN(auto priority, c.varint_with_flag());
+        a.word = str_cat("{", axes, closed ? "" : (axes.empty() ? "?" : ", ?"), "}");
+        if (priority.second) a.word += str_cat("p", priority.first);
+        a.text = a.word;
+        return a;
+      }
+      case 6:     // tensor sharding: mesh or its name, dimensions, replicated axes
+      case 15:    // ... and unreduced axes
+      case 17: {  // ... and their reduction
+        PJRT_LITE_ASSIGN_OR_RETURN(const VAttr* mesh, sdy_attr(c, "sharding's mesh"));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::string dims, sdy_words(c, "dimension shardings", ", "));
+        PJRT_LITE_ASSIGN_OR_RETURN(std::string replicated, sdy_words(c, "replicated axes", ", "));
+        std::string unreduced;
+        if (code != 6) {
+          PJRT_LITE_ASSIGN_OR_RETURN(unreduced, sdy_words(c, "unreduced axes", ", "));
+        }
+        if (code == 17) PJRT_LITE_RETURN_IF_ERROR(c.signed_varint().status());
+        std::string mesh_text;
+        if (mesh->kind == VAttr::Kind::kFlatSymbol) mesh_text = str_cat("@", mesh->text);
+        else if (mesh->kind == VAttr::Kind::kSdy) mesh_text = str_cat("mesh", mesh->word);
+        else return c.error("a sharding's mesh is neither a mesh nor its name");
+        a.word = str_cat("<", mesh_text, ", [", dims, "]");
+        if (!replicated.empty()) a.word += str_cat(", replicated={", replicated, "}");
+        if (!unreduced.empty()) a.word += str_cat(", unreduced={", unreduced, "}");
+        a.word += ">";
+        a.text = str_cat("#sdy.sharding", a.word);
+        return a;
+      }
+      case 7:
+      case 16: {  // per-value shardings: [<...>, <...>]
+        PJRT_LITE_ASSIGN_OR_RETURN(std::string list, sdy_words(c, "shardings", ", "));
+        a.word = str_cat("[", list, "]");
+        a.text = str_cat("#sdy.sharding_per_value<", a.word, ">");
+        return a;
+      }
+      default: {
+        // Sharding rules, axis lists and all-to-all parameters: partitioner hints and the
+        // attributes of Shardy's collectives, which no op read here takes. Kept undecoded;
+        // an op that needs one is refused naming it.
+        a.kind = VAttr::Kind::kOther;
+        a.text = str_cat("portable artifact: a Shardy attribute (code ", code, ") is not supported");
         PJRT_LITE_RETURN_IF_ERROR(c.bytes(c.remaining()).status());
         return a;
       }
@@ -502,6 +739,7 @@ class VhloTables {
       return a;
     }
     if (dialect(e) == "builtin") return decode_builtin_attr(c);
+    if (dialect(e) == "sdy") return decode_sdy_attr(c);
     if (dialect(e) != "vhlo") {
       VAttr a;
       a.text = str_cat("portable artifact: an attribute of the ", dialect(e), " dialect is not supported");
@@ -569,24 +807,7 @@ class VhloTables {
                          " : ", a.type->text);
         return a;
       }
-      case 9: {  // integer: type, then the value at the type's width (64 for index)
-        PJRT_LITE_ASSIGN_OR_RETURN(a.type, type(c));
-        if (a.type->kind != VType::Kind::kElement || !a.type->is_int)
-          return c.error(str_cat("an integer attribute of type ", a.type->text));
-        const int bits = a.type->element == "i2" || a.type->element == "ui2" ? 2
-                       : a.type->element == "i4" || a.type->element == "ui4" ? 4
-                       : a.type->element_bytes * 8;
-        PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t v, apint(c, bits));
-        a.kind = VAttr::Kind::kInteger;
-        if (bits < 64) {
-          const std::uint64_t mask = (1ull << bits) - 1;
-          v &= mask;
-          if (!a.type->is_unsigned && (v >> (bits - 1)) != 0) v |= ~mask;  // sign-extend
-        }
-        a.i = static_cast<std::int64_t>(v);
-        a.text = a.type->is_unsigned ? str_cat(v, " : ", a.type->text) : str_cat(a.i, " : ", a.type->text);
-        return a;
-      }
+      case 9: return integer_attr(c, false);  // integer: type, then the value at the type's width
       case 10: {
         a.kind = VAttr::Kind::kOutputOperandAlias;
         PJRT_LITE_ASSIGN_OR_RETURN(a.ints, signed_list(c));

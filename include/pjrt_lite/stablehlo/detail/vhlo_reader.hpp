@@ -12,7 +12,11 @@
 // `#stablehlo.conv<...>`, i64 tensors of dimensions become `array<i64: ...>`, attributes
 // whose value is the default (`compare_type NOTYPE`, a default result_accuracy, empty
 // batching dimensions of pre-1.1 gathers and scatters) are left out, and symbols kept as
-// strings (callee, decomposition, called_computations) become `@name`.
+// strings (callee, decomposition, called_computations) become `@name`. The module's
+// attributes and the functions' argument and result attributes are kept as text has them.
+// Shardy's dialect, which JAX's sharded exports carry in its own bytecode encoding, is written
+// in its pretty form: module-level `sdy.mesh`, `#sdy.sharding` attributes, and the ops
+// sharding_constraint, reshard, manual_computation and return.
 //
 // Errors: a malformed file is INVALID_ARGUMENT naming the section and offset (from the
 // ByteCursor); an op the parser's op table lacks, an attribute or type with no StableHLO
@@ -63,10 +67,16 @@ struct PortableProgram {
   VhloVersion version;   // parsed from the producer
   std::uint64_t bytecode_version = 0;
   std::vector<PortableFunction> functions;
+  /// The module's attributes that have a StableHLO spelling (`mhlo.num_partitions = 2 : i32`,
+  /// ...), comma-separated; the others do not change what the program computes.
+  std::string module_attributes;
+  /// Shardy's meshes, one `sdy.mesh @name = <[...]>` line each.
+  std::string meshes;
 
   /// The whole module as text.
   [[nodiscard]] std::string module_text() const {
-    std::string out = "module {\n";
+    std::string out = module_attributes.empty() ? "module {\n" : str_cat("module attributes {", module_attributes, "} {\n");
+    out += meshes;
     for (const PortableFunction& f : functions) out += f.text;
     out += "}\n";
     return out;
@@ -101,24 +111,6 @@ inline std::string version_string(const VhloVersion& v) {
 }
 
 namespace vhlo_internal {
-
-/// `s` as an MLIR string literal.
-inline std::string mlir_quoted(std::string_view s) {
-  std::string out = "\"";
-  for (char ch : s) {
-    const auto c = static_cast<unsigned char>(ch);
-    if (ch == '"' || ch == '\\') {
-      out += '\\';
-      out += ch;
-    } else if (c < 0x20 || c >= 0x7F) {
-      out += '\\';
-      append_hex(out, c, 2, HexCase::kUpper);
-    } else {
-      out += ch;
-    }
-  }
-  return out + "\"";
-}
 
 /// A dictionary key: bare when it is an identifier, quoted otherwise.
 inline std::string key_text(std::string_view k) {
@@ -235,6 +227,7 @@ inline StatusOr<std::string> attr_text(const VAttr* a, bool dense = false) {
                      ", operand_index = ", a->i, ", operand_tuple_indices = ", ints_text(a->ints2), ">");
     case K::kFlatSymbol: return str_cat("@", a->text);
     case K::kUnit: return std::string("unit");
+    case K::kSdy: return a->text;
     case K::kTypeExtensions: return unsupported("#vhlo.type_extensions_v1 outside a tensor type");
     case K::kOther: return unimplemented_error(a->text);
   }
@@ -456,6 +449,32 @@ inline StatusOr<std::string> stablehlo_attributes(std::string_view op, const Att
   return w.text();
 }
 
+/// `k = v, ...` for the entries of `m` that have a StableHLO spelling, in order; the others
+/// (attributes of dialects the text parser does not read) are left out.
+inline std::string dictionary_text(const AttrMap& m) {
+  std::string out;
+  for (const auto& [key, value] : m.entries) {
+    StatusOr<std::string> v = attr_text(value);
+    if (!v.ok()) continue;
+    out += str_cat(out.empty() ? "" : ", ", key_text(key), " = ", *v);
+  }
+  return out;
+}
+
+/// The properties of the Shardy ops read here, in the order MLIR writes them (by name).
+inline const std::string_view* sdy_op_properties(std::string_view op) {
+  static constexpr std::string_view kOps[][2] = {
+      {"mesh", "mesh sym_name"},
+      {"sharding_constraint", "sharding"},
+      {"reshard", "sharding"},
+      {"manual_computation", "in_shardings manual_axes out_shardings"},
+      {"return", ""},
+  };
+  for (const auto& entry : kOps)
+    if (entry[0] == op) return &entry[1];
+  return nullptr;
+}
+
 }  // namespace vhlo_internal
 
 /// Walks the IR section of a bytecode file holding VHLO and writes each function as text.
@@ -493,11 +512,21 @@ class VhloReader {
     PJRT_LITE_ASSIGN_OR_RETURN(auto bh, body.varint_with_flag());
     if (bh.second) return body.error("the module's block has arguments");
     if (bh.first > body.remaining()) return body.error("more ops than bytes");
+    p.module_attributes = vhlo_internal::dictionary_text(module.attrs);
     for (std::uint64_t k = 0; k < bh.first; ++k) {
       PortableFunction fn;
       PJRT_LITE_ASSIGN_OR_RETURN(RawOp op, read_op_header(body, scope));
+      if (op.name->full == "sdy.mesh") {  // Shardy's device mesh: `sdy.mesh @name = <[...]>`
+        const VAttr* name = op.attrs.find("sym_name");
+        const VAttr* mesh = op.attrs.find("mesh");
+        if (name == nullptr || name->kind != VAttr::Kind::kString || mesh == nullptr || mesh->kind != VAttr::Kind::kSdy)
+          return body.error("an sdy.mesh without its name or mesh");
+        if (op.num_regions != 0) return body.error("an sdy.mesh with regions");
+        p.meshes += str_cat("  sdy.mesh @", vhlo_internal::key_text(name->text), " = ", mesh->word, "\n");
+        continue;
+      }
       if (op.name->full != "vhlo.func_v1")
-        return body.error(str_cat("a module-level op other than vhlo.func_v1: ", op.name->full));
+        return body.error(str_cat("a module-level op other than vhlo.func_v1 or sdy.mesh: ", op.name->full));
       PJRT_LITE_RETURN_IF_ERROR(read_function(body, scope, op, fn));
       p.functions.push_back(std::move(fn));
     }
@@ -519,10 +548,12 @@ class VhloReader {
       next.push_back(types.size());
       sizes.push_back(static_cast<std::size_t>(n));
       types.resize(types.size() + static_cast<std::size_t>(n), nullptr);
+      aliases.resize(types.size());
       return ok_status();
     }
     void pop() {
       types.resize(types.size() - sizes.back());
+      aliases.resize(types.size());
       sizes.pop_back();
       next.pop_back();
     }
@@ -533,7 +564,12 @@ class VhloReader {
       types[next.back()] = t;
       return next.back()++;
     }
-    [[nodiscard]] std::string name(std::size_t value) const { return str_cat("%v", id, "_", value); }
+    [[nodiscard]] std::string name(std::size_t value) const {
+      if (value < aliases.size() && !aliases[value].empty()) return aliases[value];
+      return str_cat("%v", id, "_", value);
+    }
+    /// Values that are another under a second name (unrealized_conversion_cast's results).
+    std::vector<std::string> aliases;
   };
 
   struct RawOp {
@@ -621,9 +657,16 @@ class VhloReader {
   /// index each (VHLO's attributes are all required).
   Status read_properties(ByteCursor c, RawOp& op) {
     if (op.name->full == "builtin.module") return ok_status();  // a name, a visibility: unused
-    const VhloOpInfo* info = f_.dialects[op.name->dialect] == "vhlo" ? find_vhlo_op(op.name->name) : nullptr;
-    if (info == nullptr) return ok_status();  // refused where the op is mapped
-    std::string_view names = info->attributes;
+    std::string_view names;
+    if (f_.dialects[op.name->dialect] == "sdy") {
+      const std::string_view* known = vhlo_internal::sdy_op_properties(op.name->name);
+      if (known == nullptr) return ok_status();  // refused where the op is mapped
+      names = *known;
+    } else {
+      const VhloOpInfo* info = f_.dialects[op.name->dialect] == "vhlo" ? find_vhlo_op(op.name->name) : nullptr;
+      if (info == nullptr) return ok_status();  // refused where the op is mapped
+      names = info->attributes;
+    }
     while (!names.empty()) {
       const std::size_t space = names.find(' ');
       const std::string_view key = names.substr(0, space);
@@ -672,8 +715,21 @@ class VhloReader {
     const bool is_private = visibility != nullptr && visibility->kind == VAttr::Kind::kString &&
                             (visibility->text == "private" || visibility->text == "nested");
     const VType& ft = *type->type;
+    // Argument and result attributes (shardings, memory kinds, layout modes), as in text.
+    auto attrs_of = [&](std::string_view key, std::size_t k) -> std::string {
+      const VAttr* list = op.attrs.find(key);
+      if (list == nullptr || list->kind != VAttr::Kind::kArray || k >= list->items.size()) return "";
+      const VAttr* dict = list->items[k];
+      if (dict->kind != VAttr::Kind::kDict) return "";
+      vhlo_internal::AttrMap m;
+      for (std::size_t i = 0; i + 1 < dict->items.size(); i += 2)
+        if (dict->items[i]->kind == VAttr::Kind::kString) m.entries.emplace_back(dict->items[i]->text, dict->items[i + 1]);
+      const std::string text = vhlo_internal::dictionary_text(m);
+      return text.empty() ? "" : str_cat(" {", text, "}");
+    };
     std::string results;
-    for (std::size_t k = 0; k < ft.results.size(); ++k) results += str_cat(k ? ", " : "", ft.results[k]->text);
+    for (std::size_t k = 0; k < ft.results.size(); ++k)
+      results += str_cat(k ? ", " : "", ft.results[k]->text, attrs_of("res_attrs", k));
     std::string head = str_cat("func.func ", is_private ? "private " : "", "@", out.name);
     if (op.num_regions != 1) return c.error("a vhlo.func_v1 without one region");
     std::vector<Region> regions;
@@ -688,7 +744,8 @@ class VhloReader {
         return c.error(str_cat("@", out.name, " has ", body.args.size(), " block arguments for ",
                                ft.inputs.size(), " inputs"));
       std::string args;
-      for (std::size_t k = 0; k < body.args.size(); ++k) args += str_cat(k ? ", " : "", body.args[k]);
+      for (std::size_t k = 0; k < body.args.size(); ++k)
+        args += str_cat(k ? ", " : "", body.args[k], attrs_of("arg_attrs", k));
       out.text = str_cat("  ", head, "(", args, ")", results.empty() ? "" : str_cat(" -> (", results, ")"),
                          " {\n", body.ops, "  }\n");
     }
@@ -774,6 +831,19 @@ class VhloReader {
     PJRT_LITE_ASSIGN_OR_RETURN(ReadOp op, read_op_header_with_operands(c, scope));
     std::vector<Region> regions;
     PJRT_LITE_RETURN_IF_ERROR(read_regions(c, scope, op.raw, fn, regions, /*in_function=*/false));
+    if (op.raw.name->full == "builtin.unrealized_conversion_cast" && op.raw.operands.size() == 1 &&
+        op.raw.results.size() == 1 && regions.empty()) {
+      // Between VHLO's types and the builtin types of another dialect's ops (Shardy's): the
+      // same value when both spell the same type.
+      if (op.operand_types[0] != op.raw.results[0]->text) {
+        fn.refuse(unimplemented_error(str_cat("portable artifact: a conversion from ", op.operand_types[0], " to ",
+                                              op.raw.results[0]->text)));
+        return ok_status();
+      }
+      const std::size_t result = scope.next.back() - 1;
+      scope.aliases[result] = op.operand_names[0];
+      return ok_status();
+    }
     if (!op.raw.mapping.ok()) {
       fn.refuse(op.raw.mapping);
       return ok_status();
@@ -815,6 +885,7 @@ class VhloReader {
                                 bool in_function) {
     using vhlo_internal::unsupported;
     const BcOpName& name = *op.raw.name;
+    if (f_.dialects[name.dialect] == "sdy") return sdy_op_text(op, regions);
     if (f_.dialects[name.dialect] != "vhlo") return unsupported(str_cat("the op ", name.full));
     const VhloOpInfo* info = find_vhlo_op(name.name);
     if (info == nullptr) return unsupported(str_cat("the op ", name.full, ", unknown to VHLO 1.20.0,"));
@@ -865,6 +936,52 @@ class VhloReader {
     for (std::size_t k = 0; k < op.raw.results.size(); ++k) line += str_cat(k ? ", " : "", op.raw.results[k]->text);
     line += ")\n";
     return line;
+  }
+
+  /// Shardy's ops in the pretty form the text parser reads: sharding_constraint and reshard
+  /// (`%r = sdy.sharding_constraint %x <@mesh, [...]> : T`), manual_computation with its
+  /// body, and sdy.return. Shardy's other ops (its collectives, named computations,
+  /// propagation barriers) are UNIMPLEMENTED naming them.
+  StatusOr<std::string> sdy_op_text(const ReadOp& op, const std::vector<Region>& regions) const {
+    using vhlo_internal::unsupported;
+    const std::string_view name = op.raw.name->name;
+    auto sdy_word = [&](std::string_view key) -> StatusOr<std::string> {
+      const VAttr* a = op.raw.attrs.find(key);
+      if (a == nullptr || a->kind != VAttr::Kind::kSdy)
+        return unsupported(str_cat("sdy.", name, " without its ", key));
+      return a->word;
+    };
+    auto joined = [](const std::vector<std::string>& v) {
+      std::string out;
+      for (std::size_t k = 0; k < v.size(); ++k) out += str_cat(k ? ", " : "", v[k]);
+      return out;
+    };
+    std::vector<std::string> result_types;
+    for (const VType* t : op.raw.results) result_types.push_back(t->text);
+    std::string line = "    ";
+    if (!op.result_names.empty()) line += str_cat(joined(op.result_names), " = ");
+    if (name == "sharding_constraint" || name == "reshard") {
+      if (op.operand_names.size() != 1 || op.raw.results.size() != 1)
+        return unsupported(str_cat("sdy.", name, " without one operand and one result"));
+      PJRT_LITE_ASSIGN_OR_RETURN(std::string sharding, sdy_word("sharding"));
+      return str_cat(line, "sdy.", name, " ", op.operand_names[0], " ", sharding, " : ", result_types[0], "\n");
+    }
+    if (name == "return") {
+      line += "sdy.return";
+      if (!op.operand_names.empty()) line += str_cat(" ", joined(op.operand_names), " : ", joined(op.operand_types));
+      return line + "\n";
+    }
+    if (name == "manual_computation") {
+      if (regions.size() != 1) return unsupported("sdy.manual_computation without one region");
+      PJRT_LITE_ASSIGN_OR_RETURN(std::string in, sdy_word("in_shardings"));
+      PJRT_LITE_ASSIGN_OR_RETURN(std::string out, sdy_word("out_shardings"));
+      PJRT_LITE_ASSIGN_OR_RETURN(std::string axes, sdy_word("manual_axes"));
+      line += str_cat("sdy.manual_computation(", joined(op.operand_names), ") in_shardings=", in,
+                      " out_shardings=", out, " manual_axes=", axes, " (", joined(regions[0].args), ") {\n",
+                      regions[0].ops, "    } : (", joined(op.operand_types), ") -> (", joined(result_types), ")\n");
+      return line;
+    }
+    return unsupported(str_cat("the op sdy.", name));
   }
 
   /// `t`, or for an UNIMPLEMENTED one a placeholder, with the refusal kept in `refusal`: the

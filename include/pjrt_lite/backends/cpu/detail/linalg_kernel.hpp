@@ -18,7 +18,8 @@
 //   geqp3  our own column pivoting (exact remaining norms) on Eigen's reflectors
 //   geev   Eigen's EigenSolver / ComplexEigenSolver, left vectors from vr^-1, normalized
 //          as LAPACK does (norm 1, largest element real and positive)
-//   gees   (complex) Eigen's ComplexSchur
+//   gees   Eigen's ComplexSchur, or RealSchur with its 2x2 blocks put in LAPACK's standard
+//          form (equal diagonal, off-diagonal of opposite signs)
 // (trsm runs on the triangular_solve kernel, see compiler.hpp.) The decompositions allocate
 // their own workspace, so unlike other kernels a run allocates.
 
@@ -344,29 +345,154 @@ class LinalgKernel final : public Kernel {
     slot<std::int32_t>(ctx, dsts_[vl_at + 2])[b] = ok ? 0 : 1;
   }
 
-  /// gees (complex only): Eigen's ComplexSchur, a = vs t vs^H.
+  /// gees: Eigen's ComplexSchur, or RealSchur with each 2x2 block put in LAPACK's standard
+  /// form (standardize_block); a = vs t vs^H. A real input's eigenvalues are wr + i wi, a
+  /// complex pair positive imaginary part first.
   template <class T>
   void gees(const RunContext& ctx, std::int64_t b, Mat<T>& a) const {
-    if constexpr (Eigen::NumTraits<T>::IsComplex) {
-      const std::int64_t n = a.rows();
-      auto out = [&](std::size_t r, const Mat<T>& v) { RowMap<T>(slot<T>(ctx, dsts_[r]) + b * n * n, n, n) = v; };
-      std::int32_t info = 0;
-      Mat<T> t, u;
-      if (!a.allFinite()) {
-        t = u = Mat<T>::Constant(n, n, T(std::numeric_limits<typename T::value_type>::quiet_NaN()));
-        info = 1;
+    using Real = typename Eigen::NumTraits<T>::Real;
+    constexpr bool kComplex = Eigen::NumTraits<T>::IsComplex;
+    const std::int64_t n = a.rows();
+    const std::size_t sdim_at = kComplex ? 3 : 4;
+    auto out = [&](std::size_t r, const Mat<T>& v) { RowMap<T>(slot<T>(ctx, dsts_[r]) + b * n * n, n, n) = v; };
+    auto out_w = [&](std::int64_t i, std::complex<Real> w) {
+      if constexpr (kComplex) {
+        slot<T>(ctx, dsts_[2])[b * n + i] = w;
       } else {
-        Eigen::ComplexSchur<Mat<T>> cs(a, attrs_.mode == 'V');
-        info = cs.info() == Eigen::Success ? 0 : 1;
-        t = cs.matrixT();
-        t.template triangularView<Eigen::StrictlyLower>().setZero();
-        u = attrs_.mode == 'V' ? Mat<T>(cs.matrixU()) : Mat<T>::Zero(n, n);
+        slot<T>(ctx, dsts_[2])[b * n + i] = w.real();
+        slot<T>(ctx, dsts_[3])[b * n + i] = w.imag();
       }
-      out(0, t);
-      out(1, u);
-      for (std::int64_t i = 0; i < n; ++i) slot<T>(ctx, dsts_[2])[b * n + i] = t(i, i);
-      slot<std::int32_t>(ctx, dsts_[3])[b] = 0;
-      slot<std::int32_t>(ctx, dsts_[4])[b] = info;
+    };
+    std::int32_t info = 0;
+    Mat<T> t, u;
+    if (!a.allFinite()) {
+      info = 1;
+    } else if constexpr (kComplex) {
+      Eigen::ComplexSchur<Mat<T>> cs(a, attrs_.mode == 'V');
+      info = cs.info() == Eigen::Success ? 0 : 1;
+      t = cs.matrixT();
+      t.template triangularView<Eigen::StrictlyLower>().setZero();
+      u = attrs_.mode == 'V' ? Mat<T>(cs.matrixU()) : Mat<T>::Zero(n, n);
+      for (std::int64_t i = 0; i < n; ++i) out_w(i, t(i, i));
+    } else {
+      const bool vectors = attrs_.mode == 'V';
+      Eigen::RealSchur<Mat<T>> rs(n);
+      if (n > 0) rs.compute(a, vectors);
+      info = n == 0 || rs.info() == Eigen::Success ? 0 : 1;
+      t = n > 0 ? Mat<T>(rs.matrixT()) : Mat<T>(0, 0);
+      u = vectors && n > 0 ? Mat<T>(rs.matrixU()) : Mat<T>::Zero(n, n);
+      for (std::int64_t j = 0; j < n; ++j)
+        for (std::int64_t i = j + 2; i < n; ++i) t(i, j) = 0;
+      for (std::int64_t i = 0; i < n;) {
+        if (i + 1 == n || t(i + 1, i) == 0) {
+          out_w(i, {t(i, i), 0});
+          ++i;
+          continue;
+        }
+        Real p = t(i, i), q = t(i, i + 1), r = t(i + 1, i), s = t(i + 1, i + 1), cs = 1, sn = 0;
+        standardize_block(p, q, r, s, cs, sn);
+        t(i, i) = p;
+        t(i, i + 1) = q;
+        t(i + 1, i) = r;
+        t(i + 1, i + 1) = s;
+        // rows i, i+1 right of the block by [cs sn; -sn cs]; columns above it and vs by its
+        // transpose.
+        auto rotate = [cs, sn](auto x, auto y) {
+          for (Eigen::Index k = 0; k < x.size(); ++k) {
+            const Real xk = x(k), yk = y(k);
+            x(k) = cs * xk + sn * yk;
+            y(k) = cs * yk - sn * xk;
+          }
+        };
+        rotate(t.row(i).tail(n - i - 2), t.row(i + 1).tail(n - i - 2));
+        rotate(t.col(i).head(i), t.col(i + 1).head(i));
+        if (vectors) rotate(u.col(i), u.col(i + 1));
+        const Real im = r == 0 ? Real(0) : std::sqrt(std::abs(q)) * std::sqrt(std::abs(r));
+        out_w(i, {p, im});
+        out_w(i + 1, {s, -im});
+        i += 2;
+      }
+    }
+    if (info != 0) {  // NaN results, as JAX gives for a nonzero info
+      const Real nan = std::numeric_limits<Real>::quiet_NaN();
+      T nan_t{};
+      if constexpr (kComplex) nan_t = T(nan, nan);
+      else nan_t = nan;
+      t = u = Mat<T>::Constant(n, n, nan_t);
+      for (std::int64_t i = 0; i < n; ++i) out_w(i, {nan, nan});
+    }
+    out(0, t);
+    out(1, u);
+    slot<std::int32_t>(ctx, dsts_[sdim_at])[b] = 0;
+    slot<std::int32_t>(ctx, dsts_[sdim_at + 1])[b] = info;
+  }
+
+  /// LAPACK's standard form of a real 2x2 block [a b; c d] (the rule of ?lanv2): on return
+  /// the block is rot^T [a b; c d] rot with rot = [cs -sn; sn cs], and either upper triangular
+  /// (real eigenvalues a and d, the one nearer d's side of the old diagonal second) or with
+  /// a == d and b c < 0 (the complex pair a +- sqrt(-b c) i).
+  template <class R>
+  static void standardize_block(R& a, R& b, R& c, R& d, R& cs, R& sn) {
+    cs = 1;
+    sn = 0;
+    if (c == 0) return;
+    if (b == 0) {  // swap the two rows and columns
+      cs = 0;
+      sn = 1;
+      std::swap(a, d);
+      b = -c;
+      c = 0;
+      return;
+    }
+    if (a == d && std::signbit(b) != std::signbit(c)) return;
+    const R diff = a - d, p = diff / 2;
+    const R bc_max = std::max(std::abs(b), std::abs(c));
+    const R bc_min = std::min(std::abs(b), std::abs(c)) * (std::signbit(b) == std::signbit(c) ? 1 : -1);
+    const R scale = std::max(std::abs(p), bc_max);
+    R z = p / scale * p + bc_max / scale * bc_min;
+    if (z >= 4 * std::numeric_limits<R>::epsilon()) {  // real eigenvalues: triangular
+      z = p + std::copysign(std::sqrt(scale) * std::sqrt(z), p);
+      a = d + z;
+      d -= bc_max / z * bc_min;
+      const R tau = std::hypot(c, z);
+      cs = z / tau;
+      sn = c / tau;
+      b -= c;
+      c = 0;
+      return;
+    }
+    // A complex pair or nearly equal real eigenvalues: rotate to an equal diagonal.
+    const R sigma = b + c;
+    const R tau = std::hypot(sigma, diff);
+    cs = std::sqrt((1 + std::abs(sigma) / tau) / 2);
+    sn = -(p / (tau * cs)) * (sigma < 0 ? -1 : 1);
+    const R aa = a * cs + b * sn, bb = -a * sn + b * cs;
+    const R cc = c * cs + d * sn, dd = -c * sn + d * cs;
+    a = aa * cs + cc * sn;
+    b = bb * cs + dd * sn;
+    c = -aa * sn + cc * cs;
+    d = -bb * sn + dd * cs;
+    const R mid = (a + d) / 2;
+    a = d = mid;
+    if (c == 0) return;
+    if (b == 0) {
+      b = -c;
+      c = 0;
+      const R old = cs;
+      cs = -sn;
+      sn = old;
+    } else if (std::signbit(b) == std::signbit(c)) {  // real after all: triangular
+      const R sab = std::sqrt(std::abs(b)), sac = std::sqrt(std::abs(c));
+      const R root = std::copysign(sab * sac, c);
+      const R scale2 = 1 / std::sqrt(std::abs(b + c));
+      a = mid + root;
+      d = mid - root;
+      b -= c;
+      c = 0;
+      const R cs1 = sab * scale2, sn1 = sac * scale2;
+      const R next = cs * cs1 - sn * sn1;
+      sn = cs * sn1 + sn * cs1;
+      cs = next;
     }
   }
 
