@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <numbers>
 #include <random>
 #include <set>
 #include <string>
@@ -87,11 +88,15 @@ std::vector<Case> checked_cases() {
            {OpCode::kAsin, -0.8, 0.8},  {OpCode::kAsinh, -2, 2},    {OpCode::kAtan, -2, 2},
            {OpCode::kAtanh, -0.8, 0.8}, {OpCode::kCosh, -2, 2},     {OpCode::kSinh, -2, 2},
            {OpCode::kErf, -2, 2},       {OpCode::kErfc, -2, 2},     {OpCode::kErfInv, -0.8, 0.8},
-           {OpCode::kLgamma, 0.5, 3}})
+           {OpCode::kLgamma, 0.5, 3},   {OpCode::kDigamma, 0.5, 3}, {OpCode::kBesselI1e, -3, 3}})
     c.push_back(unary(op, lo, hi));
-  // lgamma's derivative is digamma, which has none (a known gap): order 1 only.
-  c.back().order = 1;
   c.push_back(unary(OpCode::kAbs, -2, -0.3));
+  // digamma between its poles at -1 and 0 (trigamma's reflection), far out (its asymptotic
+  // series), and bessel_i1e past 15 (i0e's asymptotic series).
+  c.push_back(unary(OpCode::kDigamma, -0.8, -0.2));
+  c.push_back(unary(OpCode::kDigamma, 20, 40));
+  c.push_back(unary(OpCode::kBesselI1e, 16, 30));
+  c.push_back(unary(OpCode::kBesselI1e, -30, -16));
   for (auto [op, lo, hi] : std::vector<std::tuple<OpCode, double, double>>{
            {OpCode::kAdd, -2, 2},     {OpCode::kSubtract, -2, 2}, {OpCode::kMultiply, -2, 2},
            {OpCode::kDivide, 0.5, 2}, {OpCode::kPower, 0.5, 2},   {OpCode::kMaximum, -2, 2},
@@ -243,10 +248,7 @@ struct Gap {
 // their rules as custom_jvp rules, checked in checked_cases().
 std::vector<Gap> known_gaps() {
   std::vector<Gap> c;
-  c.push_back({"digamma", unary(OpCode::kDigamma, 0.5, 2).g, true, "digamma"});
-  // So lgamma has no second derivative.
-  c.push_back({"lgamma at order 2", require_ok(jvp_graph(unary(OpCode::kLgamma, 0.5, 2).g, {true})), true, "digamma"});
-  c.push_back({"bessel_i1e", unary(OpCode::kBesselI1e, 0.5, 2).g, true, "bessel_i1e"});
+  // As in JAX, which defines no derivative for nextafter.
   c.push_back({"next_after", binary(OpCode::kNextAfter, 0.5, 2).g, true, "next_after"});
   c.push_back({"linalg (getrf: lu)", make("lu", {f64({3, 3})}, [](GraphBuilder& b, const auto& p) {
                  return std::vector<Value>{b.linalg({p[0]}, LinalgAttrs{})[0]};
@@ -312,6 +314,49 @@ TEST_CASE("check_grads: every op with a rule, forward and reverse mode, orders 1
     CAPTURE(c.name);
     check_grads(c.g, rng, c.lo, c.hi, case_order(c.order, i));  // most at order 1 under a sanitizer
   }
+}
+
+TEST_CASE("check_grads: lgamma's second derivative is trigamma, bessel_i1e's derivative uses i0e, as closed forms say") {
+  // jvp of jvp with unit tangents: output 3 is the second derivative, output 1 the first.
+  auto derivatives = [](OpCode op, const std::vector<double>& xs) {
+    const auto n = static_cast<std::int64_t>(xs.size());
+    const Graph g = make("f", {f64({n})}, [&](GraphBuilder& b, const auto& p) { return std::vector<Value>{b.unary(op, p[0])}; });
+    const Graph j2 = require_ok(jvp_graph(require_ok(jvp_graph(g, {true})), {true, false}));
+    const Literal x = Literal::from_span<double>(xs, {n}).value();
+    const Literal one = Literal::from_span<double>(std::vector<double>(xs.size(), 1.0), {n}).value();
+    return run_checked_on_cpu(j2, {x, one, one});
+  };
+  // trigamma(n) = pi^2/6 - sum_{k < n} 1/k^2; trigamma(1/2) = pi^2/2; trigamma(x) = trigamma(x + 1) + 1/x^2.
+  const long double pi2 = std::numbers::pi_v<long double> * std::numbers::pi_v<long double>;
+  long double h29 = 0;
+  for (int k = 1; k < 30; ++k) h29 += 1.0L / (k * k);
+  const std::vector<double> xs{0.5, 1, 3, -0.5, 30};
+  const std::vector<long double> trigamma{pi2 / 2, pi2 / 6, pi2 / 6 - 1.25L, pi2 / 2 + 4, pi2 / 6 - h29};
+  const std::vector<Literal> lg = derivatives(OpCode::kLgamma, xs);
+  for (std::size_t i = 0; i < xs.size(); ++i) {
+    CAPTURE(xs[i]);
+    CHECK(std::abs(lg[3].data<double>()[i] - double(trigamma[i])) <= 1e-12 * std::abs(double(trigamma[i])));
+  }
+  // i1e'(x) = i0e(x) - i1e(x) (sign(x) + 1/x), with I0 and I1 by their power series in long double.
+  const std::vector<double> bx{0.3, -2, 10, 14.9, 15.1, 25, -40};
+  const std::vector<Literal> be = derivatives(OpCode::kBesselI1e, bx);
+  for (std::size_t i = 0; i < bx.size(); ++i) {
+    CAPTURE(bx[i]);
+    const long double x = bx[i], q = x * x / 4;
+    long double i0 = 0, i1 = 0, t0 = 1, t1 = x / 2;
+    for (int k = 0; k < 200; ++k) {
+      i0 += t0;
+      i1 += t1;
+      t0 *= q / ((k + 1.0L) * (k + 1));
+      t1 *= q / ((k + 1.0L) * (k + 2));
+    }
+    const long double e = std::exp(-std::fabs(x));
+    const long double want = e * i0 - e * i1 * ((x > 0 ? 1 : -1) + 1 / x);
+    CHECK(std::abs(be[1].data<double>()[i] - double(want)) <= 1e-11 * std::abs(double(want)) + 1e-15);
+  }
+  // At 0 the limit 1/2 (JAX's rule), not 0/0.
+  const std::vector<Literal> at0 = derivatives(OpCode::kBesselI1e, {0.0});
+  CHECK(at0[1].data<double>()[0] == 0.5);
 }
 
 TEST_CASE("check_grads: piecewise-constant and integer ops have zero derivatives in both modes") {

@@ -18,6 +18,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <numbers>
 #include <optional>
@@ -35,6 +36,7 @@
 #include "pjrt_lite/transforms/detail/custom_rules.hpp"
 #include "pjrt_lite/transforms/detail/jvp_rules.hpp"
 #include "pjrt_lite/transforms/detail/linearizer.hpp"
+#include "pjrt_lite/transforms/detail/special_functions.hpp"
 
 namespace pjrt_lite::inline v0_1 {
 
@@ -294,6 +296,20 @@ class JvpRules {
         return l_.scale(tx, b_.multiply(full(y, 0.5 / std::numbers::inv_sqrtpi),
                                         b_.exponential(b_.multiply(y, y))));
       case OpCode::kLgamma: return l_.scale(tx, b_.digamma(x));
+      case OpCode::kDigamma: return l_.scale(tx, SpecialFunctions(b_).trigamma(x));
+      case OpCode::kBesselI1e: {
+        // JAX's rule: i0e(x) - y (sign(x) + 1/x), and its limit 1/2 where |x| <= eps.
+        const DType dt = shape(x).dtype();
+        const double eps = dt == DType::kF64   ? std::numeric_limits<double>::epsilon()
+                           : dt == DType::kF32 ? double(std::numeric_limits<float>::epsilon())
+                           : dt == DType::kBF16 ? 0x1p-7
+                                                : 0x1p-10;
+        const Value tiny = cmp(b_.abs(x), full(x, eps), ComparisonDirection::kLe);
+        const Value safe = b_.select(tiny, full(x, eps), x);
+        const Value d = b_.subtract(SpecialFunctions(b_).bessel_i0e(safe),
+                                    b_.multiply(y, b_.add(b_.sign(safe), b_.divide(full(x, 1.0), safe))));
+        return l_.scale(tx, b_.select(tiny, full(x, 0.5), d));
+      }
       case OpCode::kReal:
       case OpCode::kImag: return l_.apply(n.op, {L::lin(tx)});
       case OpCode::kComplex:
