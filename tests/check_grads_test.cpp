@@ -76,6 +76,20 @@ Case binary(OpCode op, double lo, double hi) {
           lo, hi};
 }
 
+/// f64[5] scattered into by f64[3] at `at` (element indices), combining with `op`.
+Graph scatter_case(OpCode op, std::vector<std::int32_t> at, bool unique) {
+  return make("scatter", {f64({5}), f64({static_cast<std::int64_t>(at.size())})}, [&](GraphBuilder& b, const auto& p) {
+    ScatterAttrs s;
+    s.inserted_window_dims = {0};
+    s.scatter_dims_to_operand_dims = {0};
+    s.index_vector_dim = 1;
+    s.unique_indices = unique;
+    Literal idx(Shape(kS32, {static_cast<std::int64_t>(at.size()), 1}));
+    std::copy(at.begin(), at.end(), idx.data<std::int32_t>().begin());
+    return std::vector<Value>{b.scatter(p[0], b.constant(idx), p[1], op, s)};
+  });
+}
+
 std::vector<Case> checked_cases() {
   using np::Tensor;
   std::vector<Case> c;
@@ -97,6 +111,11 @@ std::vector<Case> checked_cases() {
   c.push_back(unary(OpCode::kDigamma, 20, 40));
   c.push_back(unary(OpCode::kBesselI1e, 16, 30));
   c.push_back(unary(OpCode::kBesselI1e, -30, -16));
+  // Multiplying (unique indices, JAX's condition for the updates), max and min scatters, one
+  // index out of bounds (its update dropped), two updates on one element for max and min.
+  c.push_back({"scatter (multiply)", scatter_case(OpCode::kMultiply, {1, 3, 7}, true)});
+  c.push_back({"scatter (max)", scatter_case(OpCode::kMaximum, {1, 3, 3}, false)});
+  c.push_back({"scatter (min)", scatter_case(OpCode::kMinimum, {4, 0, 4}, false)});
   for (auto [op, lo, hi] : std::vector<std::tuple<OpCode, double, double>>{
            {OpCode::kAdd, -2, 2},     {OpCode::kSubtract, -2, 2}, {OpCode::kMultiply, -2, 2},
            {OpCode::kDivide, 0.5, 2}, {OpCode::kPower, 0.5, 2},   {OpCode::kMaximum, -2, 2},
@@ -260,17 +279,8 @@ std::vector<Gap> known_gaps() {
                  return std::vector<Value>{b.linalg({p[0]}, a)[0]};
                }),
                true, "linalg"});
-  c.push_back({"scatter (multiply)", make("scatter_multiply", {f64({5}), f64({2})}, [](GraphBuilder& b, const auto& p) {
-                 ScatterAttrs s;
-                 s.inserted_window_dims = {0};
-                 s.scatter_dims_to_operand_dims = {0};
-                 s.index_vector_dim = 1;
-                 Literal idx(Shape(kS32, {2, 1}));
-                 idx.data<std::int32_t>()[0] = 1;
-                 idx.data<std::int32_t>()[1] = 3;
-                 return std::vector<Value>{b.scatter(p[0], b.constant(idx), p[1], OpCode::kMultiply, s)};
-               }),
-               true, "scatter"});
+  c.push_back({"scatter (multiply, repeated indices)", scatter_case(OpCode::kMultiply, {1, 1}, false), true,
+               "unique_indices=True"});
   c.push_back({"reduce (another body)", make("reduce_other", {f64({4})}, [](GraphBuilder& b, const auto& p) {
                  GraphBuilder body("weird_body");
                  Value l = body.parameter(f64({}));
@@ -357,6 +367,21 @@ TEST_CASE("check_grads: lgamma's second derivative is trigamma, bessel_i1e's der
   // At 0 the limit 1/2 (JAX's rule), not 0/0.
   const std::vector<Literal> at0 = derivatives(OpCode::kBesselI1e, {0.0});
   CHECK(at0[1].data<double>()[0] == 0.5);
+}
+
+TEST_CASE("check_grads: a max scatter shares the tangent among the values that attain an element") {
+  // x = [1, 5, 2, 0, 0], updates [5, 3, 7] at [1, 1, 2]: element 1 is attained by x[1] and
+  // update 0 (each takes half), element 2 by update 2 alone; update 1 loses.
+  const Graph g = scatter_case(OpCode::kMaximum, {1, 1, 2}, false);
+  const Graph j = require_ok(jvp_graph(g, {true, true}));
+  const Literal x = Literal::from_span<double>(std::vector<double>{1, 5, 2, 0, 0}, {5}).value();
+  const Literal u = Literal::from_span<double>(std::vector<double>{5, 3, 7}, {3}).value();
+  const Literal tx = Literal::from_span<double>(std::vector<double>{10, 20, 30, 40, 50}, {5}).value();
+  const Literal tu = Literal::from_span<double>(std::vector<double>{1, 2, 3}, {3}).value();
+  const std::vector<Literal> out = run_checked_on_cpu(j, {x, u, tx, tu});
+  CHECK(out[0].data<double>()[1] == 5);
+  const std::vector<double> want{10, (20 + 1) / 2.0, 3, 40, 50};
+  for (std::size_t i = 0; i < want.size(); ++i) CHECK(out[1].data<double>()[i] == want[i]);
 }
 
 TEST_CASE("check_grads: piecewise-constant and integer ops have zero derivatives in both modes") {

@@ -2,7 +2,9 @@
 // IWYU pragma: private, include "pjrt_lite/transforms/autodiff.hpp"
 // JVP rules of the indexing and windowed ops and of triangular_solve in its matrix, as JAX
 // defines them: gather is linear in its operand; scatter-add in operand and updates; a
-// replacing scatter is rewritten into masks and a scatter-add (JAX's _scatter_jvp); a window
+// replacing scatter is rewritten into masks and a scatter-add (JAX's _scatter_jvp); a
+// multiplying scatter scales (JAX's rule, updates with unique indices only); max and min
+// scatters share each element's tangent among the values attaining it; a window
 // sum is linear; a max/min window takes the tangent of the element select_and_scatter would
 // pick (JAX's _reduce_window_chooser_jvp_rule); select_and_scatter-add is linear in the
 // source; triangular_solve's tangent in a is -op(a)^-1 op(da) x (JAX's
@@ -34,6 +36,57 @@ inline bool is_replace_body(const Graph& body) {
          body.outputs()[0] == body.parameters()[1];
 }
 
+/// Multiplying scatter (JAX's rule): the operand's tangent scaled by the product of the
+/// updates that land on it (a multiplying scatter of ones), and, with unique indices only as
+/// in JAX, the updates' tangent scattered and scaled by the operand.
+inline Lin scatter_mul_jvp(GraphBuilder& b, Linearizer& l, const Node& n, const std::vector<Value>& p,
+                           const std::vector<Lin>& t) {
+  using L = Linearizer;
+  const auto& a = std::get<ScatterAttrs>(n.attrs);
+  const Shape os = shape_of(b, p[0]);
+  Lin out = L::kZero;
+  if (t[0] != L::kZero)
+    out = l.scale(t[0], b.scatter(l.full(os, 1.0), p[1], p[2], OpCode::kMultiply, a));
+  if (t[2] != L::kZero) {
+    if (!a.unique_indices) {
+      l.fail(unimplemented_error(
+          "autodiff: scatter_mul gradients are only implemented if `unique_indices=True` (as in JAX)"));
+      return L::kZero;
+    }
+    const Lin spread = l.apply(OpCode::kScatter, {l.operand(L::kZero, p[0]), L::coef(p[1]), L::lin(t[2])},
+                               n.attrs, {l.sum_body(os.dtype())});
+    out = l.add(out, l.scale(spread, p[0]));
+  }
+  return out;
+}
+
+/// Max and min scatters: each result element takes the mean of the tangents of the values
+/// that attain it (the operand's element and the updates landing there, ties shared evenly,
+/// as JAX's _scatter_extremal_jvp does).
+inline Lin scatter_extremal_jvp(GraphBuilder& b, Linearizer& l, const Node& n, const std::vector<Value>& p,
+                                const std::vector<Lin>& t, ReduceKind kind) {
+  using L = Linearizer;
+  if (t[0] == L::kZero && t[2] == L::kZero) return L::kZero;
+  const auto& a = std::get<ScatterAttrs>(n.attrs);
+  const Shape os = shape_of(b, p[0]), us = shape_of(b, p[2]);
+  const Value y = b.scatter(p[0], p[1], p[2], kind == ReduceKind::kMax ? OpCode::kMaximum : OpCode::kMinimum, a);
+  // An update attains its element when it equals the result there; updates the scatter drops
+  // (out of bounds) are dropped again by the adding scatters below.
+  const Value at_update = scatter_add_updates_transpose(b, y, p[1], a, us);
+  const Value won = b.convert(b.compare(p[2], at_update, ComparisonDirection::kEq), us.dtype());
+  const Value kept = b.convert(b.compare(p[0], y, ComparisonDirection::kEq), os.dtype());
+  const Value count = b.add(kept, b.scatter(l.zeros(os), p[1], won, OpCode::kAdd, a));
+  const Value share = b.divide(l.full(os, 1.0), count);
+  Lin out = L::kZero;
+  if (t[0] != L::kZero) out = l.scale(t[0], b.multiply(kept, share));
+  if (t[2] != L::kZero) {
+    const Lin spread = l.apply(OpCode::kScatter, {l.operand(L::kZero, p[0]), L::coef(p[1]), L::lin(l.scale(t[2], won))},
+                               n.attrs, {l.sum_body(os.dtype())});
+    out = l.add(out, l.scale(spread, share));
+  }
+  return out;
+}
+
 inline Lin scatter_jvp(GraphBuilder& b, Linearizer& l, const Node& n, const std::vector<Value>& p,
                        const std::vector<Lin>& t) {
   using L = Linearizer;
@@ -44,15 +97,18 @@ inline Lin scatter_jvp(GraphBuilder& b, Linearizer& l, const Node& n, const std:
   const auto& a = std::get<ScatterAttrs>(n.attrs);
   const Shape os = shape_of(b, p[0]), us = shape_of(b, p[2]);
   Graph add = l.sum_body(os.dtype());
-  if (reduce_kind(n.bodies[0], 1) == ReduceKind::kSum) {
+  const ReduceKind kind = reduce_kind(n.bodies[0], 1);
+  if (kind == ReduceKind::kSum) {
     if (t[0] == L::kZero && t[2] == L::kZero) return L::kZero;
     return l.apply(OpCode::kScatter, {l.operand(t[0], p[0]), L::coef(p[1]), l.operand(t[2], p[2])},
                    n.attrs, {std::move(add)});
   }
+  if (kind == ReduceKind::kProduct) return scatter_mul_jvp(b, l, n, p, t);
+  if (kind == ReduceKind::kMax || kind == ReduceKind::kMin) return scatter_extremal_jvp(b, l, n, p, t, kind);
   if (!is_replace_body(n.bodies[0])) {
     l.fail(unimplemented_error(str_cat(
         "autodiff: scatter with body '", n.bodies[0].name(),
-        "' has no derivative rule (adding and replacing scatters have one)")));
+        "' has no derivative rule (adding, multiplying, max, min and replacing scatters have one)")));
     return L::kZero;
   }
   if (t[0] == L::kZero && t[2] == L::kZero) return L::kZero;
