@@ -333,17 +333,19 @@ TEST_CASE("autodiff: bad inputs are statuses") {
   // Integer inputs that are not differentiated are fine; their path has zero tangent.
   StatusOr<Graph> ok = jvp_graph(g, {false, true});
   REQUIRE(ok.ok());
-  // A reduce with a body the rules do not know.
+  // A reduce whose body is not element-wise (a reshape in it): JAX's tree of pairwise
+  // applications cannot apply it to halves.
   GraphBuilder body_b("weird");
   Value a = body_b.parameter(Shape(kF64, {}));
   Value c = body_b.parameter(Shape(kF64, {}));
-  Graph body = body_b.build({body_b.add(body_b.multiply(a, c), c)}).value();
+  Graph body = body_b.build({body_b.add(body_b.reshape(a, {}), c)}).value();
   GraphBuilder rb("r");
   Value x = rb.parameter(Shape(kF64, {4}));
   Graph rg = rb.build({rb.reduce(x, rb.scalar(kF64, 0), body, {0})}).value();
   StatusOr<Graph> rr = vjp_graph(rg, {true});
   CHECK(rr.status().code() == StatusCode::kUnimplemented);
   CHECK(rr.status().message().find("weird") != std::string::npos);
+  CHECK(rr.status().message().find("reshape is not element-wise") != std::string::npos);
 }
 
 TEST_CASE("autodiff: a CHLO op without a derivative rule (next_after, as in JAX) is UNIMPLEMENTED, not zero") {

@@ -90,6 +90,14 @@ Graph scatter_case(OpCode op, std::vector<std::int32_t> at, bool unique) {
   });
 }
 
+/// (a, b) -> a b + a + b = (a + 1)(b + 1) - 1: associative, identity 0, no kind of its own.
+Graph associative_body() {
+  GraphBuilder body("shifted_product");
+  Value l = body.parameter(f64({}));
+  Value r = body.parameter(f64({}));
+  return build_ok(body, {body.add(body.add(body.multiply(l, r), l), r)});
+}
+
 std::vector<Case> checked_cases() {
   using np::Tensor;
   std::vector<Case> c;
@@ -114,6 +122,24 @@ std::vector<Case> checked_cases() {
   // Multiplying (unique indices, JAX's condition for the updates), max and min scatters, one
   // index out of bounds (its update dropped), two updates on one element for max and min.
   c.push_back({"scatter (multiply)", scatter_case(OpCode::kMultiply, {1, 3, 7}, true)});
+  // Reduces with a body of no kind of their own (JAX's tree of pairwise applications): an odd
+  // count (a padded half), rows, everything, and two inputs reduced together.
+  c.push_back({"reduce (another body, 5)", make("reduce_other", {f64({5})}, [](GraphBuilder& b, const auto& p) {
+                 return std::vector<Value>{b.reduce(p[0], b.scalar(kF64, 0), associative_body(), {0})};
+               }), -0.5, 0.5});
+  c.push_back({"reduce (another body, rows)", make("reduce_rows", {f64({2, 3})}, [](GraphBuilder& b, const auto& p) {
+                 return std::vector<Value>{b.reduce(p[0], b.scalar(kF64, 0), associative_body(), {1})};
+               }), -0.5, 0.5});
+  c.push_back({"reduce (another body, all)", make("reduce_all", {f64({3, 2})}, [](GraphBuilder& b, const auto& p) {
+                 return std::vector<Value>{b.reduce(p[0], b.scalar(kF64, 0), associative_body(), {1, 0})};
+               }), -0.5, 0.5});
+  c.push_back({"reduce (two inputs, another body)", make("reduce_pair", {f64({3}), f64({3})}, [](GraphBuilder& b, const auto& p) {
+                 GraphBuilder body("sum_and_product");
+                 std::vector<Value> q;
+                 for (int k = 0; k < 4; ++k) q.push_back(body.parameter(f64({})));
+                 const Graph g = build_ok(body, {body.add(q[0], q[2]), body.multiply(q[1], q[3])});
+                 return b.reduce({p[0], p[1]}, {b.scalar(kF64, 0), b.scalar(kF64, 1)}, g, {0});
+               })});
   c.push_back({"scatter (max)", scatter_case(OpCode::kMaximum, {1, 3, 3}, false)});
   c.push_back({"scatter (min)", scatter_case(OpCode::kMinimum, {4, 0, 4}, false)});
   for (auto [op, lo, hi] : std::vector<std::tuple<OpCode, double, double>>{
@@ -281,14 +307,12 @@ std::vector<Gap> known_gaps() {
                true, "linalg"});
   c.push_back({"scatter (multiply, repeated indices)", scatter_case(OpCode::kMultiply, {1, 1}, false), true,
                "unique_indices=True"});
-  c.push_back({"reduce (another body)", make("reduce_other", {f64({4})}, [](GraphBuilder& b, const auto& p) {
-                 GraphBuilder body("weird_body");
-                 Value l = body.parameter(f64({}));
-                 Value r = body.parameter(f64({}));
-                 const Graph weird = build_ok(body, {body.add(body.multiply(l, r), r)});
-                 return std::vector<Value>{b.reduce(p[0], b.scalar(kF64, 1), weird, {0})};
+  // As in JAX: a general reduce's initial values must not carry tangents.
+  c.push_back({"reduce (another body, traced initial value)",
+               make("reduce_other", {f64({4}), f64({})}, [](GraphBuilder& b, const auto& p) {
+                 return std::vector<Value>{b.reduce(p[0], p[1], associative_body(), {0})};
                }),
-               true, "weird_body"});
+               true, "initial values"});
   // collective_broadcast: forward mode only (its transpose would sum at the root alone).
   c.push_back({"collective_broadcast", make("collective_broadcast", {f64({4})}, [&](GraphBuilder& b, const auto& p) {
                  CollectiveAttrs a;

@@ -581,12 +581,132 @@ class JvpRules {
         ty[0] = l_.reduce_sum(l_.scale(tx, b_.divide(hit, count)), dims);
         return l_.status();
       }
-      case ReduceKind::kOther: break;
+      case ReduceKind::kOther: {
+        for (std::size_t i = inputs; i < p.size(); ++i)
+          if (t[i] != kZero)
+            return unimplemented_error(str_cat(
+                "autodiff: gradient of a reduce with body '", n.bodies[0].name(),
+                "' and nonzero tangents for its initial values is not implemented (as in JAX)"));
+        return reduce_tree(n, p, t, ty, inputs, dims, kept);
+      }
     }
     return unimplemented_error(str_cat(
         "autodiff: reduce with body '", n.bodies[0].name(),
-        "' has no derivative rule (sum, product, max, min, argmax and argmin bodies have one"
-        "; a traced initial value only for sum)"));
+        "' and a traced initial value has no derivative rule (a sum's has)"));
+  }
+
+  /// Emits `op` on `p` with its tangents by the same rules as a node read from the graph.
+  Status emit(OpCode op, Attributes attrs, Shape result, const std::vector<Value>& p, const std::vector<Lin>& t,
+              Value& y, Lin& ty) {
+    Node n;
+    n.op = op;
+    n.attrs = std::move(attrs);
+    n.results = {std::move(result)};
+    std::vector<Value> ys;
+    std::vector<Lin> tys;
+    PJRT_LITE_RETURN_IF_ERROR(apply(n, p, t, ys, tys));
+    y = ys.at(0);
+    ty = tys.at(0);
+    return ok_status();
+  }
+
+  /// A reduce with any element-wise body (JAX's _reduce_jvp): the reduced dimensions moved to
+  /// the front and flattened, then halved until one row is left, each step the body applied
+  /// element-wise to the first and second halves (the second padded with the initial value
+  /// when the count is odd), every op with its own rule. The body must be associative, as a
+  /// reduce's is (StableHLO leaves the order of a reduction unspecified).
+  Status reduce_tree(const Node& n, const std::vector<Value>& p, const std::vector<Lin>& t, std::vector<Lin>& ty,
+                     std::size_t inputs, const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& kept) {
+    const Graph& body = n.bodies[0];
+    for (std::int64_t i = 0; i < body.num_nodes(); ++i) {
+      const Node& b = body.node(i);
+      if (b.op != OpCode::kParameter && b.op != OpCode::kConstant && !is_elementwise(b.op))
+        return unimplemented_error(str_cat("autodiff: reduce with body '", body.name(), "', whose ",
+                                           op_name(b.op), " is not element-wise, has no derivative rule"));
+    }
+    const Shape xs = shape(p[0]);
+    std::vector<std::int64_t> perm(dims.begin(), dims.end()), flat{1};
+    perm.insert(perm.end(), kept.begin(), kept.end());
+    for (std::int64_t d : dims) flat[0] *= xs.dim(d);
+    for (std::int64_t d : kept) flat.push_back(xs.dim(d));
+    if (flat[0] == 0) return ok_status();  // the initial values, whose tangents are zero
+    std::vector<Value> v(inputs);
+    std::vector<Lin> tv(inputs);
+    for (std::size_t i = 0; i < inputs; ++i) {
+      const DType dt = shape(p[i]).dtype();
+      std::vector<std::int64_t> moved;
+      for (std::int64_t d : perm) moved.push_back(xs.dim(d));
+      PJRT_LITE_RETURN_IF_ERROR(emit(OpCode::kTranspose, TransposeAttrs{perm}, Shape(dt, moved), {p[i]}, {t[i]}, v[i], tv[i]));
+      PJRT_LITE_RETURN_IF_ERROR(emit(OpCode::kReshape, ReshapeAttrs{flat}, Shape(dt, flat), {v[i]}, {tv[i]}, v[i], tv[i]));
+    }
+    const auto rank = flat.size();
+    for (std::int64_t rows = flat[0]; rows > 1;) {
+      const std::int64_t first = (rows + 1) / 2, second = rows - first;
+      std::vector<std::int64_t> dims_half = flat;
+      dims_half[0] = first;
+      std::vector<Value> env_v(static_cast<std::size_t>(body.num_nodes()));
+      std::vector<Lin> env_t(static_cast<std::size_t>(body.num_nodes()), kZero);
+      std::vector<Value> halves(2 * inputs);
+      std::vector<Lin> half_t(2 * inputs, kZero);
+      for (std::size_t i = 0; i < inputs; ++i) {
+        const DType dt = shape(v[i]).dtype();
+        std::vector<std::int64_t> start(rank, 0), limit = flat, strides(rank, 1);
+        limit[0] = first;
+        PJRT_LITE_RETURN_IF_ERROR(emit(OpCode::kSlice, SliceAttrs{start, limit, strides}, Shape(dt, dims_half), {v[i]},
+                                       {tv[i]}, halves[i], half_t[i]));
+        start[0] = first;
+        limit[0] = rows;
+        std::vector<std::int64_t> dims_second = flat;
+        dims_second[0] = second;
+        Value rest;
+        Lin rest_t = kZero;
+        PJRT_LITE_RETURN_IF_ERROR(emit(OpCode::kSlice, SliceAttrs{start, limit, strides}, Shape(dt, dims_second), {v[i]},
+                                       {tv[i]}, rest, rest_t));
+        if (second < first) {  // pad the odd row out with the initial value
+          std::vector<std::int64_t> low(rank, 0), high(rank, 0), interior(rank, 0);
+          high[0] = 1;
+          PJRT_LITE_RETURN_IF_ERROR(emit(OpCode::kPad, PadAttrs{low, high, interior}, Shape(dt, dims_half),
+                                         {rest, p[inputs + i]}, {rest_t, kZero}, rest, rest_t));
+        }
+        halves[inputs + i] = rest;
+        half_t[inputs + i] = rest_t;
+      }
+      for (std::int64_t k = 0; k < body.num_nodes(); ++k) {
+        const Node& b = body.node(k);
+        const auto at = static_cast<std::size_t>(k);
+        if (b.op == OpCode::kParameter) {
+          const auto number = static_cast<std::size_t>(b.attr<ParameterAttrs>().number);
+          env_v[at] = halves.at(number);
+          env_t[at] = half_t.at(number);
+          continue;
+        }
+        const Shape out(b.shape().dtype(), dims_half);
+        if (b.op == OpCode::kConstant) {
+          env_v[at] = b_.broadcast_in_dim(b_.op(OpCode::kConstant, {}, b.attrs, {})[0], dims_half, {});
+          continue;
+        }
+        std::vector<Value> bp;
+        std::vector<Lin> bt;
+        for (Value o : b.operands) {
+          bp.push_back(env_v[static_cast<std::size_t>(o.node)]);
+          bt.push_back(env_t[static_cast<std::size_t>(o.node)]);
+        }
+        PJRT_LITE_RETURN_IF_ERROR(emit(b.op, b.attrs, out, bp, bt, env_v[at], env_t[at]));
+      }
+      for (std::size_t i = 0; i < inputs; ++i) {
+        const Value o = body.outputs()[i];
+        v[i] = env_v[static_cast<std::size_t>(o.node)];
+        tv[i] = env_t[static_cast<std::size_t>(o.node)];
+      }
+      flat[0] = rows = first;
+    }
+    for (std::size_t i = 0; i < inputs; ++i) {
+      if (!is_inexact(n.results[i].dtype())) continue;
+      Value unused;
+      PJRT_LITE_RETURN_IF_ERROR(emit(OpCode::kReshape, ReshapeAttrs{vec(n.results[i].dims())}, n.results[i], {v[i]},
+                                     {tv[i]}, unused, ty[i]));
+    }
+    return l_.status();
   }
 
   const Graph& g_;
