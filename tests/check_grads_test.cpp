@@ -133,6 +133,22 @@ std::vector<Case> checked_cases() {
   c.push_back({"reduce (another body, all)", make("reduce_all", {f64({3, 2})}, [](GraphBuilder& b, const auto& p) {
                  return std::vector<Value>{b.reduce(p[0], b.scalar(kF64, 0), associative_body(), {1, 0})};
                }), -0.5, 0.5});
+  // reduce_window with such a body or two inputs: one slice per window position.
+  c.push_back({"reduce_window (another body)", make("window_other", {f64({5})}, [](GraphBuilder& b, const auto& p) {
+                 return b.reduce_window({p[0]}, {b.scalar(kF64, 0)}, associative_body(), WindowAttrs{{2}, {1}});
+               }), -0.5, 0.5});
+  c.push_back({"reduce_window (another body, strides, padding, dilations)",
+               make("window_2d", {f64({3, 4})}, [](GraphBuilder& b, const auto& p) {
+                 WindowAttrs w{{2, 2}, {2, 1}, {2, 1}, {1, 2}, {1, 0}, {0, 1}};
+                 return b.reduce_window({p[0]}, {b.scalar(kF64, 0)}, associative_body(), w);
+               }), -0.5, 0.5});
+  c.push_back({"reduce_window (two inputs)", make("window_pair", {f64({4}), f64({4})}, [](GraphBuilder& b, const auto& p) {
+                 GraphBuilder body("sum_and_product");
+                 std::vector<Value> q;
+                 for (int k = 0; k < 4; ++k) q.push_back(body.parameter(f64({})));
+                 const Graph g = build_ok(body, {body.add(q[0], q[2]), body.multiply(q[1], q[3])});
+                 return b.reduce_window({p[0], p[1]}, {b.scalar(kF64, 0), b.scalar(kF64, 1)}, g, WindowAttrs{{3}, {1}});
+               })});
   c.push_back({"reduce (two inputs, another body)", make("reduce_pair", {f64({3}), f64({3})}, [](GraphBuilder& b, const auto& p) {
                  GraphBuilder body("sum_and_product");
                  std::vector<Value> q;
@@ -307,6 +323,11 @@ std::vector<Gap> known_gaps() {
                true, "linalg"});
   c.push_back({"scatter (multiply, repeated indices)", scatter_case(OpCode::kMultiply, {1, 1}, false), true,
                "unique_indices=True"});
+  c.push_back({"reduce_window (another body, traced initial value)",
+               make("window_init", {f64({4}), f64({})}, [](GraphBuilder& b, const auto& p) {
+                 return b.reduce_window({p[0]}, {p[1]}, associative_body(), WindowAttrs{{2}, {1}});
+               }),
+               true, "initial values"});
   // As in JAX: a general reduce's initial values must not carry tangents.
   c.push_back({"reduce (another body, traced initial value)",
                make("reduce_other", {f64({4}), f64({})}, [](GraphBuilder& b, const auto& p) {

@@ -70,6 +70,8 @@ class JvpRules {
       ty[2] = is_inexact(n.results[2].dtype()) ? chooser_jvp(l_, n, p, t) : kZero;
       return l_.status();
     }
+    if (n.op == OpCode::kReduceWindow && (p.size() != 2 || reduce_kind(n.bodies[0], 1) == ReduceKind::kOther))
+      return reduce_window_expanded(n, p, t, ty);
     if (n.op == OpCode::kTopK) {
       // The values' tangent is the tangent at the chosen indices; the indices have none.
       if (!is_inexact(n.results[0].dtype())) return ok_status();
@@ -610,6 +612,119 @@ class JvpRules {
     return ok_status();
   }
 
+  /// OK when every op of `n`'s body is element-wise (or a parameter or constant), so the body
+  /// can be applied to whole tensors; else UNIMPLEMENTED naming the op.
+  static Status elementwise_body(const Node& n) {
+    const Graph& body = n.bodies[0];
+    for (std::int64_t i = 0; i < body.num_nodes(); ++i) {
+      const Node& b = body.node(i);
+      if (b.op != OpCode::kParameter && b.op != OpCode::kConstant && !is_elementwise(b.op))
+        return unimplemented_error(str_cat("autodiff: ", op_name(n.op), " with body '", body.name(), "', whose ",
+                                           op_name(b.op), " is not element-wise, has no derivative rule"));
+    }
+    return ok_status();
+  }
+
+  /// The scalar `body` applied element-wise to tensors of `dims` (its parameters `args`, with
+  /// tangents `targs`), each op emitted with its tangent; `out` / `tout` get its outputs.
+  Status apply_body(const Graph& body, const std::vector<Value>& args, const std::vector<Lin>& targs,
+                    const std::vector<std::int64_t>& dims, std::vector<Value>& out, std::vector<Lin>& tout) {
+    std::vector<Value> env_v(static_cast<std::size_t>(body.num_nodes()));
+    std::vector<Lin> env_t(static_cast<std::size_t>(body.num_nodes()), kZero);
+    for (std::int64_t k = 0; k < body.num_nodes(); ++k) {
+      const Node& b = body.node(k);
+      const auto at = static_cast<std::size_t>(k);
+      if (b.op == OpCode::kParameter) {
+        const auto number = static_cast<std::size_t>(b.attr<ParameterAttrs>().number);
+        env_v[at] = args.at(number);
+        env_t[at] = targs.at(number);
+        continue;
+      }
+      if (b.op == OpCode::kConstant) {
+        env_v[at] = b_.broadcast_in_dim(b_.op(OpCode::kConstant, {}, b.attrs, {})[0], dims, {});
+        continue;
+      }
+      std::vector<Value> bp;
+      std::vector<Lin> bt;
+      for (Value o : b.operands) {
+        bp.push_back(env_v[static_cast<std::size_t>(o.node)]);
+        bt.push_back(env_t[static_cast<std::size_t>(o.node)]);
+      }
+      PJRT_LITE_RETURN_IF_ERROR(emit(b.op, b.attrs, Shape(b.shape().dtype(), dims), bp, bt, env_v[at], env_t[at]));
+    }
+    out.resize(body.outputs().size());
+    tout.resize(body.outputs().size());
+    for (std::size_t i = 0; i < body.outputs().size(); ++i) {
+      out[i] = env_v[static_cast<std::size_t>(body.outputs()[i].node)];
+      tout[i] = env_t[static_cast<std::size_t>(body.outputs()[i].node)];
+    }
+    return ok_status();
+  }
+
+  /// A reduce_window with any element-wise body or several inputs: each input padded with its
+  /// initial value (edges and base-dilation holes), one strided slice per window position, and
+  /// the body folding the slices into the initial values, every op with its own rule (so
+  /// reverse mode works too). Windows of more than 256 elements and initial values with
+  /// tangents (as in JAX) are UNIMPLEMENTED.
+  Status reduce_window_expanded(const Node& n, const std::vector<Value>& p, const std::vector<Lin>& t,
+                                std::vector<Lin>& ty) {
+    const std::size_t inputs = p.size() / 2;
+    for (std::size_t i = inputs; i < p.size(); ++i)
+      if (t[i] != kZero)
+        return unimplemented_error(str_cat("autodiff: reduce_window with body '", n.bodies[0].name(),
+                                           "' and nonzero tangents for its initial values is not implemented (as in JAX)"));
+    PJRT_LITE_RETURN_IF_ERROR(elementwise_body(n));
+    const WindowAttrs w = std::get<WindowAttrs>(n.attrs).with_defaults();
+    const Shape xs = shape(p[0]);
+    const auto rank = static_cast<std::size_t>(xs.rank());
+    std::int64_t positions = 1;
+    for (std::int64_t k : w.window_dimensions) positions *= k;
+    if (positions > 256)
+      return unimplemented_error(str_cat("autodiff: reduce_window with body '", n.bodies[0].name(), "' over windows of ",
+                                         positions, " elements (more than 256) has no derivative rule"));
+    const std::vector<std::int64_t> out_dims = vec(n.results[0].dims());
+    std::vector<std::int64_t> padded(rank), interior(rank);
+    for (std::size_t d = 0; d < rank; ++d) {
+      interior[d] = w.base_dilations[d] - 1;
+      const std::int64_t dilated = xs.dim(static_cast<std::int64_t>(d)) == 0 ? 0 : (xs.dim(static_cast<std::int64_t>(d)) - 1) * w.base_dilations[d] + 1;
+      padded[d] = w.padding_low[d] + dilated + w.padding_high[d];
+    }
+    std::vector<Value> xp(inputs), acc(inputs);
+    std::vector<Lin> tp(inputs), acc_t(inputs, kZero);
+    for (std::size_t i = 0; i < inputs; ++i) {
+      const DType dt = shape(p[i]).dtype();
+      PJRT_LITE_RETURN_IF_ERROR(emit(OpCode::kPad, PadAttrs{w.padding_low, w.padding_high, interior}, Shape(dt, padded),
+                                     {p[i], p[inputs + i]}, {t[i], kZero}, xp[i], tp[i]));
+      acc[i] = b_.broadcast_in_dim(p[inputs + i], out_dims, {});
+    }
+    std::vector<std::int64_t> at(rank, 0);  // the window position, row-major
+    for (std::int64_t k = 0; k < positions; ++k) {
+      std::vector<std::int64_t> start(rank), limit(rank);
+      for (std::size_t d = 0; d < rank; ++d) {
+        start[d] = at[d] * w.window_dilations[d];
+        limit[d] = out_dims[d] == 0 ? start[d] : start[d] + (out_dims[d] - 1) * w.window_strides[d] + 1;
+      }
+      std::vector<Value> args(acc);
+      std::vector<Lin> targs(acc_t);
+      for (std::size_t i = 0; i < inputs; ++i) {
+        Value s;
+        Lin ts = kZero;
+        PJRT_LITE_RETURN_IF_ERROR(emit(OpCode::kSlice, SliceAttrs{start, limit, w.window_strides},
+                                       Shape(shape(p[i]).dtype(), out_dims), {xp[i]}, {tp[i]}, s, ts));
+        args.push_back(s);
+        targs.push_back(ts);
+      }
+      PJRT_LITE_RETURN_IF_ERROR(apply_body(n.bodies[0], args, targs, out_dims, acc, acc_t));
+      for (std::size_t d = rank; d-- > 0;) {
+        if (++at[d] < w.window_dimensions[d]) break;
+        at[d] = 0;
+      }
+    }
+    for (std::size_t i = 0; i < inputs; ++i)
+      if (is_inexact(n.results[i].dtype())) ty[i] = acc_t[i];
+    return l_.status();
+  }
+
   /// A reduce with any element-wise body (JAX's _reduce_jvp): the reduced dimensions moved to
   /// the front and flattened, then halved until one row is left, each step the body applied
   /// element-wise to the first and second halves (the second padded with the initial value
@@ -618,12 +733,7 @@ class JvpRules {
   Status reduce_tree(const Node& n, const std::vector<Value>& p, const std::vector<Lin>& t, std::vector<Lin>& ty,
                      std::size_t inputs, const std::vector<std::int64_t>& dims, const std::vector<std::int64_t>& kept) {
     const Graph& body = n.bodies[0];
-    for (std::int64_t i = 0; i < body.num_nodes(); ++i) {
-      const Node& b = body.node(i);
-      if (b.op != OpCode::kParameter && b.op != OpCode::kConstant && !is_elementwise(b.op))
-        return unimplemented_error(str_cat("autodiff: reduce with body '", body.name(), "', whose ",
-                                           op_name(b.op), " is not element-wise, has no derivative rule"));
-    }
+    PJRT_LITE_RETURN_IF_ERROR(elementwise_body(n));
     const Shape xs = shape(p[0]);
     std::vector<std::int64_t> perm(dims.begin(), dims.end()), flat{1};
     perm.insert(perm.end(), kept.begin(), kept.end());
@@ -644,8 +754,6 @@ class JvpRules {
       const std::int64_t first = (rows + 1) / 2, second = rows - first;
       std::vector<std::int64_t> dims_half = flat;
       dims_half[0] = first;
-      std::vector<Value> env_v(static_cast<std::size_t>(body.num_nodes()));
-      std::vector<Lin> env_t(static_cast<std::size_t>(body.num_nodes()), kZero);
       std::vector<Value> halves(2 * inputs);
       std::vector<Lin> half_t(2 * inputs, kZero);
       for (std::size_t i = 0; i < inputs; ++i) {
@@ -671,33 +779,7 @@ class JvpRules {
         halves[inputs + i] = rest;
         half_t[inputs + i] = rest_t;
       }
-      for (std::int64_t k = 0; k < body.num_nodes(); ++k) {
-        const Node& b = body.node(k);
-        const auto at = static_cast<std::size_t>(k);
-        if (b.op == OpCode::kParameter) {
-          const auto number = static_cast<std::size_t>(b.attr<ParameterAttrs>().number);
-          env_v[at] = halves.at(number);
-          env_t[at] = half_t.at(number);
-          continue;
-        }
-        const Shape out(b.shape().dtype(), dims_half);
-        if (b.op == OpCode::kConstant) {
-          env_v[at] = b_.broadcast_in_dim(b_.op(OpCode::kConstant, {}, b.attrs, {})[0], dims_half, {});
-          continue;
-        }
-        std::vector<Value> bp;
-        std::vector<Lin> bt;
-        for (Value o : b.operands) {
-          bp.push_back(env_v[static_cast<std::size_t>(o.node)]);
-          bt.push_back(env_t[static_cast<std::size_t>(o.node)]);
-        }
-        PJRT_LITE_RETURN_IF_ERROR(emit(b.op, b.attrs, out, bp, bt, env_v[at], env_t[at]));
-      }
-      for (std::size_t i = 0; i < inputs; ++i) {
-        const Value o = body.outputs()[i];
-        v[i] = env_v[static_cast<std::size_t>(o.node)];
-        tv[i] = env_t[static_cast<std::size_t>(o.node)];
-      }
+      PJRT_LITE_RETURN_IF_ERROR(apply_body(body, halves, half_t, dims_half, v, tv));
       flat[0] = rows = first;
     }
     for (std::size_t i = 0; i < inputs; ++i) {
