@@ -142,6 +142,13 @@ std::vector<Case> checked_cases() {
                  WindowAttrs w{{2, 2}, {2, 1}, {2, 1}, {1, 2}, {1, 0}, {0, 1}};
                  return b.reduce_window({p[0]}, {b.scalar(kF64, 0)}, associative_body(), w);
                }), -0.5, 0.5});
+  c.push_back({"reduce_window max and min with dilations",
+               make("dilated_pools", {f64({6})}, [](GraphBuilder& b, const auto& p) {
+                 Value mx = b.reduce_window(p[0], b.scalar(kF64, -INFINITY), OpCode::kMaximum, WindowAttrs{{2}, {1}, {1}, {2}});
+                 Value mn = b.reduce_window(p[0], b.scalar(kF64, INFINITY), OpCode::kMinimum,
+                                            WindowAttrs{{2}, {2}, {2}, {1}, {1}, {1}});
+                 return std::vector<Value>{mx, mn};
+               })});
   c.push_back({"reduce_window (two inputs)", make("window_pair", {f64({4}), f64({4})}, [](GraphBuilder& b, const auto& p) {
                  GraphBuilder body("sum_and_product");
                  std::vector<Value> q;
@@ -334,20 +341,6 @@ std::vector<Gap> known_gaps() {
                  return std::vector<Value>{b.reduce(p[0], p[1], associative_body(), {0})};
                }),
                true, "initial values"});
-  // collective_broadcast: forward mode only (its transpose would sum at the root alone).
-  c.push_back({"collective_broadcast", make("collective_broadcast", {f64({4})}, [&](GraphBuilder& b, const auto& p) {
-                 CollectiveAttrs a;
-                 a.groups = {0};
-                 a.group_size = 1;
-                 return b.collective_broadcast({p[0]}, a);
-               }),
-               false, "collective_broadcast has no reverse-mode rule"});
-  c.push_back({"reduce_window max with dilation (reverse mode)",
-               make("dilated_max_pool", {f64({6})}, [](GraphBuilder& b, const auto& p) {
-                 return std::vector<Value>{
-                     b.reduce_window(p[0], b.scalar(kF64, -INFINITY), OpCode::kMaximum, WindowAttrs{{2}, {1}, {1}, {2}})};
-               }),
-               false, "dilation"});
   return c;
 }
 
@@ -469,7 +462,7 @@ TEST_CASE("check_grads: the checked, zero and gap lists cover every opcode of th
   // The collectives' rules need a grid to run: tests/parallel_test.cpp checks them there, in
   // both modes, against central differences of the devices' summed outputs.
   covered.insert({OpCode::kAllReduce, OpCode::kAllGather, OpCode::kReduceScatter, OpCode::kAllToAll,
-                  OpCode::kCollectivePermute});
+                  OpCode::kCollectivePermute, OpCode::kCollectiveBroadcast});
   for (const Case& c : checked_cases()) collect_ops(c.g, covered);
   for (const Case& c : zero_cases()) collect_ops(c.g, covered);
   for (const Gap& gap : known_gaps()) collect_ops(gap.g, covered);

@@ -108,6 +108,10 @@ TEST_CASE("pmap: grad and jvp through the collectives match central differences 
          return np::sum(w * np::sin(v));
        }},
       {"psum of psum", [](Tensor v) { return np::sum(np::psum(np::psum(v, "i") * v, "i")); }},
+      {"pbroadcast", [](Tensor v) {
+         Tensor w = np::pbroadcast(v * v, "i", 1);
+         return np::sum(w * np::sin(v)) + np::sum(np::pbroadcast(v, "i", 0) * v);
+       }},
   };
   auto client = make_client(3);
   std::mt19937_64 rng(11);

@@ -2,7 +2,7 @@
 // pmap, shard_map and the collectives of the front end, as jax.pmap, jax's shard_map and
 // jax.lax's: f mapped over the leading axis of its arguments (pmap) or over shards of them
 // (shard_map), one per device, the devices running at once as the replicas of one program;
-// inside f, np::psum, np::pmean, np::all_gather, np::ppermute and np::axis_index reach
+// inside f, np::psum, np::pmean, np::all_gather, np::ppermute, np::pbroadcast and np::axis_index reach
 // across the devices of the map named by their axis.
 //
 //   auto step = pmap(*client, [](Tensor w, Tensor x) {
@@ -11,7 +11,8 @@
 //   StatusOr<Literal> y = step(w, x);  // w, x: [devices, ...]; y: [devices]
 //
 // The collectives have derivative rules (autodiff.hpp: psum's transpose is psum, all_gather's
-// a sum-scatter, ppermute's the inverse permutation), so grad and jvp see through them.
+// a sum-scatter, ppermute's the inverse permutation, pbroadcast's a sum at the source), so
+// grad and jvp see through them.
 // Include this header explicitly; <pjrt_lite/frontend.hpp> does not.
 
 #include <cstdint>
@@ -156,6 +157,23 @@ inline Tensor ppermute(Tensor x, std::string_view axis, const std::vector<std::p
     c.groups.push_back(to);
   }
   return t->wrap(t->builder().collective_permute(x.value(), c));
+}
+
+/// x of device `source` of the pmap `axis`, on every device (jax.lax.pbroadcast): one
+/// collective_broadcast whose group starts with `source`.
+inline Tensor pbroadcast(Tensor x, std::string_view axis, std::int64_t source) {
+  pjrt_lite::detail::MappedAxis a;
+  Trace* t = pjrt_lite::detail::collective_trace("pbroadcast", x, axis, a);
+  if (t == nullptr || !t->ok() || a.size == 0) return Tensor();
+  if (source < 0 || source >= a.size)
+    return detail::fail(t, invalid_argument_error(str_cat("pbroadcast: source ", source, " is outside the ", a.size,
+                                                          " devices of axis '", axis, "'")));
+  CollectiveAttrs c;
+  c.group_size = a.size;
+  c.groups.push_back(source);
+  for (std::int64_t k = 0; k < a.size; ++k)
+    if (k != source) c.groups.push_back(k);
+  return t->wrap(t->builder().collective_broadcast({x.value()}, c)[0]);
 }
 
 /// This device's index along the pmap `axis`, an s32 (jax.lax.axis_index).

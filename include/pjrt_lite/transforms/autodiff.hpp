@@ -70,8 +70,19 @@ class JvpRules {
       ty[2] = is_inexact(n.results[2].dtype()) ? chooser_jvp(l_, n, p, t) : kZero;
       return l_.status();
     }
-    if (n.op == OpCode::kReduceWindow && (p.size() != 2 || reduce_kind(n.bodies[0], 1) == ReduceKind::kOther))
-      return reduce_window_expanded(n, p, t, ty);
+    if (n.op == OpCode::kReduceWindow) {
+      // Max and min pools with base or window dilation go the same way: select_and_scatter,
+      // which would transpose their chosen-element rule, takes no dilation.
+      const WindowAttrs d = std::get<WindowAttrs>(n.attrs).with_defaults();
+      const auto dilated = [](const std::vector<std::int64_t>& v) {
+        return std::any_of(v.begin(), v.end(), [](std::int64_t k) { return k != 1; });
+      };
+      const ReduceKind kind = p.size() == 2 ? reduce_kind(n.bodies[0], 1) : ReduceKind::kOther;
+      const bool extremal = kind == ReduceKind::kMax || kind == ReduceKind::kMin;
+      if (kind == ReduceKind::kOther ||
+          (extremal && (dilated(d.base_dilations) || dilated(d.window_dilations))))
+        return reduce_window_expanded(n, p, t, ty);
+    }
     if (n.op == OpCode::kTopK) {
       // The values' tangent is the tangent at the chosen indices; the indices have none.
       if (!is_inexact(n.results[0].dtype())) return ok_status();
@@ -661,7 +672,8 @@ class JvpRules {
     return ok_status();
   }
 
-  /// A reduce_window with any element-wise body or several inputs: each input padded with its
+  /// A reduce_window with any element-wise body or several inputs (or a dilated max/min
+  /// pool, whose ties then share the tangent evenly, pair by pair): each input padded with its
   /// initial value (edges and base-dilation holes), one strided slice per window position, and
   /// the body folding the slices into the initial values, every op with its own rule (so
   /// reverse mode works too). Windows of more than 256 elements and initial values with

@@ -566,9 +566,32 @@ inline void Linearizer::transpose_entry(const Entry& e, Value ct) {
       send(ops[0], b_.collective_permute(ct, a));
       return;
     }
-    case OpCode::kCollectiveBroadcast:
-      fail(unimplemented_error("autodiff: collective_broadcast has no reverse-mode rule (forward mode has one)"));
+    case OpCode::kCollectiveBroadcast: {
+      // Every member's cotangent goes back to its group's source (its first member), which
+      // sums them: one collective_permute per position k in the groups, each sending member k
+      // of every group to that group's source (k = 0 keeps the source's own); members of no
+      // group, and members other than sources, receive nothing, so theirs is zero.
+      const auto& a = std::get<CollectiveAttrs>(e.attrs);
+      Value sum;
+      for (std::int64_t k = 0; k < a.group_size; ++k) {
+        CollectiveAttrs pairs;
+        pairs.channel_id = a.channel_id;
+        pairs.channel_type = a.channel_type;
+        pairs.num_partitions = a.num_partitions;
+        pairs.group_size = 2;
+        for (std::size_t r = 0; r < a.group_count(); ++r) {
+          const auto group = a.group(r);
+          if (group[static_cast<std::size_t>(k)] < 0 || group[0] < 0) continue;
+          pairs.groups.push_back(group[static_cast<std::size_t>(k)]);
+          pairs.groups.push_back(group[0]);
+        }
+        if (pairs.groups.empty()) continue;
+        const Value part = b_.collective_permute(ct, pairs);
+        sum = sum.valid() ? b_.add(sum, part) : part;
+      }
+      send(ops[0], sum.valid() ? sum : zeros(e.shape));
       return;
+    }
     case OpCode::kSelectAndScatter: {
       const Shape x = operand_shape(ops[0]);
       StatusOr<Graph> chooser = chooser_body(e.bodies[0], x.dtype(), e.shape.dtype());
