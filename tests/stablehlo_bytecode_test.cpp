@@ -554,4 +554,352 @@ TEST_CASE("portable artifacts: malformed headers are refused without the data di
               "portable artifact");
 }
 
+// ---- Writing: serialize_portable_artifact ----
+
+/// The op names an artifact lists ("vhlo.add_v1", ...).
+std::set<std::string> artifact_op_names(const std::vector<std::byte>& bytes) {
+  auto f = require_ok(stablehlo::detail::read_bytecode_file(
+      {reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()}));
+  std::set<std::string> names;
+  for (const auto& op : f.op_names) names.insert(std::string(op.full));
+  return names;
+}
+
+/// Writes `g` for `target` and reads it back: the same graph, or the writer's refusal.
+StatusOr<std::vector<std::byte>> round_trip(const Graph& g, std::string_view target) {
+  StatusOr<std::vector<std::byte>> bytes = stablehlo::serialize_portable_artifact(g, target);
+  if (!bytes.ok()) return bytes;
+  StatusOr<stablehlo::Module> back = stablehlo::parse_portable_artifact(*bytes);
+  REQUIRE_MESSAGE(back.ok(), back.status().to_string());
+  const Graph read = require_ok(back->main());
+  CHECK(fingerprint(read) == fingerprint(g));
+  return bytes;
+}
+
+TEST_CASE("portable artifacts written here: every corpus program reads back to its graph at 0.15.0 and 1.20.0") {
+  if (skip_without_corpus()) return;
+  std::int64_t written = 0, refused = 0;
+  for (const auto& e : fs::directory_iterator(corpus_dir())) {
+    if (e.path().extension() != ".mlir") continue;
+    const std::string file_name = e.path().filename().string();
+    CAPTURE(file_name);
+    const Graph g = require_ok(require_ok(stablehlo::parse_module(read_file(e.path()))).main());
+    for (std::string_view target : {"0.15.0", "1.20.0"}) {
+      CAPTURE(target);
+      StatusOr<std::vector<std::byte>> bytes = round_trip(g, target);
+      if (bytes.ok()) {
+        ++written;
+        continue;
+      }
+      // Only CHLO's ops (no VHLO form) and tan before 1.4.0 are refused, by name.
+      ++refused;
+      REQUIRE(bytes.status().code() == StatusCode::kUnimplemented);
+      const std::string message(bytes.status().message());
+      CHECK_MESSAGE((contains(message, "chlo.") || contains(message, "stablehlo.tan needs StableHLO 1.4.0")), message);
+      const std::function<bool(const Graph&)> has_chlo_or_tan = [&](const Graph& h) {
+        for (std::int64_t i = 0; i < h.num_nodes(); ++i) {
+          const Node& n = h.node(i);
+          if (is_chlo(n.op) || n.op == OpCode::kTan) return true;
+          for (const Graph& body : n.bodies)
+            if (has_chlo_or_tan(body)) return true;
+        }
+        return false;
+      };
+      CHECK(has_chlo_or_tan(g));
+    }
+  }
+  MESSAGE("portable artifacts written: ", written, " corpus programs read back to their graphs, ", refused, " refused");
+  CHECK(written > 4000);
+}
+
+TEST_CASE("portable artifacts written here: StableHLO's own test programs at their versions read back to their graphs") {
+  if (skip_without_artifacts()) return;
+  std::int64_t written = 0;
+  for (const auto& file : artifacts()) {
+    const std::string& version = file.first;
+    // Targets before 0.15.0 have older bytecode formats, which are not written.
+    if (require_ok(stablehlo::detail::parse_vhlo_version(version)) < stablehlo::detail::VhloVersion{0, 15, 0}) continue;
+    std::string twin_path = file.second.string();
+    twin_path.resize(twin_path.size() - 3);
+    for (const auto& [name, text] : twin_functions(read_file(twin_path))) {
+      StatusOr<stablehlo::Module> m = stablehlo::parse_module("module {\n" + text + "}\n");
+      if (!m.ok()) continue;  // refused by the text parser (tuples, dynamic shapes, ...)
+      StatusOr<Graph> g = m->function(name);
+      if (!g.ok()) continue;  // a declaration
+      CAPTURE(version);
+      CAPTURE(name);
+      StatusOr<std::vector<std::byte>> bytes = round_trip(*g, version);
+      REQUIRE_MESSAGE(bytes.ok(), bytes.status().to_string());
+      CHECK(require_ok(stablehlo::portable_artifact_version(*bytes)) == version);
+      ++written;
+    }
+  }
+  MESSAGE("portable artifacts written: ", written, " functions of StableHLO's twins, each at its own version");
+  CHECK(written > 3000);
+}
+
+TEST_CASE("portable artifacts written here: StableHLO's downgrade tests refuse what a target lacks and use the ops they name") {
+  if (skip_without_artifacts()) return;
+  // Cases StableHLO refuses that reach the writer in a form the target has: the parser turns
+  // quantized ops into integer arithmetic, inlines composites, builds collective_reduce from
+  // other collectives, and keeps neither function attributes nor result_accuracy requests.
+  const std::set<std::string> lowered = {
+      "type_per_axis_quantization", "composite", "composite_with_regions", "collective_reduce", "none_type",
+      "tf32_type", "attr_result_accuracy_highest"};
+  std::int64_t refused = 0, written = 0;
+  for (const auto& e : fs::directory_iterator(vhlo_dir())) {
+    const std::string file_name = e.path().filename().string();
+    if (!file_name.starts_with("vhlo_to_version_downgrade") || contains(file_name, "patch")) continue;
+    const bool invalid = contains(file_name, "invalid");
+    int v[3] = {0, 0, 0};
+    REQUIRE(std::sscanf(file_name.c_str() + (invalid ? 34 : 26), "%d_%d_%d", &v[0], &v[1], &v[2]) == 3);
+    const std::string version = str_cat(v[0], ".", v[1], ".", v[2]);
+    if (v[0] == 0 && v[1] < 15) continue;
+    const std::string text = read_file(e.path());
+    for (std::size_t pos = 0; pos < text.size();) {
+      std::size_t end = text.find("// -----", pos);
+      if (end == std::string::npos) end = text.size();
+      const std::string chunk = text.substr(pos, end - pos);
+      pos = end + 8;
+      StatusOr<stablehlo::Module> m = stablehlo::parse_module(chunk);
+      if (!m.ok()) continue;  // refused by the text parser (futures, buffers, ...)
+      // Each function of the chunk, with the checks written inside it (in a chunk StableHLO
+      // refuses, the first: the others are what it calls).
+      for (std::size_t func = chunk.find("func.func"); func != std::string::npos;
+           func = invalid ? std::string::npos : func) {
+        const std::size_t next = chunk.find("func.func", func + 1);
+        const std::string span = chunk.substr(func, next == std::string::npos ? std::string::npos : next - func);
+        func = next;
+        std::string name = span.substr(span.find('@') + 1);
+        name = name.substr(0, name.find('('));
+        CAPTURE(file_name);
+        CAPTURE(name);
+        const Graph g = require_ok(m->function(name));
+        StatusOr<std::vector<std::byte>> bytes = stablehlo::serialize_portable_artifact(g, version);
+        const bool expect_refusal = contains(chunk, "expected-error") && !lowered.count(name) &&
+                                    !(name.ends_with("_invalid") && version == "1.9.0");
+        if (expect_refusal) {
+          CHECK_MESSAGE(bytes.status().code() == StatusCode::kUnimplemented, "written for " << version);
+          if (!bytes.ok()) CHECK(contains(bytes.status().message(), "needs StableHLO"));
+          ++refused;
+          continue;
+        }
+        REQUIRE_MESSAGE(bytes.ok(), bytes.status().to_string());
+        (void)round_trip(g, version);
+        // `// CHECK: vhlo.cbrt_v1`: the version of the op the target takes.
+        const std::set<std::string> ops = artifact_op_names(*bytes);
+        for (std::size_t at = span.find("CHECK: vhlo."); at != std::string::npos; at = span.find("CHECK: vhlo.", at + 1)) {
+          std::size_t stop = at + 7;
+          while (stop < span.size() && (std::isalnum(static_cast<unsigned char>(span[stop])) || span[stop] == '_' ||
+                                        span[stop] == '.'))
+            ++stop;
+          const std::string op = span.substr(at + 7, stop - at - 7);
+          if (op == "vhlo.func_v1") continue;
+          CHECK_MESSAGE(ops.count(op) == 1, op << " is not in the artifact");
+        }
+        ++written;
+      }
+    }
+  }
+  MESSAGE("StableHLO's downgrade tests: ", refused, " refused as StableHLO refuses them, ", written, " written");
+  CHECK(refused >= 15);
+  CHECK(written >= 20);
+}
+
+/// A prefix varint at `at` (the encoding written independently of the library's reader).
+std::uint64_t test_varint(const std::vector<std::byte>& b, std::size_t& at) {
+  const auto first = static_cast<unsigned>(b.at(at));
+  int n = 1;
+  while (n <= 8 && !(first & (1u << (n - 1)))) ++n;
+  if (n == 9) {
+    std::uint64_t v = 0;
+    for (int k = 0; k < 8; ++k) v |= static_cast<std::uint64_t>(b.at(at + 1 + k)) << (8 * k);
+    at += 9;
+    return v;
+  }
+  std::uint64_t v = 0;
+  for (int k = 0; k < n; ++k) v |= static_cast<std::uint64_t>(b.at(at + k)) << (8 * k);
+  at += n;
+  return v >> n;
+}
+
+TEST_CASE("portable artifacts written here: a program runs the same from its artifact, whose sections come in MLIR's order") {
+  // Control flow whose branches use enclosing values, a while, a reduce with its body, a
+  // dot, a result_accuracy op, sub-byte and boolean constants.
+  const Graph g = require_ok(parse_stablehlo(R"(
+module @traced {
+  func.func public @main(%x: tensor<4x3xf32>, %i: tensor<i32>) -> (tensor<4xf32>, tensor<i32>, tensor<3xi32>) {
+    %w = stablehlo.constant dense<[[0.5, -1.0], [2.0, 0.25], [1.5, -0.75]]> : tensor<3x2xf32>
+    %d = stablehlo.dot_general %x, %w, contracting_dims = [1] x [0] : (tensor<4x3xf32>, tensor<3x2xf32>) -> tensor<4x2xf32>
+    %t = stablehlo.tanh %d : tensor<4x2xf32>
+    %z = stablehlo.constant dense<0.0> : tensor<f32>
+    %r = stablehlo.reduce(%t init: %z) applies stablehlo.add across dimensions = [1] : (tensor<4x2xf32>, tensor<f32>) -> tensor<4xf32>
+    %c = "stablehlo.case"(%i) ({
+      %n = stablehlo.negate %r : tensor<4xf32>
+      stablehlo.return %n : tensor<4xf32>
+    }, {
+      %e = stablehlo.exponential %r : tensor<4xf32>
+      %s = stablehlo.add %e, %r : tensor<4xf32>
+      stablehlo.return %s : tensor<4xf32>
+    }) : (tensor<i32>) -> tensor<4xf32>
+    %zero = stablehlo.constant dense<0> : tensor<i32>
+    %one = stablehlo.constant dense<1> : tensor<i32>
+    %ten = stablehlo.constant dense<10> : tensor<i32>
+    %l:2 = "stablehlo.while"(%zero, %one) ({
+    ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+      %p = stablehlo.compare LT, %a, %ten : (tensor<i32>, tensor<i32>) -> tensor<i1>
+      stablehlo.return %p : tensor<i1>
+    }, {
+    ^bb0(%a: tensor<i32>, %b: tensor<i32>):
+      %a1 = stablehlo.add %a, %one : tensor<i32>
+      %b1 = stablehlo.add %b, %a : tensor<i32>
+      stablehlo.return %a1, %b1 : tensor<i32>, tensor<i32>
+    }) : (tensor<i32>, tensor<i32>) -> (tensor<i32>, tensor<i32>)
+    %q = stablehlo.constant dense<[-8, 7, -1]> : tensor<3xi4>
+    %qi = stablehlo.convert %q : (tensor<3xi4>) -> tensor<3xi32>
+    %m = stablehlo.constant dense<[true, false, true]> : tensor<3xi1>
+    %io = stablehlo.iota dim = 0 : tensor<3xi32>
+    %sel = stablehlo.select %m, %qi, %io : tensor<3xi1>, tensor<3xi32>
+    return %c, %l#1, %sel : tensor<4xf32>, tensor<i32>, tensor<3xi32>
+  }
+}
+)"));
+  std::mt19937_64 rng(7);
+  const Literal x = random_literal<float>(rng, Shape(DType::kF32, {4, 3}), -1, 1);
+  auto client = cpu::Client<>::create({.device_count = 1}).value();
+  for (std::int32_t branch : {0, 1}) {
+    const std::vector<Literal> args = {x, Literal::scalar(branch)};
+    const std::vector<Literal> expected = run_on(*client, g, args);
+    CHECK(values_of<std::int32_t>(expected[2]) == std::vector<std::int32_t>{-8, 1, -1});
+    CHECK(values_of<std::int32_t>(expected[1]) == std::vector<std::int32_t>{46});
+    for (std::string_view target : {"0.15.0", "1.9.0", "1.20.0"}) {
+      CAPTURE(target);
+      const std::vector<std::byte> bytes = require_ok(round_trip(g, target));
+      auto exe = require_ok(client->compile(bytes));
+      std::vector<cpu::Client<>::buffer_type> buffers;
+      for (const Literal& a : args) buffers.push_back(require_ok(client->buffer_from_literal(a)));
+      std::vector<cpu::Client<>::buffer_type*> pointers;
+      for (auto& b : buffers) pointers.push_back(&b);
+      auto out = require_ok(exe.execute_sharded(pointers, client->devices()[0]));
+      REQUIRE(out.size() == expected.size());
+      for (std::size_t k = 0; k < out.size(); ++k) CHECK(out[k].to_literal().await().value() == expected[k]);
+    }
+  }
+  // The container: magic, format 6, the target as producer, then the sections in the order
+  // MLIR writes them, each once.
+  const std::vector<std::byte> bytes = require_ok(stablehlo::serialize_portable_artifact(g, "1.9.0"));
+  const std::string head(reinterpret_cast<const char*>(bytes.data()), 22);
+  CHECK(head == std::string("ML\xEFR\x0DStableHLO_v1.9.0\0", 22));
+  std::vector<int> sections;
+  for (std::size_t at = 22; at < bytes.size();) {
+    const int id = static_cast<int>(bytes[at++]);
+    const std::uint64_t length = test_varint(bytes, at);
+    sections.push_back(id);
+    at += length;
+    REQUIRE(at <= bytes.size());
+  }
+  CHECK(sections == std::vector<int>{1, 3, 2, 4, 6, 5, 0, 8});
+  // The ops at their 1.9.0 versions: exponential_v2 came with 1.9.0, tanh_v2 with 1.10.0.
+  const std::set<std::string> ops = artifact_op_names(bytes);
+  for (const char* op : {"builtin.module", "vhlo.func_v1", "vhlo.exponential_v2", "vhlo.tanh_v1", "vhlo.case_v1",
+                         "vhlo.while_v1", "vhlo.reduce_v1", "vhlo.dot_general_v2", "vhlo.return_v1"})
+    CHECK_MESSAGE(ops.count(op) == 1, op);
+  // Written twice, the same bytes.
+  CHECK(require_ok(stablehlo::serialize_portable_artifact(g, "1.9.0")) == bytes);
+}
+
+TEST_CASE("portable artifacts written here: targets and ops an artifact cannot hold are refused by name") {
+  const Graph add = require_ok(parse_stablehlo(
+      "func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n"
+      "  %0 = stablehlo.add %a, %a : tensor<2xf32>\n  return %0 : tensor<2xf32>\n}\n"));
+  check_error(stablehlo::serialize_portable_artifact(add, "1.2"), StatusCode::kInvalidArgument, "not a StableHLO version");
+  check_error(stablehlo::serialize_portable_artifact(add, "v1.2.0"), StatusCode::kInvalidArgument, "not a StableHLO version");
+  check_error(stablehlo::serialize_portable_artifact(add, "0.14.0"), StatusCode::kUnimplemented, "0.15.0 to 1.20.0");
+  check_error(stablehlo::serialize_portable_artifact(add, "1.21.0"), StatusCode::kUnimplemented, "0.15.0 to 1.20.0");
+  CHECK(stablehlo::serialize_portable_artifact(add, "0.15.0").ok());
+  auto unary = [](std::string_view op, std::string_view type) {
+    return require_ok(parse_stablehlo(str_cat("func.func @main(%a: tensor<2x", type, ">) -> tensor<2x", type,
+                                              "> {\n  %0 = ", op, " %a : tensor<2x", type, ">\n  return %0 : tensor<2x",
+                                              type, ">\n}\n")));
+  };
+  check_error(stablehlo::serialize_portable_artifact(unary("chlo.lgamma", "f32"), "1.20.0"), StatusCode::kUnimplemented,
+              "chlo.lgamma has no VHLO form");
+  check_error(stablehlo::serialize_portable_artifact(unary("stablehlo.tan", "f32"), "1.3.0"), StatusCode::kUnimplemented,
+              "stablehlo.tan needs StableHLO 1.4.0");
+  CHECK(stablehlo::serialize_portable_artifact(unary("stablehlo.tan", "f32"), "1.4.0").ok());
+  check_error(stablehlo::serialize_portable_artifact(unary("stablehlo.negate", "i2"), "1.1.0"),
+              StatusCode::kUnimplemented, "the element type s2 needs StableHLO 1.2.0");
+  check_error(stablehlo::serialize_portable_artifact(unary("stablehlo.negate", "f8E4M3"), "1.6.0"),
+              StatusCode::kUnimplemented, "needs StableHLO 1.7.0");
+  // A gather with batching dimensions needs gather_v2 (1.1.0).
+  const Graph gather = require_ok(parse_stablehlo(R"(
+func.func @main(%x: tensor<2x3x4xf32>, %i: tensor<2x1xi32>) -> tensor<2x4xf32> {
+  %0 = "stablehlo.gather"(%x, %i) <{dimension_numbers = #stablehlo.gather<offset_dims = [1], collapsed_slice_dims = [1], operand_batching_dims = [0], start_indices_batching_dims = [0], start_index_map = [1], index_vector_dim = 1>, slice_sizes = array<i64: 1, 1, 4>}> : (tensor<2x3x4xf32>, tensor<2x1xi32>) -> tensor<2x4xf32>
+  return %0 : tensor<2x4xf32>
+}
+)"));
+  check_error(stablehlo::serialize_portable_artifact(gather, "1.0.0"), StatusCode::kUnimplemented,
+              "stablehlo.gather with operand_batching_dims needs StableHLO 1.1.0");
+  (void)require_ok(round_trip(gather, "1.1.0"));
+  // A LAPACK call as jaxlib's custom call: dictionary backend configs came with 1.3.0.
+  const Graph potrf = require_ok(parse_stablehlo(R"(
+func.func @main(%a: tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<i32>) {
+  %0:2 = stablehlo.custom_call @lapack_spotrf_ffi(%a) {mhlo.backend_config = {uplo = 76 : ui8}, operand_layouts = [dense<[0, 1]> : tensor<2xindex>], result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<> : tensor<0xindex>]} : (tensor<3x3xf32>) -> (tensor<3x3xf32>, tensor<i32>)
+  return %0#0, %0#1 : tensor<3x3xf32>, tensor<i32>
+}
+)"));
+  check_error(stablehlo::serialize_portable_artifact(potrf, "1.2.0"), StatusCode::kUnimplemented,
+              "lapack_spotrf_ffi (api_version TYPED_FFI) needs StableHLO 1.3.0");
+  for (std::string_view target : {"1.3.0", "1.17.0", "1.20.0"}) {
+    const std::vector<std::byte> bytes = require_ok(round_trip(potrf, target));
+    const std::string text = require_ok(stablehlo::portable_artifact_to_text(bytes));
+    CHECK(contains(text, "\"lapack_spotrf_ffi\""));
+    CHECK(contains(text, "tensor<2xindex>"));
+    CHECK(artifact_op_names(bytes).count(target == "1.20.0" ? "vhlo.custom_call_v2" : "vhlo.custom_call_v1") == 1);
+  }
+  // chlo.top_k and chlo.erf go as XLA's custom calls, the form JAX's serializer gives them,
+  // which the parser reads back as the same ops.
+  const Graph chlo = require_ok(parse_stablehlo(R"(
+func.func @main(%x: tensor<2x5xf32>) -> (tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x5xf32>) {
+  %v, %i = chlo.top_k(%x, k = 3) : tensor<2x5xf32> -> (tensor<2x3xf32>, tensor<2x3xi32>)
+  %e = chlo.erf %x : tensor<2x5xf32> -> tensor<2x5xf32>
+  return %v, %i, %e : tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x5xf32>
+}
+)"));
+  const Graph xla = require_ok(parse_stablehlo(R"(
+func.func @main(%x: tensor<2x5xf32>) -> (tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x5xf32>) {
+  %0:2 = stablehlo.custom_call @mhlo.topk(%x) {mhlo.attributes = {k = 3 : i64, largest = true}, mhlo.version = 1 : i64} : (tensor<2x5xf32>) -> (tensor<2x3xf32>, tensor<2x3xi32>)
+  %1 = stablehlo.custom_call @mhlo.erf(%x) {mhlo.attributes = {}, mhlo.version = 1 : i64} : (tensor<2x5xf32>) -> tensor<2x5xf32>
+  return %0#0, %0#1, %1 : tensor<2x3xf32>, tensor<2x3xi32>, tensor<2x5xf32>
+}
+)"));
+  CHECK(fingerprint(chlo) == fingerprint(xla));
+  for (std::string_view target : {"0.15.0", "1.20.0"}) {
+    const std::vector<std::byte> bytes = require_ok(round_trip(chlo, target));
+    const std::string text = require_ok(stablehlo::portable_artifact_to_text(bytes));
+    CHECK(contains(text, "\"mhlo.topk\""));
+    CHECK(contains(text, "\"mhlo.erf\""));
+    CHECK(contains(text, "largest = true"));
+  }
+  auto topk_call = [](std::string_view attributes) {
+    return parse_stablehlo(str_cat(
+        "func.func @main(%x: tensor<5xf32>) -> (tensor<2xf32>, tensor<2xi32>) {\n"
+        "  %0:2 = stablehlo.custom_call @mhlo.topk(%x) {", attributes,
+        "} : (tensor<5xf32>) -> (tensor<2xf32>, tensor<2xi32>)\n  return %0#0, %0#1 : tensor<2xf32>, tensor<2xi32>\n}\n"));
+  };
+  check_error(topk_call("mhlo.attributes = {k = 2 : i64, largest = false}, mhlo.version = 1 : i64"),
+              StatusCode::kUnimplemented, "largest = false");
+  check_error(topk_call("mhlo.attributes = {k = 2 : i64}, mhlo.version = 2 : i64"), StatusCode::kUnimplemented,
+              "mhlo.version other than 1");
+  check_error(topk_call("mhlo.attributes = {largest = true}"), StatusCode::kInvalidArgument, "needs mhlo.attributes");
+  check_error(topk_call("mhlo.attributes = {k = 3 : i64}"), StatusCode::kInvalidArgument, "");
+  // The text overload: parse, then write.
+  const std::vector<std::byte> from_text = require_ok(stablehlo::serialize_portable_artifact(
+      "func.func @main(%a: tensor<2xf32>) -> tensor<2xf32> {\n  %0 = stablehlo.add %a, %a : tensor<2xf32>\n"
+      "  return %0 : tensor<2xf32>\n}\n",
+      "1.0.0"));
+  CHECK(from_text == require_ok(stablehlo::serialize_portable_artifact(add, "1.0.0")));
+  check_error(stablehlo::serialize_portable_artifact("func.func @main(", "1.0.0"), StatusCode::kInvalidArgument, "");
+}
+
 }  // namespace stablehlo_bytecode_test

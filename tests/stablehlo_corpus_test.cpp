@@ -20,6 +20,7 @@
 #include "pjrt_lite/stablehlo/runner.hpp"
 #include "pjrt_lite/stablehlo/detail/lapack_names.hpp"
 #include "pjrt_lite/stablehlo/detail/vhlo_ops.hpp"
+#include "pjrt_lite/stablehlo/detail/vhlo_writer.hpp"
 #include "corpus.hpp"
 
 namespace stablehlo_corpus_test {
@@ -112,6 +113,10 @@ interpreter and hand-computed values):
   operands); `@stablehlo.dynamic_top_k` and `@stablehlo.dynamic_rng_bit_generator` (their
   static forms); the check dialect's `@check.expect_*`. `@stablehlo.dynamic_approx_top_k` is
   UNIMPLEMENTED.
+- XLA's high-level ops as JAX's serializer keeps them in portable artifacts:
+  `@mhlo.topk` (`mhlo.attributes = {k = ..., largest = true}`, `mhlo.version = 1`; `largest =
+  false` and other versions are UNIMPLEMENTED) and `@mhlo.erf` read as `chlo.top_k` and
+  `chlo.erf` (tests/stablehlo_bytecode_test.cpp).
 - Ops without a node of their own: `stablehlo.composite` (its decomposition),
   `stablehlo.optimization_barrier`, `stablehlo.tuple` and `stablehlo.get_tuple_element`
   (pretty form), `stablehlo.map` (its scalar body, vmapped over the elements),
@@ -198,6 +203,7 @@ std::string conformance_markdown(const std::map<std::string, Tally>& families,
   os << kBeyondTheCorpus;
   os << stablehlo::detail::lapack_targets_markdown();
   os << stablehlo::detail::portable_artifacts_markdown();
+  os << stablehlo::detail::portable_artifact_writer_markdown();
   return os.str();
 }
 

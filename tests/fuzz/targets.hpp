@@ -8,7 +8,8 @@
 // the reference) calls `fail`, which aborts: libFuzzer keeps the input as a crash.
 //
 //   parse_one:       StableHLO text -> parse_module; each function graph verifies, serializes
-//                    and reads back to the same fingerprint, prints and parses again.
+//                    and reads back to the same fingerprint (as executable bytes and as a
+//                    portable artifact), prints and parses again.
 //   deserialize_one: executable bytes -> Client::deserialize_executable (the first input byte
 //                    picks whether the checksums are repaired first, so that mutations reach
 //                    the graph reader), then runs the executable when it is small.
@@ -173,13 +174,28 @@ void check_against_reference(C& client, const Graph& g, const std::optional<std:
 }
 
 /// The invariants of a graph that passed verification somewhere: it verifies, serializes
-/// and reads back to the same fingerprint, and prints as StableHLO that parses again.
+/// (executable bytes, portable artifact) and reads back to the same fingerprint, and prints
+/// as StableHLO that parses again.
 inline void check_graph(const Graph& g, bool parameters_first) {
   if (Status s = verify(g); !s.ok()) fail("a graph that the library accepted does not verify", s);
   const std::vector<std::byte> bytes = serialize(g);
   StatusOr<Graph> back = deserialize_graph(bytes);
   if (!back.ok()) fail("deserialize_graph(serialize(g))", back.status());
   if (fingerprint(*back) != fingerprint(g)) fail("serialize round trip changed the graph");
+  // The same through a portable artifact: written or refused as UNIMPLEMENTED (an op or type
+  // with no VHLO form), and read back as the text would be.
+  StatusOr<std::vector<std::byte>> artifact = stablehlo::serialize_portable_artifact(g);
+  if (!artifact.ok()) {
+    if (artifact.status().code() != StatusCode::kUnimplemented)
+      fail("serialize_portable_artifact(g)", artifact.status());
+  } else if (StatusOr<stablehlo::Module> m = stablehlo::parse_portable_artifact(*artifact); !m.ok()) {
+    if (m.status().code() != StatusCode::kUnimplemented)
+      fail("parse_portable_artifact(serialize_portable_artifact(g))", m.status());
+  } else if (parameters_first) {
+    StatusOr<Graph> main = m->main();
+    if (!main.ok() || fingerprint(*main) != fingerprint(g))
+      fail(str_cat("portable artifact round trip changed the graph:\n", to_string(g)));
+  }
   const std::string text = to_stablehlo(g);
   StatusOr<Graph> reparsed = parse_stablehlo(text);
   if (!reparsed.ok()) {

@@ -21,9 +21,14 @@
 // the text parser refuses. The pieces: detail/bytecode_reader.hpp (the container),
 // detail/vhlo_attributes.hpp (VHLO's attribute and type encodings), detail/vhlo_ops.hpp (the
 // op table) and detail/vhlo_reader.hpp (the IR walk and the text it writes).
+//
+// Writing: serialize_portable_artifact(graph, "1.12.0") writes a traced or parsed program as
+// the artifact StableHLO `target` would read (detail/vhlo_writer.hpp): what jax.export and
+// stablehlo-translate --serialize --target hand to XLA or IREE.
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <string_view>
@@ -33,6 +38,7 @@
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/stablehlo/detail/bytecode_reader.hpp"
 #include "pjrt_lite/stablehlo/detail/vhlo_reader.hpp"
+#include "pjrt_lite/stablehlo/detail/vhlo_writer.hpp"
 #include "pjrt_lite/stablehlo/module.hpp"
 #include "pjrt_lite/stablehlo/parser.hpp"
 
@@ -81,6 +87,41 @@ inline StatusOr<std::string> portable_artifact_to_text(std::span<const std::byte
   for (const detail::PortableFunction& f : p.functions)
     if (!f.status.ok()) return Status(f.status.code(), str_cat(f.status.message(), " (in @", f.name, ")"));
   return p.module_text();
+}
+
+/// The oldest and newest StableHLO versions serialize_portable_artifact writes for: every
+/// version of MLIR bytecode format 6.
+inline constexpr std::string_view kPortableArtifactOldestTarget = "0.15.0";
+inline constexpr std::string_view kPortableArtifactNewestTarget = "1.20.0";
+
+/// `graph` (a verified Graph, as every builder and the parser make) as a StableHLO portable
+/// artifact for StableHLO `target`, one public function @main: the bytes
+/// `stablehlo-translate --serialize --target=<target>` would write for its text, which
+/// StableHLO `target` and every later version read (and parse_portable_artifact does). Each op
+/// is the newest VHLO version of it that `target` has. UNIMPLEMENTED names what `target`
+/// cannot hold (an op, an element type or an attribute it does not have yet, such as a gather
+/// with batching dimensions before 1.1.0) and the ops that have no VHLO form (CHLO's: erf,
+/// lgamma, top_k, ...); INVALID_ARGUMENT for a target that is not a version. Thread-safe.
+inline StatusOr<std::vector<std::byte>> serialize_portable_artifact(
+    const Graph& graph, std::string_view target = kPortableArtifactNewestTarget) {
+  PJRT_LITE_ASSIGN_OR_RETURN(detail::VhloVersion v, detail::parse_vhlo_version(target));
+  PJRT_LITE_ASSIGN_OR_RETURN(detail::VhloVersion oldest, detail::parse_vhlo_version(kPortableArtifactOldestTarget));
+  if (v < oldest || detail::kVhloMaxVersion < v)
+    return unimplemented_error(str_cat("portable artifact: StableHLO ", target, " is not a target written here (",
+                                       kPortableArtifactOldestTarget, " to ", kPortableArtifactNewestTarget, ")"));
+  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::uint8_t> bytes, detail::VhloWriter(v).write(graph));
+  std::vector<std::byte> out(bytes.size());
+  if (!bytes.empty()) std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+/// The StableHLO text's function @`entry` (shapes refined as parse_module does) as a portable
+/// artifact for `target`, as above. Thread-safe.
+inline StatusOr<std::vector<std::byte>> serialize_portable_artifact(
+    std::string_view stablehlo_text, std::string_view target, std::string_view entry = "main") {
+  PJRT_LITE_ASSIGN_OR_RETURN(Module m, parse_module(stablehlo_text));
+  PJRT_LITE_ASSIGN_OR_RETURN(Graph g, m.function(entry));
+  return serialize_portable_artifact(g, target);
 }
 
 }  // namespace pjrt_lite::stablehlo

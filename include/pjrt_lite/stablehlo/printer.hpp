@@ -190,17 +190,9 @@ class Printer {
     return tensor_type_name(n.results[0]);
   }
 
-  /// jaxlib's layout of a LAPACK operand or result: column-major matrices for the arrays of
-  /// the call's largest rank, the default layout for the others (pivots, tau, info).
+  /// A LAPACK operand's or result's layout: `dense<[0, 1]> : tensor<2xindex>`.
   static std::string lapack_layout(const Shape& s, std::int64_t matrix_rank) {
-    std::vector<std::int64_t> order;
-    const std::int64_t r = s.rank();
-    if (r == matrix_rank && r >= 2) {
-      order = {r - 2, r - 1};
-      for (std::int64_t d = r - 3; d >= 0; --d) order.push_back(d);
-    } else {
-      for (std::int64_t d = r - 1; d >= 0; --d) order.push_back(d);
-    }
+    const std::vector<std::int64_t> order = detail::lapack_layout(s.rank(), matrix_rank);
     std::string text = order.size() == 1 ? std::to_string(order[0]) : "[";
     if (order.size() != 1) {
       for (std::size_t k = 0; k < order.size(); ++k) text += str_cat(k ? ", " : "", order[k]);
@@ -215,40 +207,13 @@ class Printer {
     const LinalgAttrs& a = n.attr<LinalgAttrs>();
     const DType t = g.shape(n.operands[0]).dtype();
     std::string config;
-    auto flag = [&](std::string_view key, std::int64_t v) {
-      config += str_cat(config.empty() ? "" : ", ", key, " = ", v, " : ui8");
-    };
-    switch (a.routine) {
-      case LinalgRoutine::kPotrf: flag("uplo", a.uplo); break;
-      case LinalgRoutine::kGesdd:
-      case LinalgRoutine::kGesvd: flag("mode", a.mode); break;
-      case LinalgRoutine::kSyevd:
-        flag("mode", a.mode);
-        flag("uplo", a.uplo);
-        break;
-      case LinalgRoutine::kTrsm:
-        flag("diag", a.diag);
-        flag("side", a.side);
-        flag("trans_x", a.trans);
-        flag("uplo", a.uplo);
-        break;
-      case LinalgRoutine::kSytrd: flag("uplo", a.uplo); break;
-      case LinalgRoutine::kGeev:
-        flag("compute_left", a.compute_left);
-        flag("compute_right", a.compute_right);
-        break;
-      case LinalgRoutine::kGees:
-        flag("mode", a.mode);
-        flag("sort", a.sort);
-        break;
-      case LinalgRoutine::kGehrd:
-        config = str_cat("high = ", a.high, " : i32, low = ", a.low, " : i32");
-        break;
-      case LinalgRoutine::kOrmqr:
-        config = str_cat("left = ", a.left ? "true" : "false",
-                         ", transpose = ", a.transpose ? "true" : "false");
-        break;
-      default: break;
+    for (const LapackFlag& f : lapack_flags(a)) {
+      config += str_cat(config.empty() ? "" : ", ", f.key, " = ");
+      switch (f.kind) {
+        case LapackFlag::Kind::kU8: config += str_cat(f.value, " : ui8"); break;
+        case LapackFlag::Kind::kI32: config += str_cat(f.value, " : i32"); break;
+        case LapackFlag::Kind::kBool: config += f.value ? "true" : "false"; break;
+      }
     }
     std::int64_t rank = 0;
     for (Value v : n.operands) rank = std::max(rank, g.shape(v).rank());

@@ -19,6 +19,7 @@
 #include "pjrt_lite/stablehlo/detail/annotations.hpp"
 #include "pjrt_lite/stablehlo/detail/lapack_calls.hpp"
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
+#include "pjrt_lite/stablehlo/detail/op_builders.hpp"
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 #include "pjrt_lite/stablehlo/module.hpp"
@@ -236,12 +237,52 @@ inline StatusOr<OpResult> build_check(Context& ctx, const OpSyntax& op, OpParts&
 
 // ---- Custom calls ---------------------------------------------------------------------------
 
-/// The custom-call targets read: JAX's annotations, jaxlib's LAPACK calls (lapack_calls.hpp)
-/// and the check dialect's.
+/// The high-level ops that XLA's serializer keeps as custom calls when JAX exports a program
+/// (chlo.top_k becomes `stablehlo.custom_call @mhlo.topk(%x) {mhlo.attributes = {k = 3 : i64,
+/// largest = true}, mhlo.version = 1 : i64}`, chlo.erf `@mhlo.erf(%x)`).
+inline bool is_xla_high_level_call(std::string_view target) {
+  return target == "mhlo.topk" || target == "mhlo.erf";
+}
+
+/// The custom-call targets read: JAX's annotations, jaxlib's LAPACK calls (lapack_calls.hpp),
+/// XLA's high-level ops and the check dialect's.
 inline bool is_known_custom_call(std::string_view target) {
   bool is_const = false;
   return is_annotation_custom_call(target) || lapack_target(target).has_value() ||
-         check_kind(target, is_const).has_value() || target == "check.eq";
+         is_xla_high_level_call(target) || check_kind(target, is_const).has_value() ||
+         target == "check.eq";
+}
+
+/// `@mhlo.topk` and `@mhlo.erf`, read as the CHLO ops they hold (top_k of the largest
+/// elements; mhlo.version 1, the only one there is).
+inline StatusOr<OpResult> build_xla_high_level_call(Context& ctx, std::string_view target, OpParts& p) {
+  const std::string what = str_cat("stablehlo.custom_call @", target);
+  if (p.operands.size() != 1) return error_at(p.pos, str_cat(what, " takes one operand, got ", p.operands.size()));
+  if (const AttrValue* v = find_attr(p.attrs, "mhlo.version");
+      v != nullptr && (v->kind != AttrValue::Kind::kInt || v->i != 1))
+    return unsupported_at(v->pos, str_cat(what, " of an mhlo.version other than 1"));
+  const AttrValue* attrs = find_attr(p.attrs, "mhlo.attributes");
+  if (attrs != nullptr && attrs->kind != AttrValue::Kind::kDict)
+    return error_at(attrs->pos, str_cat(what, ": mhlo.attributes must be a dictionary"));
+  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Shape> declared,
+                             declared_types(ctx, p.type, p.operands, TypeRule::kSame, what, p.pos));
+  OpCode code = OpCode::kErf;
+  Attributes a = NoAttrs{};
+  if (target == "mhlo.topk") {
+    const AttrValue* k = attrs != nullptr ? attrs->find("k") : nullptr;
+    if (k == nullptr || k->kind != AttrValue::Kind::kInt)
+      return error_at(p.pos, str_cat(what, " needs mhlo.attributes = {k = N : i64, ...}"));
+    const AttrValue* largest = attrs->find("largest");
+    if (largest != nullptr && (largest->kind != AttrValue::Kind::kBool || !largest->b))
+      return unsupported_at(largest->pos, str_cat(what, " with largest = false"));
+    code = OpCode::kTopK;
+    a = TopKAttrs{k->i};
+  }
+  PJRT_LITE_RETURN_IF_ERROR(check_chlo_operands(ctx, code, p.operands, what, p.pos));
+  OpResult out;
+  out.values = ctx.b.op(code, p.operands, std::move(a));
+  PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, what, p.pos));
+  return out;
 }
 
 /// The absolute tolerance of `custom_call @check.eq` on floating-point values, as StableHLO's
@@ -320,6 +361,7 @@ inline StatusOr<OpResult> build_custom_call(Context& ctx, const OpSyntax& op, Op
   if (is_annotation_custom_call(target->text))
     return build_annotation_custom_call(ctx, target->text, p);
   if (lapack_target(target->text)) return build_lapack_call(ctx, target->text, p);
+  if (is_xla_high_level_call(target->text)) return build_xla_high_level_call(ctx, target->text, p);
   if (!p.type.functional)
     return error_at(p.type.pos, "a custom call's type must be a function type (...) -> (...)");
   if (target->text == "check.eq") {

@@ -2,11 +2,14 @@
 // IWYU pragma: private, include "pjrt_lite/stablehlo/parser.hpp"
 // The names of jaxlib's CPU LAPACK custom-call targets, `lapack_<letter><routine>_ffi`, with
 // the letter s, d, c or z for f32, f64, complex<f32>, complex<f64>: read by the parser
-// (lapack_calls.hpp) and written by the printer.
+// (lapack_calls.hpp) and written by the printer and the portable-artifact writer, with the
+// flags and layouts those calls carry.
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "pjrt_lite/core/dtype.hpp"
 #include "pjrt_lite/core/status.hpp"
@@ -45,6 +48,47 @@ constexpr std::string_view lapack_routine_name(LinalgRoutine r, DType t) {
 /// "lapack_sgetrf_ffi" for getrf on f32.
 inline std::string lapack_target_name(LinalgRoutine r, DType t) {
   return str_cat("lapack_", std::string(1, lapack_letter(t)), lapack_routine_name(r, t), "_ffi");
+}
+
+/// One entry of a LAPACK call's backend_config, as jaxlib's kernels take it: a character
+/// flag (ui8), an int32, or a bool.
+struct LapackFlag {
+  enum class Kind : std::uint8_t { kU8, kI32, kBool };
+  std::string_view key;
+  std::int64_t value;
+  Kind kind = Kind::kU8;
+};
+
+/// The backend_config entries of the call for `a`, in MLIR's (alphabetical) order.
+inline std::vector<LapackFlag> lapack_flags(const LinalgAttrs& a) {
+  using K = LapackFlag::Kind;
+  switch (a.routine) {
+    case LinalgRoutine::kPotrf:
+    case LinalgRoutine::kSytrd: return {{"uplo", a.uplo}};
+    case LinalgRoutine::kGesdd:
+    case LinalgRoutine::kGesvd: return {{"mode", a.mode}};
+    case LinalgRoutine::kSyevd: return {{"mode", a.mode}, {"uplo", a.uplo}};
+    case LinalgRoutine::kTrsm: return {{"diag", a.diag}, {"side", a.side}, {"trans_x", a.trans}, {"uplo", a.uplo}};
+    case LinalgRoutine::kGeev: return {{"compute_left", a.compute_left}, {"compute_right", a.compute_right}};
+    case LinalgRoutine::kGees: return {{"mode", a.mode}, {"sort", a.sort}};
+    case LinalgRoutine::kGehrd: return {{"high", a.high, K::kI32}, {"low", a.low, K::kI32}};
+    case LinalgRoutine::kOrmqr: return {{"left", a.left, K::kBool}, {"transpose", a.transpose, K::kBool}};
+    default: return {};
+  }
+}
+
+/// jaxlib's layout (minor-to-major) of a LAPACK operand or result of rank `rank`: column-major
+/// matrices for the arrays of the call's largest rank, the default layout for the others
+/// (pivots, tau, info).
+inline std::vector<std::int64_t> lapack_layout(std::int64_t rank, std::int64_t matrix_rank) {
+  std::vector<std::int64_t> order;
+  if (rank == matrix_rank && rank >= 2) {
+    order = {rank - 2, rank - 1};
+    for (std::int64_t d = rank - 3; d >= 0; --d) order.push_back(d);
+  } else {
+    for (std::int64_t d = rank - 1; d >= 0; --d) order.push_back(d);
+  }
+  return order;
 }
 
 /// The routine and type of a supported `lapack_?<routine>_ffi` target, or nullopt.
