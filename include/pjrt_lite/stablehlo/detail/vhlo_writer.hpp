@@ -318,11 +318,17 @@ class VhloWriter {
     w.blob(blob);
     return attr(kVhlo, std::move(w.bytes()));
   }
-  /// A list of int64 as tensor<N x i64> (or tensor<rows x N/rows x i64>).
-  std::uint64_t a_dims(const std::vector<std::int64_t>& v, std::int64_t rows = -1) {
-    const auto n = static_cast<std::int64_t>(v.size());
-    const Shape s = rows < 0 ? Shape(DType::kS64, {n}) : Shape(DType::kS64, {rows, rows ? n / rows : 0});
-    return a_tensor(s, reinterpret_cast<const std::uint8_t*>(v.data()), 8).value();
+  /// A list of int64 as tensor<N x i64>.
+  std::uint64_t a_dims(const std::vector<std::int64_t>& v) {
+    return a_tensor(Shape(DType::kS64, {static_cast<std::int64_t>(v.size())}),
+                    reinterpret_cast<const std::uint8_t*>(v.data()), 8)
+        .value();
+  }
+  /// Rows of `cols` int64 as tensor<rows x cols x i64> (tensor<0 x cols x i64> when empty, as
+  /// StableHLO's verifier wants a padding or pair list of no rows).
+  std::uint64_t a_matrix(const std::vector<std::int64_t>& v, std::int64_t cols) {
+    const std::int64_t rows = cols > 0 ? static_cast<std::int64_t>(v.size()) / cols : 0;
+    return a_tensor(Shape(DType::kS64, {rows, cols}), reinterpret_cast<const std::uint8_t*>(v.data()), 8).value();
   }
   std::uint64_t a_bools(const std::vector<std::int64_t>& v) {
     std::vector<std::uint8_t> raw(v.size());
@@ -356,7 +362,7 @@ class VhloWriter {
       flat.push_back(low[d]);
       flat.push_back(d < high.size() ? high[d] : 0);
     }
-    return a_dims(flat, static_cast<std::int64_t>(low.size()));
+    return a_matrix(flat, 2);
   }
   std::uint64_t a_precision_config(std::size_t n) {
     return a_array(std::vector<std::uint64_t>(n, a_enum(11, 0)));
@@ -726,7 +732,7 @@ class VhloWriter {
       case OpCode::kAllReduce: case OpCode::kAllGather: case OpCode::kReduceScatter: case OpCode::kAllToAll:
       case OpCode::kCollectivePermute: case OpCode::kCollectiveBroadcast: {
         const auto& a = n.attr<CollectiveAttrs>();
-        const std::uint64_t groups = a_dims(a.groups, static_cast<std::int64_t>(a.group_count()));
+        const std::uint64_t groups = a_matrix(a.groups, n.op == OpCode::kCollectivePermute ? 2 : a.group_size);
         p.push_back({"channel_id", a_i64(a.channel_id)});
         if (n.op == OpCode::kCollectivePermute) {
           p.push_back({"source_target_pairs", groups});
@@ -760,7 +766,7 @@ class VhloWriter {
         p.push_back({"channel_type", a_i64(a.channel_type)});
         p.push_back({"is_host_transfer", a_bool(a.is_host_transfer)});
         p.push_back({"source_target_pairs",
-                     a_dims(a.source_target_pairs, static_cast<std::int64_t>(a.source_target_pairs.size() / 2)),
+                     a_matrix(a.source_target_pairs, 2),
                      a.source_target_pairs.empty()});
         break;
       }
@@ -792,14 +798,13 @@ class VhloWriter {
             {"result_tilings", empty, true}};
   }
 
-  /// A LAPACK routine as the custom call jaxlib registers (api_version TYPED_FFI), its flags
-  /// in `mhlo.backend_config` as JAX writes them, column-major layouts.
+  /// A LAPACK routine as the custom call jaxlib registers, as JAX writes it: api_version 1
+  /// and an empty backend_config, the flags in the discardable `mhlo.backend_config`
+  /// dictionary, column-major layouts.
   StatusOr<std::vector<Prop>> lapack_call(const Graph& g, const Node& n, std::string& name) {
     const LinalgAttrs& a = n.attr<LinalgAttrs>();
     const std::string target = lapack_target_name(a.routine, g.shape(n.operands[0]).dtype());
     name = "custom_call";
-    if (target_ < VhloVersion{1, 3, 0})
-      return unimplemented(str_cat("the custom call ", target, " (api_version TYPED_FFI) needs StableHLO 1.3.0"));
     std::int64_t rank = 0;
     for (Value v : n.operands) rank = std::max(rank, g.shape(v).rank());
     auto layouts = [&](const std::vector<Shape>& shapes) {
@@ -810,7 +815,7 @@ class VhloWriter {
     std::vector<Shape> operand_shapes;
     for (Value v : n.operands) operand_shapes.push_back(g.shape(v));
     const std::uint64_t operand_layouts = layouts(operand_shapes);
-    return custom_call(target, 4, a_dictionary({}), operand_layouts, layouts(n.results));
+    return custom_call(target, 1, a_string(""), operand_layouts, layouts(n.results));
   }
 
   /// An op's discardable attributes: a builtin DictionaryAttr (sorted by name) of builtin
@@ -988,9 +993,8 @@ inline std::string portable_artifact_writer_markdown() {
          "  `scatter_v2` from 1.1.0, ...), with every property of that version, defaults spelled out,\n"
          "  in the alphabetical order MLIR writes them; constants and dimension lists are dense tensors\n"
          "  (one element when all are equal, booleans packed eight to a byte);\n"
-         "- LAPACK calls are written as jaxlib's custom calls (api_version TYPED_FFI, flags in\n"
-         "  `mhlo.backend_config`, column-major layouts), from 1.3.0, the first version with\n"
-         "  dictionary backend configs;\n"
+         "- LAPACK calls are written as JAX writes jaxlib's custom calls (api_version 1, an empty\n"
+         "  `backend_config`, the flags in `mhlo.backend_config`, column-major `index` layouts);\n"
          "- `chlo.top_k` and `chlo.erf` are written as XLA's custom calls `@mhlo.topk` and `@mhlo.erf`,\n"
          "  as JAX's serializer writes them (and as the parser reads them);\n"
          "- sections in MLIR's order, strings, attributes, types and properties stored once each,\n"
