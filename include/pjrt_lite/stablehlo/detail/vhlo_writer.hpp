@@ -7,8 +7,9 @@
 // as that version's properties (every one of them, defaults spelled out, in the alphabetical
 // order MLIR writes them). An op whose attributes the target's version cannot hold (a
 // gather with batching dimensions before 1.1.0), an op or element type the target lacks, and
-// an op with no VHLO form (CHLO's ops, which StableHLO's own serializer refuses as well) are
-// UNIMPLEMENTED naming the op and the version needed. The sections come in the order MLIR
+// an op with no VHLO form (CHLO's ops, which StableHLO's own serializer refuses as well, but
+// for top_k and erf, written as XLA's @mhlo.topk and @mhlo.erf custom calls as JAX's
+// serializer keeps them) are UNIMPLEMENTED naming the op and the version needed. The sections come in the order MLIR
 // writes them (dialects, attribute/type offsets and data, IR, resources, strings, properties);
 // strings, attributes, types and properties are stored once each. Locations are all
 // UnknownLoc. Regions that use no value from outside are isolated (their own IR section and
