@@ -7,9 +7,10 @@
 // as that version's properties (every one of them, defaults spelled out, in the alphabetical
 // order MLIR writes them). An op whose attributes the target's version cannot hold (a
 // gather with batching dimensions before 1.1.0), an op or element type the target lacks, and
-// an op with no VHLO form (CHLO's ops, which StableHLO's own serializer refuses as well, but
-// for top_k and erf, written as XLA's @mhlo.topk and @mhlo.erf custom calls as JAX's
-// serializer keeps them) are UNIMPLEMENTED naming the op and the version needed. The sections come in the order MLIR
+// an op with no VHLO form are UNIMPLEMENTED naming the op and the version needed. CHLO's ops
+// have none: top_k and erf are written as XLA's @mhlo.topk and @mhlo.erf custom calls and the
+// inverse and hyperbolic trigonometric ones as StableHLO ops (chlo_expansions.hpp), as JAX's
+// serializer does; the others are refused. The sections come in the order MLIR
 // writes them (dialects, attribute/type offsets and data, IR, resources, strings, properties);
 // strings, attributes, types and properties are stored once each. Locations are all
 // UnknownLoc. Regions that use no value from outside are isolated (their own IR section and
@@ -33,6 +34,7 @@
 #include "pjrt_lite/ir/attributes.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 #include "pjrt_lite/ir/op.hpp"
+#include "pjrt_lite/stablehlo/detail/chlo_expansions.hpp"
 #include "pjrt_lite/stablehlo/detail/lapack_names.hpp"
 #include "pjrt_lite/stablehlo/detail/vhlo_ops.hpp"
 #include "pjrt_lite/stablehlo/detail/vhlo_reader.hpp"
@@ -91,7 +93,14 @@ class VhloWriter {
  public:
   explicit VhloWriter(VhloVersion target) : target_(target) {}
 
-  StatusOr<std::vector<std::uint8_t>> write(const Graph& g) {
+  StatusOr<std::vector<std::uint8_t>> write(const Graph& graph) {
+    // CHLO's ops with a StableHLO form are written as it (chlo_expansions.hpp).
+    std::optional<Graph> expanded;
+    if (needs_chlo_expansion(graph)) {
+      PJRT_LITE_ASSIGN_OR_RETURN(Graph e, expand_chlo(graph));
+      expanded = std::move(e);
+    }
+    const Graph& g = expanded ? *expanded : graph;
     // Dialect 0 is builtin (the module), 1 is VHLO, as MLIR numbers them by first use.
     string_index("builtin");
     string_index("vhlo");
@@ -997,7 +1006,11 @@ inline std::string portable_artifact_writer_markdown() {
          "- LAPACK calls are written as JAX writes jaxlib's custom calls (api_version 1, an empty\n"
          "  `backend_config`, the flags in `mhlo.backend_config`, column-major `index` layouts);\n"
          "- `chlo.top_k` and `chlo.erf` are written as XLA's custom calls `@mhlo.topk` and `@mhlo.erf`,\n"
-         "  as JAX's serializer writes them (and as the parser reads them);\n"
+         "  as JAX's serializer writes them (and as the parser reads them);\n"         "- `chlo.atan`, `asin`, `sinh`, `cosh`, `asinh`, `acosh` and `atanh` are written as StableHLO's\n"
+         "  element-wise ops (chlo_expansions.hpp: formulas that keep their accuracy near 0 and 1 and\n"
+         "  do not overflow before the function does; f16 and bf16 computed in f32), as JAX's\n"
+         "  serializer expands them; checked against the ops themselves on the CPU, on values across\n"
+         "  their domains and edges, within a few units in the last place of each type;\n"
          "- sections in MLIR's order, strings, attributes, types and properties stored once each,\n"
          "  locations unknown, no use-list orders; regions that use nothing from outside are isolated\n"
          "  (their own IR section), the branches of `case` and `if`, which use enclosing values, are not.\n"
@@ -1007,17 +1020,18 @@ inline std::string portable_artifact_writer_markdown() {
          "types before 1.7.0 and 1.8.0, a gather or scatter with batching dimensions before 1.1.0,\n"
          "several operands of `all_reduce`, `all_gather`, `all_to_all` before 1.5.0 and of\n"
          "`collective_broadcast` before 1.20.0, `send`/`recv` with source-target pairs before 1.12.0, a\n"
-         "promoted accumulator before 0.17.0); CHLO's other ops (`lgamma`, `digamma`, `erf_inv`, the\n"
-         "inverse and hyperbolic trigonometric functions, ...), which have no VHLO form (StableHLO's own\n"
-         "serializer refuses them; JAX expands them into StableHLO first); targets before\n"
+         "promoted accumulator before 0.17.0); CHLO's `lgamma`, `digamma`, `erf_inv`, `erfc`,\n"
+         "`bessel_i1e` and `next_after`, which have no VHLO form and are not expanded here yet (JAX\n"
+         "expands them into StableHLO ops before serializing); targets before\n"
          "0.15.0 (older bytecode formats) or after 1.20.0. The IR keeps neither `result_accuracy`\n"
          "requests nor function attributes, and holds quantized ops and composites in their expanded\n"
          "form, so those are written as the plain ops they became.\n"
          "\n"
          "Checked (tests/stablehlo_bytecode_test.cpp) by reading every artifact back with the reader,\n"
          "which was checked against StableHLO's own artifacts: every corpus program at 0.15.0 and\n"
-         "1.20.0 (all but those with CHLO ops other than `erf` and `top_k`, and `tan` at 0.15.0) and every function of StableHLO's\n"
-         "text twins at its twin's version give back the same graph; StableHLO's downgrade tests\n"
+         "1.20.0 (all but those with the CHLO ops above, and `tan` at 0.15.0) and every function of\n"
+         "StableHLO's text twins at its twin's version give back the same graph (CHLO's expanded ops\n"
+         "in their expanded form); StableHLO's downgrade tests\n"
          "(`vhlo_to_version_downgrade*.mlir`) are refused where StableHLO refuses them (but for the\n"
          "forms above) and otherwise use the op versions their checks name; a traced program with\n"
          "control flow, reductions and sub-byte and boolean constants runs the same from its artifact\n"
