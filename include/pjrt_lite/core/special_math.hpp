@@ -120,9 +120,12 @@ inline double digamma(double x) {
   if (x <= 0 && x == std::floor(x)) return std::numeric_limits<double>::quiet_NaN();
   double result = 0;
   if (x < 0) {
-    // Reflection: psi(x) = psi(1 - x) - pi / tan(pi x); tan has period 1, so reduce first.
+    // Reflection: psi(x) = psi(1 - x) - pi / tan(pi x); tan has period 1, so reduce first,
+    // and past 1/2 use tan(pi frac) = -tan(pi (1 - frac)): near 1, pi frac's rounding would be
+    // a large relative error in the tangent.
     const double frac = x - std::floor(x);
-    result = -std::numbers::pi / std::tan(std::numbers::pi * frac);
+    result = frac <= 0.5 ? -std::numbers::pi / std::tan(std::numbers::pi * frac)
+                         : std::numbers::pi / std::tan(std::numbers::pi * (1 - frac));
     x = 1 - x;
   }
   // Recurrence psi(x) = psi(x + 1) - 1/x up to where the asymptotic series converges to
@@ -146,7 +149,12 @@ inline double bessel_i1e(double x) {
   if (std::isnan(x) || x == 0) return x;
   const double a = std::fabs(x);
   double r;
-  if (a <= 500) {
+  if (a < 1e-4) {
+    // The series (a / 2)(1 + a^2 / 8 + a^4 / 192), exact to double below 1e-4, where the C++
+    // library's cyl_bessel_i loses digits (1e-13 relative at 1e-300).
+    const double a2 = a * a;
+    r = a / 2 * (1 + a2 / 8 * (1 + a2 / 24)) * std::exp(-a);
+  } else if (a <= 500) {
     r = std::cyl_bessel_i(1.0, a) * std::exp(-a);
   } else {
     // Hankel's expansion: I1(a) e^-a ~ (2 pi a)^-1/2 sum_k (-1)^k prod_j (4 - (2j-1)^2) / (k!

@@ -9,8 +9,8 @@
 // gather with batching dimensions before 1.1.0), an op or element type the target lacks, and
 // an op with no VHLO form are UNIMPLEMENTED naming the op and the version needed. CHLO's ops
 // have none: top_k and erf are written as XLA's @mhlo.topk and @mhlo.erf custom calls and the
-// inverse and hyperbolic trigonometric ones as StableHLO ops (chlo_expansions.hpp), as JAX's
-// serializer does; the others are refused. The sections come in the order MLIR
+// others, on real floating-point values, as StableHLO ops (chlo_expansions.hpp), as JAX's
+// serializer does; on complex values they are refused. The sections come in the order MLIR
 // writes them (dialects, attribute/type offsets and data, IR, resources, strings, properties);
 // strings, attributes, types and properties are stored once each. Locations are all
 // UnknownLoc. Regions that use no value from outside are isolated (their own IR section and
@@ -862,8 +862,9 @@ class VhloWriter {
   Status op(BcWriter& w, const Frame& f, const Node& n, std::uint64_t nested_start) {
     const Graph& g = *f.graph;
     if (is_chlo(n.op) && n.op != OpCode::kTopK && n.op != OpCode::kErf)
-      return unimplemented(str_cat("chlo.", op_name_of(n.op),
-                                   " has no VHLO form (StableHLO's serializer refuses CHLO too; JAX expands it first)"));
+      return unimplemented(str_cat("chlo.", op_name_of(n.op), " on ", dtype_name(g.shape(n.operands[0]).dtype()),
+                                   " values has no VHLO form (artifacts hold no CHLO, and its StableHLO form is "
+                                   "written for real floating-point values only)"));
     std::string name(op_name_of(n.op));
     // Before 0.17.0 a reducing op's results have its operands' element types: a body that
     // computes in a wider type (a promoted accumulator) came with 0.17.0.
@@ -1006,11 +1007,18 @@ inline std::string portable_artifact_writer_markdown() {
          "- LAPACK calls are written as JAX writes jaxlib's custom calls (api_version 1, an empty\n"
          "  `backend_config`, the flags in `mhlo.backend_config`, column-major `index` layouts);\n"
          "- `chlo.top_k` and `chlo.erf` are written as XLA's custom calls `@mhlo.topk` and `@mhlo.erf`,\n"
-         "  as JAX's serializer writes them (and as the parser reads them);\n"         "- `chlo.atan`, `asin`, `sinh`, `cosh`, `asinh`, `acosh` and `atanh` are written as StableHLO's\n"
-         "  element-wise ops (chlo_expansions.hpp: formulas that keep their accuracy near 0 and 1 and\n"
-         "  do not overflow before the function does; f16 and bf16 computed in f32), as JAX's\n"
-         "  serializer expands them; checked against the ops themselves on the CPU, on values across\n"
-         "  their domains and edges, within a few units in the last place of each type;\n"
+         "  as JAX's serializer writes them (and as the parser reads them);\n"
+         "- CHLO's other ops on real floating-point values (`atan`, `asin`, `sinh`, `cosh`, `asinh`,\n"
+         "  `acosh`, `atanh`, `erfc`, `erf_inv`, `lgamma`, `digamma`, `bessel_i1e`, `next_after`) are\n"
+         "  written as StableHLO's element-wise ops, as JAX's serializer expands them\n"
+         "  (chlo_expansions.hpp: formulas that keep their accuracy near 0, 1 and the poles and do not\n"
+         "  overflow before the function does; Chebyshev series fitted here for erfc's tail and\n"
+         "  bessel_i1e, Lanczos's sum for lgamma, Halley steps for erf_inv in f64, the bits for\n"
+         "  next_after; f16 and bf16 computed in f32, f32 in f32, where cosh, sinh and erf_inv are\n"
+         "  computed as XLA computes them); checked against the ops themselves on the CPU,\n"
+         "  on values across their domains and edges, within a few units in the last place of each\n"
+         "  type (absolutely near the zeros of lgamma and digamma; next_after bit for bit), and every\n"
+         "  corpus program with these ops passes its own checks (JAX's values) in expanded form;\n"
          "- sections in MLIR's order, strings, attributes, types and properties stored once each,\n"
          "  locations unknown, no use-list orders; regions that use nothing from outside are isolated\n"
          "  (their own IR section), the branches of `case` and `if`, which use enclosing values, are not.\n"
@@ -1020,16 +1028,15 @@ inline std::string portable_artifact_writer_markdown() {
          "types before 1.7.0 and 1.8.0, a gather or scatter with batching dimensions before 1.1.0,\n"
          "several operands of `all_reduce`, `all_gather`, `all_to_all` before 1.5.0 and of\n"
          "`collective_broadcast` before 1.20.0, `send`/`recv` with source-target pairs before 1.12.0, a\n"
-         "promoted accumulator before 0.17.0); CHLO's `lgamma`, `digamma`, `erf_inv`, `erfc`,\n"
-         "`bessel_i1e` and `next_after`, which have no VHLO form and are not expanded here yet (JAX\n"
-         "expands them into StableHLO ops before serializing); targets before\n"
+         "promoted accumulator before 0.17.0); CHLO's ops on complex values, which have no VHLO form\n"
+         "and no expansion here; targets before\n"
          "0.15.0 (older bytecode formats) or after 1.20.0. The IR keeps neither `result_accuracy`\n"
          "requests nor function attributes, and holds quantized ops and composites in their expanded\n"
          "form, so those are written as the plain ops they became.\n"
          "\n"
          "Checked (tests/stablehlo_bytecode_test.cpp) by reading every artifact back with the reader,\n"
          "which was checked against StableHLO's own artifacts: every corpus program at 0.15.0 and\n"
-         "1.20.0 (all but those with the CHLO ops above, and `tan` at 0.15.0) and every function of\n"
+         "1.20.0 (all but those with CHLO ops on complex values, and `tan` at 0.15.0) and every function of\n"
          "StableHLO's text twins at its twin's version give back the same graph (CHLO's expanded ops\n"
          "in their expanded form); StableHLO's downgrade tests\n"
          "(`vhlo_to_version_downgrade*.mlir`) are refused where StableHLO refuses them (but for the\n"
