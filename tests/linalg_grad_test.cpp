@@ -13,6 +13,7 @@
 #include <complex>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/frontend.hpp"
 #include "pjrt_lite/frontend/linalg.hpp"
+#include "pjrt_lite/stablehlo/parser.hpp"
 #include "sanitizers.hpp"
 #include "test_util.hpp"
 
@@ -366,8 +368,227 @@ TEST_CASE("linalg grad: bad operands are statuses and derivatives beyond the rul
   static_assert(la::kLinalgDerivativeOrders == 3);
   auto third = jit(client, [f2](const Tensor& x) { return grad(f2)(x); });
   CHECK(third(spd(general())).ok());
+  // Past them, the bare routine differentiates by the IR's rule for potrf.
   auto fourth = jit(client, [f3](const Tensor& x) { return grad(f3)(x); });
-  check_error(fourth(spd(general())).status(), StatusCode::kUnimplemented, "linalg");
+  CHECK(fourth(spd(general())).ok());
+}
+
+// ---- The routines themselves, as JAX's exports call them ----------------------------------
+
+/// A graph of f64 parameters `params` whose outputs are `body`'s (the float results of the
+/// routines it calls).
+template <class F>
+Graph routine_graph(const std::string& name, const std::vector<Shape>& params, F body) {
+  GraphBuilder b(name);
+  std::vector<Value> x;
+  for (const Shape& s : params) x.push_back(b.parameter(s));
+  return build_ok(b, body(b, x));
+}
+
+Value matmul(GraphBuilder& b, Value x, Value y, bool transpose_y = false) {
+  const std::int64_t r = b.shape(x)->rank();
+  DotDimensionNumbers dn;
+  for (std::int64_t d = 0; d < r - 2; ++d) {
+    dn.lhs_batching_dimensions.push_back(d);
+    dn.rhs_batching_dimensions.push_back(d);
+  }
+  dn.lhs_contracting_dimensions = {r - 1};
+  dn.rhs_contracting_dimensions = {transpose_y ? r - 1 : r - 2};
+  return b.dot_general(x, y, dn);
+}
+
+/// x + c I for x [..., n, n].
+Value shifted(GraphBuilder& b, Value x, double c) {
+  const Shape s = *b.shape(x);
+  const std::vector<std::int64_t> d(s.dims().begin(), s.dims().end());
+  const Value eq = b.compare(b.iota(Shape(DType::kS32, d), s.rank() - 2), b.iota(Shape(DType::kS32, d), s.rank() - 1),
+                             ComparisonDirection::kEq);
+  return b.add(x, b.select(eq, b.broadcast_in_dim(b.scalar(DType::kF64, c), d, {}),
+                           b.broadcast_in_dim(b.scalar(DType::kF64, 0), d, {})));
+}
+
+/// The strictly `upper` (or lower) triangle of x, zeros elsewhere.
+Value strict_triangle(GraphBuilder& b, Value x, bool upper) {
+  const Shape s = *b.shape(x);
+  const std::vector<std::int64_t> d(s.dims().begin(), s.dims().end());
+  const Value keep = b.compare(b.iota(Shape(DType::kS32, d), s.rank() - 1), b.iota(Shape(DType::kS32, d), s.rank() - 2),
+                               upper ? ComparisonDirection::kGt : ComparisonDirection::kLt);
+  return b.select(keep, x, b.broadcast_in_dim(b.scalar(DType::kF64, 0), d, {}));
+}
+
+/// The signs s [..., n] that make c^T v_j positive for the columns v_j of v [..., m, n], with
+/// c = (1, 2, ..., m): eigenvectors and singular vectors are unique up to sign, which LAPACK
+/// leaves to the algorithm (the interpreter's and the CPU's differ), so the graphs checked
+/// here give them these signs.
+Value column_signs(GraphBuilder& b, Value v) {
+  const Shape s = *b.shape(v);
+  const std::vector<std::int64_t> d(s.dims().begin(), s.dims().end());
+  const Value weights = b.add(b.convert(b.iota(Shape(DType::kS32, d), s.rank() - 2), kF64),
+                              b.broadcast_in_dim(b.scalar(kF64, 1), d, {}));
+  return b.sign(b.reduce(b.multiply(v, weights), b.scalar(kF64, 0), OpCode::kAdd, {s.rank() - 2}));
+}
+
+/// x [..., m, n] with column j (`columns`) or row j scaled by s[..., j].
+Value scaled(GraphBuilder& b, Value x, Value s, bool columns) {
+  const Shape xs = *b.shape(x);
+  const std::vector<std::int64_t> d(xs.dims().begin(), xs.dims().end());
+  std::vector<std::int64_t> map;
+  for (std::int64_t i = 0; i < xs.rank() - 2; ++i) map.push_back(i);
+  map.push_back(columns ? xs.rank() - 1 : xs.rank() - 2);
+  return b.multiply(x, b.broadcast_in_dim(s, d, map));
+}
+
+LinalgAttrs routine(LinalgRoutine r, std::int64_t mode = 'V', std::int64_t uplo = 'L') {
+  LinalgAttrs a;
+  a.routine = r;
+  a.mode = mode;
+  a.uplo = uplo;
+  return a;
+}
+
+TEST_CASE("linalg grad: the LAPACK routines of JAX's exports differentiate by JAX's rules (potrf, trsm, syevd, gesdd, gesvd, getrf)") {
+  // The routines as a parsed export holds them, with the triangle a routine does not read
+  // perturbed so that the rules must mirror the one it does (and potrf's untouched triangle
+  // passes its tangent through), batched and not; check_grads at orders 1 and 2 (1 for the
+  // many flag combinations of trsm).
+  std::mt19937_64 rng(2407);
+  const Shape m3(kF64, {3, 3}), batch(kF64, {2, 3, 3});
+  for (std::int64_t uplo : {'L', 'U'})
+    for (const Shape& s : {m3, batch}) {
+      CAPTURE(char(uplo));
+      CAPTURE(s);
+      // potrf of X X^T + 3 I, plus noise in the triangle it does not read.
+      check_grads(routine_graph("potrf", {s, s},
+                                [&](GraphBuilder& b, const std::vector<Value>& x) {
+                                  const Value a = b.add(shifted(b, matmul(b, x[0], x[0], true), 3.0),
+                                                        strict_triangle(b, x[1], uplo == 'L'));
+                                  return std::vector<Value>{b.linalg({a}, routine(LinalgRoutine::kPotrf, 'V', uplo))[0]};
+                                }),
+                  rng, -1, 1, kGradOrder);
+      // syevd of a symmetric matrix with noise in the triangle it does not read.
+      check_grads(routine_graph("syevd", {s, s},
+                                [&](GraphBuilder& b, const std::vector<Value>& x) {
+                                  const Value a = b.add(b.add(x[0], b.transpose(x[0], s.rank() == 2 ? std::vector<std::int64_t>{1, 0}
+                                                                                                    : std::vector<std::int64_t>{0, 2, 1})),
+                                                        strict_triangle(b, x[1], uplo == 'L'));
+                                  const std::vector<Value> r = b.linalg({a}, routine(LinalgRoutine::kSyevd, 'V', uplo));
+                                  return std::vector<Value>{scaled(b, r[0], column_signs(b, r[0]), true), r[1]};
+                                }),
+                  rng, -1, 1, kGradOrder);
+      // Eigenvalues only (mode 'N', whose first result is the input).
+      check_grads(routine_graph("syevd_values", {s},
+                                [&](GraphBuilder& b, const std::vector<Value>& x) {
+                                  const std::vector<Value> r = b.linalg({x[0]}, routine(LinalgRoutine::kSyevd, 'N', uplo));
+                                  return std::vector<Value>{r[0], r[1]};
+                                }),
+                  rng, -1, 1, kGradOrder);
+    }
+  // trsm: every side, triangle, transposition and diagonal, both operands.
+  for (std::int64_t side : {'L', 'R'})
+    for (std::int64_t uplo : {'L', 'U'})
+      for (std::int64_t trans : {'N', 'T'})
+        for (std::int64_t diag : {'N', 'U'}) {
+          CAPTURE(char(side));
+          CAPTURE(char(uplo));
+          CAPTURE(char(trans));
+          CAPTURE(char(diag));
+          LinalgAttrs a = routine(LinalgRoutine::kTrsm, 'V', uplo);
+          a.side = side;
+          a.trans = trans;
+          a.diag = diag;
+          const Shape bs(kF64, side == 'L' ? std::vector<std::int64_t>{3, 2} : std::vector<std::int64_t>{2, 3});
+          const bool second_order = side == 'L' && uplo == 'L' && trans == 'T' && diag == 'N';
+          check_grads(routine_graph("trsm", {m3, bs},
+                                    [&](GraphBuilder& b, const std::vector<Value>& x) {
+                                      return b.linalg({shifted(b, x[0], 3.0), x[1]}, a);
+                                    }),
+                      rng, -1, 1, second_order ? kGradOrder : 1);
+        }
+  // SVDs: reduced of square, tall, wide and batched matrices, full of a square one, values only.
+  const std::vector<std::pair<LinalgAttrs, Shape>> svds = {
+      {routine(LinalgRoutine::kGesdd, 'S'), m3},
+      {routine(LinalgRoutine::kGesdd, 'S'), Shape(kF64, {4, 3})},
+      {routine(LinalgRoutine::kGesvd, 'S'), Shape(kF64, {3, 4})},
+      {routine(LinalgRoutine::kGesdd, 'S'), batch},
+      {routine(LinalgRoutine::kGesvd, 'A'), m3},
+      {routine(LinalgRoutine::kGesdd, 'N'), Shape(kF64, {3, 4})},
+  };
+  for (const auto& svd : svds) {
+    const LinalgAttrs& a = svd.first;
+    const Shape& s = svd.second;
+    CAPTURE(char(a.mode));
+    CAPTURE(s);
+    check_grads(routine_graph("svd", {s},
+                              [&](GraphBuilder& b, const std::vector<Value>& x) {
+                                // Singular values near 3, 2 and 1: apart from each other and
+                                // from 0, where the rule's divisions are well conditioned.
+                                const Shape xs = *b.shape(x[0]);
+                                const std::vector<std::int64_t> d(xs.dims().begin(), xs.dims().end());
+                                const Value row = b.iota(Shape(kS32, d), xs.rank() - 2);
+                                const Value on_diagonal = b.compare(row, b.iota(Shape(kS32, d), xs.rank() - 1),
+                                                                    ComparisonDirection::kEq);
+                                const Value three_minus_row = b.subtract(b.broadcast_in_dim(b.scalar(kF64, 3), d, {}),
+                                                                         b.convert(row, kF64));
+                                const Value diagonal = b.select(on_diagonal, three_minus_row,
+                                                                b.broadcast_in_dim(b.scalar(kF64, 0), d, {}));
+                                const std::vector<Value> r = b.linalg({b.add(x[0], diagonal)}, a);
+                                if (a.mode == 'N') return std::vector<Value>{r[0], r[1]};
+                                const Value signs = column_signs(b, r[2]);
+                                return std::vector<Value>{r[0], r[1], scaled(b, r[2], signs, true), scaled(b, r[3], signs, false)};
+                              }),
+                rng, -0.3, 0.3, kGradOrder);
+  }
+  // getrf of square, batched, tall and wide matrices.
+  for (const Shape& s : {m3, batch, Shape(kF64, {4, 3}), Shape(kF64, {3, 4})}) {
+    CAPTURE(s);
+    check_grads(routine_graph("getrf", {s},
+                              [&](GraphBuilder& b, const std::vector<Value>& x) {
+                                return std::vector<Value>{b.linalg({x[0]}, routine(LinalgRoutine::kGetrf))[0]};
+                              }),
+                rng, -1, 1, kGradOrder);
+  }
+}
+
+TEST_CASE("linalg grad: a parsed JAX export with potrf differentiates, and routines without a rule are refused by name") {
+  std::mt19937_64 rng(2408);
+  // jnp.linalg.cholesky as JAX exports it for the CPU: the symmetrized input, potrf, the info
+  // check and the lower triangle.
+  const Graph cholesky = require_ok(parse_stablehlo(R"(
+func.func @main(%x: tensor<3x3xf64>) -> tensor<3x3xf64> {
+  %xt = stablehlo.transpose %x, dims = [1, 0] : (tensor<3x3xf64>) -> tensor<3x3xf64>
+  %g = stablehlo.dot_general %x, %xt, contracting_dims = [1] x [0] : (tensor<3x3xf64>, tensor<3x3xf64>) -> tensor<3x3xf64>
+  %i = stablehlo.iota dim = 0 : tensor<3x3xi32>
+  %j = stablehlo.iota dim = 1 : tensor<3x3xi32>
+  %eq = stablehlo.compare EQ, %i, %j : (tensor<3x3xi32>, tensor<3x3xi32>) -> tensor<3x3xi1>
+  %three = stablehlo.constant dense<3.0> : tensor<3x3xf64>
+  %zero = stablehlo.constant dense<0.0> : tensor<3x3xf64>
+  %d = stablehlo.select %eq, %three, %zero : tensor<3x3xi1>, tensor<3x3xf64>
+  %a = stablehlo.add %g, %d : tensor<3x3xf64>
+  %0:2 = stablehlo.custom_call @lapack_dpotrf_ffi(%a) {mhlo.backend_config = {uplo = 76 : ui8}, operand_layouts = [dense<[0, 1]> : tensor<2xindex>], result_layouts = [dense<[0, 1]> : tensor<2xindex>, dense<> : tensor<0xindex>]} : (tensor<3x3xf64>) -> (tensor<3x3xf64>, tensor<i32>)
+  %c0 = stablehlo.constant dense<0> : tensor<i32>
+  %ok = stablehlo.compare EQ, %0#1, %c0 : (tensor<i32>, tensor<i32>) -> tensor<i1>
+  %okb = stablehlo.broadcast_in_dim %ok, dims = [] : (tensor<i1>) -> tensor<3x3xi1>
+  %nan = stablehlo.constant dense<0x7FF8000000000000> : tensor<3x3xf64>
+  %l = stablehlo.select %okb, %0#0, %nan : tensor<3x3xi1>, tensor<3x3xf64>
+  %lower = stablehlo.compare GE, %i, %j : (tensor<3x3xi32>, tensor<3x3xi32>) -> tensor<3x3xi1>
+  %r = stablehlo.select %lower, %l, %zero : tensor<3x3xi1>, tensor<3x3xf64>
+  return %r : tensor<3x3xf64>
+}
+)"));
+  check_grads(cholesky, rng, -1, 1, kGradOrder);
+
+  auto refused = [](LinalgAttrs a, Shape s, const std::string& message) {
+    const Graph g = routine_graph("refused", {s}, [&](GraphBuilder& b, const std::vector<Value>& x) {
+      const std::vector<Value> r = b.linalg({x[0]}, a);
+      return std::vector<Value>{r[0]};
+    });
+    check_error(vjp_graph(g, {true}).status(), StatusCode::kUnimplemented, message);
+    check_error(jvp_graph(g, {true}).status(), StatusCode::kUnimplemented, message);
+  };
+  refused(routine(LinalgRoutine::kGeqrf), Shape(kF64, {3, 3}), "linalg geqrf has no derivative rule");
+  refused(routine(LinalgRoutine::kGees, 'V'), Shape(kF64, {3, 3}), "linalg gees has no derivative rule");
+  refused(routine(LinalgRoutine::kGesdd, 'A'), Shape(kF64, {4, 3}), "with full matrices (mode 'A') of a non-square");
+  refused(routine(LinalgRoutine::kPotrf), Shape(DType::kC128, {3, 3}), "linalg potrf of complex matrices");
 }
 
 }  // namespace linalg_grad_test

@@ -11,8 +11,10 @@
 // so reverse mode transposes them and the next order differentiates the rule, which calls
 // the factorization again. A custom_jvp traces its rule when it is called, so the rule calls
 // the factorization one level down: kLinalgDerivativeOrders levels carry a rule, the last
-// one is the bare routine, whose linalg op has no rule (a derivative of a higher order is
-// UNIMPLEMENTED naming linalg, never a wrong value). triangular_solve is the IR op, which has
+// one is the bare routine, whose linalg op differentiates by the IR's rules for the routines
+// (transforms/detail/linalg_rules.hpp: potrf, syevd, gesdd, getrf, the same rules); qr's
+// geqrf and orgqr have none, so qr's derivatives of a higher order are UNIMPLEMENTED naming
+// linalg geqrf, never a wrong value. triangular_solve is the IR op, which has
 // both rules in autodiff. solve, inv, det and slogdet are built on lu (row permutation and
 // two triangular solves, the product or log-sum of U's diagonal), as jnp.linalg computes
 // them, and differentiate through lu's rule.

@@ -14,7 +14,8 @@
 //
 // The tape and the transpose rules are in detail/linearizer.hpp and detail/transpose_rules.hpp;
 // the JVP rules of gather, scatter, the windowed ops and triangular_solve in
-// detail/jvp_rules.hpp; the other JVP rules below.
+// detail/jvp_rules.hpp; those of the LAPACK routines (linalg) in detail/linalg_rules.hpp; the
+// other JVP rules below.
 
 #include <algorithm>
 #include <cstdint>
@@ -35,6 +36,7 @@
 #include "pjrt_lite/transforms/detail/control_flow_rules.hpp"
 #include "pjrt_lite/transforms/detail/custom_rules.hpp"
 #include "pjrt_lite/transforms/detail/jvp_rules.hpp"
+#include "pjrt_lite/transforms/detail/linalg_rules.hpp"
 #include "pjrt_lite/transforms/detail/linearizer.hpp"
 #include "pjrt_lite/transforms/detail/special_functions.hpp"
 
@@ -65,6 +67,7 @@ class JvpRules {
     ty.assign(y.size(), kZero);
     PJRT_LITE_RETURN_IF_ERROR(b_.status());
     if (!any) return ok_status();
+    if (n.op == OpCode::kLinalg) return LinalgJvp(b_, l_).apply(n, p, t, y, ty);
     if (n.op == OpCode::kReduce) return reduce(n, p, t, y, ty);
     if (n.op == OpCode::kReduceWindow && p.size() == 6) {
       ty[2] = is_inexact(n.results[2].dtype()) ? chooser_jvp(l_, n, p, t) : kZero;

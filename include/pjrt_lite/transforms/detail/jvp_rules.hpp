@@ -285,6 +285,18 @@ inline Lin select_and_scatter_jvp(GraphBuilder& b, Linearizer& l, const Node& n,
   return out;
 }
 
+/// The dot_general of batched matrix products [..., m, k] x [..., k, n] of rank r.
+inline DotDimensionNumbers matmul_dimensions(std::int64_t r) {
+  DotDimensionNumbers dn;
+  for (std::int64_t d = 0; d < r - 2; ++d) {
+    dn.lhs_batching_dimensions.push_back(d);
+    dn.rhs_batching_dimensions.push_back(d);
+  }
+  dn.lhs_contracting_dimensions = {r - 1};
+  dn.rhs_contracting_dimensions = {r - 2};
+  return dn;
+}
+
 /// triangular_solve: x = op(a)^-1 b, so dx = op(a)^-1 (db - op(da) x) (left side) or
 /// (db - x op(da)) op(a)^-1, da restricted to the triangle the solve reads.
 inline Lin triangular_solve_jvp(GraphBuilder& b, Linearizer& l, const Node& n,
@@ -312,13 +324,7 @@ inline Lin triangular_solve_jvp(GraphBuilder& b, Linearizer& l, const Node& n,
     if (a.transpose_a == Transpose::kAdjoint && is_complex(as.dtype()))
       da = l.apply(OpCode::kComplex, {L::lin(l.apply(OpCode::kReal, {L::lin(da)})),
                                       L::lin(l.neg(l.apply(OpCode::kImag, {L::lin(da)})))});
-    DotDimensionNumbers dn;
-    for (std::int64_t d = 0; d < r - 2; ++d) {
-      dn.lhs_batching_dimensions.push_back(d);
-      dn.rhs_batching_dimensions.push_back(d);
-    }
-    dn.lhs_contracting_dimensions = {r - 1};
-    dn.rhs_contracting_dimensions = {r - 2};
+    const DotDimensionNumbers dn = matmul_dimensions(r);
     const Lin product = a.left_side
                             ? l.apply(OpCode::kDotGeneral, {L::lin(da), L::coef(x)}, dn)
                             : l.apply(OpCode::kDotGeneral, {L::coef(x), L::lin(da)}, dn);
