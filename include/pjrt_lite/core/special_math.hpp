@@ -120,12 +120,11 @@ inline double digamma(double x) {
   if (x <= 0 && x == std::floor(x)) return std::numeric_limits<double>::quiet_NaN();
   double result = 0;
   if (x < 0) {
-    // Reflection: psi(x) = psi(1 - x) - pi / tan(pi x); tan has period 1, so reduce first,
-    // and past 1/2 use tan(pi frac) = -tan(pi (1 - frac)): near 1, pi frac's rounding would be
-    // a large relative error in the tangent.
-    const double frac = x - std::floor(x);
-    result = frac <= 0.5 ? -std::numbers::pi / std::tan(std::numbers::pi * frac)
-                         : std::numbers::pi / std::tan(std::numbers::pi * (1 - frac));
+    // Reflection: psi(x) = psi(1 - x) - pi / tan(pi x). tan has period 1: reduce to x's
+    // distance r from the nearest integer, exact (x - floor(x) is rounded for x in (-1/2, 0),
+    // and pi frac near 1 would be a large relative error in the tangent).
+    const double r = x - std::nearbyint(x);
+    result = -std::numbers::pi / std::tan(std::numbers::pi * r);
     x = 1 - x;
   }
   // Recurrence psi(x) = psi(x + 1) - 1/x up to where the asymptotic series converges to

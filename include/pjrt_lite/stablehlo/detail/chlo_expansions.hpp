@@ -24,19 +24,21 @@
 //              and erf(x) would have lost the digits that decide x); f32: Giles's
 //              single-precision polynomials, as XLA computes it; +-inf at +-1, NaN past them
 //   lgamma   Lanczos's approximation (g = 7, 9 terms) from 1/2 on, the reflection
-//              log(pi / |sin(pi x)|) - lgamma(1 - x) below, -log|x| for |x| under 1e-17 (1e-8
-//              in f32), +inf at 0, the negative integers and +-inf
+//              log(pi / |sin(pi x)|) - lgamma(1 - x) below (sin from x's distance to the
+//              nearest integer), -log|x| for |x| under 1e-17 (1e-8 in f32), +inf at 0, the
+//              negative integers and +-inf
 //   digamma  psi(x) = psi(x + 10) - sum_k<10 1 / (x + k) below 10, then the asymptotic series
 //              log z - 1 / (2z) - sum B_2k / (2k z^2k) to B_14; the reflection
-//              psi(1 - x) - pi cot(pi x) below 0; NaN at 0 and the negative integers
-//   bessel_i1e  odd; |x| <= 8: |x| c(|x| / 4 - 1), past 8: d(16 / |x| - 1) / sqrt(|x|), with c
-//              and d Chebyshev series
+//              psi(1 - x) - pi cot(pi r) below 0, r = x - round(x) (exact); NaN at 0 and the
+//              negative integers
+//   bessel_i1e  odd; |x| <= 2: |x| c(|x| - 1); 2 < |x| <= 8: d((|x| - 5) / 3); past 8:
+//              e(16 / |x| - 1) / sqrt(|x|), with c, d and e Chebyshev series
 //   next_after  on the bits: one step of the integer image toward y (the smallest subnormal
 //              at zero), y where x == y, the NaN operand where there is one
 //
 // The Chebyshev coefficients below were fitted to the functions computed in 40-digit
-// arithmetic, at 120 Chebyshev nodes; the series stop where the rest is below 1e-18 (f64) or
-// 1e-9 (f32). f16 and bf16 compute in f32 and round once at the end; f32 computes in f32, as
+// arithmetic, at 120 Chebyshev nodes; the series stop where the rest is below about 1e-18
+// (f64) or 1e-9 (f32). f16 and bf16 compute in f32 and round once at the end; f32 computes in f32, as
 // an artifact's reader on a device without f64 would. Complex values are not expanded (the
 // writer refuses them, naming the op).
 
@@ -67,18 +69,26 @@ inline constexpr double kErfcTail[] = {
     2.8759707379218096e-14, 6.4783341761999211e-15, -8.9787438376881393e-16,
     -2.801718451542642e-16, 2.3108158647737948e-17, 1.2610281825007675e-17,
 };
-// kI1eSmall: 29 terms for f64, the first 18 for f32
-inline constexpr double kI1eSmall[] = {
-    1.2629359322181683e-1, -1.7641651835783406e-1, 1.026436586898471e-1,
-    -5.2945981208094991e-2, 2.4726449030626517e-2, -1.0564084894626198e-2,
-    4.1564229443128882e-3, -1.5135724506312531e-3, 5.1228595616857577e-4,
-    -1.6176081582589675e-4, 4.7815651075500542e-5, -1.3273163656039436e-5,
-    3.4702513081376785e-6, -8.5687202646954547e-7, 2.0032947535521353e-7,
-    -4.4450591287963281e-8, 9.3815373864957718e-9, -1.8872497517228293e-9,
-    3.625590281552117e-10, -6.6634897235020277e-11, 1.1736186298890902e-11,
-    -1.9839743977649437e-12, 3.2237933659455747e-13, -5.0421855047279117e-14,
-    7.6006842947354069e-15, -1.1055969477353863e-15, 1.5536319577362005e-16,
-    -2.1114212143581661e-17, 2.7779141127610464e-18,
+// kI1eNear: 18 terms for f64, the first 11 for f32
+inline constexpr double kI1eNear[] = {
+    2.5419728307660605e-1, -1.8614670648327066e-1, 4.7922338053106144e-2,
+    -9.7890762161414073e-3, 1.6662238479520602e-3, -2.4332400142500991e-4,
+    3.1112561153598405e-5, -3.537110387592967e-6, 3.6188997442071135e-7,
+    -3.3650067418390222e-8, 2.8669319308345318e-9, -2.253506636201581e-10,
+    1.6438659802941666e-11, -1.118540536749965e-12, 7.1309452993911514e-14,
+    -4.2761712147863665e-15, 2.4203988688957724e-16, -1.29715839818741e-17,
+};
+// kI1eMid: 25 terms for f64, the first 16 for f32
+inline constexpr double kI1eMid[] = {
+    1.6978541821375384e-1, -4.081701544471595e-2, 5.4715048223874629e-3,
+    -3.7199867430543945e-5, -4.3501169617069644e-4, 2.5109873849454697e-4,
+    -1.0387010560561069e-4, 3.633595171172561e-5, -1.1283779531380382e-5,
+    3.1771772627955248e-6, -8.2078798542040135e-7, 1.9608259818179286e-7,
+    -4.3574162839379962e-8, 9.0506229620202527e-9, -1.764216796822223e-9,
+    3.238856123342663e-10, -5.6178391818434264e-11, 9.2324940428371492e-12,
+    -1.4413186299625083e-12, 2.1424611174509566e-13, -3.038877038591557e-14,
+    4.1211712051403038e-15, -5.3533930261795938e-16, 6.6722585571811789e-17,
+    -7.9915889122213591e-18,
 };
 // kI1eLarge: 27 terms for f64, the first 7 for f32
 inline constexpr double kI1eLarge[] = {
@@ -296,18 +306,18 @@ class ChloExpander {
   Value lanczos(Value z) {
     Value sum = full(z, chlo_series::kLanczos[0]);
     for (int i = 1; i < 9; ++i) sum = b_.add(sum, b_.divide(full(z, chlo_series::kLanczos[i]), b_.add(z, full(z, i))));
-    const Value t = b_.add(z, full(z, 7.5));
+    // (z + 1/2) log t - t with t = z + 7.5, as (z + 1/2)(log t - 1) - 7: no overflow before
+    // lgamma's own.
     const Value log_t = b_.add(full(z, std::log(7.5)), b_.log_plus_one(b_.divide(z, full(z, 7.5))));
-    return b_.add(b_.add(full(z, 0.5 * std::log(2 * kPi)), b_.subtract(b_.multiply(b_.add(z, full(z, 0.5)), log_t), t)),
-                  b_.log(sum));
+    const Value main = b_.subtract(b_.multiply(b_.add(z, full(z, 0.5)), b_.subtract(log_t, full(z, 1))), full(z, 7));
+    return b_.add(b_.add(full(z, 0.5 * std::log(2 * kPi)), main), b_.log(sum));
   }
-  /// |sin(pi x)|, from x's distance to the nearest integer (exact), so that pi x's rounding
-  /// does not reach it near the integers.
-  Value abs_sin_pi(Value x) {
-    const Value frac = b_.subtract(x, b_.floor(x));
-    const Value s = b_.minimum(frac, b_.subtract(full(x, 1), frac));
-    return b_.sine(b_.multiply(full(x, kPi), s));
-  }
+  /// x's distance to the nearest integer, signed: exact, where x - floor(x) is rounded for x
+  /// in (-1/2, 0).
+  Value from_nearest_integer(Value x) { return b_.subtract(x, b_.round_nearest_even(x)); }
+  /// |sin(pi x)| from that distance, so that pi x's rounding does not reach it near the
+  /// integers.
+  Value abs_sin_pi(Value x) { return b_.sine(b_.multiply(full(x, kPi), b_.abs(from_nearest_integer(x)))); }
   Value lgamma(Value x) {
     const Value finite = b_.is_finite(x);
     const Value xf = keep_or(finite, x, 1);
@@ -318,8 +328,11 @@ class ChloExpander {
     const Value ax = b_.abs(x);
     const Value tiny = lt(ax, is_f64(x) ? 1e-17 : 1e-8);
     const Value r = b_.select(tiny, b_.negate(b_.log(ax)), b_.select(reflect, reflected, lg));
-    // +-inf give +inf; NaN stays NaN (is_finite is false for it too).
-    return b_.select(cmp(ax, INFINITY, ComparisonDirection::kEq), full(x, INFINITY), b_.select(finite, r, x));
+    // +inf at the poles (0 and the negative integers, where the reflection would be inf - inf
+    // for huge ones) and at +-inf; NaN stays NaN (is_finite is false for it too).
+    const Value pole = b_.and_(cmp(xf, 0, ComparisonDirection::kLe), b_.compare(xf, b_.floor(xf), ComparisonDirection::kEq));
+    return b_.select(b_.or_(pole, cmp(ax, INFINITY, ComparisonDirection::kEq)), full(x, INFINITY),
+                     b_.select(finite, r, x));
   }
   Value digamma(Value x) {
     const Value finite = b_.is_finite(x);
@@ -327,12 +340,9 @@ class ChloExpander {
     const Value fl = b_.floor(xf);
     const Value pole = b_.and_(cmp(xf, 0, ComparisonDirection::kLe), b_.compare(xf, fl, ComparisonDirection::kEq));
     const Value reflect = lt(xf, 0);
-    // -pi cot(pi x), with cot(pi x) = -cot(pi (1 - frac)) past frac = 1/2.
-    const Value frac = keep_or(b_.and_(reflect, b_.not_(pole)), b_.subtract(xf, fl), 0.25);
-    const Value upper = cmp(frac, 0.5, ComparisonDirection::kGt);
-    const Value s = b_.multiply(full(x, kPi), b_.select(upper, b_.subtract(full(x, 1), frac), frac));
-    const Value cot = b_.divide(b_.cosine(s), b_.sine(s));
-    const Value mirror = b_.multiply(full(x, kPi), b_.select(upper, cot, b_.negate(cot)));
+    // -pi cot(pi x) = -pi cot(pi r), r x's signed distance to the nearest integer (exact).
+    const Value s = b_.multiply(full(x, kPi), keep_or(b_.and_(reflect, b_.not_(pole)), from_nearest_integer(xf), 0.25));
+    const Value mirror = b_.negate(b_.multiply(full(x, kPi), b_.divide(b_.cosine(s), b_.sine(s))));
     const Value y = keep_or(b_.not_(pole), b_.select(reflect, b_.subtract(full(x, 1), xf), xf), 1);
     const Value shift = lt(y, 10);
     Value sum = full(x, 0);
@@ -352,18 +362,22 @@ class ChloExpander {
   }
   Value bessel_i1e(Value x) {
     const Value a = b_.abs(x);
-    const Value small = cmp(a, 8, ComparisonDirection::kLe);
-    const Value as = keep_or(small, a, 1);
+    // Three series, each well conditioned on its part: i1e(a) / a on [0, 2], i1e(a) on
+    // [2, 8], sqrt(a) i1e(a) in 16 / a past 8.
+    const Value near = cmp(a, 2, ComparisonDirection::kLe), mid = cmp(a, 8, ComparisonDirection::kLe);
+    const Value an = keep_or(near, a, 1);
     const Value inner = b_.multiply(
-        as, chebyshev(chlo_series::kI1eSmall, terms(x, chlo_series::kI1eSmall, 18),
-                      b_.subtract(b_.multiply(as, full(x, 0.25)), full(x, 1))));
-    const Value al = b_.select(small, full(x, 16), a);  // NaN and inf stay here
+        an, chebyshev(chlo_series::kI1eNear, terms(x, chlo_series::kI1eNear, 11), b_.subtract(an, full(x, 1))));
+    const Value am = keep_or(b_.and_(mid, b_.not_(near)), a, 5);
+    const Value middle = chebyshev(chlo_series::kI1eMid, terms(x, chlo_series::kI1eMid, 16),
+                                   b_.divide(b_.subtract(am, full(x, 5)), full(x, 3)));
+    const Value al = b_.select(mid, full(x, 16), a);  // NaN and inf stay here
     const Value outer = b_.divide(
         chebyshev(chlo_series::kI1eLarge, terms(x, chlo_series::kI1eLarge, 7),
                   b_.subtract(b_.divide(full(x, 16), al), full(x, 1))),
         b_.sqrt(al));
     // The sign by multiplication: the magnitude is >= 0, and 0 keeps x's signed zero.
-    return b_.multiply(b_.sign(x), b_.select(small, inner, outer));
+    return b_.multiply(b_.sign(x), b_.select(near, inner, b_.select(mid, middle, outer)));
   }
   Value next_after(Value x, Value y) {
     const Shape s = b_.shape(x).value_or(Shape());
