@@ -25,10 +25,11 @@
 // ((x + x^T) / 2, as jnp.linalg does); qr and svd are the reduced ones; qr needs m >= n (JAX
 // has no qr rule for m < n). A failed factorization (cholesky of a matrix that is not
 // positive definite, an svd or eigh that does not converge) gives NaNs, as JAX's do.
-// Non-differentiable points behave as JAX's rules do: eigh's derivative divides by the
-// differences of eigenvalues (inf/NaN where two are equal), svd's masks equal singular values
-// (the rule's F and 1/s are 0 there, so the result is finite but not a derivative), lu, solve,
-// inv, det and slogdet of a singular matrix divide by a zero pivot.
+// Non-differentiable points: eigh's derivative divides by the differences of eigenvalues
+// (inf/NaN where two are equal, as JAX's), svd's masks equal singular values (the rule's F and
+// 1/s are 0 there, so the result is finite but not a derivative; JAX's current rule masks only
+// F's diagonal and gives inf/NaN there), lu, solve, inv, det and slogdet of a singular matrix
+// divide by a zero pivot (as JAX's).
 
 #include <cstdint>
 #include <limits>
