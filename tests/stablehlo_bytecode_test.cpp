@@ -876,7 +876,6 @@ TEST_CASE("portable artifacts written here: CHLO's unary ops are written as Stab
       {"bessel_i1e", {0.0, -0.0, 1e-300, 1e-30, -1e-8, 0.1, 0.5, 1, -1, 1.99, 2, 2.01, 5, 7.7, 7.99, 8, -8, 8.01, 9,
                       10, 20, 50, 100, 499, 501, 1e4, -1e10, 1e300, INFINITY, -INFINITY, NAN}},
   };
-  std::int64_t compared = 0, expected_count = 0;
   for (const Case& c : cases) {
     const auto n = static_cast<std::int64_t>(c.xs.size());
     Literal x64(Shape(DType::kF64, {n}));
@@ -889,6 +888,8 @@ TEST_CASE("portable artifacts written here: CHLO's unary ops are written as Stab
       const DType dt = w.chlo.shape(w.chlo.parameters()[0]).dtype();
       const Literal x = require_ok(x64.convert(dt));
       const Literal expected = run_in_f64(w.chlo, {x}), got = run_in_f64(w.written, {x});
+      const Literal args = require_ok(x.convert(DType::kF64));
+      REQUIRE(got.shape() == expected.shape());
       const double tol = dt == DType::kF64 ? 1e-14 : dt == DType::kF32 ? 3e-6 : dt == DType::kF16 ? 2e-3 : 1.6e-2;
       const double floor = c.absolute_near_zero ? 1.0
                            : dt == DType::kF64  ? std::numeric_limits<double>::min()
@@ -898,7 +899,7 @@ TEST_CASE("portable artifacts written here: CHLO's unary ops are written as Stab
       for (std::int64_t i = 0; i < n; ++i) {
         const double e = expected.data<double>()[static_cast<std::size_t>(i)];
         const double v = got.data<double>()[static_cast<std::size_t>(i)];
-        const double arg = require_ok(x.convert(DType::kF64)).data<double>()[static_cast<std::size_t>(i)];
+        const double arg = args.data<double>()[static_cast<std::size_t>(i)];
         CAPTURE(arg);
         if (std::isnan(e)) {
           CHECK(std::isnan(v));
@@ -908,13 +909,9 @@ TEST_CASE("portable artifacts written here: CHLO's unary ops are written as Stab
         } else {
           CHECK(std::abs(v - e) <= tol * std::max(std::abs(e), floor));
         }
-        ++compared;
       }
-      expected_count += n;
     }
   }
-  CHECK(compared == expected_count);
-  CHECK(compared > 12 * 4 * 25);
 }
 
 TEST_CASE("portable artifacts written here: CHLO's next_after is written as integer steps on the bits, exact") {

@@ -100,10 +100,10 @@ inline constexpr std::string_view kPortableArtifactNewestTarget = "1.20.0";
 /// StableHLO `target` and every later version read (and parse_portable_artifact does). Each op
 /// is the newest VHLO version of it that `target` has. UNIMPLEMENTED names what `target`
 /// cannot hold (an op, an element type or an attribute it does not have yet, such as a gather
-/// with batching dimensions before 1.1.0) and the CHLO ops written neither as XLA's custom
-/// calls (top_k, erf) nor as StableHLO ops (atan, asin, sinh, cosh, asinh, acosh, atanh), as
-/// JAX's serializer writes those: lgamma, digamma, erf_inv, erfc, bessel_i1e, next_after;
-/// INVALID_ARGUMENT for a target that is not a version. Thread-safe.
+/// with batching dimensions before 1.1.0) and CHLO's ops on complex values; CHLO's top_k and
+/// erf are written as XLA's custom calls and its other ops on real values as StableHLO ops,
+/// as JAX's serializer writes them (detail/chlo_expansions.hpp). INVALID_ARGUMENT for a target
+/// that is not a version. Thread-safe.
 inline StatusOr<std::vector<std::byte>> serialize_portable_artifact(
     const Graph& graph, std::string_view target = kPortableArtifactNewestTarget) {
   PJRT_LITE_ASSIGN_OR_RETURN(detail::VhloVersion v, detail::parse_vhlo_version(target));

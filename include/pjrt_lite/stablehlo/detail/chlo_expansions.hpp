@@ -222,7 +222,6 @@ class ChloExpander {
     return b_.select(cmp(x, 1, ComparisonDirection::kLt), full(x, std::numeric_limits<double>::quiet_NaN()), r);
   }
 
-
   bool is_f64(Value x) { return b_.shape(x).value_or(Shape()).dtype() == DType::kF64; }
   Value lt(Value x, double v) { return cmp(x, v, ComparisonDirection::kLt); }
   /// x where `keep`, else the constant v: a branch of a select evaluated only inside its
