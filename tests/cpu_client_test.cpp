@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "pjrt_lite/backends/cpu/detail/kernels.hpp"
 #include "pjrt_lite/backends/cpu/detail/parallel.hpp"
 #include "pjrt_lite/cpu.hpp"
 #include "pjrt_lite/ir/builder.hpp"
@@ -734,6 +735,88 @@ TEST_CASE("cpu client: a parallel loop whose helper is held up makes the next lo
   auto count = [&](std::int64_t, std::int64_t, int worker) { off_caller += worker != 0; };
   cpu::detail::parallel_for(&pool, 2, 64, 1, count);
   CHECK(off_caller.load() == 0);
+}
+
+namespace {
+
+/// A RunContext whose "parallel" runs the loop in two halves on the caller, after
+/// `split_delay_us`, and reports that it split: a stand-in for a pool, so that the test decides which
+/// way is faster.
+struct FakeSplit {
+  static inline std::int64_t split_delay_us = 0;
+  static bool parallel(void*, int, std::int64_t n, std::int64_t, cpu::detail::RangeFn fn) {
+    std::this_thread::sleep_for(std::chrono::microseconds(split_delay_us));
+    fn(0, n / 2, 0);
+    fn(n / 2, n, 1);
+    return true;
+  }
+  static cpu::detail::RunContext context(int workers) {
+    return {nullptr, nullptr, nullptr, workers, &parallel, nullptr, nullptr, nullptr};
+  }
+};
+
+}  // namespace
+
+TEST_CASE("cpu client: a kernel's loop runs split or on the caller, whichever its own runs found faster") {
+  using cpu::detail::SplitLearner;
+  constexpr std::int64_t kN = 1000;
+  std::int64_t alone_delay_us = 0;
+  int split_runs = 0, alone_runs = 0;
+  // The loop sleeps when it runs whole on the caller; the fake pool sleeps before it splits.
+  auto loop = [&](std::int64_t begin, std::int64_t end, int) {
+    if (begin == 0 && end == kN) {
+      ++alone_runs;
+      std::this_thread::sleep_for(std::chrono::microseconds(alone_delay_us));
+    } else if (begin == 0) {
+      ++split_runs;
+    }
+  };
+  const auto ctx = FakeSplit::context(2);
+  const auto runs = [&](const SplitLearner& learner, int times) {
+    split_runs = alone_runs = 0;
+    for (int i = 0; i < times; ++i) learner.run(ctx, kN, 10, loop);
+  };
+
+  SUBCASE("splitting is slower: the caller runs the loop, trying a split now and then") {
+    FakeSplit::split_delay_us = 5000;
+    alone_delay_us = 0;
+    SplitLearner learner;
+    runs(learner, 2 * SplitLearner::kWarmup);  // the warm-up tries each way in turn
+    CHECK(split_runs == SplitLearner::kWarmup);
+    CHECK(alone_runs == SplitLearner::kWarmup);
+    CHECK(learner.average_ns(true) > learner.average_ns(false));
+    runs(learner, 2 * SplitLearner::kExploreEvery);
+    CHECK(split_runs == 2);
+    CHECK(alone_runs == 2 * SplitLearner::kExploreEvery - 2);
+  }
+  SUBCASE("splitting is faster: the loop splits, trying the caller alone now and then") {
+    FakeSplit::split_delay_us = 0;
+    alone_delay_us = 5000;
+    SplitLearner learner;
+    runs(learner, 2 * SplitLearner::kWarmup + 2 * SplitLearner::kExploreEvery);
+    CHECK(alone_runs == SplitLearner::kWarmup + 2);
+    CHECK(split_runs == SplitLearner::kWarmup + 2 * SplitLearner::kExploreEvery - 2);
+  }
+  SUBCASE("a change of speed shows within a few explorations") {
+    FakeSplit::split_delay_us = 0;
+    alone_delay_us = 5000;
+    SplitLearner learner;
+    runs(learner, 2 * SplitLearner::kWarmup);
+    FakeSplit::split_delay_us = 10'000;  // the machine got busy: splitting now costs more
+    runs(learner, 4 * SplitLearner::kExploreEvery);
+    // Three slow splits move the split average past the caller's 5 ms; from then on the
+    // caller runs the loop but for the explorations.
+    CHECK(alone_runs > 3 * SplitLearner::kExploreEvery);
+  }
+  SUBCASE("one worker, or a loop of one block, never times or splits") {
+    FakeSplit::split_delay_us = 0;
+    SplitLearner learner;
+    split_runs = alone_runs = 0;
+    learner.run(FakeSplit::context(1), kN, 10, loop);
+    learner.run(ctx, kN, kN, loop);
+    CHECK(alone_runs == 2);
+    CHECK(learner.runs(false) + learner.runs(true) == 0);
+  }
 }
 
 }  // namespace cpu_client_test

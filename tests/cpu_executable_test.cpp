@@ -1549,6 +1549,46 @@ TEST_CASE("cpu fusion: softmax and layer norm over rows run as one row kernel an
   }
 }
 
+TEST_CASE("cpu fusion: broadcast scalars and vectors read in place give the reference's bits") {
+  // An add, subtract, multiply or divide whose other operand is a broadcast scalar reads the
+  // scalar itself; a vector broadcast along the last dimension is read in place wherever a
+  // tile lies inside one period of it and copied where a tile wraps around; a per-row value
+  // in a row kernel is one scalar per row. Each op rounds once, as on the reference: the
+  // same bytes.
+  for (DType t : {DType::kF32, DType::kF64}) {
+    CAPTURE(dtype_name(t));
+    {
+      const std::vector<std::int64_t> dims = {40, 300};  // tiles of 256 cross rows of 300
+      GraphBuilder b("splats");
+      Value x = b.parameter(Shape(t, dims));
+      Value s = b.parameter(Shape(t, {}));
+      Value v = b.parameter(Shape(t, {300}));
+      Value bs = b.broadcast_in_dim(s, dims, {});
+      Value bc = b.broadcast_in_dim(b.constant(scalar_literal(t, 0.375)), dims, {});
+      Value bv = b.broadcast_in_dim(v, dims, {1});
+      const Graph g = build_ok(b, {b.add(x, bs), b.subtract(bs, x), b.multiply(x, bc), b.divide(bs, x),
+                                   b.divide(x, bs), b.add(b.multiply(x, bs), bv), b.add(bs, bs),
+                                   b.subtract(b.multiply(bv, bs), x)});
+      check_with_reference(g, {pattern_literal(Shape(t, dims), 5), scalar_literal(t, -1.75),
+                               pattern_literal(Shape(t, {300}), 6)}, 0);
+    }
+    // Rows longer than a row kernel's tile (1024): the row's scale is read in place in both
+    // tiles; the row's maximum is one scalar per row.
+    for (std::int64_t cols : {std::int64_t{2000}, std::int64_t{203}}) {
+      CAPTURE(cols);
+      const std::vector<std::int64_t> dims = {9, cols};
+      GraphBuilder b("rows");
+      Value x = b.parameter(Shape(t, dims));
+      Value gamma = b.parameter(Shape(t, {cols}));
+      Value low = b.constant(scalar_literal(t, -std::numeric_limits<double>::infinity()));
+      Value m = b.broadcast_in_dim(b.reduce(x, low, OpCode::kMaximum, {1}), dims, {0});
+      const Graph g = build_ok(b, {b.multiply(b.subtract(x, m), b.broadcast_in_dim(gamma, dims, {1}))});
+      check_with_reference(g, {pattern_literal(Shape(t, dims), 7), pattern_literal(Shape(t, {cols}), 8)}, 0);
+      CHECK(contains(listing(g), "row fusion"));
+    }
+  }
+}
+
 TEST_CASE("cpu fusion: integer reductions fused with producers and consumers equal the reference") {
   // Integer sums, products, maxima and minima are exact in any order (sums wrap).
   for (DType t : {DType::kS32, DType::kU8, DType::kS64}) {

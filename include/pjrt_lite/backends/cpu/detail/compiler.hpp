@@ -615,7 +615,7 @@ class Compiler {
     k->dst_bytes = bytes;
     k->element_size = 1;
     StridedCopy copy{{bytes}, {1}, {1}, 1};
-    k->pieces.push_back({src, 0, 0, copy});
+    k->pieces.push_back({src, 0, 0, copy, {}});
     k->bytes_accessed = 2 * bytes;
     k->text = std::move(text);
     add_kernel(std::move(k), {src}, {dst});
@@ -904,7 +904,7 @@ class Compiler {
     };
     auto piece = [&](std::int32_t src, std::int64_t src_offset, std::int64_t dst_offset, std::vector<std::int64_t> dims,
                      std::vector<std::int64_t> dst_strides, std::vector<std::int64_t> src_strides) {
-      return MoveKernel::Piece{src, src_offset, dst_offset, StridedCopy{std::move(dims), std::move(dst_strides), std::move(src_strides), esize}};
+      return MoveKernel::Piece{src, src_offset, dst_offset, StridedCopy{std::move(dims), std::move(dst_strides), std::move(src_strides), esize}, {}};
     };
     const std::vector<std::int64_t> dense = dense_byte_strides(out_dims, esize);
 

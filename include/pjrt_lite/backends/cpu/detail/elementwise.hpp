@@ -744,6 +744,60 @@ inline TileFn find_negated_exp_kernel(DType t) {
   return nullptr;
 }
 
+namespace ew {
+
+/// x op s (kScalarRight) or s op x (kScalarLeft) for a tile x and the one value s at in[1]
+/// (or in[0]): an op whose other operand is a broadcast scalar, without filling a tile with it.
+enum class ScalarSide : std::uint8_t { kScalarLeft, kScalarRight };
+
+template <class T, OpCode kOp, ScalarSide kSide>
+void scalar_operand_tile(const TileArgs& a) {
+  constexpr int kTile = kSide == ScalarSide::kScalarLeft ? 1 : 0;
+  const auto x = ConstArrayMap<T>(static_cast<const T*>(a.in[kTile]), a.n);
+  const T s = *static_cast<const T*>(a.in[1 - kTile]);
+  auto out = ArrayMap<T>(static_cast<T*>(a.out), a.n);
+  if constexpr (kSide == ScalarSide::kScalarLeft) {
+    if constexpr (kOp == OpCode::kAdd) out = s + x;
+    else if constexpr (kOp == OpCode::kMultiply) out = s * x;
+    else if constexpr (kOp == OpCode::kSubtract) out = s - x;
+    else out = s / x;
+  } else {
+    if constexpr (kOp == OpCode::kAdd) out = x + s;
+    else if constexpr (kOp == OpCode::kMultiply) out = x * s;
+    else if constexpr (kOp == OpCode::kSubtract) out = x - s;
+    else out = x / s;
+  }
+}
+
+}  // namespace ew
+
+/// The kernel of add, subtract, multiply or divide on f32/f64 whose operand `side` is one
+/// scalar, or null for other ops and types. It computes what the tile kernel computes on a
+/// tile filled with the scalar, each element rounded once.
+inline TileFn find_scalar_operand_kernel(OpCode op, DType t, ew::ScalarSide side) {
+  auto pick = [&]<class T>(std::type_identity<T>) -> TileFn {
+    using enum ew::ScalarSide;
+    const bool left = side == kScalarLeft;
+    switch (op) {
+      case OpCode::kAdd:
+        return left ? &ew::scalar_operand_tile<T, OpCode::kAdd, kScalarLeft> : &ew::scalar_operand_tile<T, OpCode::kAdd, kScalarRight>;
+      case OpCode::kSubtract:
+        return left ? &ew::scalar_operand_tile<T, OpCode::kSubtract, kScalarLeft>
+                    : &ew::scalar_operand_tile<T, OpCode::kSubtract, kScalarRight>;
+      case OpCode::kMultiply:
+        return left ? &ew::scalar_operand_tile<T, OpCode::kMultiply, kScalarLeft>
+                    : &ew::scalar_operand_tile<T, OpCode::kMultiply, kScalarRight>;
+      case OpCode::kDivide:
+        return left ? &ew::scalar_operand_tile<T, OpCode::kDivide, kScalarLeft>
+                    : &ew::scalar_operand_tile<T, OpCode::kDivide, kScalarRight>;
+      default: return nullptr;
+    }
+  };
+  if (t == DType::kF32) return pick(std::type_identity<float>{});
+  if (t == DType::kF64) return pick(std::type_identity<double>{});
+  return nullptr;
+}
+
 /// True for the element types that compute through f32 (each op widened, then rounded back).
 constexpr bool computes_in_f32(DType t) { return t == DType::kF16 || t == DType::kBF16; }
 

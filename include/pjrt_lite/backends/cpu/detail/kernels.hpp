@@ -6,6 +6,8 @@
 // running a kernel allocates nothing.
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -35,7 +37,7 @@ struct RunContext {
   std::byte* scratch;       // kernel scratch, 64-byte aligned, Kernel::scratch_bytes long
   void* executor;           // the client's executor, for parallel()
   int max_workers;
-  void (*parallel_fn)(void* executor, int max_workers, std::int64_t n, std::int64_t grain, RangeFn fn);
+  bool (*parallel_fn)(void* executor, int max_workers, std::int64_t n, std::int64_t grain, RangeFn fn);
   /// The participant this execution runs for, in an executable of several (replicas x
   /// partitions); null for one that runs alone.
   CollectiveContext* collectives;
@@ -46,9 +48,78 @@ struct RunContext {
   Status* status;
 
   /// Runs fn over [0, n) in chunks of at least `grain`, on up to max_workers threads.
-  void parallel(std::int64_t n, std::int64_t grain, RangeFn fn) const {
-    parallel_fn(executor, max_workers, n, grain, fn);
+  /// Returns whether other threads were asked to help.
+  bool parallel(std::int64_t n, std::int64_t grain, RangeFn fn) const {
+    return parallel_fn(executor, max_workers, n, grain, fn);
   }
+};
+
+/// Whether one kernel's loop is faster split across the workers or run on the caller alone,
+/// learned from the kernel's own runs. Handing blocks to workers pays for itself only when the
+/// loop is long enough and compute-bound enough on this machine: a memory-bound multiply of
+/// 64K-256K floats ran slower on two threads of a 2-CPU VM than on one (the two halves stream
+/// from the same memory, and a worker's wake-up and the caller's wait cost microseconds),
+/// while a row sum of the same size ran 1.3x faster. No fixed threshold fits every loop,
+/// machine and load, so each kernel times both ways: its first runs alternate, and then it
+/// runs the faster way, trying the other every kExploreEvery runs so that it follows a change
+/// of load (a busy machine, other executions sharing the pool). The result never depends on
+/// the choice (kernels split in blocks whose arithmetic does not depend on the split).
+/// Concurrent runs update the averages with relaxed atomics: a lost update only blurs them.
+class SplitLearner {
+ public:
+  /// Runs of each way before the averages decide.
+  static constexpr std::uint32_t kWarmup = 4;
+  /// Once decided, one run in this many goes the other way.
+  static constexpr std::uint32_t kExploreEvery = 32;
+
+  SplitLearner() = default;
+  // A copied kernel learns afresh.
+  SplitLearner(const SplitLearner& /*other*/) {}
+  SplitLearner& operator=(const SplitLearner& /*other*/) { return *this; }
+
+  /// Runs fn over [0, n) on the caller, or split in chunks of at least `grain` across the
+  /// workers, whichever this kernel has found faster.
+  void run(const RunContext& ctx, std::int64_t n, std::int64_t grain, RangeFn fn) const {
+    if (ctx.max_workers <= 1 || ctx.parallel_fn == nullptr || (n + grain - 1) / std::max<std::int64_t>(grain, 1) <= 1) {
+      fn(0, n, 0);
+      return;
+    }
+    const bool split = choose();
+    const auto start = std::chrono::steady_clock::now();
+    const bool helped = split ? ctx.parallel(n, grain, fn) : (fn(0, n, 0), false);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start);
+    // A split that the pool's governor turned down ran alone: it counts as such.
+    record(helped, ns.count());
+  }
+
+  /// The averages (nanoseconds per run, 0 before the first run) of the runs on the caller
+  /// alone and of the split runs; for tests and the listing.
+  [[nodiscard]] std::int64_t average_ns(bool split) const { return average_[split].load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint32_t runs(bool split) const { return count_[split].load(std::memory_order_relaxed); }
+
+ private:
+  [[nodiscard]] bool choose() const {
+    const std::uint32_t alone = count_[0].load(std::memory_order_relaxed);
+    const std::uint32_t split = count_[1].load(std::memory_order_relaxed);
+    if (alone < kWarmup || split < kWarmup) return split <= alone;
+    const bool faster = average_[1].load(std::memory_order_relaxed) < average_[0].load(std::memory_order_relaxed);
+    const std::uint32_t turn = turn_.fetch_add(1, std::memory_order_relaxed);
+    return turn % kExploreEvery == kExploreEvery - 1 ? !faster : faster;
+  }
+
+  void record(bool split, std::int64_t ns) const {
+    const std::uint32_t seen = count_[split].fetch_add(1, std::memory_order_relaxed);
+    const std::int64_t old = average_[split].load(std::memory_order_relaxed);
+    // The warm-up keeps the fastest of its runs (the first runs page in the buffers and wake
+    // the workers); then each run moves the average a quarter of the way, so a few runs
+    // outweigh an outlier (a preemption) and a lasting change shows within a few explorations.
+    const std::int64_t next = seen == 0 ? ns : seen < kWarmup ? std::min(old, ns) : old + (ns - old) / 4;
+    average_[split].store(next, std::memory_order_relaxed);
+  }
+
+  mutable std::atomic<std::int64_t> average_[2]{};
+  mutable std::atomic<std::uint32_t> count_[2]{};
+  mutable std::atomic<std::uint32_t> turn_{0};
 };
 
 /// One step of a compiled program.
@@ -84,6 +155,7 @@ class FusedKernel final : public Kernel {
   std::vector<std::int32_t> externals;  // the slot of each external register address
   std::int64_t n = 0;
   int workers = 1;
+  SplitLearner split;
 
   [[nodiscard]] const FusedKernel* as_fused() const override { return this; }
 
@@ -99,7 +171,7 @@ class FusedKernel final : public Kernel {
     auto tiles = [&](std::int64_t t0, std::int64_t t1, int worker) {
       run_block(ctx.scratch, t0 * tile, std::min(t1 * tile, n), worker);
     };
-    ctx.parallel((n + tile - 1) / tile, std::max<std::int64_t>(1, kParallelGrain / tile), tiles);
+    split.run(ctx, (n + tile - 1) / tile, std::max<std::int64_t>(1, kParallelGrain / tile), tiles);
   }
 
   /// Writes the table of external addresses at the start of `scratch` (this kernel's scratch,
@@ -195,6 +267,7 @@ class NarrowConvertKernel final : public Kernel {
   DType from = DType::kInvalid, to = DType::kInvalid;
   std::int64_t count = 0;  // source elements
   bool bitcast = false;
+  SplitLearner split;
 
   void run(const RunContext& ctx) const override {
     const std::byte* src = ctx.slots[src_slot];
@@ -205,7 +278,7 @@ class NarrowConvertKernel final : public Kernel {
     }
     const auto in = static_cast<std::int64_t>(byte_size(from)), out = static_cast<std::int64_t>(byte_size(to));
     auto body = [&](std::int64_t b, std::int64_t e, int) { convert_elements(src + b * in, from, dst + b * out, to, e - b); };
-    ctx.parallel(count, kParallelGrain, body);
+    split.run(ctx, count, kParallelGrain, body);
   }
 };
 
@@ -216,6 +289,7 @@ class MoveKernel final : public Kernel {
     std::int64_t src_offset;  // bytes; may point past the start for reversed dimensions
     std::int64_t dst_offset;
     StridedCopy copy;
+    SplitLearner split = {};
   };
   std::int32_t dst_slot = -1;
   std::int64_t dst_bytes = 0;
@@ -238,7 +312,7 @@ class MoveKernel final : public Kernel {
       std::byte* d = dst + p.dst_offset;
       if (p.copy.count() * element_size >= kParallelCopyBytes) {
         auto body = [&](std::int64_t b, std::int64_t e, int) { p.copy.run_elements(d, src, b, e); };
-        ctx.parallel(p.copy.count(), kParallelCopyBytes / 4 / element_size, body);
+        p.split.run(ctx, p.copy.count(), kParallelCopyBytes / 4 / element_size, body);
       } else {
         p.copy.run(d, src);
       }

@@ -76,16 +76,17 @@ std::int64_t wait_for_helpers(E* executor, std::atomic<int>& running) {
 /// Runs fn over [0, n) in blocks of at least `grain` elements on up to `max_workers` threads,
 /// the caller included. Threads claim blocks from a shared counter until none are left.
 /// Worker indices are 0..workers-1 (0 is the caller) and a worker runs its blocks one after
-/// another, so a kernel can give each worker its own scratch. Blocks until done.
+/// another, so a kernel can give each worker its own scratch. Blocks until done. Returns
+/// whether other threads were asked to help (false: the caller ran it all).
 template <class E>
-void parallel_for(E* executor, int max_workers, std::int64_t n, std::int64_t grain, RangeFn fn) {
-  if (n <= 0) return;
+bool parallel_for(E* executor, int max_workers, std::int64_t n, std::int64_t grain, RangeFn fn) {
+  if (n <= 0) return false;
   grain = std::max<std::int64_t>(grain, 1);
   const std::int64_t most_blocks = (n + grain - 1) / grain;
   const auto workers = static_cast<int>(std::min<std::int64_t>(max_workers, most_blocks));
   if (executor == nullptr || executor->num_threads() == 0 || workers <= 1) {
     fn(0, n, 0);
-    return;
+    return false;
   }
   // A pool whose workers have lately kept the caller waiting (the machine is busy) runs the
   // loop on the caller alone for a while.
@@ -93,7 +94,7 @@ void parallel_for(E* executor, int max_workers, std::int64_t n, std::int64_t gra
   if constexpr (kGoverned) {
     if (!executor->split_governor().may_split()) {
       fn(0, n, 0);
-      return;
+      return false;
     }
   }
   using Clock = std::chrono::steady_clock;
@@ -130,6 +131,7 @@ void parallel_for(E* executor, int max_workers, std::int64_t n, std::int64_t gra
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
   const std::int64_t wait_ns = wait_for_helpers(executor, shared.running);
   if constexpr (kGoverned) executor->split_governor().record(work_ns, wait_ns);
+  return true;
 }
 
 }  // namespace pjrt_lite::cpu::detail

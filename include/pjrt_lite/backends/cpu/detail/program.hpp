@@ -133,7 +133,7 @@ class Program {
     RunContext ctx{state.slot_addresses.data(), state.arena.get() + scratch_offset, executor,
                    state.max_workers > 0 ? std::min(state.max_workers, max_workers) : max_workers,
                    [](void* e, int workers, std::int64_t n, std::int64_t grain, RangeFn fn) {
-                     parallel_for(static_cast<E*>(e), workers, n, grain, fn);
+                     return parallel_for(static_cast<E*>(e), workers, n, grain, fn);
                    },
                    state.collectives, state.feeds, &state.status};
     if (observer == nullptr) {

@@ -203,7 +203,7 @@ class ReduceKernel final : public Kernel {
         }
       }
     };
-    if (outer_ * reduced_ * inner_ >= (1 << 18) && outer_ >= 4) ctx.parallel(outer_, 1, rows);
+    if (outer_ * reduced_ * inner_ >= (1 << 18) && outer_ >= 4) split_.run(ctx, outer_, 1, rows);
     else rows(0, outer_, 0);
   }
 
@@ -285,6 +285,7 @@ class ReduceKernel final : public Kernel {
   TileProgram body_;
   std::vector<const std::byte*> body_constants_;
   std::int64_t acc_offset_ = 0, body_offset_ = 0;
+  SplitLearner split_;
 };
 
 }  // namespace pjrt_lite::cpu::detail

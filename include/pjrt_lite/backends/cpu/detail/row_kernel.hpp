@@ -50,6 +50,7 @@ class RowKernel final : public Kernel {
   std::int64_t row_elements = 0;
   std::int64_t local_bytes = 0;  // per worker: rows kept between passes, per-row values
   int workers = 1;
+  SplitLearner split;
 
   /// The index of external `e`, added if new.
   std::int32_t external(const External& e) {
@@ -96,7 +97,7 @@ class RowKernel final : public Kernel {
       }
     };
     if (rows > 1 && workers > 1 && rows * row_elements >= kParallelMinElements)
-      ctx.parallel(rows, std::max<std::int64_t>(1, kParallelGrain / row_elements), body);
+      split.run(ctx, rows, std::max<std::int64_t>(1, kParallelGrain / row_elements), body);
     else
       body(0, rows, 0);
   }

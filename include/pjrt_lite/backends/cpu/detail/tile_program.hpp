@@ -45,6 +45,8 @@ class TileProgram {
     std::int64_t scratch_offset = 0;  // kSplat, kPeriodic, kScratch: bytes into the worker's scratch
     std::int64_t period = 0;          // kPeriodic: elements of the pattern
     std::int64_t repeat = 1;          // kPeriodic: consecutive elements that read one pattern element
+    bool tile = true;                 // kSplat: some instruction reads it as a filled tile
+    bool stable = false;              // kSplat, kPeriodic: no instruction writes its external address
   };
   struct Instr {
     TileFn fn;
@@ -55,6 +57,7 @@ class TileProgram {
     ComparisonType comparison = ComparisonType::kFloat;
     std::int64_t exponent_bits = 0, mantissa_bits = 0;  // reduce_precision
     DType from = DType::kInvalid, to = DType::kInvalid;  // convert
+    std::int8_t scalar_in = -1;  // the input read as one scalar (a splat), or -1
   };
 
   /// A register over external address `e` (an operand or result array), read or written at
@@ -124,6 +127,7 @@ class TileProgram {
   void finalize(std::int64_t tile_elements = 0) {
     fuse_multiply_add();
     fuse_negated_exp();
+    read_splats_as_scalars();
     std::vector<std::int64_t> last_use(regs_.size(), -1);
     for (std::size_t i = 0; i < code_.size(); ++i) {
       for (std::int32_t r : code_[i].in)
@@ -137,7 +141,7 @@ class TileProgram {
     const std::int64_t kSlotBytes = (tile_elements_ * widest + 63) / 64 * 64;  // one tile of any register
     std::int64_t next = 0;
     for (Reg& r : regs_)
-      if (r.kind == RegKind::kSplat || r.kind == RegKind::kPeriodic) {
+      if ((r.kind == RegKind::kSplat && r.tile) || r.kind == RegKind::kPeriodic) {
         r.scratch_offset = next;
         next += kSlotBytes;
       }
@@ -196,6 +200,10 @@ class TileProgram {
         ptr[i] = externals[r.external];
         continue;
       }
+      if (r.kind == RegKind::kSplat && !r.tile) {  // only read as a scalar, where it is
+        ptr[i] = externals[r.external];
+        continue;
+      }
       ptr[i] = scratch + r.scratch_offset;
       if (r.kind == RegKind::kSplat) {
         const auto size = byte_size(r.dtype);
@@ -209,8 +217,16 @@ class TileProgram {
       args.n = std::min(tile_elements_, end - pos);
       for (const Moving& m : moving_) {
         const Reg& r = regs_[static_cast<std::size_t>(m.reg)];
-        if (r.kind == RegKind::kExternal) ptr[m.reg] = externals[r.external] + pos * m.size;
-        else fill_periodic(ptr[m.reg], externals[r.external], r.period, r.repeat, pos, args.n, m.size);
+        if (r.kind == RegKind::kExternal) {
+          ptr[m.reg] = externals[r.external] + pos * m.size;
+        } else if (r.stable && r.repeat == 1 && pos % r.period + args.n <= r.period) {
+          // The tile is a run of the pattern itself (a row's scale in a row kernel, a vector
+          // as long as the tile): read it in place.
+          ptr[m.reg] = externals[r.external] + pos % r.period * m.size;
+        } else {
+          ptr[m.reg] = scratch + r.scratch_offset;
+          fill_periodic(ptr[m.reg], externals[r.external], r.period, r.repeat, pos, args.n, m.size);
+        }
       }
       for (const Instr& ins : code_) {
         for (int k = 0; k < 3; ++k) args.in[k] = ins.in[k] >= 0 ? ptr[ins.in[k]] : nullptr;
@@ -316,6 +332,42 @@ class TileProgram {
       }
     }
     erase(dropped);
+  }
+
+  /// Gives add, subtract, multiply and divide of f32/f64 whose one operand is a splat the
+  /// kernel that reads that operand as one scalar; a splat that no instruction then reads as a
+  /// tile is never filled (in a row kernel a splat is a per-row value, filled again for every
+  /// row). The same arithmetic on the same values: the bits do not change.
+  void read_splats_as_scalars() {
+    // A splat or periodic register is read where it lies only if nothing the program writes
+    // (an accumulator, a result) is its value: a filled tile holds the value from before.
+    for (Reg& r : regs_) {
+      if (r.kind != RegKind::kSplat && r.kind != RegKind::kPeriodic) continue;
+      r.stable = std::none_of(code_.begin(), code_.end(), [&](const Instr& ins) {
+        const Reg& w = regs_[static_cast<std::size_t>(ins.out)];
+        return w.kind != RegKind::kScratch && w.external == r.external;
+      });
+    }
+    for (Instr& ins : code_) {
+      if (ins.in[0] < 0 || ins.in[1] < 0 || ins.in[2] >= 0) continue;
+      auto stable_splat = [&](std::int32_t reg) {
+        const Reg& r = regs_[static_cast<std::size_t>(reg)];
+        return r.kind == RegKind::kSplat && r.stable;
+      };
+      const bool splat0 = stable_splat(ins.in[0]);
+      const bool splat1 = stable_splat(ins.in[1]);
+      if (splat0 == splat1 || dtype(ins.in[0]) != dtype(ins.out) || dtype(ins.in[1]) != dtype(ins.out)) continue;
+      const auto side = splat0 ? ew::ScalarSide::kScalarLeft : ew::ScalarSide::kScalarRight;
+      TileFn fn = find_scalar_operand_kernel(ins.op, dtype(ins.out), side);
+      if (fn == nullptr) continue;
+      ins.fn = fn;
+      ins.scalar_in = splat0 ? 0 : 1;
+    }
+    for (Reg& r : regs_)
+      if (r.kind == RegKind::kSplat) r.tile = false;
+    for (const Instr& ins : code_)
+      for (int k = 0; k < 3; ++k)
+        if (ins.in[k] >= 0 && k != ins.scalar_in) regs_[static_cast<std::size_t>(ins.in[k])].tile = true;
   }
 
   /// Replaces exp(-x), a negation whose result only an exp reads, by one instruction that
