@@ -109,6 +109,53 @@ T stop_gradient(const T& x) {
   return tree::unflatten<Tensor>(x, out, next);
 }
 
+namespace detail {
+
+/// f traced on the leaves of its arguments, as custom_jvp and custom_vjp begin: the leaves'
+/// shapes, the traced function, and the shapes of its result's leaves.
+template <class Out>
+struct TracedPrimal {
+  std::vector<Shape> shapes;
+  Traced<Out> traced;
+  std::vector<Shape> y_shapes;
+};
+
+template <class F, class... Args>
+auto trace_primal(const char* name, F& f, const Args&... args)
+    -> StatusOr<TracedPrimal<std::invoke_result_t<F&, const Args&...>>> {
+  TracedPrimal<std::invoke_result_t<F&, const Args&...>> p;
+  PJRT_LITE_ASSIGN_OR_RETURN(p.shapes, leaf_shapes(name, args...));
+  PJRT_LITE_ASSIGN_OR_RETURN(p.traced, trace_function(name, f, p.shapes, args...));
+  p.y_shapes = p.traced.graph.output_shapes();
+  return p;
+}
+
+/// What custom_jvp and custom_vjp record, once each has traced its function and rule: the
+/// custom node over (the arguments' leaves, what `f` and the rule close over, zeros of
+/// `zero_shapes`), whose branches are branch(false) (f) and branch(true) (the rule), and its
+/// results as a tree shaped like `skeleton` (f's result); `outputs` is the node's result count.
+template <class Out, class Branch>
+Out record_custom_node(const char* name, const Out& skeleton, Branch&& branch, std::vector<Tensor> operands,
+                       const std::vector<Shape>& zero_shapes, std::size_t outputs) {
+  std::vector<Graph> branches;
+  for (bool rule : {false, true}) {
+    StatusOr<Graph> g = branch(rule);
+    if (!g.ok()) {
+      report(g.status().with_context(name));
+      return Out{};
+    }
+    branches.push_back(*std::move(g));
+  }
+  Trace* trace = report_trace();
+  for (const Shape& sh : zero_shapes) operands.push_back(trace->wrap(zeros_in(trace->builder(), sh)));
+  const std::vector<Tensor> out = emit_custom_node(std::move(operands), std::move(branches));
+  if (out.size() != outputs || !trace->ok()) return invalid_like(skeleton);
+  std::size_t next = 0;
+  return tree::unflatten<Tensor>(skeleton, out, next);
+}
+
+}  // namespace detail
+
 /// A function with a user forward-mode rule, as jax.custom_jvp: calls run `f`; jvp, grad and
 /// the rest differentiate through `rule(primals, tangents)`, which takes two std::tuples of
 /// the arguments (trees of Tensors) and returns (f(primals...), the tangent of the result),
@@ -127,15 +174,14 @@ class CustomJvp {
       detail::report(s);
       return Out{};
     };
-    StatusOr<std::vector<Shape>> shapes = detail::leaf_shapes(name, args...);
-    if (!shapes.ok()) return fail(shapes.status());
-    auto traced = detail::trace_function(name, f_, *shapes, args...);
-    if (!traced.ok()) return fail(traced.status());
-    const std::size_t n = shapes->size();
-    const std::vector<Shape> y_shapes = traced->graph.output_shapes();
-    const std::size_t m = y_shapes.size();
+    auto primal = detail::trace_primal(name, f_, args...);
+    if (!primal.ok()) return fail(primal.status());
+    const std::vector<Shape>& shapes = primal->shapes;
+    const auto& traced = primal->traced;
+    const std::vector<Shape>& y_shapes = primal->y_shapes;
+    const std::size_t n = shapes.size(), m = y_shapes.size();
     auto traced_rule = detail::trace_function("custom_jvp rule", rule_,
-                                              detail::concat(*shapes, *shapes),
+                                              detail::concat(shapes, shapes),
                                               std::tuple<Args...>{args...},
                                               std::tuple<Args...>{args...});
     if (!traced_rule.ok()) return fail(traced_rule.status());
@@ -149,10 +195,10 @@ class CustomJvp {
       s = detail::check_shapes(name, "the rule's tangent output", detail::slice_shapes(rule_out, m, m), y_shapes);
     if (!s.ok()) return fail(s);
     // x: the arguments' leaves, then what f and the rule close over; t: one per x.
-    const std::vector<Tensor> captures = detail::concat(traced->captures, traced_rule->captures);
+    const std::vector<Tensor> captures = detail::concat(traced.captures, traced_rule->captures);
     std::vector<Tensor> operands = detail::concat(detail::tensor_leaves(args...), captures);
     const std::size_t k = operands.size();
-    std::vector<Shape> x_shapes = *shapes;
+    std::vector<Shape> x_shapes = shapes;
     for (const Tensor& c : captures) x_shapes.push_back(c.shape());
     const std::string branch_name = detail::custom_rule_name(kCustomJvpName, k, n);
     auto branch = [&](bool rule) -> StatusOr<Graph> {
@@ -164,30 +210,18 @@ class CustomJvp {
       if (!rule) {
         std::vector<Value> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n));
         in.insert(in.end(), x.begin() + static_cast<std::ptrdiff_t>(n),
-                  x.begin() + static_cast<std::ptrdiff_t>(n + traced->captures.size()));
-        out = b.inline_graph(traced->graph, in);
+                  x.begin() + static_cast<std::ptrdiff_t>(n + traced.captures.size()));
+        out = b.inline_graph(traced.graph, in);
         for (const Shape& sh : y_shapes) out.push_back(detail::zeros_in(b, sh));
       } else {
         std::vector<Value> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n));
         in.insert(in.end(), t.begin(), t.begin() + static_cast<std::ptrdiff_t>(n));
-        in.insert(in.end(), x.begin() + static_cast<std::ptrdiff_t>(n + traced->captures.size()), x.end());
+        in.insert(in.end(), x.begin() + static_cast<std::ptrdiff_t>(n + traced.captures.size()), x.end());
         out = b.inline_graph(traced_rule->graph, in);
       }
       return b.build(out);
     };
-    std::vector<Graph> branches;
-    for (bool rule : {false, true}) {
-      StatusOr<Graph> g = branch(rule);
-      if (!g.ok()) return fail(g.status().with_context(name));
-      branches.push_back(*std::move(g));
-    }
-    Trace* trace = detail::report_trace();
-    for (const Shape& sh : x_shapes)
-      operands.push_back(trace->wrap(detail::zeros_in(trace->builder(), sh)));
-    const std::vector<Tensor> out = detail::emit_custom_node(std::move(operands), std::move(branches));
-    if (out.size() != 2 * m || !trace->ok()) return detail::invalid_like(traced->skeleton);
-    std::size_t next = 0;
-    return tree::unflatten<Tensor>(traced->skeleton, out, next);
+    return detail::record_custom_node(name, traced.skeleton, branch, std::move(operands), x_shapes, 2 * m);
   }
 
  private:
@@ -219,20 +253,19 @@ class CustomVjp {
       detail::report(s);
       return Out{};
     };
-    StatusOr<std::vector<Shape>> shapes = detail::leaf_shapes(name, args...);
-    if (!shapes.ok()) return fail(shapes.status());
-    auto traced = detail::trace_function(name, f_, *shapes, args...);
-    if (!traced.ok()) return fail(traced.status());
-    const std::size_t n = shapes->size();
-    const std::vector<Shape> y_shapes = traced->graph.output_shapes();
-    const std::size_t m = y_shapes.size();
+    auto primal = detail::trace_primal(name, f_, args...);
+    if (!primal.ok()) return fail(primal.status());
+    const std::vector<Shape>& shapes = primal->shapes;
+    const auto& traced = primal->traced;
+    const std::vector<Shape>& y_shapes = primal->y_shapes;
+    const std::size_t n = shapes.size(), m = y_shapes.size();
     // The rule as one function: (args, ct) -> (fwd's output, bwd's cotangents).
     auto rule = [this](const std::tuple<Args...>& xs, const Out& ct) {
       auto forward = std::apply(fwd_, xs);
       return std::pair{std::move(forward.first), bwd_(forward.second, ct)};
     };
-    auto traced_rule = detail::trace_function("custom_vjp rule", rule, detail::concat(*shapes, y_shapes),
-                                              std::tuple<Args...>{args...}, traced->skeleton);
+    auto traced_rule = detail::trace_function("custom_vjp rule", rule, detail::concat(shapes, y_shapes),
+                                              std::tuple<Args...>{args...}, traced.skeleton);
     if (!traced_rule.ok()) return fail(traced_rule.status());
     const std::vector<Shape> rule_out = traced_rule->graph.output_shapes();
     if (rule_out.size() != m + n)
@@ -242,17 +275,17 @@ class CustomVjp {
                   " (one per argument leaf: bwd returns a std::tuple with one tree per argument)")));
     Status s = detail::check_shapes(name, "fwd's output", detail::slice_shapes(rule_out, 0, m), y_shapes);
     for (std::size_t i = 0; s.ok() && i < n; ++i)
-      if (is_inexact((*shapes)[i].dtype()) && !rule_out[m + i].same_type_and_dims((*shapes)[i]))
+      if (is_inexact(shapes[i].dtype()) && !rule_out[m + i].same_type_and_dims(shapes[i]))
         s = invalid_argument_error(str_cat(name, ": bwd's cotangent ", i, " has shape ", rule_out[m + i],
-                                           ", it must be the argument's, ", (*shapes)[i]));
+                                           ", it must be the argument's, ", shapes[i]));
     if (!s.ok()) return fail(s);
-    const std::vector<Tensor> captures = detail::concat(traced->captures, traced_rule->captures);
+    const std::vector<Tensor> captures = detail::concat(traced.captures, traced_rule->captures);
     std::vector<Tensor> operands = detail::concat(detail::tensor_leaves(args...), captures);
     const std::size_t k = operands.size();
-    std::vector<Shape> x_shapes = *shapes;
+    std::vector<Shape> x_shapes = shapes;
     for (const Tensor& c : captures) x_shapes.push_back(c.shape());
     const std::string branch_name = detail::custom_rule_name(kCustomVjpName, k, n);
-    const std::size_t nf = traced->captures.size();
+    const std::size_t nf = traced.captures.size();
     auto branch = [&](bool with_rule) -> StatusOr<Graph> {
       GraphBuilder b(with_rule ? branch_name + ".rule" : branch_name);
       std::vector<Value> x, ct;
@@ -261,7 +294,7 @@ class CustomVjp {
       std::vector<Value> out;
       if (!with_rule) {
         std::vector<Value> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n + nf));
-        out = b.inline_graph(traced->graph, in);
+        out = b.inline_graph(traced.graph, in);
         for (const Shape& sh : x_shapes) out.push_back(detail::zeros_in(b, sh));
       } else {
         std::vector<Value> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n));
@@ -274,19 +307,7 @@ class CustomVjp {
       }
       return b.build(out);
     };
-    std::vector<Graph> branches;
-    for (bool with_rule : {false, true}) {
-      StatusOr<Graph> g = branch(with_rule);
-      if (!g.ok()) return fail(g.status().with_context(name));
-      branches.push_back(*std::move(g));
-    }
-    Trace* trace = detail::report_trace();
-    for (const Shape& sh : y_shapes)
-      operands.push_back(trace->wrap(detail::zeros_in(trace->builder(), sh)));
-    const std::vector<Tensor> out = detail::emit_custom_node(std::move(operands), std::move(branches));
-    if (out.size() != m + k || !trace->ok()) return detail::invalid_like(traced->skeleton);
-    std::size_t next = 0;
-    return tree::unflatten<Tensor>(traced->skeleton, out, next);
+    return detail::record_custom_node(name, traced.skeleton, branch, std::move(operands), y_shapes, m + k);
   }
 
  private:

@@ -30,6 +30,20 @@ namespace pjrt_lite::inline v0_1 {
 /// compare's `comparison_direction`.
 enum class ComparisonDirection : std::uint8_t { kEq, kNe, kGe, kGt, kLe, kLt };
 
+/// a `direction` b, on values whose operators order them as the comparison means.
+template <class K>
+constexpr bool compares(ComparisonDirection direction, const K& a, const K& b) {
+  switch (direction) {
+    case ComparisonDirection::kEq: return a == b;
+    case ComparisonDirection::kNe: return a != b;
+    case ComparisonDirection::kGe: return a >= b;
+    case ComparisonDirection::kGt: return a > b;
+    case ComparisonDirection::kLe: return a <= b;
+    case ComparisonDirection::kLt: return a < b;
+  }
+  return false;
+}
+
 /// compare's `compare_type`. kNotype means "the default for the element type" (what a
 /// StableHLO text without the attribute says); the builder resolves it with
 /// default_comparison_type, so graphs it builds never hold kNotype.

@@ -468,18 +468,6 @@ struct UnsignedOfSize<8> {
   using type = std::uint64_t;
 };
 
-template <class K>
-bool apply_direction(K a, K b, ComparisonDirection direction) {
-  switch (direction) {
-    case ComparisonDirection::kEq: return a == b;
-    case ComparisonDirection::kNe: return a != b;
-    case ComparisonDirection::kGe: return a >= b;
-    case ComparisonDirection::kGt: return a > b;
-    case ComparisonDirection::kLe: return a <= b;
-    case ComparisonDirection::kLt: return a < b;
-  }
-  return false;
-}
 }  // namespace detail
 
 /// The position of a float in IEEE totalOrder, as a signed integer: the bits read as a
@@ -503,14 +491,14 @@ template <class T>
 bool compare(T a, T b, ComparisonDirection direction, ComparisonType type) {
   if constexpr (is_float_v<T>) {
     if (type == ComparisonType::kTotalOrder)
-      return detail::apply_direction(total_order_key(a), total_order_key(b), direction);
-    return detail::apply_direction(widen(a), widen(b), direction);
+      return compares(direction, total_order_key(a), total_order_key(b));
+    return compares(direction, widen(a), widen(b));
   } else if constexpr (is_complex_v<T>) {
     return direction == ComparisonDirection::kEq ? a == b : a != b;
   } else if constexpr (std::is_same_v<T, bool>) {
-    return detail::apply_direction(static_cast<unsigned>(a), static_cast<unsigned>(b), direction);
+    return compares(direction, static_cast<unsigned>(a), static_cast<unsigned>(b));
   } else {
-    return detail::apply_direction(a, b, direction);
+    return compares(direction, a, b);
   }
 }
 

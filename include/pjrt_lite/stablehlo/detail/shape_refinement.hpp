@@ -185,17 +185,7 @@ class ShapeFolder {
         return r;
       case OpCode::kCompare: {
         const ComparisonDirection d = n.attr<CompareAttrs>().direction;
-        return map2([d](std::int64_t a, std::int64_t b) -> std::int64_t {
-          switch (d) {
-            case ComparisonDirection::kEq: return a == b;
-            case ComparisonDirection::kNe: return a != b;
-            case ComparisonDirection::kGe: return a >= b;
-            case ComparisonDirection::kGt: return a > b;
-            case ComparisonDirection::kLe: return a <= b;
-            case ComparisonDirection::kLt: return a < b;
-          }
-          return 0;
-        });
+        return map2([d](std::int64_t a, std::int64_t b) -> std::int64_t { return compares(d, a, b); });
       }
       case OpCode::kSelect:
         for (std::size_t k = 0; k < in[1].values.size(); ++k) {

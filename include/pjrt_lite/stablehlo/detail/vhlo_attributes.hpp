@@ -191,6 +191,21 @@ class VhloTables {
 
   std::string_view dialect(const BcEntry& e) const { return f_.dialects[e.dialect]; }
 
+  /// A dictionary (builtin's, VHLO's): a count, then each entry's name (a string attribute)
+  /// and value, kept in items as name, value, name, ...
+  StatusOr<VAttr> dictionary(ByteCursor& c) {
+    VAttr a;
+    a.kind = VAttr::Kind::kDict;
+    PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t n, c.count("dictionary entries", 2));
+    for (std::uint64_t k = 0; k < n; ++k) {
+      PJRT_LITE_ASSIGN_OR_RETURN(const VAttr* key, attr(c));
+      PJRT_LITE_ASSIGN_OR_RETURN(const VAttr* value, attr(c));
+      a.items.push_back(key);
+      a.items.push_back(value);
+    }
+    return a;
+  }
+
   StatusOr<std::vector<const VAttr*>> attr_list(ByteCursor& c) {
     PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t n, c.count("attributes"));
     std::vector<const VAttr*> out;
@@ -563,17 +578,8 @@ class VhloTables {
         PJRT_LITE_ASSIGN_OR_RETURN(a.items, attr_list(c));
         return a;
       }
-      case 1: {  // dictionary: name (a string attribute), value
-        a.kind = VAttr::Kind::kDict;
-        PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t n, c.count("dictionary entries", 2));
-        for (std::uint64_t k = 0; k < n; ++k) {
-          PJRT_LITE_ASSIGN_OR_RETURN(const VAttr* key, attr(c));
-          PJRT_LITE_ASSIGN_OR_RETURN(const VAttr* value, attr(c));
-          a.items.push_back(key);
-          a.items.push_back(value);
-        }
-        return a;
-      }
+      case 1:  // dictionary: name (a string attribute), value
+        return dictionary(c);
       case 2:  // string
         a.kind = VAttr::Kind::kString;
         {
@@ -778,19 +784,8 @@ class VhloTables {
         a.text = str_cat(v, " : i32");
         return a;
       }
-      case 6: {
-        a.kind = VAttr::Kind::kDict;
-        {
-          PJRT_LITE_ASSIGN_OR_RETURN(std::uint64_t n, c.count("dictionary entries", 2));
-          for (std::uint64_t k = 0; k < n; ++k) {
-            PJRT_LITE_ASSIGN_OR_RETURN(const VAttr* key, attr(c));
-            PJRT_LITE_ASSIGN_OR_RETURN(const VAttr* value, attr(c));
-            a.items.push_back(key);
-            a.items.push_back(value);
-          }
-        }
-        return a;
-      }
+      case 6:
+        return dictionary(c);
       case 7: {
         static constexpr std::string_view kWords[] = {"FFT", "IFFT", "RFFT", "IRFFT"};
         return read_enum(c, "fft_type", kWords);
