@@ -60,8 +60,16 @@ TEST_CASE("parallel kernels: the same bits however many threads share the work")
   Value q = b.dot(b.convert(xq, DType::kS32), b.convert(wq, DType::kS32));
   Value dequantized = b.add(b.multiply(b.convert(q, DType::kF32), b.broadcast_in_dim(b.constant(0.01f), {24, 200}, {})),
                             b.broadcast_in_dim(bias, {24, 200}, {1}));
+  // f32 and f64 products wider than they are tall split their columns in units of 48 (the
+  // last unit partial: 203 and 250 columns), the loop after them on each thread's columns;
+  // the right operand read in place transposed ([N, K], contracting its dimension 1) too.
+  Value xw = b.parameter(Shape(DType::kF32, {20, 70}));
+  Value ww = b.parameter(Shape(DType::kF32, {70, 203}));
+  Value wt = b.parameter(Shape(DType::kF64, {250, 70}));
+  Value wide = b.tanh(b.dot(xw, ww));
+  Value wide_t = b.dot_general(b.convert(xw, DType::kF64), wt, {{}, {}, {1}, {1}});
   const Graph graph = b.build({y, b.reduce(y, b.constant(0.0f), OpCode::kAdd, {0}), z, c,
-                               b.reduce(c, b.constant(0.0f), OpCode::kAdd, {1, 2}), dequantized})
+                               b.reduce(c, b.constant(0.0f), OpCode::kAdd, {1, 2}), dequantized, wide, wide_t})
                           .value();
   const std::vector<Literal> args = {
       filled<float>({203, 64}, [](float i) { return std::cos(i * 0.37f); }),
@@ -71,7 +79,10 @@ TEST_CASE("parallel kernels: the same bits however many threads share the work")
       filled<float>({3, 3, 8, 12}, [](float i) { return std::sin(i * 0.7f) * 0.2f; }),
       filled<std::int8_t>({24, 300}, [](std::int8_t i) { return static_cast<std::int8_t>(i * 7 + 3); }),
       filled<std::int8_t>({300, 200}, [](std::int8_t i) { return static_cast<std::int8_t>(i * 13 - 5); }),
-      filled<float>({200}, [](float i) { return std::sin(i) * 0.5f; })};
+      filled<float>({200}, [](float i) { return std::sin(i) * 0.5f; }),
+      filled<float>({20, 70}, [](float i) { return std::cos(i * 0.13f); }),
+      filled<float>({70, 203}, [](float i) { return std::sin(i * 0.29f) * 0.1f; }),
+      filled<double>({250, 70}, [](double i) { return std::sin(i * 0.31) * 0.1; })};
   auto alone = cpu::Client<cpu::InlineExecutor>::create({}).value();
   const std::vector<Literal> expected = run_on(*alone, graph, args);
   for (int threads : {1, 2, 3, 6}) {

@@ -90,8 +90,8 @@ class DotKernel final : public Kernel {
     // is too small to split).
     if (dtype_ != DType::kPred)
       visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
-        gemm_ = GemmScratch::plan<typename GemmComputeType<T>::type>(m_, n_, k_, splits() ? workers : 1,
-                                                                      scratch_bytes);
+        gemm_ = GemmScratch::plan<typename GemmComputeType<T>::type>(
+            m_, n_, k_, splits() ? workers : 1, scratch_bytes, splits_float_columns(workers) ? kFloatColumnUnit : 0);
       });
     flops = 2.0 * static_cast<double>(batch_ * m_ * n_ * k_);
     bytes_accessed = (batch_ * (m_ * k_ + k_ * n_ + m_ * n_)) * esize;
@@ -223,6 +223,31 @@ class DotKernel final : public Kernel {
       const T* ab = a + batch * m_ * k_;
       const T* bb = b + batch * k_ * n_;
       T* cb = c + batch * m_ * n_;
+      if constexpr (std::is_floating_point_v<T>) {
+        if (splits_float_columns(ctx.max_workers)) {
+          // Each worker takes whole units of columns and packs only its share of B (a split
+          // of rows packs all of B on every worker, as costly as the product when the rows
+          // are few); the epilogue then runs on the worker's columns of each row.
+          const std::int64_t units = (n_ + kFloatColumnUnit - 1) / kFloatColumnUnit;
+          auto columns = [&](std::int64_t u0, std::int64_t u1, int worker) {
+            const std::int64_t j0 = u0 * kFloatColumnUnit, j1 = std::min(n_, u1 * kFloatColumnUnit);
+            std::byte* scratch = gemm_.slice(ctx.scratch, worker);
+            const T* rhs = rhs_transposed_ ? bb + j0 * k_ : bb + j0;
+            auto with_lhs = [&]<bool kRhsColumns>(std::int64_t ldb) {
+              if (lhs_transposed_)
+                gemm_into<T, true, kRhsColumns>(m_, j1 - j0, k_, ab, m_, rhs, ldb, cb + j0, n_, gemm_, scratch);
+              else
+                gemm_into<T, false, kRhsColumns>(m_, j1 - j0, k_, ab, k_, rhs, ldb, cb + j0, n_, gemm_, scratch);
+            };
+            if (rhs_transposed_) with_lhs.template operator()<true>(k_);
+            else with_lhs.template operator()<false>(n_);
+            for (std::int64_t r = 0; r < m_; ++r)
+              epilogue_.run(ctx, (batch * m_ + r) * n_ + j0, (batch * m_ + r) * n_ + j1, worker);
+          };
+          ctx.parallel(units, (units + ctx.max_workers - 1) / ctx.max_workers, columns);
+          continue;
+        }
+      }
       // Rows [r0, r1) of the product. f32/f64 operands stored transposed are read in place
       // as column-major views ([batch, K, M] on the left, [batch, N, K] on the right).
       auto rows = [&](std::int64_t r0, std::int64_t r1, int worker) {
@@ -304,6 +329,20 @@ class DotKernel final : public Kernel {
   /// An 8-bit product's columns split across workers in multiples of this: Int8Gemm's widest
   /// register tile.
   static constexpr std::int64_t kInt8ColumnUnit = 32;
+
+  /// An f32/f64 product's columns split across workers in multiples of this: a multiple of
+  /// the width of every register block Eigen's kernels use along a row-major result's
+  /// columns (three packets of 4, 8 or 16 floats, 2, 4 or 8 doubles), so each column meets
+  /// the same kernel path as on one thread and the bits never depend on the split.
+  static constexpr std::int64_t kFloatColumnUnit = 48;
+
+  /// Whether an f32/f64 product splits its columns rather than its rows: a split one with more
+  /// columns than rows and at least two units of them. Splitting rows packs all of B on each
+  /// worker and half of A, splitting columns all of A and half of B.
+  [[nodiscard]] bool splits_float_columns(int workers) const {
+    return (dtype_ == DType::kF32 || dtype_ == DType::kF64) && !int8_ && splits() && workers > 1 && n_ > m_ &&
+           n_ >= 2 * kFloatColumnUnit;
+  }
 
   /// Whether an 8-bit product splits its columns rather than its rows: a split one with more
   /// columns than rows and at least two tiles of them.

@@ -106,15 +106,24 @@ struct GemmScratch {
   std::int64_t slice_bytes = 0;                 // per worker; 0 when the product never packs
   int workers = 0;
 
+  /// With `column_unit` > 0 the product may also run as blocks of its columns, each a
+  /// multiple of `column_unit` wide but the last: the blocks are sized for every such width.
   template <class C>
   static GemmScratch plan(std::int64_t max_rows, std::int64_t cols, std::int64_t depth, int workers,
-                          std::int64_t& scratch_bytes) {
+                          std::int64_t& scratch_bytes, std::int64_t column_unit = 0) {
     GemmScratch s;
     if (!gemm_packs(max_rows, cols, depth)) return s;
-    const GemmBlocking at_most = gemm_blocking<C>(max_rows, cols, depth);
-    const GemmBlocking unbounded = gemm_blocking<C>(std::int64_t{1} << 40, cols, depth);
-    s.a_elements = at_most.kc * cols;
-    s.b_elements = at_most.kc * std::max(at_most.nc, std::min(max_rows, unbounded.nc));
+    auto fit = [&](std::int64_t width) {
+      const GemmBlocking at_most = gemm_blocking<C>(max_rows, width, depth);
+      const GemmBlocking unbounded = gemm_blocking<C>(std::int64_t{1} << 40, width, depth);
+      s.a_elements = std::max(s.a_elements, at_most.kc * width);
+      s.b_elements = std::max(s.b_elements, at_most.kc * std::max(at_most.nc, std::min(max_rows, unbounded.nc)));
+    };
+    fit(cols);
+    for (std::int64_t w = column_unit; column_unit > 0 && w < cols; w += column_unit) {
+      fit(w);         // a block of whole units
+      fit(cols - w);  // the last block, from a unit's start to the end
+    }
     const auto size = static_cast<std::int64_t>(sizeof(C));
     s.a_bytes = (s.a_elements * size + 63) / 64 * 64;
     s.slice_bytes = s.a_bytes + (s.b_elements * size + 63) / 64 * 64;
