@@ -777,7 +777,7 @@ TEST_CASE("cpu client: a kernel's loop runs split or on the caller, whichever it
     for (int i = 0; i < times; ++i) learner.run(ctx, kN, 10, loop);
   };
 
-  SUBCASE("splitting is slower: the caller runs the loop, trying a split now and then") {
+  SUBCASE("splitting is slower: the caller runs the loop, trying a few splits now and then") {
     FakeSplit::split_delay_us = 5000;
     alone_delay_us = 0;
     SplitLearner learner;
@@ -786,16 +786,16 @@ TEST_CASE("cpu client: a kernel's loop runs split or on the caller, whichever it
     CHECK(alone_runs == SplitLearner::kWarmup);
     CHECK(learner.average_ns(true) > learner.average_ns(false));
     runs(learner, 2 * SplitLearner::kExploreEvery);
-    CHECK(split_runs == 2);
-    CHECK(alone_runs == 2 * SplitLearner::kExploreEvery - 2);
+    CHECK(split_runs == 2 * SplitLearner::kExploreRuns);
+    CHECK(alone_runs == 2 * (SplitLearner::kExploreEvery - SplitLearner::kExploreRuns));
   }
   SUBCASE("splitting is faster: the loop splits, trying the caller alone now and then") {
     FakeSplit::split_delay_us = 0;
     alone_delay_us = 5000;
     SplitLearner learner;
     runs(learner, 2 * SplitLearner::kWarmup + 2 * SplitLearner::kExploreEvery);
-    CHECK(alone_runs == SplitLearner::kWarmup + 2);
-    CHECK(split_runs == SplitLearner::kWarmup + 2 * SplitLearner::kExploreEvery - 2);
+    CHECK(alone_runs == SplitLearner::kWarmup + 2 * SplitLearner::kExploreRuns);
+    CHECK(split_runs == SplitLearner::kWarmup + 2 * (SplitLearner::kExploreEvery - SplitLearner::kExploreRuns));
   }
   SUBCASE("a change of speed shows within a few explorations") {
     FakeSplit::split_delay_us = 0;
@@ -803,10 +803,22 @@ TEST_CASE("cpu client: a kernel's loop runs split or on the caller, whichever it
     SplitLearner learner;
     runs(learner, 2 * SplitLearner::kWarmup);
     FakeSplit::split_delay_us = 10'000;  // the machine got busy: splitting now costs more
-    runs(learner, 4 * SplitLearner::kExploreEvery);
+    runs(learner, SplitLearner::kExploreEvery);
     // Three slow splits move the split average past the caller's 5 ms; from then on the
-    // caller runs the loop but for the explorations.
-    CHECK(alone_runs > 3 * SplitLearner::kExploreEvery);
+    // caller runs the loop but for the explorations (and a run or two where an oversleep
+    // lifts the caller's average past the split's for a moment).
+    CHECK(alone_runs > SplitLearner::kExploreEvery * 3 / 4);
+  }
+  SUBCASE("a faster exploration takes over at once") {
+    FakeSplit::split_delay_us = 5000;
+    alone_delay_us = 0;
+    SplitLearner learner;
+    runs(learner, 2 * SplitLearner::kWarmup);
+    // Splitting becomes the faster way: the first exploration of it sets its average.
+    FakeSplit::split_delay_us = 0;
+    alone_delay_us = 5000;
+    runs(learner, SplitLearner::kExploreEvery + SplitLearner::kExploreEvery / 2);
+    CHECK(split_runs >= SplitLearner::kExploreEvery / 2);
   }
   SUBCASE("one worker, or a loop of one block, never times or splits") {
     FakeSplit::split_delay_us = 0;

@@ -61,16 +61,20 @@ struct RunContext {
 /// from the same memory, and a worker's wake-up and the caller's wait cost microseconds),
 /// while a row sum of the same size ran 1.3x faster. No fixed threshold fits every loop,
 /// machine and load, so each kernel times both ways: its first runs alternate, and then it
-/// runs the faster way, trying the other every kExploreEvery runs so that it follows a change
-/// of load (a busy machine, other executions sharing the pool). The result never depends on
-/// the choice (kernels split in blocks whose arithmetic does not depend on the split).
-/// Concurrent runs update the averages with relaxed atomics: a lost update only blurs them.
+/// runs the faster way, trying the other for kExploreRuns runs in a row every kExploreEvery
+/// runs so that it follows a change of load (a busy machine, other executions sharing the
+/// pool). In a row, because a pool whose workers have had nothing to do for a while has them
+/// asleep: the first split run pays their wake-up, which the next ones, like every split run
+/// of a loop that keeps splitting, do not. The result never depends on the choice (kernels
+/// split in blocks whose arithmetic does not depend on the split). Concurrent runs update the
+/// averages with relaxed atomics: a lost update only blurs them.
 class SplitLearner {
  public:
   /// Runs of each way before the averages decide.
   static constexpr std::uint32_t kWarmup = 4;
-  /// Once decided, one run in this many goes the other way.
-  static constexpr std::uint32_t kExploreEvery = 32;
+  /// Once decided, the last kExploreRuns runs of every kExploreEvery go the other way.
+  static constexpr std::uint32_t kExploreEvery = 128;
+  static constexpr std::uint32_t kExploreRuns = 4;
 
   SplitLearner() = default;
   // A copied kernel learns afresh.
@@ -104,16 +108,17 @@ class SplitLearner {
     if (alone < kWarmup || split < kWarmup) return split <= alone;
     const bool faster = average_[1].load(std::memory_order_relaxed) < average_[0].load(std::memory_order_relaxed);
     const std::uint32_t turn = turn_.fetch_add(1, std::memory_order_relaxed);
-    return turn % kExploreEvery == kExploreEvery - 1 ? !faster : faster;
+    return turn % kExploreEvery >= kExploreEvery - kExploreRuns ? !faster : faster;
   }
 
   void record(bool split, std::int64_t ns) const {
     const std::uint32_t seen = count_[split].fetch_add(1, std::memory_order_relaxed);
     const std::int64_t old = average_[split].load(std::memory_order_relaxed);
-    // The warm-up keeps the fastest of its runs (the first runs page in the buffers and wake
-    // the workers); then each run moves the average a quarter of the way, so a few runs
-    // outweigh an outlier (a preemption) and a lasting change shows within a few explorations.
-    const std::int64_t next = seen == 0 ? ns : seen < kWarmup ? std::min(old, ns) : old + (ns - old) / 4;
+    // A faster run sets the average (the time a way can take, which noise only lengthens);
+    // the warm-up ignores slower ones (its first runs page in the buffers and wake the
+    // workers), and then each moves the average a quarter of the way up, so one outlier (a
+    // preemption) does not decide and a lasting slowdown shows within a few runs.
+    const std::int64_t next = seen == 0 || ns < old ? ns : seen < kWarmup ? old : old + (ns - old) / 4;
     average_[split].store(next, std::memory_order_relaxed);
   }
 
