@@ -251,6 +251,73 @@ void qlinear_256x1024(benchmark::State& state) {
   check(state, y, qlinear_reference(xv, wv).data(), kQScaleY);
 }
 
+// ---- conv3x3_int8_56x56x64: the 8-bit 3x3 convolution as a LibTorch user runs one:
+// quantized::conv2d on quint8 activations and the prepacked qint8 kernel (the workload's s8
+// values, per tensor, zero point 0, scale 1), requantized to quint8 with an output scale that
+// spans the sums. The activations are the workload's halved to 7 bits (u = (x + 128) / 2,
+// zero point 64): PyTorch's x86 engines multiply u8 by s8 in 16-bit pair sums that saturate
+// on full-range activations (tried: 167 output steps off), which is why PyTorch quantizes
+// activations with reduce_range on x86. The same work as pjrt_lite's convolution, not the
+// same op (s32 sums there, no requantization); quantized ops have no `_out` forms, so each
+// iteration allocates its result.
+
+void conv3x3_int8_56x56x64(benchmark::State& state) {
+  use_threads(kThreads);
+  torch::NoGradGuard no_grad;
+  const at::QEngine engine = pick_quantized_engine();
+  if (engine == at::QEngine::NoQEngine) {
+    state.SkipWithError("this LibTorch has no quantized engine");
+    return;
+  }
+  state.SetLabel(c10::toString(engine));
+  constexpr std::int64_t kPixels = kConvSize * kConvSize, kC = kConvChannels;
+  std::vector<std::int32_t> xv;  // NHWC, the 7-bit activations less their zero point
+  for (std::int8_t v : int8_values(kPixels * kC, 3)) xv.push_back((v + 128) / 2 - 64);
+  const std::vector<std::int8_t> kv = int8_values(kConvTaps * kC * kC, 4);  // HWIO
+  // The s32 sums in plain loops (SAME padding), and the output scale that spans them.
+  std::vector<double> want(static_cast<std::size_t>(kPixels * kC), 0.0);
+  for (std::int64_t y = 0; y < kConvSize; ++y)
+    for (std::int64_t x = 0; x < kConvSize; ++x)
+      for (std::int64_t t = 0; t < kConvTaps; ++t) {
+        const std::int64_t iy = y + t / 3 - 1, ix = x + t % 3 - 1;
+        if (iy < 0 || iy >= kConvSize || ix < 0 || ix >= kConvSize) continue;
+        for (std::int64_t i = 0; i < kC; ++i) {
+          const double a = xv[static_cast<std::size_t>((iy * kConvSize + ix) * kC + i)];
+          for (std::int64_t o = 0; o < kC; ++o)
+            want[static_cast<std::size_t>((y * kConvSize + x) * kC + o)] += a * kv[static_cast<std::size_t>((t * kC + i) * kC + o)];
+        }
+      }
+  double largest = 1;
+  for (double w : want) largest = std::max(largest, std::abs(w));
+  const double out_scale = largest / 127;
+  at::Tensor xu = at::empty({1, kConvSize, kConvSize, kC}, at::kByte);
+  for (std::size_t i = 0; i < xv.size(); ++i) xu.data_ptr<std::uint8_t>()[i] = static_cast<std::uint8_t>(xv[i] + 64);
+  const at::Tensor qx = at::_make_per_tensor_quantized_tensor(xu.permute({0, 3, 1, 2}).contiguous(at::MemoryFormat::ChannelsLast), 1.0, 64);
+  at::Tensor k = at::empty({3, 3, kC, kC}, at::kChar);
+  std::copy(kv.begin(), kv.end(), k.data_ptr<std::int8_t>());
+  const at::Tensor qk = at::_make_per_tensor_quantized_tensor(k.permute({3, 2, 0, 1}).contiguous(), 1.0, 0);  // OIHW
+  auto& dispatcher = c10::Dispatcher::singleton();
+  const std::vector<std::int64_t> one{1, 1};
+  torch::jit::Stack stack{qk, c10::IValue(), one, one, one, std::int64_t{1}};
+  dispatcher.findSchemaOrThrow("quantized::conv2d_prepack", "").callBoxed(&stack);
+  const c10::IValue packed = stack[0];
+  const c10::OperatorHandle conv = dispatcher.findSchemaOrThrow("quantized::conv2d", "new");
+  at::Tensor out;
+  for (auto _ : state) {
+    stack = {qx, packed, out_scale, std::int64_t{128}};
+    conv.callBoxed(&stack);
+    out = stack[0].toTensor();
+    benchmark::DoNotOptimize(out.data_ptr());
+  }
+  state.counters["ops"] = benchmark::Counter(2.0 * kPixels * kConvTaps * kC * kC, benchmark::Counter::kIsIterationInvariantRate);
+  // Within one step of the output's scale (the engine requantizes in f32).
+  const at::Tensor got = out.dequantize().permute({0, 2, 3, 1}).contiguous();
+  double worst = 0;
+  for (std::size_t i = 0; i < want.size(); ++i) worst = std::max(worst, std::abs(double(got.data_ptr<float>()[i]) - want[i]));
+  state.counters["max_error_steps"] = worst / out_scale;
+  if (worst > 1.01 * out_scale) state.SkipWithError("libtorch's quantized convolution disagrees with the reference");
+}
+
 void linear_256x1024(benchmark::State& state) {
   use_threads(kThreads);
   torch::NoGradGuard no_grad;
@@ -608,6 +675,7 @@ BenchFn torch_peer(std::string_view workload) {
       {"layer_norm_256x1024", layer_norm_256x1024},
       {"softmax_256x1024", softmax_256x1024},
       {"conv3x3_56x56x64", conv3x3_56x56x64},
+      {"conv3x3_int8_56x56x64", conv3x3_int8_56x56x64},
       {"attention_128x256", attention<kTokens>},
       {"rms_norm_256x1024", rms_norm_256x1024},
       {"attention_512x256", attention<kLongTokens>},
