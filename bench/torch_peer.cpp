@@ -183,15 +183,18 @@ void gemm(benchmark::State& state) {
 // QNNPACK, else FBGEMM. Quantized ops have no `_out` forms, so each iteration allocates its
 // three results. linear_256x1024: at::mm_out on the dequantized weights.
 
-/// The engine the quantized peers run on, set for this process; NoQEngine when none is there.
-at::QEngine pick_quantized_engine() {
+/// Sets the engine the quantized peers run on for this process and names it in the
+/// benchmark's label; false, with the benchmark skipped, when this LibTorch has none.
+bool use_quantized_engine(benchmark::State& state) {
   const auto& engines = at::globalContext().supportedQEngines();
   for (at::QEngine e : {at::QEngine::ONEDNN, at::QEngine::QNNPACK, at::QEngine::FBGEMM})
     if (std::find(engines.begin(), engines.end(), e) != engines.end()) {
       at::globalContext().setQEngine(e);
-      return e;
+      state.SetLabel(c10::toString(e));
+      return true;
     }
-  return at::QEngine::NoQEngine;
+  state.SkipWithError("this LibTorch has no quantized engine");
+  return false;
 }
 
 /// The layer's result computed in plain loops: quantize, exact integer sums, requantize in
@@ -221,12 +224,7 @@ std::vector<float> qlinear_reference(const std::vector<float>& x, const std::vec
 void qlinear_256x1024(benchmark::State& state) {
   use_threads(kThreads);
   torch::NoGradGuard no_grad;
-  const at::QEngine engine = pick_quantized_engine();
-  if (engine == at::QEngine::NoQEngine) {
-    state.SkipWithError("this LibTorch has no quantized engine");
-    return;
-  }
-  state.SetLabel(c10::toString(engine));
+  if (!use_quantized_engine(state)) return;
   const std::vector<float> xv = qlinear_input();
   const std::vector<std::int8_t> wv = qlinear_weights();
   const at::Tensor x = tensor(xv, {kQRows, kQDepth});
@@ -264,12 +262,7 @@ void qlinear_256x1024(benchmark::State& state) {
 void conv3x3_int8_56x56x64(benchmark::State& state) {
   use_threads(kThreads);
   torch::NoGradGuard no_grad;
-  const at::QEngine engine = pick_quantized_engine();
-  if (engine == at::QEngine::NoQEngine) {
-    state.SkipWithError("this LibTorch has no quantized engine");
-    return;
-  }
-  state.SetLabel(c10::toString(engine));
+  if (!use_quantized_engine(state)) return;
   constexpr std::int64_t kPixels = kConvSize * kConvSize, kC = kConvChannels;
   std::vector<std::int32_t> xv;  // NHWC, the 7-bit activations less their zero point
   for (std::int8_t v : int8_values(kPixels * kC, 3)) xv.push_back((v + 128) / 2 - 64);

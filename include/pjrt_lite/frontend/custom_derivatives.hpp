@@ -118,7 +118,16 @@ struct TracedPrimal {
   std::vector<Shape> shapes;
   Traced<Out> traced;
   std::vector<Shape> y_shapes;
+  std::size_t n = 0, m = 0;  // the leaves of the arguments and of the result
 };
+
+/// Reports `s` in the caller's trace; the empty result a failed custom_jvp/custom_vjp call
+/// returns.
+template <class Out>
+Out failed(const Status& s) {
+  report(s);
+  return Out{};
+}
 
 template <class F, class... Args>
 auto trace_primal(const char* name, F& f, const Args&... args)
@@ -127,6 +136,8 @@ auto trace_primal(const char* name, F& f, const Args&... args)
   PJRT_LITE_ASSIGN_OR_RETURN(p.shapes, leaf_shapes(name, args...));
   PJRT_LITE_ASSIGN_OR_RETURN(p.traced, trace_function(name, f, p.shapes, args...));
   p.y_shapes = p.traced.graph.output_shapes();
+  p.n = p.shapes.size();
+  p.m = p.y_shapes.size();
   return p;
 }
 
@@ -170,37 +181,30 @@ class CustomJvp {
   auto operator()(const Args&... args) const {
     using Out = std::invoke_result_t<const F&, const Args&...>;
     constexpr const char* name = "custom_jvp";
-    auto fail = [&](Status s) {
-      detail::report(s);
-      return Out{};
-    };
     auto primal = detail::trace_primal(name, f_, args...);
-    if (!primal.ok()) return fail(primal.status());
-    const std::vector<Shape>& shapes = primal->shapes;
-    const auto& traced = primal->traced;
-    const std::vector<Shape>& y_shapes = primal->y_shapes;
-    const std::size_t n = shapes.size(), m = y_shapes.size();
+    if (!primal.ok()) return detail::failed<Out>(primal.status());
+    const auto& p = *primal;
     auto traced_rule = detail::trace_function("custom_jvp rule", rule_,
-                                              detail::concat(shapes, shapes),
+                                              detail::concat(p.shapes, p.shapes),
                                               std::tuple<Args...>{args...},
                                               std::tuple<Args...>{args...});
-    if (!traced_rule.ok()) return fail(traced_rule.status());
+    if (!traced_rule.ok()) return detail::failed<Out>(traced_rule.status());
     const std::vector<Shape> rule_out = traced_rule->graph.output_shapes();
-    if (rule_out.size() != 2 * m)
-      return fail(invalid_argument_error(
-          str_cat(name, ": the rule returned ", rule_out.size(), " leaves; it must return (primal out, tangent out), ", m,
+    if (rule_out.size() != 2 * p.m)
+      return detail::failed<Out>(invalid_argument_error(
+          str_cat(name, ": the rule returned ", rule_out.size(), " leaves; it must return (primal out, tangent out), ", p.m,
                   " leaves each, shaped like the function's result")));
-    Status s = detail::check_shapes(name, "the rule's primal output", detail::slice_shapes(rule_out, 0, m), y_shapes);
+    Status s = detail::check_shapes(name, "the rule's primal output", detail::slice_shapes(rule_out, 0, p.m), p.y_shapes);
     if (s.ok())
-      s = detail::check_shapes(name, "the rule's tangent output", detail::slice_shapes(rule_out, m, m), y_shapes);
-    if (!s.ok()) return fail(s);
+      s = detail::check_shapes(name, "the rule's tangent output", detail::slice_shapes(rule_out, p.m, p.m), p.y_shapes);
+    if (!s.ok()) return detail::failed<Out>(s);
     // x: the arguments' leaves, then what f and the rule close over; t: one per x.
-    const std::vector<Tensor> captures = detail::concat(traced.captures, traced_rule->captures);
+    const std::vector<Tensor> captures = detail::concat(p.traced.captures, traced_rule->captures);
     std::vector<Tensor> operands = detail::concat(detail::tensor_leaves(args...), captures);
     const std::size_t k = operands.size();
-    std::vector<Shape> x_shapes = shapes;
+    std::vector<Shape> x_shapes = p.shapes;
     for (const Tensor& c : captures) x_shapes.push_back(c.shape());
-    const std::string branch_name = detail::custom_rule_name(kCustomJvpName, k, n);
+    const std::string branch_name = detail::custom_rule_name(kCustomJvpName, k, p.n);
     auto branch = [&](bool rule) -> StatusOr<Graph> {
       GraphBuilder b(rule ? branch_name + ".rule" : branch_name);
       std::vector<Value> x, t;
@@ -208,20 +212,20 @@ class CustomJvp {
       for (const Shape& sh : x_shapes) t.push_back(b.parameter(sh));
       std::vector<Value> out;
       if (!rule) {
-        std::vector<Value> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n));
-        in.insert(in.end(), x.begin() + static_cast<std::ptrdiff_t>(n),
-                  x.begin() + static_cast<std::ptrdiff_t>(n + traced.captures.size()));
-        out = b.inline_graph(traced.graph, in);
-        for (const Shape& sh : y_shapes) out.push_back(detail::zeros_in(b, sh));
+        std::vector<Value> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(p.n));
+        in.insert(in.end(), x.begin() + static_cast<std::ptrdiff_t>(p.n),
+                  x.begin() + static_cast<std::ptrdiff_t>(p.n + p.traced.captures.size()));
+        out = b.inline_graph(p.traced.graph, in);
+        for (const Shape& sh : p.y_shapes) out.push_back(detail::zeros_in(b, sh));
       } else {
-        std::vector<Value> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n));
-        in.insert(in.end(), t.begin(), t.begin() + static_cast<std::ptrdiff_t>(n));
-        in.insert(in.end(), x.begin() + static_cast<std::ptrdiff_t>(n + traced.captures.size()), x.end());
+        std::vector<Value> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(p.n));
+        in.insert(in.end(), t.begin(), t.begin() + static_cast<std::ptrdiff_t>(p.n));
+        in.insert(in.end(), x.begin() + static_cast<std::ptrdiff_t>(p.n + p.traced.captures.size()), x.end());
         out = b.inline_graph(traced_rule->graph, in);
       }
       return b.build(out);
     };
-    return detail::record_custom_node(name, traced.skeleton, branch, std::move(operands), x_shapes, 2 * m);
+    return detail::record_custom_node(name, p.traced.skeleton, branch, std::move(operands), x_shapes, 2 * p.m);
   }
 
  private:
@@ -249,65 +253,58 @@ class CustomVjp {
   auto operator()(const Args&... args) const {
     using Out = std::invoke_result_t<const F&, const Args&...>;
     constexpr const char* name = "custom_vjp";
-    auto fail = [&](Status s) {
-      detail::report(s);
-      return Out{};
-    };
     auto primal = detail::trace_primal(name, f_, args...);
-    if (!primal.ok()) return fail(primal.status());
-    const std::vector<Shape>& shapes = primal->shapes;
-    const auto& traced = primal->traced;
-    const std::vector<Shape>& y_shapes = primal->y_shapes;
-    const std::size_t n = shapes.size(), m = y_shapes.size();
+    if (!primal.ok()) return detail::failed<Out>(primal.status());
+    const auto& p = *primal;
     // The rule as one function: (args, ct) -> (fwd's output, bwd's cotangents).
     auto rule = [this](const std::tuple<Args...>& xs, const Out& ct) {
       auto forward = std::apply(fwd_, xs);
       return std::pair{std::move(forward.first), bwd_(forward.second, ct)};
     };
-    auto traced_rule = detail::trace_function("custom_vjp rule", rule, detail::concat(shapes, y_shapes),
-                                              std::tuple<Args...>{args...}, traced.skeleton);
-    if (!traced_rule.ok()) return fail(traced_rule.status());
+    auto traced_rule = detail::trace_function("custom_vjp rule", rule, detail::concat(p.shapes, p.y_shapes),
+                                              std::tuple<Args...>{args...}, p.traced.skeleton);
+    if (!traced_rule.ok()) return detail::failed<Out>(traced_rule.status());
     const std::vector<Shape> rule_out = traced_rule->graph.output_shapes();
-    if (rule_out.size() != m + n)
-      return fail(invalid_argument_error(
+    if (rule_out.size() != p.m + p.n)
+      return detail::failed<Out>(invalid_argument_error(
           str_cat(name, ": fwd's output and bwd's cotangents have ", rule_out.size(),
-                  " leaves; they must have ", m, " (shaped like the function's result) and ", n,
+                  " leaves; they must have ", p.m, " (shaped like the function's result) and ", p.n,
                   " (one per argument leaf: bwd returns a std::tuple with one tree per argument)")));
-    Status s = detail::check_shapes(name, "fwd's output", detail::slice_shapes(rule_out, 0, m), y_shapes);
-    for (std::size_t i = 0; s.ok() && i < n; ++i)
-      if (is_inexact(shapes[i].dtype()) && !rule_out[m + i].same_type_and_dims(shapes[i]))
-        s = invalid_argument_error(str_cat(name, ": bwd's cotangent ", i, " has shape ", rule_out[m + i],
-                                           ", it must be the argument's, ", shapes[i]));
-    if (!s.ok()) return fail(s);
-    const std::vector<Tensor> captures = detail::concat(traced.captures, traced_rule->captures);
+    Status s = detail::check_shapes(name, "fwd's output", detail::slice_shapes(rule_out, 0, p.m), p.y_shapes);
+    for (std::size_t i = 0; s.ok() && i < p.n; ++i)
+      if (is_inexact(p.shapes[i].dtype()) && !rule_out[p.m + i].same_type_and_dims(p.shapes[i]))
+        s = invalid_argument_error(str_cat(name, ": bwd's cotangent ", i, " has shape ", rule_out[p.m + i],
+                                           ", it must be the argument's, ", p.shapes[i]));
+    if (!s.ok()) return detail::failed<Out>(s);
+    const std::vector<Tensor> captures = detail::concat(p.traced.captures, traced_rule->captures);
     std::vector<Tensor> operands = detail::concat(detail::tensor_leaves(args...), captures);
     const std::size_t k = operands.size();
-    std::vector<Shape> x_shapes = shapes;
+    std::vector<Shape> x_shapes = p.shapes;
     for (const Tensor& c : captures) x_shapes.push_back(c.shape());
-    const std::string branch_name = detail::custom_rule_name(kCustomVjpName, k, n);
-    const std::size_t nf = traced.captures.size();
+    const std::string branch_name = detail::custom_rule_name(kCustomVjpName, k, p.n);
+    const std::size_t nf = p.traced.captures.size();
     auto branch = [&](bool with_rule) -> StatusOr<Graph> {
       GraphBuilder b(with_rule ? branch_name + ".rule" : branch_name);
       std::vector<Value> x, ct;
       for (const Shape& sh : x_shapes) x.push_back(b.parameter(sh));
-      for (const Shape& sh : y_shapes) ct.push_back(b.parameter(sh));
+      for (const Shape& sh : p.y_shapes) ct.push_back(b.parameter(sh));
       std::vector<Value> out;
       if (!with_rule) {
-        std::vector<Value> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n + nf));
-        out = b.inline_graph(traced.graph, in);
+        std::vector<Value> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(p.n + nf));
+        out = b.inline_graph(p.traced.graph, in);
         for (const Shape& sh : x_shapes) out.push_back(detail::zeros_in(b, sh));
       } else {
-        std::vector<Value> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(n));
+        std::vector<Value> in(x.begin(), x.begin() + static_cast<std::ptrdiff_t>(p.n));
         in.insert(in.end(), ct.begin(), ct.end());
-        in.insert(in.end(), x.begin() + static_cast<std::ptrdiff_t>(n + nf), x.end());
+        in.insert(in.end(), x.begin() + static_cast<std::ptrdiff_t>(p.n + nf), x.end());
         const std::vector<Value> r = b.inline_graph(traced_rule->graph, in);
-        out.assign(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(m));
+        out.assign(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(p.m));
         for (std::size_t i = 0; i < k; ++i)
-          out.push_back(i < n && is_inexact(x_shapes[i].dtype()) ? r[m + i] : detail::zeros_in(b, x_shapes[i]));
+          out.push_back(i < p.n && is_inexact(x_shapes[i].dtype()) ? r[p.m + i] : detail::zeros_in(b, x_shapes[i]));
       }
       return b.build(out);
     };
-    return detail::record_custom_node(name, traced.skeleton, branch, std::move(operands), y_shapes, m + k);
+    return detail::record_custom_node(name, p.traced.skeleton, branch, std::move(operands), p.y_shapes, p.m + k);
   }
 
  private:

@@ -56,11 +56,10 @@ struct RunContext {
 
 /// Whether one kernel's loop is faster split across the workers or run on the caller alone,
 /// learned from the kernel's own runs. Handing blocks to workers pays for itself only when the
-/// loop is long enough and compute-bound enough on this machine: a memory-bound multiply of
-/// 64K-256K floats ran slower on two threads of a 2-CPU VM than on one (the two halves stream
-/// from the same memory, and a worker's wake-up and the caller's wait cost microseconds),
-/// while a row sum of the same size ran 1.3x faster. No fixed threshold fits every loop,
-/// machine and load, so each kernel times both ways: its first runs alternate, and then it
+/// loop is long enough and compute-bound enough on this machine at this load: a worker's
+/// wake-up and the caller's wait cost microseconds, and two threads streaming from memory may
+/// go no faster than one (docs/DECISIONS.md, "Each loop learns whether splitting pays", has
+/// the figures). No fixed threshold fits every loop, machine and load, so each kernel times both ways: its first runs alternate, and then it
 /// runs the faster way, trying the other for kExploreRuns runs in a row every kExploreEvery
 /// runs so that it follows a change of load (a busy machine, other executions sharing the
 /// pool). In a row, because a pool whose workers have had nothing to do for a while has them
@@ -97,7 +96,7 @@ class SplitLearner {
   }
 
   /// The averages (nanoseconds per run, 0 before the first run) of the runs on the caller
-  /// alone and of the split runs; for tests and the listing.
+  /// alone and of the split runs; for tests.
   [[nodiscard]] std::int64_t average_ns(bool split) const { return average_[split].load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint32_t runs(bool split) const { return count_[split].load(std::memory_order_relaxed); }
 

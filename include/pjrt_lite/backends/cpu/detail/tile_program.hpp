@@ -196,11 +196,8 @@ class TileProgram {
     for (std::size_t i = 0; i < regs_.size(); ++i) {
       const Reg& r = regs_[i];
       if (r.kind == RegKind::kExternal) continue;
-      if (r.kind == RegKind::kAccumulator) {
-        ptr[i] = externals[r.external];
-        continue;
-      }
-      if (r.kind == RegKind::kSplat && !r.tile) {  // only read as a scalar, where it is
+      // An accumulator, and a splat only read as one scalar, are read where they lie.
+      if (r.kind == RegKind::kAccumulator || (r.kind == RegKind::kSplat && !r.tile)) {
         ptr[i] = externals[r.external];
         continue;
       }
