@@ -739,13 +739,15 @@ TEST_CASE("cpu client: a parallel loop whose helper is held up makes the next lo
 
 namespace {
 
-/// A RunContext whose "parallel" runs the loop in two halves on the caller, after
-/// `split_delay_us`, and reports that it split: a stand-in for a pool, so that the test decides which
-/// way is faster.
+/// A RunContext whose "parallel" runs the loop in two halves on the caller and reports whether
+/// it split (a pool's governor may turn a split down): a stand-in for a pool.
 struct FakeSplit {
-  static inline std::int64_t split_delay_us = 0;
+  static inline bool helps = true;
   static bool parallel(void*, int, std::int64_t n, std::int64_t, cpu::detail::RangeFn fn) {
-    std::this_thread::sleep_for(std::chrono::microseconds(split_delay_us));
+    if (!helps) {
+      fn(0, n, 0);
+      return false;
+    }
     fn(0, n / 2, 0);
     fn(n / 2, n, 1);
     return true;
@@ -757,77 +759,107 @@ struct FakeSplit {
 
 }  // namespace
 
-TEST_CASE("cpu client: a kernel's loop runs split or on the caller, whichever its own runs found faster") {
+TEST_CASE("cpu client: a kernel's loop tries both ways, then runs the one its own runs found faster") {
   using cpu::detail::SplitLearner;
   constexpr std::int64_t kN = 1000;
-  std::int64_t alone_delay_us = 0;
   int split_runs = 0, alone_runs = 0;
-  // The loop sleeps when it runs whole on the caller; the fake pool sleeps before it splits.
   auto loop = [&](std::int64_t begin, std::int64_t end, int) {
-    if (begin == 0 && end == kN) {
-      ++alone_runs;
-      std::this_thread::sleep_for(std::chrono::microseconds(alone_delay_us));
-    } else if (begin == 0) {
-      ++split_runs;
-    }
+    if (begin == 0) ++(end == kN ? alone_runs : split_runs);
   };
   const auto ctx = FakeSplit::context(2);
-  const auto runs = [&](const SplitLearner& learner, int times) {
-    split_runs = alone_runs = 0;
-    for (int i = 0; i < times; ++i) learner.run(ctx, kN, 10, loop);
-  };
+  FakeSplit::helps = true;
 
-  SUBCASE("splitting is slower: the caller runs the loop, trying a few splits now and then") {
-    FakeSplit::split_delay_us = 5000;
-    alone_delay_us = 0;
+  SUBCASE("the warm-up runs each way in turn, and each run is timed as the way it went") {
     SplitLearner learner;
-    runs(learner, 2 * SplitLearner::kWarmup);  // the warm-up tries each way in turn
-    CHECK(split_runs == SplitLearner::kWarmup);
-    CHECK(alone_runs == SplitLearner::kWarmup);
-    CHECK(learner.average_ns(true) > learner.average_ns(false));
-    runs(learner, 2 * SplitLearner::kExploreEvery);
-    CHECK(split_runs == 2 * SplitLearner::kExploreRuns);
-    CHECK(alone_runs == 2 * (SplitLearner::kExploreEvery - SplitLearner::kExploreRuns));
+    for (std::uint32_t i = 0; i < 2 * SplitLearner::kWarmup; ++i) learner.run(ctx, kN, 10, loop);
+    CHECK(split_runs == static_cast<int>(SplitLearner::kWarmup));
+    CHECK(alone_runs == static_cast<int>(SplitLearner::kWarmup));
+    CHECK(learner.runs(true) == SplitLearner::kWarmup);
+    CHECK(learner.runs(false) == SplitLearner::kWarmup);
   }
-  SUBCASE("splitting is faster: the loop splits, trying the caller alone now and then") {
-    FakeSplit::split_delay_us = 0;
-    alone_delay_us = 5000;
+  SUBCASE("a split the pool turned down ran alone, and counts as such") {
+    FakeSplit::helps = false;
     SplitLearner learner;
-    runs(learner, 2 * SplitLearner::kWarmup + 2 * SplitLearner::kExploreEvery);
-    CHECK(alone_runs == SplitLearner::kWarmup + 2 * SplitLearner::kExploreRuns);
-    CHECK(split_runs == SplitLearner::kWarmup + 2 * (SplitLearner::kExploreEvery - SplitLearner::kExploreRuns));
-  }
-  SUBCASE("a change of speed shows within a few explorations") {
-    FakeSplit::split_delay_us = 0;
-    alone_delay_us = 5000;
-    SplitLearner learner;
-    runs(learner, 2 * SplitLearner::kWarmup);
-    FakeSplit::split_delay_us = 10'000;  // the machine got busy: splitting now costs more
-    runs(learner, SplitLearner::kExploreEvery);
-    // Three slow splits move the split average past the caller's 5 ms; from then on the
-    // caller runs the loop but for the explorations (and a run or two where an oversleep
-    // lifts the caller's average past the split's for a moment).
-    CHECK(alone_runs > SplitLearner::kExploreEvery * 3 / 4);
-  }
-  SUBCASE("a faster exploration takes over at once") {
-    FakeSplit::split_delay_us = 5000;
-    alone_delay_us = 0;
-    SplitLearner learner;
-    runs(learner, 2 * SplitLearner::kWarmup);
-    // Splitting becomes the faster way: the first exploration of it sets its average.
-    FakeSplit::split_delay_us = 0;
-    alone_delay_us = 5000;
-    runs(learner, SplitLearner::kExploreEvery + SplitLearner::kExploreEvery / 2);
-    CHECK(split_runs >= SplitLearner::kExploreEvery / 2);
+    for (int i = 0; i < 6; ++i) learner.run(ctx, kN, 10, loop);
+    CHECK(alone_runs == 6);
+    CHECK(learner.runs(true) == 0);
+    CHECK(learner.runs(false) == 6);
+    FakeSplit::helps = true;
   }
   SUBCASE("one worker, or a loop of one block, never times or splits") {
-    FakeSplit::split_delay_us = 0;
     SplitLearner learner;
-    split_runs = alone_runs = 0;
     learner.run(FakeSplit::context(1), kN, 10, loop);
     learner.run(ctx, kN, kN, loop);
     CHECK(alone_runs == 2);
     CHECK(learner.runs(false) + learner.runs(true) == 0);
+  }
+}
+
+TEST_CASE("cpu client: a split learner follows the times it is given: faster way, explorations, changes of load") {
+  // The decision apart from the clock: each run takes the time the test says for the way it
+  // went, so the counts are exact on any machine at any load.
+  using cpu::detail::SplitLearner;
+  constexpr std::int64_t kMs = 1'000'000;
+  int split_runs = 0, alone_runs = 0;
+  const auto runs = [&](const SplitLearner& learner, std::uint32_t times, std::int64_t split_ns, std::int64_t alone_ns) {
+    split_runs = alone_runs = 0;
+    for (std::uint32_t i = 0; i < times; ++i) {
+      const bool split = learner.choose();
+      ++(split ? split_runs : alone_runs);
+      learner.record(split, split ? split_ns : alone_ns);
+    }
+  };
+  constexpr auto kEvery = static_cast<int>(SplitLearner::kExploreEvery);
+  constexpr auto kExplore = static_cast<int>(SplitLearner::kExploreRuns);
+  constexpr auto kWarmup = static_cast<int>(SplitLearner::kWarmup);
+
+  SUBCASE("splitting is slower: the caller runs the loop but for kExploreRuns splits every kExploreEvery runs") {
+    SplitLearner learner;
+    runs(learner, 2 * kWarmup, 5 * kMs, 0);
+    CHECK(split_runs == kWarmup);
+    CHECK(learner.average_ns(true) == 5 * kMs);
+    CHECK(learner.average_ns(false) == 0);
+    runs(learner, 2 * kEvery, 5 * kMs, 0);
+    CHECK(split_runs == 2 * kExplore);
+    CHECK(alone_runs == 2 * (kEvery - kExplore));
+  }
+  SUBCASE("splitting is faster: the loop splits but for kExploreRuns runs alone every kExploreEvery") {
+    SplitLearner learner;
+    runs(learner, 2 * kWarmup + 2 * kEvery, 0, 5 * kMs);
+    CHECK(alone_runs == kWarmup + 2 * kExplore);
+    CHECK(split_runs == kWarmup + 2 * (kEvery - kExplore));
+  }
+  SUBCASE("the warm-up keeps each way's fastest time: its first runs page in buffers and wake workers") {
+    SplitLearner learner;
+    for (const std::int64_t ms : {9, 2, 7, 8}) {
+      learner.record(true, ms * kMs);
+      learner.record(false, (ms + 1) * kMs);
+    }
+    CHECK(learner.average_ns(true) == 2 * kMs);
+    CHECK(learner.average_ns(false) == 3 * kMs);
+  }
+  SUBCASE("a lasting slowdown shows within a few runs; one slow run moves the average a quarter") {
+    SplitLearner learner;
+    runs(learner, 2 * kWarmup, 0, 5 * kMs);
+    learner.record(true, 4 * kMs);  // one slow split run: a quarter of the way up
+    CHECK(learner.average_ns(true) == kMs);
+    // The machine got busy: splitting now takes 10 ms against the caller's 5. Three slow
+    // splits (1 -> 3.25 -> 4.94 -> 6.2 ms) lift the average past 5 ms; from then on the caller
+    // runs the loop but for the explorations.
+    runs(learner, kEvery, 10 * kMs, 5 * kMs);
+    CHECK(split_runs == 3 + kExplore);
+    CHECK(learner.average_ns(true) > 5 * kMs);
+  }
+  SUBCASE("a faster exploration takes over at once") {
+    SplitLearner learner;
+    runs(learner, 2 * kWarmup, 5 * kMs, 0);
+    // Splitting becomes the faster way: the first exploration sets its average, and the loop
+    // splits from then on, but for the rest of that exploration's turns, which now try the
+    // caller alone.
+    runs(learner, kEvery + kEvery / 2, 0, 5 * kMs);
+    CHECK(split_runs == 1 + kEvery / 2);
+    CHECK(alone_runs == kEvery - 1);
+    CHECK(learner.average_ns(true) == 0);
   }
 }
 

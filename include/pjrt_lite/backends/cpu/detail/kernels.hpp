@@ -100,7 +100,8 @@ class SplitLearner {
   [[nodiscard]] std::int64_t average_ns(bool split) const { return average_[split].load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint32_t runs(bool split) const { return count_[split].load(std::memory_order_relaxed); }
 
- private:
+  /// The decision run() makes and the time it records, apart from the clock: whether the next
+  /// run should split, and the time a run took that did (or did not) split.
   [[nodiscard]] bool choose() const {
     const std::uint32_t alone = count_[0].load(std::memory_order_relaxed);
     const std::uint32_t split = count_[1].load(std::memory_order_relaxed);
@@ -109,7 +110,6 @@ class SplitLearner {
     const std::uint32_t turn = turn_.fetch_add(1, std::memory_order_relaxed);
     return turn % kExploreEvery >= kExploreEvery - kExploreRuns ? !faster : faster;
   }
-
   void record(bool split, std::int64_t ns) const {
     const std::uint32_t seen = count_[split].fetch_add(1, std::memory_order_relaxed);
     const std::int64_t old = average_[split].load(std::memory_order_relaxed);
@@ -121,6 +121,7 @@ class SplitLearner {
     average_[split].store(next, std::memory_order_relaxed);
   }
 
+ private:
   mutable std::atomic<std::int64_t> average_[2]{};
   mutable std::atomic<std::uint32_t> count_[2]{};
   mutable std::atomic<std::uint32_t> turn_{0};
