@@ -397,11 +397,9 @@ void mlp_b256_eigen(benchmark::State& state) {
   constexpr std::int64_t kBatch = 256;
   const auto xv = mlp_input(kBatch);
   std::vector<float> yv(kBatch * kOut);
-  RowMatrix h1[kThreads], h2[kThreads];  // each block's hidden layers, sized once
-  for (int t = 0; t < kThreads; ++t) {
-    h1[t].resize(kBatch / kThreads, kHidden);
-    h2[t].resize(kBatch / kThreads, kHidden);
-  }
+  // Each block's hidden layers, sized once.
+  std::vector<RowMatrix> h1(static_cast<std::size_t>(kThreads), RowMatrix(kBatch / kThreads, kHidden));
+  std::vector<RowMatrix> h2 = h1;
   for (auto _ : state) {
     twin_parallel(kBatch, kThreads, [&](std::int64_t r0, std::int64_t r1) {
       const auto t = static_cast<std::size_t>(r0 * kThreads / kBatch);
@@ -478,6 +476,10 @@ struct MlpBackprop {
 };
 
 void mlp_grad_b256_pjrt_lite(benchmark::State& state) {
+  if (kThreads == 1) {
+    state.SkipWithError("runs on the pooled client only; PJRT_LITE_BENCH_THREADS=1 leaves it out");
+    return;
+  }
   auto client = make_client<cpu::ThreadPool>();
   const auto& w = mlp_weights();
   const auto x = mlp_input(kGradBatch), t = mlp_target(kGradBatch);
@@ -513,7 +515,7 @@ void mlp_grad_b256_eigen(benchmark::State& state) {
   // Each thread backpropagates half of the batch into its own part; the parts' gradients are
   // then summed into the first, as pjrt_lite's products sum over the whole batch.
   const auto x = mlp_input(kGradBatch), t = mlp_target(kGradBatch);
-  constexpr std::int64_t kRows = kGradBatch / kThreads;
+  const std::int64_t kRows = kGradBatch / kThreads;
   std::vector<MlpBackprop> parts(kThreads, MlpBackprop(kRows));
   for (auto _ : state) {
     twin_parallel(kGradBatch, kThreads, [&](std::int64_t r0, std::int64_t) {
@@ -689,10 +691,12 @@ int main(int argc, char** argv) {
   register_sweep_workloads();
   if (const std::string torch = torch_description(); !torch.empty())
     benchmark::AddCustomContext("libtorch", torch);
-  // Every kernel family (element-wise loops, row kernels, GEMM, convolution, the rest) is
-  // compiled by one build; this binary's is kernels.cpp's, -march=native.
+  // Every kernel family (element-wise loops, row kernels, GEMM, convolution, the rest) runs
+  // the one build picked at run time (or kernels.cpp's, -march=native, with
+  // PJRT_LITE_BENCH_NATIVE_KERNELS).
   benchmark::AddCustomContext("pjrt_lite kernels",
                               std::string(cpu::kernel_isa_name(cpu::available_kernel_isas().front())));
+  benchmark::AddCustomContext("threads per threaded workload", std::to_string(kThreads));
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

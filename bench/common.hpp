@@ -63,10 +63,12 @@ T take(StatusOr<T> v, const char* where) {
   return std::move(v).value();
 }
 
+/// A client of kThreads - 1 workers (at least one: a pool of 0 means one per hardware thread;
+/// a threaded workload on one thread runs on the inline client, `Program`).
 template <class E>
 std::unique_ptr<cpu::Client<E>> make_client() {
   return take(
-      cpu::Client<E>::create({.thread_count = kThreads - 1, .memory_pool_bytes = kPoolBytes}),
+      cpu::Client<E>::create({.thread_count = std::max(1, kThreads - 1), .memory_pool_bytes = kPoolBytes}),
       "client");
 }
 
@@ -93,17 +95,17 @@ inline Graph gemm_int8_graph(std::int64_t n) {
 /// default synchronously; in another mode it executes and then awaits the first output, as
 /// a caller that needs the result does.
 template <class E>
-class Program {
+class ProgramOn {
  public:
   /// From a graph, or from StableHLO text as a JAX export prints it (client->compile(text)).
-  Program(const Graph& graph, const std::vector<std::vector<float>>& args,
+  ProgramOn(const Graph& graph, const std::vector<std::vector<float>>& args,
           const std::vector<std::vector<std::int64_t>>& dims,
           ExecutionMode mode = ExecutionMode::kSynchronous, const cpu::CompileOptions& options = {})
       : client_(make_client<E>()) {
     exe_.emplace(take(client_->compile(graph, options), "compile"));
     set_up(args, dims, mode);
   }
-  Program(std::string_view stablehlo_text, const std::vector<std::vector<float>>& args,
+  ProgramOn(std::string_view stablehlo_text, const std::vector<std::vector<float>>& args,
           const std::vector<std::vector<std::int64_t>>& dims,
           ExecutionMode mode = ExecutionMode::kSynchronous)
       : client_(make_client<E>()) {
@@ -111,17 +113,12 @@ class Program {
     set_up(args, dims, mode);
   }
   /// From a graph and arguments of any element type.
-  Program(const Graph& graph, const std::vector<Literal>& args, const cpu::CompileOptions& options = {})
+  ProgramOn(const Graph& graph, const std::vector<Literal>& args, const cpu::CompileOptions& options = {})
       : client_(make_client<E>()) {
     exe_.emplace(take(client_->compile(graph, options), "compile"));
     for (const Literal& a : args) args_.push_back(take(client_->buffer_from_literal(a), "upload"));
     finish_set_up(ExecutionMode::kSynchronous);
   }
-  Program(GraphBuilder& b, const std::vector<Value>& outputs,
-          const std::vector<std::vector<float>>& args,
-          const std::vector<std::vector<std::int64_t>>& dims,
-          ExecutionMode mode = ExecutionMode::kSynchronous)
-      : Program(take(b.build(outputs), "build"), args, dims, mode) {}
 
   void run() {
     Status s = exe_->execute_sharded(arg_ptrs_, client_->devices()[0], options_, results_);
@@ -163,6 +160,47 @@ class Program {
   ExecuteOptions options_;
 };
 
+/// ProgramOn<E>, except that a threaded workload (cpu::ThreadPool) runs on the inline client
+/// when the bench runs on one thread (PJRT_LITE_BENCH_THREADS=1).
+template <class E>
+class Program {
+ public:
+  Program(const Graph& graph, const std::vector<std::vector<float>>& args,
+          const std::vector<std::vector<std::int64_t>>& dims,
+          ExecutionMode mode = ExecutionMode::kSynchronous, const cpu::CompileOptions& options = {}) {
+    emplace(graph, args, dims, mode, options);
+  }
+  Program(std::string_view stablehlo_text, const std::vector<std::vector<float>>& args,
+          const std::vector<std::vector<std::int64_t>>& dims,
+          ExecutionMode mode = ExecutionMode::kSynchronous) {
+    emplace(stablehlo_text, args, dims, mode);
+  }
+  Program(const Graph& graph, const std::vector<Literal>& args, const cpu::CompileOptions& options = {}) {
+    emplace(graph, args, options);
+  }
+  Program(GraphBuilder& b, const std::vector<Value>& outputs,
+          const std::vector<std::vector<float>>& args,
+          const std::vector<std::vector<std::int64_t>>& dims,
+          ExecutionMode mode = ExecutionMode::kSynchronous)
+      : Program(take(b.build(outputs), "build"), args, dims, mode) {}
+
+  void run() { alone_ ? alone_->run() : own_->run(); }
+  std::vector<float> output(std::size_t j) { return alone_ ? alone_->output(j) : own_->output(j); }
+  Literal output_literal(std::size_t j) { return alone_ ? alone_->output_literal(j) : own_->output_literal(j); }
+
+ private:
+  template <class... A>
+  void emplace(const A&... a) {
+    if (std::is_same_v<E, cpu::ThreadPool> && kThreads == 1)
+      alone_.emplace(a...);
+    else
+      own_.emplace(a...);
+  }
+
+  std::optional<ProgramOn<E>> own_;
+  std::optional<ProgramOn<cpu::InlineExecutor>> alone_;
+};
+
 // ---- The twins' threads
 
 /// The twins' threads: the calling thread and kThreads - 1 threads of Eigen's ThreadPool,
@@ -199,7 +237,7 @@ class TwinPool {
   }
 
  private:
-  TwinPool() : pool_(kThreads - 1) {}
+  TwinPool() : pool_(std::max(1, kThreads - 1)) {}  // one idle thread on one thread
 
   void drain() {
     for (;;) {
@@ -234,7 +272,7 @@ class TwinPool {
 };
 
 /// Blocks of an element-wise region: pjrt_lite's parallel_for gives each thread 8.
-inline constexpr std::int64_t kElementwiseBlocks = kThreads * 8;
+inline const std::int64_t kElementwiseBlocks = kThreads * 8;
 
 template <class F>
 inline void twin_parallel(std::int64_t n, std::int64_t blocks, F&& fn) {

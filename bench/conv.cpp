@@ -51,7 +51,7 @@ void conv_positions(const float* x, const float* kernel, const float* bias, floa
 
 /// Blocks of the convolution's output positions: pjrt_lite's kernel cuts them in about
 /// 4 per thread.
-constexpr std::int64_t kConvBlocks = kThreads * 4;
+const std::int64_t kConvBlocks = kThreads * 4;
 
 void conv3x3_56x56x64_pjrt_lite(benchmark::State& state) {
   const std::vector<std::int64_t> dims{1, kConvSize, kConvSize, kConvChannels};
@@ -200,7 +200,7 @@ void conv3x3_b8_56x56x64_pjrt_lite(benchmark::State& state) {
 void conv3x3_b8_56x56x64_eigen(benchmark::State& state) {
   const auto x = conv_input_batch(kConvBatch), kernel = conv_kernel(), bias = conv_bias();
   std::vector<float> y(x.size());
-  constexpr std::int64_t kBlocks = kConvBlocks * 4;
+  const std::int64_t kBlocks = kConvBlocks * 4;
   std::vector<RowMatrix> patches(kBlocks, RowMatrix(kConvChunk, kConvDepth));
   const std::int64_t rows = kConvBatch * kConvPositions;
   for (auto _ : state) {

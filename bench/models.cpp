@@ -15,7 +15,8 @@ constexpr std::int64_t kBlockPositions = kConvSize * kConvSize;
 constexpr std::int64_t kBlockDepth = kConvTaps * kConvChannels;
 /// Output positions per im2col chunk, and blocks of positions per convolution (pjrt_lite's
 /// kernel cuts them in about 4 per thread).
-constexpr std::int64_t kBlockChunk = 128, kBlockBlocks = kThreads * 4;
+constexpr std::int64_t kBlockChunk = 128;
+const std::int64_t kBlockBlocks = kThreads * 4;
 
 /// Positions [p0, p1) of relu(conv3x3(x, kernel) * scale + shift (+ residual)), by im2col
 /// chunks into the caller's `patches` [kBlockChunk, 9 * 64]; `residual` may be null.

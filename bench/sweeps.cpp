@@ -9,7 +9,8 @@
 // process keeping a core busy would. `<sweep>/eigen` is the arithmetic alone on one thread
 // (the floor), `<sweep>/libtorch` the ATen op into a preallocated output on kThreads threads
 // (ATen's own grain size decides whether it splits). bench/results_table.py prints the
-// pooled / inline ratios.
+// pooled / inline ratios. With PJRT_LITE_BENCH_THREADS=1 the pooled variants run on the inline
+// client too (common.hpp's Program).
 #include <iterator>
 #include <thread>
 #include <utility>

@@ -6,6 +6,8 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -14,8 +16,22 @@
 namespace pjrt_lite_bench {
 
 /// Threads that compute in a threaded workload, on every side: the calling thread and
-/// kThreads - 1 pool threads.
-inline constexpr int kThreads = 2;
+/// kThreads - 1 pool threads. 2 unless the environment sets PJRT_LITE_BENCH_THREADS to a power
+/// of two up to 64 (the workloads split batches of 256 rows evenly):
+/// `PJRT_LITE_BENCH_THREADS=1` runs every threaded workload on the caller alone, the LibTorch
+/// peers on one intra-op thread.
+inline int bench_threads() {
+  const char* text = std::getenv("PJRT_LITE_BENCH_THREADS");
+  if (text == nullptr || *text == '\0') return 2;
+  char* end = nullptr;
+  const long n = std::strtol(text, &end, 10);
+  if (*end != '\0' || n < 1 || n > 64 || (n & (n - 1)) != 0) {
+    std::fprintf(stderr, "PJRT_LITE_BENCH_THREADS=%s: want 1, 2, 4, 8, 16, 32 or 64 threads\n", text);
+    std::exit(2);
+  }
+  return static_cast<int>(n);
+}
+inline const int kThreads = bench_threads();
 
 /// A deterministic input: scale * sin(0.001 * i + phase).
 inline std::vector<float> values(std::int64_t n, float scale, float phase) {

@@ -48,6 +48,52 @@ ExecuteOptions async_options() {
   return o;
 }
 
+/// `v` as an f32 or f64 vector literal.
+Literal float_vector(DType t, const std::vector<double>& v) {
+  const auto n = static_cast<std::int64_t>(v.size());
+  if (t == DType::kF64) return Literal::from_span<double>(v, {n}).value();
+  const std::vector<float> f(v.begin(), v.end());
+  return Literal::from_span<float>(f, {n}).value();
+}
+
+/// `n` values around +-30 with, every 7th, an edge of exp's packet code on either side (where
+/// it overflows, underflows to denormals and zero, infinities, NaN, signed zeros, denormals).
+std::vector<double> exp_edge_values(std::int64_t n) {
+  const double inf = std::numeric_limits<double>::infinity();
+  const double edges[] = {0.0, -0.0, 1.0, -1.0, 86.9, -86.9, 87.5, -87.5, 88.5, -88.5, 700.0, -700.0, 708.5, -708.5,
+                          709.5, -709.5, 745.5, -745.5, 800.0, -800.0, inf, -inf, std::numeric_limits<double>::quiet_NaN(),
+                          1e-40, -1e-310};
+  std::vector<double> v(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i)
+    v[static_cast<std::size_t>(i)] = i % 7 == 3 ? edges[(i / 7) % std::size(edges)] : std::sin(0.37 * static_cast<double>(i)) * 30;
+  return v;
+}
+
+/// Element i of an f32 or f64 literal, as a double.
+double element(const Literal& l, std::int64_t i) {
+  return l.dtype() == DType::kF32 ? double(l.data<float>()[static_cast<std::size_t>(i)]) : l.data<double>()[static_cast<std::size_t>(i)];
+}
+
+/// Runs `g` fused and unfused and checks that every output is the same bits, except that a
+/// NaN may come out with either sign (AVX2's exp keeps the sign of a negated NaN, its lone
+/// exp does not; a NaN's sign means nothing). Returns the fused outputs.
+template <class C>
+std::vector<Literal> check_fused_bits(C& client, const Graph& g, const std::vector<Literal>& args) {
+  const auto fused = run(client, g, args);
+  const auto unfused = run(client, g, args, {.optimize = true, .fuse = false});
+  for (std::size_t k = 0; k < fused.size(); ++k) {
+    std::size_t differ = 0;
+    for (std::int64_t i = 0; i < fused[k].shape().element_count(); ++i) {
+      const double a = element(fused[k], i), u = element(unfused[k], i);
+      if (std::isnan(a) && std::isnan(u)) continue;
+      differ += std::memcmp(&a, &u, sizeof a) != 0;
+    }
+    CAPTURE(k);
+    CHECK(differ == 0);
+  }
+  return fused;
+}
+
 template <class T>
 Literal iota_literal(std::vector<std::int64_t> dims, T start = T(0)) {
   std::int64_t n = 1;
@@ -238,14 +284,14 @@ TEST_CASE("cpu executable: copies of a megabyte and more, split across threads, 
   }
 }
 
-TEST_CASE("cpu executable: exp of a negation is one instruction, bit for bit the two ops") {
-  // Edge values where exp's packet code hands over to the C library (overflow, underflow to
-  // denormals and zero, infinities, NaN, -0), between ordinary ones, in a length that ends in
-  // a partial packet. Unfused, negate and exp are kernels of their own.
+TEST_CASE("cpu executable: exp of a negation, or of a difference with a broadcast scalar, is one instruction, bit for bit the two ops") {
+  // Edge values where exp's packet code hands over to the C library between ordinary ones, in
+  // a length that ends in a partial packet. Unfused, negate or subtract and exp are kernels
+  // of their own.
   auto client = make_client();
   for (DType t : {DType::kF32, DType::kF64}) {
     CAPTURE(dtype_name(t));
-    const std::int64_t n = 1000;
+    const std::int64_t n = 1001;
     GraphBuilder b("exp_neg");
     Value x = b.parameter(Shape(t, {n}));
     Value e = b.exponential(b.negate(x));
@@ -254,35 +300,41 @@ TEST_CASE("cpu executable: exp of a negation is one instruction, bit for bit the
     Value y = kept.parameter(Shape(t, {n}));
     Value minus = kept.negate(y);
     Graph h = build_ok(kept, {kept.exponential(minus), minus});
-    std::vector<double> v(static_cast<std::size_t>(n));
-    const double inf = std::numeric_limits<double>::infinity();
-    const double edges[] = {0.0, -0.0, 1.0, -1.0, 86.9, 87.5, -88.5, 700.0, -708.5, -709.5, 745.5, -800.0, inf, -inf,
-                            std::numeric_limits<double>::quiet_NaN(), 1e-40, -1e-310};
-    for (std::int64_t i = 0; i < n; ++i)
-      v[static_cast<std::size_t>(i)] = i % 7 == 3 ? edges[(i / 7) % std::size(edges)] : std::sin(0.37 * static_cast<double>(i)) * 30;
-    Literal arg = Literal::from_span<double>(v, {n}).value();
-    if (t == DType::kF32) {
-      std::vector<float> f(v.begin(), v.end());
-      arg = Literal::from_span<float>(f, {n}).value();
-    }
-    for (const Graph* graph : {&g, &h}) {
-      const auto fused = run(*client, *graph, {arg});
-      const auto unfused = run(*client, *graph, {arg}, {.optimize = true, .fuse = false});
-      // Bit for bit, except that a NaN may come out with either sign (AVX2's exp keeps the
-      // sign of a negated NaN, its lone exp does not; a NaN's sign means nothing).
-      for (std::size_t k = 0; k < 2; ++k) {
-        std::size_t differ = 0;
-        for (std::int64_t i = 0; i < n; ++i) {
-          const double a = t == DType::kF32 ? double(fused[k].data<float>()[i]) : fused[k].data<double>()[i];
-          const double u = t == DType::kF32 ? double(unfused[k].data<float>()[i]) : unfused[k].data<double>()[i];
-          if (std::isnan(a) && std::isnan(u)) continue;
-          differ += std::memcmp(&a, &u, sizeof a) != 0;
-        }
-        CHECK(differ == 0);
-      }
-    }
+    const Literal arg = float_vector(t, exp_edge_values(n));
+    check_fused_bits(*client, g, {arg});
+    check_fused_bits(*client, h, {arg});
     CHECK(contains(client->compile(g).value().optimized_program_text(), "(1 exp of a negation)"));
     CHECK(!contains(client->compile(h).value().optimized_program_text(), "negation"));
+
+    // exp(x - s), with shifts that keep the edges, move them and make every difference
+    // infinite or NaN. The scalar is a parameter, so the subtraction is no constant to fold.
+    GraphBuilder db("exp_difference");
+    Value dx = db.parameter(Shape(t, {n}));
+    Value s = db.parameter(Shape(t, {}));
+    Value de = db.exponential(db.subtract(dx, db.broadcast_in_dim(s, {n}, {})));
+    Graph d = build_ok(db, {de, db.multiply(de, dx)});
+    const std::vector<double> v = exp_edge_values(n);
+    for (const double shift : {0.5, -0.0, std::numeric_limits<double>::infinity()}) {
+      CAPTURE(shift);
+      const Literal scalar = t == DType::kF32 ? Literal::scalar(static_cast<float>(shift)) : Literal::scalar(shift);
+      const auto fused = check_fused_bits(*client, d, {float_vector(t, v), scalar});
+      // And within a few ULP of the closed form (the C library's exp of the difference).
+      for (std::int64_t i = 0; i < n; ++i) {
+        const double diff = t == DType::kF32 ? double(static_cast<float>(v[static_cast<std::size_t>(i)]) - static_cast<float>(shift))
+                                             : v[static_cast<std::size_t>(i)] - shift;
+        const double want = t == DType::kF32 ? double(std::exp(static_cast<float>(diff))) : std::exp(diff);
+        const double got = element(fused[0], i);
+        if (std::isnan(want)) {
+          CHECK(std::isnan(got));
+        } else if (std::isinf(want)) {
+          CHECK(got == want);
+        } else {
+          CAPTURE(diff);
+          CHECK(std::abs(got - want) <= 4 * std::abs(want) * (t == DType::kF32 ? 1.2e-7 : 2.3e-16));
+        }
+      }
+    }
+    CHECK(contains(client->compile(d).value().optimized_program_text(), "(1 exp of a difference)"));
   }
 }
 
@@ -1534,8 +1586,8 @@ TEST_CASE("cpu fusion: softmax and layer norm over rows run as one row kernel an
       CHECK(contains(soft_text, ": 1 kernels"));
       CHECK(contains(soft_text, "row fusion[reduce(maximum), broadcast_in_dim, subtract, exponential, reduce(add), broadcast_in_dim, divide]"));
       // The max, then exp(x - max) kept and summed, then the division: the row is read from
-      // memory once and written once.
-      CHECK(contains(soft_text, "3 passes over each)"));
+      // memory once and written once; the subtraction of the max happens inside the exp.
+      CHECK(contains(soft_text, "3 passes over each; 1 exp of a difference)"));
       const std::vector<std::int64_t> row(dims.begin() + first, dims.end());
       const Graph norm = layer_norm_graph(t, dims, first);
       check(norm,
@@ -1544,7 +1596,7 @@ TEST_CASE("cpu fusion: softmax and layer norm over rows run as one row kernel an
       const std::string norm_text = listing(norm);
       CAPTURE(norm_text);
       CHECK(contains(norm_text, ": 1 kernels"));
-      CHECK(contains(norm_text, "3 passes over each)"));
+      CHECK(contains(norm_text, "3 passes over each"));
     }
   }
 }

@@ -556,6 +556,51 @@ TEST_CASE("transforms: a transpose that swaps a dot's free blocks becomes the do
   check_idempotent(algebraic_simplify, g);
 }
 
+TEST_CASE("transforms: a reshape that only inserts unit dims sinks through element-wise ops into the broadcast") {
+  // rms norm as JAX exports it with keepdims=True: the row sums are reshaped [4] -> [4, 1],
+  // scaled and shifted there, then broadcast back over the rows.
+  GraphBuilder b("keepdims");
+  Value x = b.parameter(Shape(kF32, {4, 6}));
+  Value unit = b.parameter(Shape(kF32, {4, 1}));  // not a reshape: what it meets stays [4, 1]
+  Value sums = b.reduce(b.multiply(x, x), b.constant(0.0f), OpCode::kAdd, {1});
+  Value kept = b.reshape(sums, {4, 1});
+  Value mean = b.divide(kept, b.broadcast_in_dim(b.constant(6.0f), {4, 1}, {}));
+  Literal eps(Shape(kF32, {4, 1}));
+  for (std::size_t i = 0; i < 4; ++i) eps.data<float>()[i] = 1e-3f * static_cast<float>(i + 1);
+  Value shifted = b.add(mean, b.constant(std::move(eps)));
+  Value clamped = b.select(b.compare(shifted, b.broadcast_in_dim(b.constant(0.5f), {4, 1}, {}), ComparisonDirection::kGt),
+                           shifted, b.broadcast_in_dim(b.constant(0.5f), {4, 1}, {}));
+  Value inv = b.rsqrt(clamped);
+  Value y = b.multiply(x, b.broadcast_in_dim(inv, {4, 6}, {0, 1}));
+  Value blocked = b.add(kept, unit);                   // a [4, 1] operand that is no reshape
+  Value square = b.negate(b.reshape(sums, {2, 2}));    // not only unit dims
+  const Graph g = build_ok(b, {y, blocked, square});
+  const Graph s = require_ok(dead_code_elimination(require_ok(algebraic_simplify(g))));
+  // The scaling runs on [4] and the broadcast reads it along dimension 0.
+  const Node& scaled = s.node(s.outputs()[0]);
+  REQUIRE(scaled.op == OpCode::kMultiply);
+  const Node& broadcast = s.node(scaled.operands[1]);
+  REQUIRE(broadcast.op == OpCode::kBroadcastInDim);
+  CHECK(broadcast.attr<BroadcastInDimAttrs>().broadcast_dimensions == std::vector<std::int64_t>{0});
+  const Node& root = s.node(broadcast.operands[0]);
+  CHECK(root.op == OpCode::kRsqrt);
+  CHECK(root.results[0] == Shape(kF32, {4}));
+  CHECK(s.node(root.operands[0]).op == OpCode::kSelect);
+  CHECK(s.node(root.operands[0]).results[0] == Shape(kF32, {4}));
+  // The other two keep their forms.
+  CHECK(s.node(s.outputs()[1]).op == OpCode::kAdd);
+  CHECK(s.node(s.outputs()[1]).results[0] == Shape(kF32, {4, 1}));
+  CHECK(s.node(s.node(s.outputs()[2]).operands[0]).op == OpCode::kReshape);
+  // The same elements at the same indices: the reference gives the same bits.
+  std::vector<Literal> args = {Literal(Shape(kF32, {4, 6})), Literal(Shape(kF32, {4, 1}))};
+  for (std::size_t k = 0; k < args.size(); ++k) {
+    auto data = args[k].data<float>();
+    for (std::size_t i = 0; i < data.size(); ++i) data[i] = std::sin(0.9f * static_cast<float>(i) + static_cast<float>(k));
+  }
+  CHECK(reference::evaluate(g, args).value() == reference::evaluate(s, args).value());
+  check_idempotent(algebraic_simplify, g);
+}
+
 TEST_CASE("transforms: slices that keep everything, reverses of size-1 dimensions") {
   GraphBuilder b("edge");
   Value x = b.parameter(Shape(kF32, {1, 3, 0}));

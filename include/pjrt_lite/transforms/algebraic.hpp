@@ -145,6 +145,76 @@ inline std::optional<Value> swap_dot_operands(GraphRewriter& rw, const Node& dot
   return rw.append(Node{OpCode::kDotGeneral, {dot.operands[1], dot.operands[0]}, std::move(swapped), {result}, {}}).front();
 }
 
+/// The dims of `dims` but its 1s.
+inline std::vector<std::int64_t> non_unit_dims(std::span<const std::int64_t> dims) {
+  std::vector<std::int64_t> out;
+  for (std::int64_t d : dims)
+    if (d != 1) out.push_back(d);
+  return out;
+}
+
+/// z when `v` is reshape(z) that only inserts 1s into z's dims, z having none of its own
+/// (keepdims=True makes these: a row reduction [r] reshaped to [r, 1]); else nullopt.
+inline std::optional<Value> unit_dims_inserted(const GraphRewriter& rw, Value v) {
+  const Node& node = rw.node(v);
+  if (node.op != OpCode::kReshape) return std::nullopt;
+  const Value z = node.operands[0];
+  const auto& from = rw.shape(z).dims();
+  const auto& to = rw.shape(v).dims();
+  if (to.size() <= from.size() || std::ranges::find(from, 1) != from.end() || !std::ranges::equal(non_unit_dims(to), from))
+    return std::nullopt;
+  return z;
+}
+
+/// op(reshape(z), ...) -> reshape(op(z, ...)) for an element-wise op whose operands are each
+/// a reshape inserting unit dims into a value of z's shape, a scalar broadcast, a scalar
+/// (select, clamp) or a constant: the same elements computed at the same indices, so bit for
+/// bit the same. The reshape then sinks to where the value is broadcast or stored, and the
+/// element-wise ops stay on the shape of the reduction that made z, which lets row
+/// reductions fuse with them. Each rewrite lowers the op's rank, so it cannot cycle.
+inline StatusOr<std::optional<Value>> sink_unit_dim_reshape(GraphRewriter& rw, const Node& node, const std::vector<Value>& x) {
+  std::optional<std::vector<std::int64_t>> inner;  // z's dims
+  for (Value v : x)
+    if (std::optional<Value> z = unit_dims_inserted(rw, v)) {
+      const auto dims = rw.shape(*z).dims();
+      inner.emplace(dims.begin(), dims.end());
+      break;
+    }
+  if (!inner) return std::optional<Value>();
+  std::vector<Value> operands;
+  for (Value v : x) {
+    const Shape& s = rw.shape(v);
+    if (s.rank() == 0) {
+      operands.push_back(v);
+      continue;
+    }
+    if (std::optional<Value> z = unit_dims_inserted(rw, v); z && std::ranges::equal(rw.shape(*z).dims(), *inner)) {
+      operands.push_back(*z);
+      continue;
+    }
+    const Node& producer = rw.node(v);
+    const bool scalar_broadcast = producer.op == OpCode::kBroadcastInDim && rw.shape(producer.operands[0]).rank() == 0;
+    if (!scalar_broadcast && producer.op != OpCode::kConstant) return std::optional<Value>();
+    Value same;
+    if (scalar_broadcast) {
+      PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> b,
+                                 rw.append_inferred(OpCode::kBroadcastInDim, {producer.operands[0]},
+                                                    BroadcastInDimAttrs{*inner, {}}));
+      same = b.front();
+    } else {
+      PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> r, rw.append_inferred(OpCode::kReshape, {v}, ReshapeAttrs{*inner}));
+      same = r.front();
+    }
+    operands.push_back(same);
+  }
+  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> op, rw.append_inferred(node.op, std::move(operands), node.attrs));
+  const auto dims = node.results[0].dims();
+  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> out,
+                             rw.append_inferred(OpCode::kReshape, {op.front()},
+                                                ReshapeAttrs{std::vector<std::int64_t>(dims.begin(), dims.end())}));
+  return std::optional<Value>(out.front());
+}
+
 /// The value that a single-result node (with operands already mapped to the new graph) is
 /// equal to, appending new nodes if the rule needs them; nullopt when no rule applies.
 /// `uses` counts, per node of the source graph, the operands and outputs that refer to it.
@@ -215,6 +285,17 @@ inline StatusOr<std::optional<Value>> simplify_node(GraphRewriter& rw, const Nod
       if (std::ranges::equal(a.dims, rw.shape(x[0]).dims()) &&
           is_identity_permutation(a.broadcast_dimensions))
         return x[0];
+      // broadcast_in_dim(reshape(z), d) where the reshape only inserts unit dims: z's dims
+      // are the reshape's other dims, in order, so they broadcast along the same d.
+      if (std::optional<Value> z = unit_dims_inserted(rw, x[0])) {
+        const auto& reshaped = rw.shape(x[0]).dims();
+        std::vector<std::int64_t> along;
+        for (std::size_t i = 0; i < reshaped.size(); ++i)
+          if (reshaped[i] != 1) along.push_back(a.broadcast_dimensions[i]);
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> b,
+                                   rw.append_inferred(OpCode::kBroadcastInDim, {*z}, BroadcastInDimAttrs{a.dims, std::move(along)}));
+        return b.front();
+      }
       break;
     }
     case OpCode::kConvert:
@@ -258,6 +339,7 @@ inline StatusOr<std::optional<Value>> simplify_node(GraphRewriter& rw, const Nod
     }
     default: break;
   }
+  if (is_elementwise(node.op)) return sink_unit_dim_reshape(rw, node, x);
   return std::optional<Value>();
 }
 
@@ -303,6 +385,11 @@ inline StatusOr<Graph> simplify_algebra(const Graph& g) {
 ///                       dimensions is the backend's either way)
 ///   reshape(x, dims of x) -> x;   reshape(reshape(x, _), d) -> reshape(x, d) or x
 ///   broadcast_in_dim(x, dims of x, identity) -> x
+///   broadcast_in_dim(reshape(z), d) -> broadcast_in_dim(z, d')   the reshape only inserts
+///                       unit dims into z's (which has none)
+///   op(reshape(z), ...) -> reshape(op(z, ...))   op element-wise (not one of the cases
+///                       above), the reshape as above, every other operand a scalar, a scalar
+///                       broadcast, a constant or such a reshape of a value of z's shape
 ///   convert(x, dtype of x) -> x
 ///   slice of the whole of x -> x
 ///   reverse(x, dims of size <= 1) -> x;  reverse(reverse(x, d), d) -> x

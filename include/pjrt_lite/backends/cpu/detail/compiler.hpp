@@ -697,12 +697,8 @@ class Compiler {
     k->finish_planning(max_workers_);
     const auto [outs, ins_text] = account_slots(*k, reads, writes);
     k->text = str_cat(outs, " = fusion[", ops, "](", ins_text, ") : ", Shape::dims_string(group.dims));
-    std::string combined;  // the superinstructions of the loop
-    if (const std::int32_t fused = k->program.multiply_adds(); fused > 0)
-      combined = str_cat(fused, fused == 1 ? " multiply-add" : " multiply-adds");
-    if (const std::int32_t fused = k->program.negated_exps(); fused > 0)
-      combined += str_cat(combined.empty() ? "" : ", ", fused, fused == 1 ? " exp of a negation" : " exps of negations");
-    if (!combined.empty()) k->text += str_cat(" (", combined, ")");
+    if (const std::string combined = superinstructions({&k->program}); !combined.empty())
+      k->text += str_cat(" (", combined, ")");
     add_kernel(std::move(k), std::move(reads), std::move(writes));
     return ok_status();
   }
@@ -854,10 +850,33 @@ class Compiler {
     std::erase_if(k->stages, [](const RowKernel::Stage& st) { return st.program.code().empty(); });
     k->finish_planning(max_workers_);
     const auto [outs, ins_text] = account_slots(*k, reads, writes);
+    std::vector<const TileProgram*> programs;
+    for (const RowKernel::Stage& st : k->stages) programs.push_back(&st.program);
+    const std::string combined = superinstructions(programs);
     k->text = str_cat(outs, " = row fusion[", ops, "](", ins_text, ") : ", Shape::dims_string(g.full), " (",
-                      g.row_count, " rows of ", row, ", ", row_passes, row_passes == 1 ? " pass" : " passes", " over each)");
+                      g.row_count, " rows of ", row, ", ", row_passes, row_passes == 1 ? " pass" : " passes", " over each",
+                      combined.empty() ? "" : "; ", combined, ")");
     add_kernel(std::move(k), std::move(reads), std::move(writes));
     return ok_status();
+  }
+
+  /// The instructions that finalize() combined in `programs`, for the listing: "2
+  /// multiply-adds, 1 exp of a difference", or empty.
+  static std::string superinstructions(const std::vector<const TileProgram*>& programs) {
+    std::int32_t multiply_adds = 0, negated = 0, differences = 0;
+    for (const TileProgram* p : programs) {
+      multiply_adds += p->multiply_adds();
+      negated += p->negated_exps();
+      differences += p->exps_of_differences();
+    }
+    std::string text;
+    auto add = [&](std::int32_t count, std::string_view one, std::string_view many) {
+      if (count > 0) text += str_cat(text.empty() ? "" : ", ", count, " ", count == 1 ? one : many);
+    };
+    add(multiply_adds, "multiply-add", "multiply-adds");
+    add(negated, "exp of a negation", "exps of negations");
+    add(differences, "exp of a difference", "exps of differences");
+    return text;
   }
 
   /// Byte strides of a value's row-major layout.

@@ -203,49 +203,108 @@ template <class T> inline bool exp_range(T x) {
   else return both(x > T(-708), x < T(709));
 }
 
-/// exp in one pass over the tile: each packet's exp is stored while its inputs are checked
-/// against exp_range in the same loop, where vector_with_edges would scan the tile a second
-/// time (what that costs: docs/DECISIONS.md, "Eigen's vectorized exp"); a tile with any
-/// input outside is then fixed up with the C library's exp. The same Eigen packet exp as
-/// vector_with_edges, so the same results.
-/// kNegated computes exp(-x): the superinstruction TileProgram makes of a negate feeding
-/// only an exp, bit for bit the two ops' result with one pass over the tile less.
-template <class T, bool kNegated = false>
-inline void exp_tile(const TileArgs& a) {
+/// exp of an f32 packet whose lanes lie in (-87, 88): Eigen 3.4's pexp_float arithmetic
+/// (Cody-Waite reduction by ln 2, the same degree-6 polynomial, the same fused multiply-adds)
+/// with 2^m built directly in the exponent field. Eigen's general pldexp scales by 2^m in four
+/// multiplies to reach exponents no float holds; here m lies in [-126, 127], where 2^m is a
+/// normal float, every product before the last is exact and the last rounds once, as
+/// Eigen's last does: the same bits (checked for every float in the range), in about 60% of
+/// the time (docs/DECISIONS.md, "exp builds 2^m directly").
+template <class P>
+inline P exp_in_range(P x) {
+  namespace ei = Eigen::internal;
+  using PI = typename ei::unpacket_traits<P>::integer_packet;
+  const P m = ei::pfloor(ei::pmadd(x, ei::pset1<P>(1.44269504088896341f), ei::pset1<P>(0.5f)));
+  P r = ei::pmadd(m, ei::pset1<P>(-0.693359375f), x);
+  r = ei::pmadd(m, ei::pset1<P>(2.12194440e-4f), r);
+  const P r2 = ei::pmul(r, r);
+  const P r3 = ei::pmul(r2, r);
+  P y = ei::pmadd(ei::pset1<P>(1.9875691500E-4f), r, ei::pset1<P>(1.3981999507E-3f));
+  P y1 = ei::pmadd(ei::pset1<P>(4.1665795894E-2f), r, ei::pset1<P>(1.6666665459E-1f));
+  const P y2 = ei::padd(r, ei::pset1<P>(1.0f));
+  y = ei::pmadd(y, r, ei::pset1<P>(8.3334519073E-3f));
+  y1 = ei::pmadd(y1, r, ei::pset1<P>(5.0000001201E-1f));
+  y = ei::pmadd(y, r3, y1);
+  y = ei::pmadd(y, r2, y2);
+  const PI biased = ei::padd(ei::pcast<P, PI>(m), ei::pset1<PI>(127));
+  return ei::pmul(y, ei::preinterpret<P>(ei::plogical_shift_left<23>(biased)));
+}
+
+/// f(exp(arg(x))) over a tile in one pass, for exp and the ops built on it. Each packet's
+/// exp is the vectorized one (exp_in_range for f32, Eigen's for f64); a packet with a lane
+/// outside exp_range (where those lose IEEE's edges: exp(-inf) is not 0, overflow, NaN) is
+/// redone lane by lane with the C library, before its store, so the output may be the input.
+/// The tile's last partial packet runs in scalar code, as Eigen's loops do.
+/// `arg` and `finish` take a packet; `scalar` computes f(exp(arg(v))) for one element.
+template <class T, class Arg, class Finish, class Scalar>
+inline void exp_pass(const TileArgs& a, Arg arg, Finish finish, Scalar scalar) {
   namespace ei = Eigen::internal;
   using P = typename ei::packet_traits<T>::type;
   constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
   const T* x = static_cast<const T*>(a.in[0]);
   T* o = static_cast<T*>(a.out);
-  auto arg = [](T v) { return kNegated ? -v : v; };
-  const bool apart = o + a.n <= x || x + a.n <= o;
+  std::int64_t i = 0;
   if constexpr (kLanes > 1 && ei::packet_traits<T>::HasExp) {
-    if (apart) {
-      const T bound = sizeof(T) == 4 ? T(87) : T(708);
-      const P lo = ei::pset1<P>(-bound), hi = ei::pset1<P>(bound + 1);
-      P ok = ei::ptrue(lo);
-      std::int64_t i = 0;
-      for (; i + kLanes <= a.n; i += kLanes) {
-        P v = ei::ploadu<P>(x + i);
-        if constexpr (kNegated) v = ei::pnegate(v);
-        ei::pstoreu(o + i, ei::pexp(v));
-        ok = ei::pand(ok, ei::pand(ei::pcmp_lt(lo, v), ei::pcmp_lt(v, hi)));
+    const T bound = sizeof(T) == 4 ? T(87) : T(708);
+    const P lo = ei::pset1<P>(-bound), hi = ei::pset1<P>(bound + 1), all = ei::ptrue(lo);
+    for (; i + kLanes <= a.n; i += kLanes) {
+      const P input = ei::ploadu<P>(x + i);
+      const P v = arg(input);
+      P e;
+      if constexpr (std::is_same_v<T, float>)
+        e = exp_in_range(v);
+      else
+        e = ei::pexp(v);
+      P out = finish(e);
+      if (ei::predux_any(ei::pandnot(all, ei::pand(ei::pcmp_lt(lo, v), ei::pcmp_lt(v, hi))))) {
+        alignas(64) T in_lanes[kLanes], out_lanes[kLanes], v_lanes[kLanes];
+        ei::pstore(in_lanes, input);
+        ei::pstore(v_lanes, v);
+        ei::pstore(out_lanes, out);
+        for (std::int64_t k = 0; k < kLanes; ++k)
+          if (!exp_range(v_lanes[k])) out_lanes[k] = scalar(in_lanes[k]);
+        out = ei::pload<P>(out_lanes);
       }
-      bool fix = ei::predux_any(ei::pandnot(ei::ptrue(lo), ok));
-      for (; i < a.n; ++i) {  // the last partial packet in scalar code, as Eigen's loops do
-        o[i] = std::exp(arg(x[i]));
-        fix = fix || !exp_range(arg(x[i]));
-      }
-      if (fix)
-        for (i = 0; i < a.n; ++i)
-          if (!exp_range(arg(x[i]))) o[i] = std::exp(arg(x[i]));
-      return;
+      ei::pstoreu(o + i, out);
     }
   }
+  for (; i < a.n; ++i) o[i] = scalar(x[i]);
+}
+
+/// exp over a tile. kNegated computes exp(-x): the superinstruction TileProgram makes of a
+/// negate feeding only an exp, bit for bit the two ops' result with one pass over the tile
+/// less.
+template <class T, bool kNegated = false>
+inline void exp_tile(const TileArgs& a) {
+  namespace ei = Eigen::internal;
+  auto same = [](auto e) { return e; };
   if constexpr (kNegated)
-    vector_with_edges<T>(a, [](auto v) { return (-v).exp(); }, [](T v) { return exp_range(-v); }, [](T v) { return std::exp(-v); });
+    exp_pass<T>(a, [](auto v) { return ei::pnegate(v); }, same, [](T v) { return std::exp(-v); });
   else
-    vector_with_edges<T>(a, [](auto v) { return v.exp(); }, [](T v) { return exp_range(v); }, [](T v) { return std::exp(v); });
+    exp_pass<T>(a, same, same, [](T v) { return std::exp(v); });
+}
+
+/// exp(x - s) for a tile x and the one value s at in[1]: the superinstruction TileProgram
+/// makes of a subtraction of a broadcast scalar feeding only an exp (softmax's
+/// exp(x - max)), bit for bit the two ops' result.
+template <class T>
+inline void exp_of_difference_tile(const TileArgs& a) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  const T s = *static_cast<const T*>(a.in[1]);
+  const P sp = ei::pset1<P>(s);
+  exp_pass<T>(a, [sp](P v) { return ei::psub(v, sp); }, [](P e) { return e; }, [s](T v) { return std::exp(v - s); });
+}
+
+/// logistic(x) = 1 / (1 + exp(-x)), through exp rather than Eigen's logistic(), which is ~10
+/// ULP off for f32.
+template <class T>
+inline void logistic_tile(const TileArgs& a) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  const P one = ei::pset1<P>(T(1));
+  exp_pass<T>(a, [](P v) { return ei::pnegate(v); }, [one](P e) { return ei::pdiv(one, ei::padd(one, e)); },
+              [](T v) { return T(1) / (T(1) + std::exp(-v)); });
 }
 
 /// A unary tile on f32 or f64 in one pass: `packet` on each whole Eigen packet, `scalar` on the
@@ -386,11 +445,7 @@ TileFn unary(OpCode op) {
       };
       case OpCode::kCbrt: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::cbrt(x); }); };
       case OpCode::kTanh: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).tanh(); };
-      case OpCode::kLogistic: return [](const TileArgs& a) {
-        // Through exp rather than Eigen's logistic(), which is ~10 ULP off for f32.
-        vector_with_edges<T>(a, [](auto x) { return (T(1) + (-x).exp()).inverse(); }, [](T x) { return exp_range(-x); },
-                             [](T x) { return T(1) / (T(1) + std::exp(-x)); });
-      };
+      case OpCode::kLogistic: return &logistic_tile<T>;
       case OpCode::kSine: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).sin(); };
       case OpCode::kCosine: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).cos(); };
       case OpCode::kTan: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::tan(x); }); };
@@ -741,6 +796,14 @@ inline TileFn find_multiply_add_kernel(ew::MulAddForm form, DType t) {
 inline TileFn find_negated_exp_kernel(DType t) {
   if (t == DType::kF32) return &ew::exp_tile<float, true>;
   if (t == DType::kF64) return &ew::exp_tile<double, true>;
+  return nullptr;
+}
+
+/// The kernel of exp(x - s) for a tile x and a scalar s (ew::exp_of_difference_tile) on f32
+/// or f64, or null.
+inline TileFn find_exp_of_difference_kernel(DType t) {
+  if (t == DType::kF32) return &ew::exp_of_difference_tile<float>;
+  if (t == DType::kF64) return &ew::exp_of_difference_tile<double>;
   return nullptr;
 }
 

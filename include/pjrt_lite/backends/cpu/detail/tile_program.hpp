@@ -128,6 +128,8 @@ class TileProgram {
     fuse_multiply_add();
     fuse_negated_exp();
     read_splats_as_scalars();
+    fuse_exp_of_difference();
+    mark_splats_read_as_tiles();
     std::vector<std::int64_t> last_use(regs_.size(), -1);
     for (std::size_t i = 0; i < code_.size(); ++i) {
       for (std::int32_t r : code_[i].in)
@@ -183,6 +185,8 @@ class TileProgram {
   [[nodiscard]] std::int32_t multiply_adds() const { return multiply_adds_; }
   /// How many exp(-x) finalize() made one instruction.
   [[nodiscard]] std::int32_t negated_exps() const { return negated_exps_; }
+  /// How many exp(x - s), s a broadcast scalar, finalize() made one instruction.
+  [[nodiscard]] std::int32_t exps_of_differences() const { return exps_of_differences_; }
   [[nodiscard]] const std::vector<Reg>& regs() const { return regs_; }
 
   /// Elements per tile: run() starts a tile at `begin` and every tile_elements() after it.
@@ -360,11 +364,37 @@ class TileProgram {
       ins.fn = fn;
       ins.scalar_in = splat0 ? 0 : 1;
     }
+  }
+
+  /// A splat is filled as a tile only if some instruction reads it as one.
+  void mark_splats_read_as_tiles() {
     for (Reg& r : regs_)
       if (r.kind == RegKind::kSplat) r.tile = false;
     for (const Instr& ins : code_)
       for (int k = 0; k < 3; ++k)
         if (ins.in[k] >= 0 && k != ins.scalar_in) regs_[static_cast<std::size_t>(ins.in[k])].tile = true;
+  }
+
+  /// Replaces exp(x - s), a subtraction of a scalar (read_splats_as_scalars) whose result
+  /// only an exp reads, by one instruction: softmax's exp(x - max), a pass over the tile less.
+  void fuse_exp_of_difference() {
+    const auto [uses, producer] = dataflow();
+    std::vector<bool> dropped(code_.size(), false);
+    for (Instr& exp : code_) {
+      if (exp.op != OpCode::kExponential || exp.in[1] >= 0) continue;
+      const auto difference = static_cast<std::size_t>(exp.in[0]);
+      if (regs_[difference].kind != RegKind::kScratch || uses[difference] != 1 || producer[difference] < 0) continue;
+      const auto p = static_cast<std::size_t>(producer[difference]);
+      const Instr& sub = code_[p];
+      if (sub.op != OpCode::kSubtract || sub.scalar_in != 1 || dtype(sub.in[0]) != dtype(exp.out)) continue;
+      TileFn fn = find_exp_of_difference_kernel(dtype(exp.out));
+      if (fn == nullptr) continue;
+      exp = Instr{fn, OpCode::kExponential, exp.out, {sub.in[0], sub.in[1], -1}};
+      exp.scalar_in = 1;
+      dropped[p] = true;
+      ++exps_of_differences_;
+    }
+    erase(dropped);
   }
 
   /// Replaces exp(-x), a negation whose result only an exp reads, by one instruction that
@@ -436,6 +466,7 @@ class TileProgram {
   std::vector<Moving> moving_;  // set by finalize()
   std::int32_t multiply_adds_ = 0;
   std::int32_t negated_exps_ = 0;
+  std::int32_t exps_of_differences_ = 0;
   std::int64_t tile_elements_ = kTileElements;  // set by finalize()
   std::int64_t pointer_table_offset_ = 0;
   std::int64_t scratch_bytes_ = 0;
