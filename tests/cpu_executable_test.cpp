@@ -1532,6 +1532,27 @@ Graph softmax_graph(DType t, const std::vector<std::int64_t>& dims, std::int64_t
 }
 
 /// Layer norm over the dimensions from `first` on, with gamma and beta of those dimensions.
+/// x * rsqrt(mean(x^2) + eps) * gamma over the trailing dims from `first` on, as JAX exports
+/// it with keepdims=True: the mean reshaped to keep the row dims as 1s, scaled and shifted in
+/// that shape, broadcast back along every dim.
+Graph rms_norm_keepdims_graph(DType t, const std::vector<std::int64_t>& dims, std::int64_t first) {
+  GraphBuilder b("rms_norm");
+  const auto rank = static_cast<std::int64_t>(dims.size());
+  std::vector<std::int64_t> kept(dims.begin(), dims.begin() + first);
+  const std::vector<std::int64_t> row(dims.begin() + first, dims.end());
+  std::int64_t count = 1;
+  for (std::int64_t d : row) count *= d;
+  kept.resize(dims.size(), 1);
+  Value x = b.parameter(Shape(t, dims));
+  Value gamma = b.parameter(Shape(t, row));
+  Value sums = b.reduce(b.multiply(x, x), b.constant(scalar_literal(t, 0.0)), OpCode::kAdd, range(first, rank));
+  Value mean = b.divide(b.reshape(sums, kept), b.broadcast_in_dim(b.constant(scalar_literal(t, static_cast<double>(count))), kept, {}));
+  Value rstd = b.rsqrt(b.add(mean, b.broadcast_in_dim(b.constant(scalar_literal(t, 1e-6)), kept, {})));
+  Value y = b.multiply(b.multiply(x, b.broadcast_in_dim(rstd, dims, range(0, rank))),
+                      b.broadcast_in_dim(gamma, dims, range(first, rank)));
+  return build_ok(b, {y});
+}
+
 Graph layer_norm_graph(DType t, const std::vector<std::int64_t>& dims, std::int64_t first) {
   GraphBuilder b("layer_norm");
   const auto rank = static_cast<std::int64_t>(dims.size());
@@ -1597,6 +1618,16 @@ TEST_CASE("cpu fusion: softmax and layer norm over rows run as one row kernel an
       CAPTURE(norm_text);
       CHECK(contains(norm_text, ": 1 kernels"));
       CHECK(contains(norm_text, "3 passes over each"));
+      // keepdims: the reshape to [rows..., 1...] sinks into the broadcast, one row kernel
+      // (rows of one element have no broadcast left to sink into: the identity goes first).
+      const Graph rms = rms_norm_keepdims_graph(t, dims, first);
+      check(rms, {pattern_literal(Shape(t, dims), 5), pattern_literal(Shape(t, row), 6)}, tolerance * 10);
+      const std::string rms_text = listing(rms);
+      CAPTURE(rms_text);
+      if (Shape(t, row).element_count() > 1) {
+        CHECK(contains(rms_text, ": 1 kernels"));
+        CHECK(contains(rms_text, "2 passes over each"));
+      }
     }
   }
 }

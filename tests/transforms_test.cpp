@@ -574,7 +574,11 @@ TEST_CASE("transforms: a reshape that only inserts unit dims sinks through eleme
   Value y = b.multiply(x, b.broadcast_in_dim(inv, {4, 6}, {0, 1}));
   Value blocked = b.add(kept, unit);                   // a [4, 1] operand that is no reshape
   Value square = b.negate(b.reshape(sums, {2, 2}));    // not only unit dims
-  const Graph g = build_ok(b, {y, blocked, square});
+  // A value with a unit dim of its own: [1, 6] -> [1, 1, 6] -> [1, 2, 6] broadcasts [1, 6]
+  // along dims 0 and 2.
+  Value first = b.slice(x, {0, 0}, {1, 6}, {1, 1});
+  Value wide = b.broadcast_in_dim(b.exponential(b.reshape(first, {1, 1, 6})), {1, 2, 6}, {0, 1, 2});
+  const Graph g = build_ok(b, {y, blocked, square, wide});
   const Graph s = require_ok(dead_code_elimination(require_ok(algebraic_simplify(g))));
   // The scaling runs on [4] and the broadcast reads it along dimension 0.
   const Node& scaled = s.node(s.outputs()[0]);
@@ -591,6 +595,11 @@ TEST_CASE("transforms: a reshape that only inserts unit dims sinks through eleme
   CHECK(s.node(s.outputs()[1]).op == OpCode::kAdd);
   CHECK(s.node(s.outputs()[1]).results[0] == Shape(kF32, {4, 1}));
   CHECK(s.node(s.node(s.outputs()[2]).operands[0]).op == OpCode::kReshape);
+  const Node& widened = s.node(s.outputs()[3]);
+  REQUIRE(widened.op == OpCode::kBroadcastInDim);
+  CHECK(widened.attr<BroadcastInDimAttrs>().broadcast_dimensions == std::vector<std::int64_t>{0, 2});
+  CHECK(s.node(widened.operands[0]).op == OpCode::kExponential);
+  CHECK(s.node(widened.operands[0]).results[0] == Shape(kF32, {1, 6}));
   // The same elements at the same indices: the reference gives the same bits.
   std::vector<Literal> args = {Literal(Shape(kF32, {4, 6})), Literal(Shape(kF32, {4, 1}))};
   for (std::size_t k = 0; k < args.size(); ++k) {

@@ -145,25 +145,35 @@ inline std::optional<Value> swap_dot_operands(GraphRewriter& rw, const Node& dot
   return rw.append(Node{OpCode::kDotGeneral, {dot.operands[1], dot.operands[0]}, std::move(swapped), {result}, {}}).front();
 }
 
-/// The dims of `dims` but its 1s.
-inline std::vector<std::int64_t> non_unit_dims(std::span<const std::int64_t> dims) {
-  std::vector<std::int64_t> out;
-  for (std::int64_t d : dims)
-    if (d != 1) out.push_back(d);
-  return out;
-}
+/// A reshape that only inserts 1s into its operand's dims (keepdims=True makes these: a row
+/// reduction [r] reshaped to [r, 1]): the operand, and where each of its dims went.
+struct UnitDimsInserted {
+  Value operand;
+  std::vector<std::int64_t> positions;  // of each operand dim in the result, increasing
+};
 
-/// z when `v` is reshape(z) that only inserts 1s into z's dims, z having none of its own
-/// (keepdims=True makes these: a row reduction [r] reshaped to [r, 1]); else nullopt.
-inline std::optional<Value> unit_dims_inserted(const GraphRewriter& rw, Value v) {
+/// `v` as such a reshape, or nullopt: the result has more dims than the operand, and the
+/// operand's dims stand in it in order with only 1s between them (matched leftmost first).
+inline std::optional<UnitDimsInserted> unit_dims_inserted(const GraphRewriter& rw, Value v) {
   const Node& node = rw.node(v);
   if (node.op != OpCode::kReshape) return std::nullopt;
   const Value z = node.operands[0];
-  const auto& from = rw.shape(z).dims();
-  const auto& to = rw.shape(v).dims();
-  if (to.size() <= from.size() || std::ranges::find(from, 1) != from.end() || !std::ranges::equal(non_unit_dims(to), from))
-    return std::nullopt;
-  return z;
+  const auto from = rw.shape(z).dims();
+  const auto to = rw.shape(v).dims();
+  if (to.size() <= from.size()) return std::nullopt;
+  UnitDimsInserted found{z, {}};
+  std::size_t j = 0;
+  for (const std::int64_t d : from) {
+    while (j < to.size() && to[j] != d) {
+      if (to[j] != 1) return std::nullopt;
+      ++j;
+    }
+    if (j == to.size()) return std::nullopt;
+    found.positions.push_back(static_cast<std::int64_t>(j++));
+  }
+  for (; j < to.size(); ++j)
+    if (to[j] != 1) return std::nullopt;
+  return found;
 }
 
 /// op(reshape(z), ...) -> reshape(op(z, ...)) for an element-wise op whose operands are each
@@ -175,8 +185,8 @@ inline std::optional<Value> unit_dims_inserted(const GraphRewriter& rw, Value v)
 inline StatusOr<std::optional<Value>> sink_unit_dim_reshape(GraphRewriter& rw, const Node& node, const std::vector<Value>& x) {
   std::optional<std::vector<std::int64_t>> inner;  // z's dims
   for (Value v : x)
-    if (std::optional<Value> z = unit_dims_inserted(rw, v)) {
-      const auto dims = rw.shape(*z).dims();
+    if (std::optional<UnitDimsInserted> r = unit_dims_inserted(rw, v)) {
+      const auto dims = rw.shape(r->operand).dims();
       inner.emplace(dims.begin(), dims.end());
       break;
     }
@@ -188,8 +198,8 @@ inline StatusOr<std::optional<Value>> sink_unit_dim_reshape(GraphRewriter& rw, c
       operands.push_back(v);
       continue;
     }
-    if (std::optional<Value> z = unit_dims_inserted(rw, v); z && std::ranges::equal(rw.shape(*z).dims(), *inner)) {
-      operands.push_back(*z);
+    if (std::optional<UnitDimsInserted> r = unit_dims_inserted(rw, v); r && std::ranges::equal(rw.shape(r->operand).dims(), *inner)) {
+      operands.push_back(r->operand);
       continue;
     }
     const Node& producer = rw.node(v);
@@ -285,15 +295,13 @@ inline StatusOr<std::optional<Value>> simplify_node(GraphRewriter& rw, const Nod
       if (std::ranges::equal(a.dims, rw.shape(x[0]).dims()) &&
           is_identity_permutation(a.broadcast_dimensions))
         return x[0];
-      // broadcast_in_dim(reshape(z), d) where the reshape only inserts unit dims: z's dims
-      // are the reshape's other dims, in order, so they broadcast along the same d.
-      if (std::optional<Value> z = unit_dims_inserted(rw, x[0])) {
-        const auto& reshaped = rw.shape(x[0]).dims();
+      // broadcast_in_dim(reshape(z), d) where the reshape only inserts unit dims: each of
+      // z's dims broadcasts along the d of the dim it became.
+      if (std::optional<UnitDimsInserted> r = unit_dims_inserted(rw, x[0])) {
         std::vector<std::int64_t> along;
-        for (std::size_t i = 0; i < reshaped.size(); ++i)
-          if (reshaped[i] != 1) along.push_back(a.broadcast_dimensions[i]);
-        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> b,
-                                   rw.append_inferred(OpCode::kBroadcastInDim, {*z}, BroadcastInDimAttrs{a.dims, std::move(along)}));
+        for (const std::int64_t at : r->positions) along.push_back(a.broadcast_dimensions[static_cast<std::size_t>(at)]);
+        PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> b, rw.append_inferred(OpCode::kBroadcastInDim, {r->operand},
+                                                                          BroadcastInDimAttrs{a.dims, std::move(along)}));
         return b.front();
       }
       break;
@@ -386,7 +394,7 @@ inline StatusOr<Graph> simplify_algebra(const Graph& g) {
 ///   reshape(x, dims of x) -> x;   reshape(reshape(x, _), d) -> reshape(x, d) or x
 ///   broadcast_in_dim(x, dims of x, identity) -> x
 ///   broadcast_in_dim(reshape(z), d) -> broadcast_in_dim(z, d')   the reshape only inserts
-///                       unit dims into z's (which has none)
+///                       unit dims into z's
 ///   op(reshape(z), ...) -> reshape(op(z, ...))   op element-wise (not one of the cases
 ///                       above), the reshape as above, every other operand a scalar, a scalar
 ///                       broadcast, a constant or such a reshape of a value of z's shape

@@ -410,16 +410,30 @@ void compare(const TileArgs& a) {
   }
 }
 
-/// A CHLO op's tile: F in double, rounded once to T, as the reference computes it.
-template <class T, double (*F)(double)>
+/// A CHLO op's tile: F in double (complex<double> for complex T), rounded once to T, as the
+/// reference computes it.
+template <class T, auto F>
 void chlo_tile(const TileArgs& a) {
-  map1<T, T>(a, [](T x) { return special::in_double<F, T>(x); });
+  if constexpr (kIsComplex<T>)
+    map1<T, T>(a, [](T z) { return special::in_complex_double<F, T>(z); });
+  else
+    map1<T, T>(a, [](T x) { return special::in_double<F, T>(x); });
 }
 
-/// A complex CHLO op's tile: F in complex<double>, rounded once to T, as the reference does.
-template <class T, std::complex<double> (*F)(std::complex<double>)>
-void complex_chlo_tile(const TileArgs& a) {
-  map1<T, T>(a, [](T z) { return special::in_complex_double<F, T>(z); });
+/// The tile of an inverse trigonometric or hyperbolic op (acosh, asin, asinh, atan, atanh)
+/// on real or complex T, or null for any other op.
+template <class T>
+TileFn inverse_trig_kernel(OpCode op) {
+  using W = std::conditional_t<kIsComplex<T>, std::complex<double>, double>;
+  using F = W (*)(W);
+  switch (op) {
+    case OpCode::kAcosh: return &chlo_tile<T, static_cast<F>(&special::acosh)>;
+    case OpCode::kAsin: return &chlo_tile<T, static_cast<F>(&special::asin)>;
+    case OpCode::kAsinh: return &chlo_tile<T, static_cast<F>(&special::asinh)>;
+    case OpCode::kAtan: return &chlo_tile<T, static_cast<F>(&special::atan)>;
+    case OpCode::kAtanh: return &chlo_tile<T, static_cast<F>(&special::atanh)>;
+    default: return nullptr;
+  }
 }
 
 /// The kernel of a unary op on operand type T, or null if the op does not take T.
@@ -456,11 +470,6 @@ TileFn unary(OpCode op) {
       case OpCode::kIsFinite: return [](const TileArgs& a) { map1<bool, T>(a, [](T x) { return std::isfinite(x); }); };
       case OpCode::kReal: return [](const TileArgs& a) { std::memcpy(a.out, a.in[0], static_cast<std::size_t>(a.n) * sizeof(T)); };
       case OpCode::kImag: return [](const TileArgs& a) { map1<T, T>(a, [](T) { return T(0); }); };
-      case OpCode::kAcosh: return &chlo_tile<T, special::acosh>;
-      case OpCode::kAsin: return &chlo_tile<T, special::asin>;
-      case OpCode::kAsinh: return &chlo_tile<T, special::asinh>;
-      case OpCode::kAtan: return &chlo_tile<T, special::atan>;
-      case OpCode::kAtanh: return &chlo_tile<T, special::atanh>;
       case OpCode::kCosh: return [](const TileArgs& a) { map1<T, T>(a, &special::cosh<T>); };
       case OpCode::kSinh: return [](const TileArgs& a) { map1<T, T>(a, &special::sinh<T>); };
       case OpCode::kErf: return &chlo_tile<T, special::erf>;
@@ -469,7 +478,7 @@ TileFn unary(OpCode op) {
       case OpCode::kLgamma: return &chlo_tile<T, special::lgamma>;
       case OpCode::kDigamma: return &chlo_tile<T, special::digamma>;
       case OpCode::kBesselI1e: return &chlo_tile<T, special::bessel_i1e>;
-      default: return nullptr;
+      default: return inverse_trig_kernel<T>(op);
     }
   } else if constexpr (kIsComplex<T>) {
     switch (op) {
@@ -509,14 +518,9 @@ TileFn unary(OpCode op) {
       case OpCode::kTan: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::tan(x); }); };
       case OpCode::kReal: return [](const TileArgs& a) { map1<R, T>(a, [](T x) { return x.real(); }); };
       case OpCode::kImag: return [](const TileArgs& a) { map1<R, T>(a, [](T x) { return x.imag(); }); };
-      case OpCode::kAcosh: return &complex_chlo_tile<T, special::acosh>;
-      case OpCode::kAsin: return &complex_chlo_tile<T, special::asin>;
-      case OpCode::kAsinh: return &complex_chlo_tile<T, special::asinh>;
-      case OpCode::kAtan: return &complex_chlo_tile<T, special::atan>;
-      case OpCode::kAtanh: return &complex_chlo_tile<T, special::atanh>;
-      case OpCode::kCosh: return &complex_chlo_tile<T, special::cosh>;
-      case OpCode::kSinh: return &complex_chlo_tile<T, special::sinh>;
-      default: return nullptr;
+      case OpCode::kCosh: return &chlo_tile<T, static_cast<std::complex<double> (*)(std::complex<double>)>(&special::cosh)>;
+      case OpCode::kSinh: return &chlo_tile<T, static_cast<std::complex<double> (*)(std::complex<double>)>(&special::sinh)>;
+      default: return inverse_trig_kernel<T>(op);
     }
   } else if constexpr (std::is_same_v<T, bool>) {
     if (op == OpCode::kNot) return [](const TileArgs& a) { map1<bool, bool>(a, [](bool x) { return !x; }); };
