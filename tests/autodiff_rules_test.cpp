@@ -32,23 +32,8 @@ using namespace pjrt_lite::testing;
 
 namespace {
 
-Shape f64(std::vector<std::int64_t> dims) { return Shape(kF64, std::move(dims)); }
-
-struct Fn {
-  std::string name;
-  Graph g;
-  double lo = -2, hi = 2;
-  int order = 2;
-};
-
-/// A graph of f64 parameters of `inputs` computing `f`.
-Graph make(const std::string& name, const std::vector<Shape>& inputs,
-           const std::function<std::vector<Value>(GraphBuilder&, std::vector<Value>&)>& f) {
-  GraphBuilder b(name);
-  std::vector<Value> p;
-  for (const Shape& s : inputs) p.push_back(b.parameter(s));
-  return build_ok(b, f(b, p));
-}
+using Fn = GradCase;
+constexpr auto make = &graph_of;
 
 Value s32s(GraphBuilder& b, std::vector<std::int32_t> values, std::vector<std::int64_t> dims) {
   return b.constant(Literal::from_span<std::int32_t>(values, dims).value());
@@ -120,7 +105,7 @@ Fn random_conv(std::mt19937_64& rng, int index) {
 
 std::vector<Fn> cases() {
   std::vector<Fn> c;
-  using P = std::vector<Value>&;
+  using P = const std::vector<Value>&;
   using V = std::vector<Value>;
   auto add = [&](std::string name, std::vector<Shape> in,
                  std::function<V(GraphBuilder&, P)> f, double lo = -2, double hi = 2,

@@ -19,6 +19,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "pjrt_lite/backends/reference/interpreter.hpp"
@@ -32,6 +33,28 @@ namespace pjrt_lite::testing {
 
 inline constexpr double kGradTol = 1e-5;   // lax_autodiff_test's gradient tolerance for f64
 inline constexpr double kGradStep = 1e-4;  // JAX check_grads' finite-difference step
+
+/// f64[dims].
+inline Shape f64(std::vector<std::int64_t> dims) { return Shape(DType::kF64, std::move(dims)); }
+
+/// A function for check_grads: its graph, the interval its arguments are drawn from, and the
+/// order of derivatives checked.
+struct GradCase {
+  std::string name;
+  Graph g;
+  double lo = -2, hi = 2;
+  int order = 2;
+};
+
+using GraphBody = std::function<std::vector<Value>(GraphBuilder&, const std::vector<Value>&)>;
+
+/// A graph of parameters of `inputs` whose outputs are `body`'s.
+inline Graph graph_of(const std::string& name, const std::vector<Shape>& inputs, const GraphBody& body) {
+  GraphBuilder b(name);
+  std::vector<Value> p;
+  for (const Shape& s : inputs) p.push_back(b.parameter(s));
+  return build_ok(b, body(b, p));
+}
 
 inline double inner(const std::vector<Literal>& a, const std::vector<Literal>& b) {
   double s = 0;

@@ -32,23 +32,9 @@ using namespace pjrt_lite::testing;
 
 namespace {
 
-Shape f64(std::vector<std::int64_t> dims) { return Shape(kF64, std::move(dims)); }
-
-struct Case {
-  std::string name;
-  Graph g;
-  double lo = -2, hi = 2;
-  int order = 2;
-};
-
-using Body = std::function<std::vector<Value>(GraphBuilder&, const std::vector<Value>&)>;
-
-Graph make(const std::string& name, const std::vector<Shape>& inputs, const Body& f) {
-  GraphBuilder b(name);
-  std::vector<Value> p;
-  for (const Shape& s : inputs) p.push_back(b.parameter(s));
-  return build_ok(b, f(b, p));
-}
+using Case = GradCase;
+using Body = GraphBody;
+constexpr auto make = &graph_of;
 
 Value full(GraphBuilder& b, double v, std::vector<std::int64_t> dims) {
   return b.broadcast_in_dim(b.scalar(kF64, v), std::move(dims), {});

@@ -27,9 +27,7 @@ using namespace pjrt_lite::testing;
 
 namespace {
 
-Literal i64s(std::vector<std::int64_t> values, std::vector<std::int64_t> dims) {
-  return Literal::from_span<std::int64_t>(values, dims).value();
-}
+constexpr auto i64s = &literal_of<std::int64_t>;
 
 /// The reference interpreter's outputs of `g` on a grid, process k on args[k].
 std::vector<std::vector<Literal>> reference_run(const Graph& g, std::int64_t replicas, std::int64_t partitions,

@@ -1632,6 +1632,41 @@ TEST_CASE("cpu fusion: softmax and layer norm over rows run as one row kernel an
   }
 }
 
+TEST_CASE("cpu fusion: a sum of products in a row kernel is one instruction, bit for bit the product tile's sum") {
+  // Rows of 203 and of 2000 (more than one row tile), f32 and f64: sum(x * y) over each row,
+  // and the same program that also takes the product's maximum, so that the product stays a
+  // tile of its own that the sum reads (an output would not do: a row of an output starts
+  // where the row does, not aligned as a tile, and Eigen sums from the first aligned packet).
+  auto client = make_client(1);
+  for (DType t : {DType::kF32, DType::kF64}) {
+    for (const std::int64_t cols : {203, 2000}) {
+      CAPTURE(dtype_name(t));
+      CAPTURE(cols);
+      const std::vector<std::int64_t> dims{37, cols};
+      auto program = [&](bool keep_product) {
+        GraphBuilder b("sum_of_products");
+        Value x = b.parameter(Shape(t, dims));
+        Value y = b.parameter(Shape(t, dims));
+        Value product = b.multiply(x, y);
+        Value sums = b.reduce(product, b.constant(scalar_literal(t, 0.0)), OpCode::kAdd, {1});
+        Value scaled = b.multiply(x, b.broadcast_in_dim(sums, dims, {0}));
+        Value top = b.reduce(keep_product ? product : x, b.constant(scalar_literal(t, -1e30)), OpCode::kMaximum, {1});
+        return build_ok(b, {sums, scaled, top});
+      };
+      const std::vector<Literal> args = {pattern_literal(Shape(t, dims), 7), pattern_literal(Shape(t, dims), 8)};
+      const Graph fused = program(false), kept = program(true);
+      const std::vector<Literal> got = run(*client, fused, args), want = run(*client, kept, args);
+      for (std::size_t k = 0; k < 2; ++k) {
+        CAPTURE(k);
+        CHECK(std::memcmp(got[k].untyped_data(), want[k].untyped_data(), want[k].size_bytes()) == 0);
+      }
+      CHECK(contains(listing(fused), "1 sum of products"));
+      CHECK(!contains(listing(kept), "sum of products"));
+      check_with_reference(fused, args, t == DType::kF32 ? 1e-3 : 1e-10);
+    }
+  }
+}
+
 TEST_CASE("cpu fusion: broadcast scalars and vectors read in place give the reference's bits") {
   // An add, subtract, multiply or divide whose other operand is a broadcast scalar reads the
   // scalar itself; a vector broadcast along the last dimension is read in place wherever a

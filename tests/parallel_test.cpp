@@ -26,9 +26,7 @@ using namespace pjrt_lite::testing;
 
 namespace {
 
-Literal f64s(std::vector<double> values, std::vector<std::int64_t> dims) {
-  return Literal::from_span<double>(values, dims).value();
-}
+constexpr auto f64s = &literal_of<double>;
 
 Literal random_f64(std::mt19937_64& rng, std::vector<std::int64_t> dims) {
   Literal l(Shape(kF64, std::move(dims)));

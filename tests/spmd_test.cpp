@@ -25,9 +25,7 @@ using namespace pjrt_lite::testing;
 
 namespace {
 
-Literal f32s(std::vector<float> values, std::vector<std::int64_t> dims) {
-  return Literal::from_span<float>(values, dims).value();
-}
+constexpr auto f32s = &literal_of<float>;
 
 /// 0, 1, 2, ... as f32 in shape `dims`.
 Literal counting(std::vector<std::int64_t> dims) {

@@ -85,6 +85,11 @@ std::string replaced(std::string text, std::string_view from, std::string_view t
   return text.replace(at, from.size(), to);
 }
 
+/// The parse of `text` with its first `from` replaced by `to`.
+Status edited(std::string_view text, std::string_view from, std::string_view to) {
+  return parse_status(replaced(std::string(text), from, to));
+}
+
 /// A module whose @main takes `args` and runs `body` (lines ending in a return).
 std::string program(std::string_view signature, std::string_view body) {
   return str_cat("func.func @main", signature, " {\n", body, "}\n");
@@ -1313,21 +1318,18 @@ TEST_CASE("stablehlo: scatter in the generic form, as JAX exports it, and its er
   CHECK(count_ops(scatter.bodies[0], OpCode::kAdd) == 1);
   check_round_trip(g);
 
-  auto with = [&](std::string_view from, std::string_view to) {
-    return parse_status(replaced(text, from, to));
-  };
-  check_invalid(with("inserted_window_dims", "inserted_windows"), "3",
+  check_invalid(edited(text, "inserted_window_dims", "inserted_windows"), "3",
                 "unknown #stablehlo.scatter field 'inserted_windows'");
-  check_invalid(with("unique_indices = true", "unique_indices = 1"), "3",
+  check_invalid(edited(text, "unique_indices = true", "unique_indices = 1"), "3",
                 "expected true or false for unique_indices");
-  check_invalid(with("inserted_window_dims = [1]", "inserted_window_dims = [2]"), "3",
+  check_invalid(edited(text, "inserted_window_dims = [1]", "inserted_window_dims = [2]"), "3",
                 "has window size 3 in dimension 1, larger than the input's 2");
-  check_invalid(with("stablehlo.return %1 : tensor<bf16>",
+  check_invalid(edited(text, "stablehlo.return %1 : tensor<bf16>",
                      "stablehlo.return %arg0, %1 : tensor<bf16>, tensor<bf16>"),
                 "3", "scatter: body must take 2 parameters and return 1 value");
-  check_invalid(with("scatter_dimension_numbers", "dimension_numbers"), "3",
+  check_invalid(edited(text, "scatter_dimension_numbers", "dimension_numbers"), "3",
                 "needs scatter_dimension_numbers");
-  check_invalid(with("\"stablehlo.scatter\"(%x, %c, %u)", "stablehlo.scatter %x, %c, %u"), "3",
+  check_invalid(edited(text, "\"stablehlo.scatter\"(%x, %c, %u)", "stablehlo.scatter %x, %c, %u"), "3",
                 "has no pretty form");
   {
     std::string two = text;
@@ -1375,24 +1377,21 @@ TEST_CASE("stablehlo: reduce_window and select_and_scatter in the generic form, 
   CHECK(count_ops(sas.bodies[1], OpCode::kAdd) == 1);
   check_round_trip(g);
 
-  auto with = [&](std::string_view from, std::string_view to) {
-    return parse_status(replaced(text, from, to));
-  };
-  check_invalid(with("window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>}> "
+  check_invalid(edited(text, "window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>}> "
                      "({\n  ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n    %1",
                      "window_dimensions = array<i64: 2>, window_strides = array<i64: 2, 2>}> "
                      "({\n  ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n    %1"),
                 "4", "reduce_window: window_dimensions [2] has 1 entries but the input has rank 2");
-  check_invalid(with("window_strides = array<i64: 2, 2>}> ({\n  ^bb0(%arg0: tensor<f32>, "
+  check_invalid(edited(text, "window_strides = array<i64: 2, 2>}> ({\n  ^bb0(%arg0: tensor<f32>, "
                      "%arg1: tensor<f32>):\n    %1",
                      "window_strides = array<i64: 0, 2>}> ({\n  ^bb0(%arg0: tensor<f32>, "
                      "%arg1: tensor<f32>):\n    %1"),
                 "4", "reduce_window: window_strides[0] = 0 but must be positive");
-  check_invalid(with("dense<[[0, 0], [1, 0]]> : tensor<2x2xi64>", "dense<[0, 0]> : tensor<2xi64>"),
+  check_invalid(edited(text, "dense<[[0, 0], [1, 0]]> : tensor<2x2xi64>", "dense<[0, 0]> : tensor<2xi64>"),
                 "4", "expected padding = dense<[[low, high], ...]>");
-  check_invalid(with("stablehlo.return %3 : tensor<i1>", "stablehlo.return %arg0 : tensor<f32>"),
+  check_invalid(edited(text, "stablehlo.return %3 : tensor<i1>", "stablehlo.return %arg0 : tensor<f32>"),
                 "9", "select_and_scatter: select body must have type");
-  check_invalid(with("\"stablehlo.reduce_window\"(%x, %c)", "stablehlo.reduce_window %x, %c"), "4",
+  check_invalid(edited(text, "\"stablehlo.reduce_window\"(%x, %c)", "stablehlo.reduce_window %x, %c"), "4",
                 "has no pretty form");
 }
 
@@ -1607,50 +1606,55 @@ TEST_CASE("stablehlo: case and if select branches, and indices out of range take
 }
 
 TEST_CASE("stablehlo: malformed control flow is INVALID_ARGUMENT with line:column") {
-  const std::string good(kPrettyWhile);
-  // cond must return tensor<i1>.
-  check_invalid(parse_status(replaced(good, "stablehlo.return %1 : tensor<i1>",
-                                      "stablehlo.return %iterArg : tensor<i64>")),
-                "5", "while: cond must return one pred[] (tensor<i1>)");
-  // The body must return the carried types.
-  check_invalid(parse_status(replaced(good, "stablehlo.return %1, %2 : tensor<i64>, tensor<i64>",
-                                      "stablehlo.return %1 : tensor<i64>")),
-                "5", "while: body returns (s64[], s64[])");
-  // The listed types must be the operands'.
-  check_invalid(parse_status(replaced(good, ": tensor<i64>, tensor<i64>\n   cond",
-                                      ": tensor<i64>, tensor<i32>\n   cond")),
-                "5", "operand 1 has type tensor<i64> but is listed as tensor<i32>");
-  check_invalid(parse_status(replaced(good, "} do {", "} body {")), "9", "expected 'do'");
-  check_invalid(parse_status(replaced(good, "%0:2 = stablehlo.while", "%0:3 = stablehlo.while")),
-                "5", "the op has 2 result(s) but 3 are named");
-  check_invalid(parse_status(replaced(good, "%iterArg, %n", "%iterArg, %nope")), "7",
-                "use of undefined value %nope");
-  // case: the index must be an s32 scalar; branches agree and take no arguments.
-  const std::string cases(kCaseIf);
-  check_invalid(
-      parse_status(replaced(replaced(cases, "\"stablehlo.case\"(%index)", "\"stablehlo.case\"(%x)"),
-                            ": (tensor<i32>) -> (tensor<2xf32>, tensor<i32>)",
-                            ": (tensor<2xf32>) -> (tensor<2xf32>, tensor<i32>)")),
-      "4", "case: operand 0 (the index) has shape f32[2] but must be a rank-0 s32");
-  check_invalid(parse_status(replaced(cases, "stablehlo.return %0, %index",
-                                      "stablehlo.return %0, %0")),
-                "8", "operand 1 has type tensor<2xf32> but is listed as tensor<i32>");
-  check_invalid(parse_status(replaced(cases, "stablehlo.return %0, %index : tensor<2xf32>, tensor<i32>",
-                                      "stablehlo.return %0, %x : tensor<2xf32>, tensor<2xf32>")),
-                "4", "case: branch 1 returns (f32[2], f32[2]) but branch 0 returns (f32[2], s32[])");
-  check_invalid(parse_status(replaced(replaced(cases, "\"stablehlo.if\"(%p)", "\"stablehlo.if\"(%index)"),
-                                      "}) : (tensor<i1>)", "}) : (tensor<i32>)")),
-                "10", "if: operand 0 (the predicate) has shape s32[] but must be a rank-0 pred");
-  check_invalid(parse_status(replaced(cases, "\"stablehlo.if\"(%p)", "\"stablehlo.if\"(%index)")),
-                "10", "stablehlo.if: operand 0 has type tensor<i32> but the op's type says tensor<i1>");
-  check_invalid(parse_status(replaced(cases, "\"stablehlo.case\"(%index) ({\n",
-                                      "\"stablehlo.case\"(%index) ({\n  ^bb0(%z: tensor<i32>):\n")),
-                "4", "case: region 0 takes 1 argument(s) but 0 are passed");
-  check_invalid(
-      parse_status(replaced(replaced(cases, "\"stablehlo.case\"(%index)", "\"stablehlo.case\"(%index, %k)"),
-                            ": (tensor<i32>) -> (tensor<2xf32>, tensor<i32>)",
-                            ": (tensor<i32>, tensor<i32>) -> (tensor<2xf32>, tensor<i32>)")),
-      "4", "stablehlo.case takes one operand (the index), got 2");
+  // Each case edits a good program (the text's first occurrence of `from` becomes `to`, edit
+  // by edit) and names the line and a fragment of the message.
+  struct Edit {
+    std::string_view from, to;
+  };
+  struct Case {
+    std::string_view program;
+    std::vector<Edit> edits;
+    std::string_view line, message;
+  };
+  const Case cases[] = {
+      // while: cond must return tensor<i1>; the body the carried types; the listed types are
+      // the operands'.
+      {kPrettyWhile, {{"stablehlo.return %1 : tensor<i1>", "stablehlo.return %iterArg : tensor<i64>"}}, "5",
+       "while: cond must return one pred[] (tensor<i1>)"},
+      {kPrettyWhile, {{"stablehlo.return %1, %2 : tensor<i64>, tensor<i64>", "stablehlo.return %1 : tensor<i64>"}}, "5",
+       "while: body returns (s64[], s64[])"},
+      {kPrettyWhile, {{": tensor<i64>, tensor<i64>\n   cond", ": tensor<i64>, tensor<i32>\n   cond"}}, "5",
+       "operand 1 has type tensor<i64> but is listed as tensor<i32>"},
+      {kPrettyWhile, {{"} do {", "} body {"}}, "9", "expected 'do'"},
+      {kPrettyWhile, {{"%0:2 = stablehlo.while", "%0:3 = stablehlo.while"}}, "5", "the op has 2 result(s) but 3 are named"},
+      {kPrettyWhile, {{"%iterArg, %n", "%iterArg, %nope"}}, "7", "use of undefined value %nope"},
+      // case: the index must be an s32 scalar; branches agree and take no arguments.
+      {kCaseIf,
+       {{"\"stablehlo.case\"(%index)", "\"stablehlo.case\"(%x)"},
+        {": (tensor<i32>) -> (tensor<2xf32>, tensor<i32>)", ": (tensor<2xf32>) -> (tensor<2xf32>, tensor<i32>)"}},
+       "4", "case: operand 0 (the index) has shape f32[2] but must be a rank-0 s32"},
+      {kCaseIf, {{"stablehlo.return %0, %index", "stablehlo.return %0, %0"}}, "8",
+       "operand 1 has type tensor<2xf32> but is listed as tensor<i32>"},
+      {kCaseIf,
+       {{"stablehlo.return %0, %index : tensor<2xf32>, tensor<i32>", "stablehlo.return %0, %x : tensor<2xf32>, tensor<2xf32>"}},
+       "4", "case: branch 1 returns (f32[2], f32[2]) but branch 0 returns (f32[2], s32[])"},
+      {kCaseIf, {{"\"stablehlo.if\"(%p)", "\"stablehlo.if\"(%index)"}, {"}) : (tensor<i1>)", "}) : (tensor<i32>)"}}, "10",
+       "if: operand 0 (the predicate) has shape s32[] but must be a rank-0 pred"},
+      {kCaseIf, {{"\"stablehlo.if\"(%p)", "\"stablehlo.if\"(%index)"}}, "10",
+       "stablehlo.if: operand 0 has type tensor<i32> but the op's type says tensor<i1>"},
+      {kCaseIf, {{"\"stablehlo.case\"(%index) ({\n", "\"stablehlo.case\"(%index) ({\n  ^bb0(%z: tensor<i32>):\n"}}, "4",
+       "case: region 0 takes 1 argument(s) but 0 are passed"},
+      {kCaseIf,
+       {{"\"stablehlo.case\"(%index)", "\"stablehlo.case\"(%index, %k)"},
+        {": (tensor<i32>) -> (tensor<2xf32>, tensor<i32>)", ": (tensor<i32>, tensor<i32>) -> (tensor<2xf32>, tensor<i32>)"}},
+       "4", "stablehlo.case takes one operand (the index), got 2"},
+  };
+  for (const Case& c : cases) {
+    std::string text(c.program);
+    for (const Edit& e : c.edits) text = replaced(text, e.from, e.to);
+    CAPTURE(text);
+    check_invalid(parse_status(text), c.line, c.message);
+  }
   check_invalid(parse_status(program("(%a: tensor<i32>) -> tensor<i32>",
                                      "  %0 = \"stablehlo.case\"(%a) : (tensor<i32>) -> tensor<i32>\n"
                                      "  return %0 : tensor<i32>\n")),
@@ -1695,18 +1699,15 @@ TEST_CASE("stablehlo: reduce_precision in the pretty and the generic form, and e
   CHECK(to_stablehlo(g).find("stablehlo.reduce_precision %arg0, format = e5m10 : "
                              "tensor<2x3xf16>") != std::string::npos);
 
-  auto with = [&](std::string_view from, std::string_view to) {
-    return parse_status(replaced(pretty, from, to));
-  };
   for (std::string_view bad : {"e5", "m10", "e5m", "em10", "x5m10", "e5x10", "e-5m10",
                                "e99999999999999999999m1", "e5m10m2"})
-    check_invalid(with("e5m10", bad), "2:48", "expected a format such as e5m10");
-  check_invalid(with("e5m10", "e0m10"), "2",
+    check_invalid(edited(pretty, "e5m10", bad), "2:48", "expected a format such as e5m10");
+  check_invalid(edited(pretty, "e5m10", "e0m10"), "2",
                 "reduce_precision: exponent_bits = 0 must be at least 1");
-  check_invalid(with("format = e5m10", "e5m10"), "2:39", "expected 'format'");
-  check_invalid(with("format = e5m10", "format e5m10"), "2:46", "expected '='");
-  check_invalid(with("format = e5m10", "format = 5"), "2:48", "expected a format such as e5m10");
-  check_invalid(with(" : tensor<2x3xf16>\n  return", " : tensor<2x3xf32>\n  return"), "2",
+  check_invalid(edited(pretty, "format = e5m10", "e5m10"), "2:39", "expected 'format'");
+  check_invalid(edited(pretty, "format = e5m10", "format e5m10"), "2:46", "expected '='");
+  check_invalid(edited(pretty, "format = e5m10", "format = 5"), "2:48", "expected a format such as e5m10");
+  check_invalid(edited(pretty, " : tensor<2x3xf16>\n  return", " : tensor<2x3xf32>\n  return"), "2",
                 "operand 0 has type tensor<2x3xf16> but the op's type says tensor<2x3xf32>");
   check_invalid(parse_status(program("(%x: tensor<2xi32>) -> tensor<2xi32>",
                                      "  %0 = stablehlo.reduce_precision %x, format = e5m10 : "
@@ -1754,20 +1755,17 @@ TEST_CASE("stablehlo: sort in the generic form, as JAX exports it, and its error
   CHECK(first_node(graph_ok(replaced(text, "dimension = 0 : i64, ", "")), OpCode::kSort)
             .attr<SortAttrs>() == SortAttrs{-1, true});
 
-  auto with = [&](std::string_view from, std::string_view to) {
-    return parse_status(replaced(text, from, to));
-  };
-  check_invalid(with("dimension = 0", "dimension = 1"), "2",
+  check_invalid(edited(text, "dimension = 0", "dimension = 1"), "2",
                 "sort: dimension = 1 is out of range for rank 1");
-  check_invalid(with("is_stable = true", "is_stable = 1"), "2",
+  check_invalid(edited(text, "is_stable = true", "is_stable = 1"), "2",
                 "expected true or false for is_stable");
-  check_invalid(with("stablehlo.return %5 : tensor<i1>", "stablehlo.return %arg0 : tensor<i32>"),
+  check_invalid(edited(text, "stablehlo.return %5 : tensor<i1>", "stablehlo.return %arg0 : tensor<i32>"),
                 "2", "sort: comparator must return one pred[]");
-  check_invalid(with("%arg5: tensor<i16>", "%arg5: tensor<i32>"), "2",
+  check_invalid(edited(text, "%arg5: tensor<i16>", "%arg5: tensor<i32>"), "2",
                 "sort: comparator parameter 5 has type s32[] but input 2 needs s16[]");
-  check_invalid(with("\"stablehlo.sort\"(%a, %b, %c)", "stablehlo.sort %a, %b, %c"), "2",
+  check_invalid(edited(text, "\"stablehlo.sort\"(%a, %b, %c)", "stablehlo.sort %a, %b, %c"), "2",
                 "has no pretty form");
-  check_invalid(with("-> (tensor<4xi32>, tensor<4xf32>, tensor<4xi16>)\n",
+  check_invalid(edited(text, "-> (tensor<4xi32>, tensor<4xf32>, tensor<4xi16>)\n",
                      "-> (tensor<4xi32>, tensor<4xf32>)\n"),
                 "2", "has 3 result(s) but its type declares 2");
   check_invalid(parse_status(program("(%a: tensor<4xi32>) -> tensor<4xi32>",
@@ -1795,15 +1793,12 @@ TEST_CASE("stablehlo: chlo.top_k in the forms the corpus uses, and its errors") 
               "  return %0#0, %0#1 : tensor<5x2xf32>, tensor<5x2xi32>\n");
   CHECK(fingerprint(graph_ok(generic)) == fingerprint(g));
 
-  auto with = [&](std::string_view from, std::string_view to) {
-    return parse_status(replaced(text, from, to));
-  };
-  check_invalid(with("k = 2", "k = 4"), "2", "top_k: k = 4 must be in [0, 3]");
-  check_invalid(with("(%x, k = 2)", "(%x k = 2)"), "2:37", "expected ','");
-  check_invalid(with("k = 2", "n = 2"), "2:38", "expected 'k'");
-  check_invalid(with("k = 2)", "k = 2"), "2:44", "expected ')'");
+  check_invalid(edited(text, "k = 2", "k = 4"), "2", "top_k: k = 4 must be in [0, 3]");
+  check_invalid(edited(text, "(%x, k = 2)", "(%x k = 2)"), "2:37", "expected ','");
+  check_invalid(edited(text, "k = 2", "n = 2"), "2:38", "expected 'k'");
+  check_invalid(edited(text, "k = 2)", "k = 2"), "2:44", "expected ')'");
   check_invalid(
-      with("(tensor<5x2xf32>, tensor<5x2xi32>)\n", "(tensor<5x2xf32>, tensor<5x2xi64>)\n"), "2",
+      edited(text, "(tensor<5x2xf32>, tensor<5x2xi32>)\n", "(tensor<5x2xf32>, tensor<5x2xi64>)\n"), "2",
       "result 1 is declared tensor<5x2xi64> but the operands give tensor<5x2xi32>");
   check_invalid(parse_status(replaced(generic, "{k = 2 : i64}", "{}")), "2",
                 "chlo.top_k needs the attribute k");

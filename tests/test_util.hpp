@@ -84,6 +84,12 @@ std::vector<T> values_of(const Literal& lit) {
   return std::vector<T>(d.begin(), d.end());
 }
 
+/// The literal of `dims` holding `values` in row-major order; they must fill it.
+template <class T>
+Literal literal_of(std::vector<T> values, std::vector<std::int64_t> dims) {
+  return require_ok(Literal::from_span<T>(values, dims));
+}
+
 /// A literal of shape `s` (element type T, f32 or f64) drawn uniformly from [lo, hi).
 template <class T>
 Literal random_literal(std::mt19937_64& rng, const Shape& s, double lo, double hi) {

@@ -121,6 +121,23 @@ struct TracedPrimal {
   std::size_t n = 0, m = 0;  // the leaves of the arguments and of the result
 };
 
+/// A custom node's operands: the arguments' leaves, then what the function and then its rule
+/// close over; their shapes; and the name of the node's branches.
+struct CustomOperands {
+  std::vector<Tensor> operands;
+  std::vector<Shape> shapes;
+  std::string branch_name;
+};
+template <class Out, class... Args>
+CustomOperands custom_operands(const TracedPrimal<Out>& p, const std::vector<Tensor>& rule_captures, std::string_view kind,
+                               const Args&... args) {
+  const std::vector<Tensor> captures = concat(p.traced.captures, rule_captures);
+  CustomOperands c{concat(tensor_leaves(args...), captures), p.shapes, {}};
+  for (const Tensor& t : captures) c.shapes.push_back(t.shape());
+  c.branch_name = custom_rule_name(kind, c.operands.size(), p.n);
+  return c;
+}
+
 /// Reports `s` in the caller's trace; the empty result a failed custom_jvp/custom_vjp call
 /// returns.
 template <class Out>
@@ -199,12 +216,9 @@ class CustomJvp {
       s = detail::check_shapes(name, "the rule's tangent output", detail::slice_shapes(rule_out, p.m, p.m), p.y_shapes);
     if (!s.ok()) return detail::failed<Out>(s);
     // x: the arguments' leaves, then what f and the rule close over; t: one per x.
-    const std::vector<Tensor> captures = detail::concat(p.traced.captures, traced_rule->captures);
-    std::vector<Tensor> operands = detail::concat(detail::tensor_leaves(args...), captures);
-    const std::size_t k = operands.size();
-    std::vector<Shape> x_shapes = p.shapes;
-    for (const Tensor& c : captures) x_shapes.push_back(c.shape());
-    const std::string branch_name = detail::custom_rule_name(kCustomJvpName, k, p.n);
+    detail::CustomOperands c = detail::custom_operands(p, traced_rule->captures, kCustomJvpName, args...);
+    const std::vector<Shape>& x_shapes = c.shapes;
+    const std::string& branch_name = c.branch_name;
     auto branch = [&](bool rule) -> StatusOr<Graph> {
       GraphBuilder b(rule ? branch_name + ".rule" : branch_name);
       std::vector<Value> x, t;
@@ -225,7 +239,7 @@ class CustomJvp {
       }
       return b.build(out);
     };
-    return detail::record_custom_node(name, p.traced.skeleton, branch, std::move(operands), x_shapes, 2 * p.m);
+    return detail::record_custom_node(name, p.traced.skeleton, branch, std::move(c.operands), x_shapes, 2 * p.m);
   }
 
  private:
@@ -276,12 +290,10 @@ class CustomVjp {
         s = invalid_argument_error(str_cat(name, ": bwd's cotangent ", i, " has shape ", rule_out[p.m + i],
                                            ", it must be the argument's, ", p.shapes[i]));
     if (!s.ok()) return detail::failed<Out>(s);
-    const std::vector<Tensor> captures = detail::concat(p.traced.captures, traced_rule->captures);
-    std::vector<Tensor> operands = detail::concat(detail::tensor_leaves(args...), captures);
-    const std::size_t k = operands.size();
-    std::vector<Shape> x_shapes = p.shapes;
-    for (const Tensor& c : captures) x_shapes.push_back(c.shape());
-    const std::string branch_name = detail::custom_rule_name(kCustomVjpName, k, p.n);
+    detail::CustomOperands c = detail::custom_operands(p, traced_rule->captures, kCustomVjpName, args...);
+    const std::vector<Shape>& x_shapes = c.shapes;
+    const std::string& branch_name = c.branch_name;
+    const std::size_t k = c.operands.size();
     const std::size_t nf = p.traced.captures.size();
     auto branch = [&](bool with_rule) -> StatusOr<Graph> {
       GraphBuilder b(with_rule ? branch_name + ".rule" : branch_name);
@@ -304,7 +316,7 @@ class CustomVjp {
       }
       return b.build(out);
     };
-    return detail::record_custom_node(name, p.traced.skeleton, branch, std::move(operands), p.y_shapes, p.m + k);
+    return detail::record_custom_node(name, p.traced.skeleton, branch, std::move(c.operands), p.y_shapes, p.m + k);
   }
 
  private:

@@ -863,11 +863,12 @@ class Compiler {
   /// The instructions that finalize() combined in `programs`, for the listing: "2
   /// multiply-adds, 1 exp of a difference", or empty.
   static std::string superinstructions(const std::vector<const TileProgram*>& programs) {
-    std::int32_t multiply_adds = 0, negated = 0, differences = 0;
+    std::int32_t multiply_adds = 0, negated = 0, differences = 0, products = 0;
     for (const TileProgram* p : programs) {
       multiply_adds += p->multiply_adds();
       negated += p->negated_exps();
       differences += p->exps_of_differences();
+      products += p->sums_of_products();
     }
     std::string text;
     auto add = [&](std::int32_t count, std::string_view one, std::string_view many) {
@@ -876,6 +877,7 @@ class Compiler {
     add(multiply_adds, "multiply-add", "multiply-adds");
     add(negated, "exp of a negation", "exps of negations");
     add(differences, "exp of a difference", "exps of differences");
+    add(products, "sum of products", "sums of products");
     return text;
   }
 

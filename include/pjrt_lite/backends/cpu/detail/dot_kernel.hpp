@@ -205,16 +205,7 @@ class DotKernel final : public Kernel {
     bool identity = true;
     for (std::size_t i = 0; i < order.size(); ++i) identity &= order[i] == static_cast<std::int64_t>(i);
     if (identity) return std::nullopt;
-    const auto src = dense_byte_strides(s.dims(), esize);
-    StridedCopy copy;
-    copy.element_size = esize;
-    for (std::int64_t d : order) {
-      copy.dims.push_back(s.dim(d));
-      copy.src_strides.push_back(src[static_cast<std::size_t>(d)]);
-    }
-    copy.dst_strides = dense_byte_strides(copy.dims, esize);
-    copy.simplify();
-    return copy;
+    return StridedCopy::permuting(s.dims(), order, esize);
   }
 
   template <class T>

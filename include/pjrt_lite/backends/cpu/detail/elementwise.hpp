@@ -230,6 +230,21 @@ inline P exp_in_range(P x) {
   return ei::pmul(y, ei::preinterpret<P>(ei::plogical_shift_left<23>(biased)));
 }
 
+/// A unary tile on f32 or f64 in one pass: `packet` on each whole Eigen packet, `scalar` on the
+/// tail. Each packet is loaded before its store, so the output may be the input.
+template <class T, class PacketFn, class ScalarFn>
+inline void packet_unary(const TileArgs& a, PacketFn packet, ScalarFn scalar) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
+  const T* x = static_cast<const T*>(a.in[0]);
+  T* o = static_cast<T*>(a.out);
+  std::int64_t i = 0;
+  if constexpr (kLanes > 1)
+    for (; i + kLanes <= a.n; i += kLanes) ei::pstoreu(o + i, packet(ei::ploadu<P>(x + i)));
+  for (; i < a.n; ++i) o[i] = scalar(x[i]);
+}
+
 /// f(exp(arg(x))) over a tile in one pass, for exp and the ops built on it. Each packet's
 /// exp is the vectorized one (exp_in_range for f32, Eigen's for f64); a packet with a lane
 /// outside exp_range (where those lose IEEE's edges: exp(-inf) is not 0, overflow, NaN) is
@@ -241,34 +256,29 @@ inline void exp_pass(const TileArgs& a, Arg arg, Finish finish, Scalar scalar) {
   namespace ei = Eigen::internal;
   using P = typename ei::packet_traits<T>::type;
   constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
-  const T* x = static_cast<const T*>(a.in[0]);
-  T* o = static_cast<T*>(a.out);
-  std::int64_t i = 0;
-  if constexpr (kLanes > 1 && ei::packet_traits<T>::HasExp) {
-    const T bound = sizeof(T) == 4 ? T(87) : T(708);
-    const P lo = ei::pset1<P>(-bound), hi = ei::pset1<P>(bound + 1), all = ei::ptrue(lo);
-    for (; i + kLanes <= a.n; i += kLanes) {
-      const P input = ei::ploadu<P>(x + i);
-      const P v = arg(input);
-      P e;
-      if constexpr (std::is_same_v<T, float>)
-        e = exp_in_range(v);
-      else
-        e = ei::pexp(v);
-      P out = finish(e);
-      if (ei::predux_any(ei::pandnot(all, ei::pand(ei::pcmp_lt(lo, v), ei::pcmp_lt(v, hi))))) {
-        alignas(64) T in_lanes[kLanes], out_lanes[kLanes], v_lanes[kLanes];
-        ei::pstore(in_lanes, input);
-        ei::pstore(v_lanes, v);
-        ei::pstore(out_lanes, out);
-        for (std::int64_t k = 0; k < kLanes; ++k)
-          if (!exp_range(v_lanes[k])) out_lanes[k] = scalar(in_lanes[k]);
-        out = ei::pload<P>(out_lanes);
-      }
-      ei::pstoreu(o + i, out);
-    }
-  }
-  for (; i < a.n; ++i) o[i] = scalar(x[i]);
+  const T bound = sizeof(T) == 4 ? T(87) : T(708);
+  const P lo = ei::pset1<P>(-bound), hi = ei::pset1<P>(bound + 1), all = ei::ptrue(lo);
+  packet_unary<T>(
+      a,
+      [&](P input) {
+        const P v = arg(input);
+        P out;
+        if constexpr (std::is_same_v<T, float>)
+          out = finish(exp_in_range(v));
+        else
+          out = finish(ei::pexp(v));
+        if (ei::predux_any(ei::pandnot(all, ei::pand(ei::pcmp_lt(lo, v), ei::pcmp_lt(v, hi))))) {
+          alignas(64) T in_lanes[kLanes], out_lanes[kLanes], v_lanes[kLanes];
+          ei::pstore(in_lanes, input);
+          ei::pstore(v_lanes, v);
+          ei::pstore(out_lanes, out);
+          for (std::int64_t k = 0; k < kLanes; ++k)
+            if (!exp_range(v_lanes[k])) out_lanes[k] = scalar(in_lanes[k]);
+          out = ei::pload<P>(out_lanes);
+        }
+        return out;
+      },
+      scalar);
 }
 
 /// exp over a tile. kNegated computes exp(-x): the superinstruction TileProgram makes of a
@@ -305,21 +315,6 @@ inline void logistic_tile(const TileArgs& a) {
   const P one = ei::pset1<P>(T(1));
   exp_pass<T>(a, [](P v) { return ei::pnegate(v); }, [one](P e) { return ei::pdiv(one, ei::padd(one, e)); },
               [](T v) { return T(1) / (T(1) + std::exp(-v)); });
-}
-
-/// A unary tile on f32 or f64 in one pass: `packet` on each whole Eigen packet, `scalar` on the
-/// tail. Each packet is loaded before its store, so the output may be the input.
-template <class T, class PacketFn, class ScalarFn>
-inline void packet_unary(const TileArgs& a, PacketFn packet, ScalarFn scalar) {
-  namespace ei = Eigen::internal;
-  using P = typename ei::packet_traits<T>::type;
-  constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
-  const T* x = static_cast<const T*>(a.in[0]);
-  T* o = static_cast<T*>(a.out);
-  std::int64_t i = 0;
-  if constexpr (kLanes > 1)
-    for (; i + kLanes <= a.n; i += kLanes) ei::pstoreu(o + i, packet(ei::ploadu<P>(x + i)));
-  for (; i < a.n; ++i) o[i] = scalar(x[i]);
 }
 
 /// negate on f32 or f64: the sign bit flipped, so that -(+0) is -0 and a NaN keeps its payload.
@@ -760,7 +755,29 @@ void accumulate(const TileArgs& a) {
   std::memcpy(a.out, &acc, sizeof(T));
 }
 
+/// acc += sum(x * y) for the one element `a.out` and the tiles `a.in[0]`, `a.in[1]` (f32,
+/// f64): a product that only a sum reads, summed as it is made. Eigen sums the product
+/// expression in the order it sums a tile holding it (packets from the first element, the
+/// same two partial sums, the tail last; tiles start aligned), so the bits are the product
+/// tile's and accumulate's.
+template <class T>
+void accumulate_products(const TileArgs& a) {
+  if (a.n == 0) return;
+  const ConstArrayMap<T> x(static_cast<const T*>(a.in[0]), a.n), y(static_cast<const T*>(a.in[1]), a.n);
+  T acc;
+  std::memcpy(&acc, a.out, sizeof(T));
+  acc = acc + (x * y).sum();
+  std::memcpy(a.out, &acc, sizeof(T));
+}
+
 }  // namespace ew
+
+/// The kernel of acc += sum(x * y) (ew::accumulate_products) on f32 or f64, or null.
+inline TileFn find_accumulate_products_kernel(DType t) {
+  if (t == DType::kF32) return &ew::accumulate_products<float>;
+  if (t == DType::kF64) return &ew::accumulate_products<double>;
+  return nullptr;
+}
 
 /// The kernel that folds a tile into an accumulator with `op` (add, multiply, maximum,
 /// minimum) on f32, f64 and the integer types, or null for any other op or type.

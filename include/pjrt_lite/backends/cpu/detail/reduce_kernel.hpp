@@ -123,19 +123,9 @@ class ReduceKernel final : public Kernel {
       // Copy each input to [kept..., reduced...] so the reduced elements of an output are a row.
       std::vector<std::int64_t> order = kept;
       order.insert(order.end(), reduced.begin(), reduced.end());
-      std::vector<std::int64_t> all_dims(input_shape.dims().begin(), input_shape.dims().end());
       for (std::int64_t i = 0; i < count; ++i) {
         const auto esize = static_cast<std::int64_t>(byte_size(k->dtypes_[static_cast<std::size_t>(i)]));
-        const auto src = dense_byte_strides(all_dims, esize);
-        StridedCopy copy;
-        copy.element_size = esize;
-        for (std::int64_t d : order) {
-          copy.dims.push_back(input_shape.dim(d));
-          copy.src_strides.push_back(src[static_cast<std::size_t>(d)]);
-        }
-        copy.dst_strides = dense_byte_strides(copy.dims, esize);
-        copy.simplify();
-        k->transposes_.push_back(std::move(copy));
+        k->transposes_.push_back(StridedCopy::permuting(input_shape.dims(), order, esize));
         k->transposed_offsets_.push_back(k->scratch_bytes);
         k->scratch_bytes += (total * esize + 63) / 64 * 64;
       }

@@ -11,7 +11,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
+
+#include "pjrt_lite/core/strided_copy.hpp"
 
 namespace pjrt_lite::inline v0_1::cpu::detail {
 
@@ -21,6 +24,22 @@ struct StridedCopy {
   std::vector<std::int64_t> dst_strides;
   std::vector<std::int64_t> src_strides;
   std::int64_t element_size = 0;
+
+  /// The copy of a dense row-major array of `dims` into a dense array whose dimension i is
+  /// the source's dimension order[i] (a transpose), simplified.
+  static StridedCopy permuting(std::span<const std::int64_t> dims, std::span<const std::int64_t> order,
+                               std::int64_t element_size) {
+    const auto src = dense_byte_strides(dims, element_size);
+    StridedCopy copy;
+    copy.element_size = element_size;
+    for (std::int64_t d : order) {
+      copy.dims.push_back(dims[static_cast<std::size_t>(d)]);
+      copy.src_strides.push_back(src[static_cast<std::size_t>(d)]);
+    }
+    copy.dst_strides = dense_byte_strides(copy.dims, element_size);
+    copy.simplify();
+    return copy;
+  }
 
   [[nodiscard]] std::int64_t count() const {
     std::int64_t n = 1;

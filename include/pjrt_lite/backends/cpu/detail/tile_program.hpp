@@ -129,6 +129,7 @@ class TileProgram {
     fuse_negated_exp();
     read_splats_as_scalars();
     fuse_exp_of_difference();
+    fuse_sum_of_products();
     mark_splats_read_as_tiles();
     std::vector<std::int64_t> last_use(regs_.size(), -1);
     for (std::size_t i = 0; i < code_.size(); ++i) {
@@ -187,6 +188,8 @@ class TileProgram {
   [[nodiscard]] std::int32_t negated_exps() const { return negated_exps_; }
   /// How many exp(x - s), s a broadcast scalar, finalize() made one instruction.
   [[nodiscard]] std::int32_t exps_of_differences() const { return exps_of_differences_; }
+  /// How many sums of products finalize() made one instruction.
+  [[nodiscard]] std::int32_t sums_of_products() const { return sums_of_products_; }
   [[nodiscard]] const std::vector<Reg>& regs() const { return regs_; }
 
   /// Elements per tile: run() starts a tile at `begin` and every tile_elements() after it.
@@ -397,6 +400,29 @@ class TileProgram {
     erase(dropped);
   }
 
+  /// Replaces a sum of a product that only the sum reads (layer norm's sum of squares) by one
+  /// instruction that sums the products as it makes them: no product tile written and read.
+  void fuse_sum_of_products() {
+    const auto [uses, producer] = dataflow();
+    std::vector<bool> dropped(code_.size(), false);
+    for (Instr& acc : code_) {
+      if (acc.op != OpCode::kReduce || acc.fn != find_accumulate_kernel(OpCode::kAdd, dtype(acc.out))) continue;
+      const auto product = static_cast<std::size_t>(acc.in[0]);
+      if (regs_[product].kind != RegKind::kScratch || uses[product] != 1 || producer[product] < 0) continue;
+      const auto p = static_cast<std::size_t>(producer[product]);
+      const Instr& mul = code_[p];
+      if (mul.op != OpCode::kMultiply || mul.scalar_in >= 0 || dtype(mul.in[0]) != dtype(acc.out) ||
+          dtype(mul.in[1]) != dtype(acc.out))
+        continue;
+      TileFn fn = find_accumulate_products_kernel(dtype(acc.out));
+      if (fn == nullptr) continue;
+      acc = Instr{fn, OpCode::kReduce, acc.out, {mul.in[0], mul.in[1], -1}};
+      dropped[p] = true;
+      ++sums_of_products_;
+    }
+    erase(dropped);
+  }
+
   /// Replaces exp(-x), a negation whose result only an exp reads, by one instruction that
   /// negates inside the exp's packet loop: a pass over the tile less, and the first pass to
   /// read x from memory is then one with arithmetic to overlap the loads with.
@@ -467,6 +493,7 @@ class TileProgram {
   std::int32_t multiply_adds_ = 0;
   std::int32_t negated_exps_ = 0;
   std::int32_t exps_of_differences_ = 0;
+  std::int32_t sums_of_products_ = 0;
   std::int64_t tile_elements_ = kTileElements;  // set by finalize()
   std::int64_t pointer_table_offset_ = 0;
   std::int64_t scratch_bytes_ = 0;
