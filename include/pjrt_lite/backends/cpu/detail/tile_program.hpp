@@ -378,71 +378,72 @@ class TileProgram {
         if (ins.in[k] >= 0 && k != ins.scalar_in) regs_[static_cast<std::size_t>(ins.in[k])].tile = true;
   }
 
-  /// Replaces exp(x - s), a subtraction of a scalar (read_splats_as_scalars) whose result
-  /// only an exp reads, by one instruction: softmax's exp(x - max), a pass over the tile less.
-  void fuse_exp_of_difference() {
+
+
+
+  /// Calls `combine(reader, producer)` for each instruction whose first input is a scratch
+  /// register that one instruction writes and only the reader reads; `combine` returns true
+  /// when it made the reader one instruction doing both, and the producer is then dropped.
+  /// Returns how many it combined.
+  template <class Combine>
+  std::int32_t fuse_sole_producer(Combine combine) {
     const auto [uses, producer] = dataflow();
     std::vector<bool> dropped(code_.size(), false);
-    for (Instr& exp : code_) {
-      if (exp.op != OpCode::kExponential || exp.in[1] >= 0) continue;
-      const auto difference = static_cast<std::size_t>(exp.in[0]);
-      if (regs_[difference].kind != RegKind::kScratch || uses[difference] != 1 || producer[difference] < 0) continue;
-      const auto p = static_cast<std::size_t>(producer[difference]);
-      const Instr& sub = code_[p];
-      if (sub.op != OpCode::kSubtract || sub.scalar_in != 1 || dtype(sub.in[0]) != dtype(exp.out)) continue;
+    std::int32_t fused = 0;
+    for (Instr& reader : code_) {
+      if (reader.in[0] < 0) continue;
+      const auto r = static_cast<std::size_t>(reader.in[0]);
+      if (regs_[r].kind != RegKind::kScratch || uses[r] != 1 || producer[r] < 0) continue;
+      const auto p = static_cast<std::size_t>(producer[r]);
+      if (!combine(reader, code_[p])) continue;
+      dropped[p] = true;
+      ++fused;
+    }
+    erase(dropped);
+    return fused;
+  }
+
+  /// exp(-x), a negation whose result only an exp reads, as one instruction that negates inside
+  /// the exp's packet loop: a pass over the tile less, and the first pass to read x from memory
+  /// is then one with arithmetic to overlap the loads with.
+  void fuse_negated_exp() {
+    negated_exps_ = fuse_sole_producer([&](Instr& exp, const Instr& neg) {
+      if (exp.op != OpCode::kExponential || neg.op != OpCode::kNegate || dtype(neg.in[0]) != dtype(exp.out)) return false;
+      TileFn fn = find_negated_exp_kernel(dtype(exp.out));
+      if (fn == nullptr) return false;
+      exp = Instr{fn, OpCode::kExponential, exp.out, {neg.in[0], -1, -1}};
+      return true;
+    });
+  }
+
+  /// exp(x - s), a subtraction of a scalar (read_splats_as_scalars) whose result only an exp
+  /// reads, as one instruction: softmax's exp(x - max), a pass over the tile less.
+  void fuse_exp_of_difference() {
+    exps_of_differences_ = fuse_sole_producer([&](Instr& exp, const Instr& sub) {
+      if (exp.op != OpCode::kExponential || exp.in[1] >= 0 || sub.op != OpCode::kSubtract || sub.scalar_in != 1 ||
+          dtype(sub.in[0]) != dtype(exp.out))
+        return false;
       TileFn fn = find_exp_of_difference_kernel(dtype(exp.out));
-      if (fn == nullptr) continue;
+      if (fn == nullptr) return false;
       exp = Instr{fn, OpCode::kExponential, exp.out, {sub.in[0], sub.in[1], -1}};
       exp.scalar_in = 1;
-      dropped[p] = true;
-      ++exps_of_differences_;
-    }
-    erase(dropped);
+      return true;
+    });
   }
 
-  /// Replaces a sum of a product that only the sum reads (layer norm's sum of squares) by one
+  /// A sum of a product that only the sum reads (layer norm's sum of squares) as one
   /// instruction that sums the products as it makes them: no product tile written and read.
   void fuse_sum_of_products() {
-    const auto [uses, producer] = dataflow();
-    std::vector<bool> dropped(code_.size(), false);
-    for (Instr& acc : code_) {
-      if (acc.op != OpCode::kReduce || acc.fn != find_accumulate_kernel(OpCode::kAdd, dtype(acc.out))) continue;
-      const auto product = static_cast<std::size_t>(acc.in[0]);
-      if (regs_[product].kind != RegKind::kScratch || uses[product] != 1 || producer[product] < 0) continue;
-      const auto p = static_cast<std::size_t>(producer[product]);
-      const Instr& mul = code_[p];
-      if (mul.op != OpCode::kMultiply || mul.scalar_in >= 0 || dtype(mul.in[0]) != dtype(acc.out) ||
+    sums_of_products_ = fuse_sole_producer([&](Instr& acc, const Instr& mul) {
+      if (acc.op != OpCode::kReduce || acc.fn != find_accumulate_kernel(OpCode::kAdd, dtype(acc.out)) ||
+          mul.op != OpCode::kMultiply || mul.scalar_in >= 0 || dtype(mul.in[0]) != dtype(acc.out) ||
           dtype(mul.in[1]) != dtype(acc.out))
-        continue;
+        return false;
       TileFn fn = find_accumulate_products_kernel(dtype(acc.out));
-      if (fn == nullptr) continue;
+      if (fn == nullptr) return false;
       acc = Instr{fn, OpCode::kReduce, acc.out, {mul.in[0], mul.in[1], -1}};
-      dropped[p] = true;
-      ++sums_of_products_;
-    }
-    erase(dropped);
-  }
-
-  /// Replaces exp(-x), a negation whose result only an exp reads, by one instruction that
-  /// negates inside the exp's packet loop: a pass over the tile less, and the first pass to
-  /// read x from memory is then one with arithmetic to overlap the loads with.
-  void fuse_negated_exp() {
-    const auto [uses, producer] = dataflow();
-    std::vector<bool> dropped(code_.size(), false);
-    for (Instr& exp : code_) {
-      if (exp.op != OpCode::kExponential) continue;
-      const auto negated = static_cast<std::size_t>(exp.in[0]);
-      if (regs_[negated].kind != RegKind::kScratch || uses[negated] != 1 || producer[negated] < 0) continue;
-      const auto p = static_cast<std::size_t>(producer[negated]);
-      const Instr& neg = code_[p];
-      if (neg.op != OpCode::kNegate || dtype(neg.in[0]) != dtype(exp.out)) continue;
-      TileFn fn = find_negated_exp_kernel(dtype(exp.out));
-      if (fn == nullptr) continue;
-      exp = Instr{fn, OpCode::kExponential, exp.out, {neg.in[0], -1, -1}};
-      dropped[p] = true;
-      ++negated_exps_;
-    }
-    erase(dropped);
+      return true;
+    });
   }
 
   std::int32_t add_reg(Reg r) {
