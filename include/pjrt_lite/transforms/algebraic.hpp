@@ -191,31 +191,36 @@ inline StatusOr<std::optional<Value>> sink_unit_dim_reshape(GraphRewriter& rw, c
       break;
     }
   if (!inner) return std::optional<Value>();
+  // Every operand is checked before anything is appended, so a refusal leaves no dead nodes.
+  enum class Kind { kAsIs, kRebroadcast, kReshape };
+  std::vector<Kind> kinds;
   std::vector<Value> operands;
   for (Value v : x) {
-    const Shape& s = rw.shape(v);
-    if (s.rank() == 0) {
+    if (rw.shape(v).rank() == 0) {
+      kinds.push_back(Kind::kAsIs);
       operands.push_back(v);
-      continue;
-    }
-    if (std::optional<UnitDimsInserted> r = unit_dims_inserted(rw, v); r && std::ranges::equal(rw.shape(r->operand).dims(), *inner)) {
+    } else if (std::optional<UnitDimsInserted> r = unit_dims_inserted(rw, v);
+               r && std::ranges::equal(rw.shape(r->operand).dims(), *inner)) {
+      kinds.push_back(Kind::kAsIs);
       operands.push_back(r->operand);
-      continue;
-    }
-    const Node& producer = rw.node(v);
-    const bool scalar_broadcast = producer.op == OpCode::kBroadcastInDim && rw.shape(producer.operands[0]).rank() == 0;
-    if (!scalar_broadcast && producer.op != OpCode::kConstant) return std::optional<Value>();
-    Value same;
-    if (scalar_broadcast) {
-      PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> b,
-                                 rw.append_inferred(OpCode::kBroadcastInDim, {producer.operands[0]},
-                                                    BroadcastInDimAttrs{*inner, {}}));
-      same = b.front();
+    } else if (const Node& producer = rw.node(v);
+               producer.op == OpCode::kBroadcastInDim && rw.shape(producer.operands[0]).rank() == 0) {
+      kinds.push_back(Kind::kRebroadcast);
+      operands.push_back(producer.operands[0]);
+    } else if (producer.op == OpCode::kConstant) {
+      kinds.push_back(Kind::kReshape);
+      operands.push_back(v);
     } else {
-      PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> r, rw.append_inferred(OpCode::kReshape, {v}, ReshapeAttrs{*inner}));
-      same = r.front();
+      return std::optional<Value>();
     }
-    operands.push_back(same);
+  }
+  for (std::size_t i = 0; i < operands.size(); ++i) {
+    if (kinds[i] == Kind::kAsIs) continue;
+    PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> same,
+                               kinds[i] == Kind::kRebroadcast
+                                   ? rw.append_inferred(OpCode::kBroadcastInDim, {operands[i]}, BroadcastInDimAttrs{*inner, {}})
+                                   : rw.append_inferred(OpCode::kReshape, {operands[i]}, ReshapeAttrs{*inner}));
+    operands[i] = same.front();
   }
   PJRT_LITE_ASSIGN_OR_RETURN(std::vector<Value> op, rw.append_inferred(node.op, std::move(operands), node.attrs));
   const auto dims = node.results[0].dims();
