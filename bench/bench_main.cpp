@@ -170,14 +170,25 @@ void gemm_eigen(benchmark::State& state) {
 // ---- gemm_int8_256 and gemm_int8_1024: s8 x s8 -> s32 matmul, as StableHLO's i8
 // dot_general with an i32 result arrives (converts, then the product); compare with
 // gemm_256/gemm_1024, the f32 product of the same size. The twin multiplies the same values
-// as int32 matrices in Eigen, one block of rows per thread.
+// as int32 matrices in Eigen, one block of rows per thread. gemm_int8_7bit_*: the same with
+// A's values in [-64, 63] (activations quantized to 7 bits, as x86 int8 inference does), where
+// CPUs without VNNI can sum byte products in 16 bits exactly.
 
 using IntMatrix = Eigen::Matrix<std::int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using Int8Map = Eigen::Map<const Eigen::Matrix<std::int8_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>>;
 
-template <std::int64_t N>
+/// gemm_int8's A: full-range s8 values, or (kSevenBitA) each halved (rounded down), in [-64, 63].
+template <std::int64_t N, bool kSevenBitA>
+Literal int8_lhs() {
+  Literal a = int8_matrix(N, 1);
+  if constexpr (kSevenBitA)
+    for (std::int8_t& v : a.data<std::int8_t>()) v = static_cast<std::int8_t>(v >> 1);
+  return a;
+}
+
+template <std::int64_t N, bool kSevenBitA = false>
 void gemm_int8_pjrt_lite(benchmark::State& state) {
-  const Literal av = int8_matrix(N, 1), bv = int8_matrix(N, 2);
+  const Literal av = int8_lhs<N, kSevenBitA>(), bv = int8_matrix(N, 2);
   Program<cpu::ThreadPool> p(gemm_int8_graph(N), {av, bv});
   for (auto _ : state) p.run();
   state.counters["ops"] = benchmark::Counter(2.0 * N * N * N, benchmark::Counter::kIsIterationInvariantRate);
@@ -188,9 +199,9 @@ void gemm_int8_pjrt_lite(benchmark::State& state) {
     state.SkipWithError("gemm_int8: the product differs from Eigen's");
 }
 
-template <std::int64_t N>
+template <std::int64_t N, bool kSevenBitA = false>
 void gemm_int8_eigen(benchmark::State& state) {
-  const Literal av = int8_matrix(N, 1), bv = int8_matrix(N, 2);
+  const Literal av = int8_lhs<N, kSevenBitA>(), bv = int8_matrix(N, 2);
   IntMatrix out(N, N), a(N, N), b(N, N);
   for (auto _ : state) {
     twin_parallel(N, kThreads, [&](std::int64_t r0, std::int64_t r1) {
@@ -634,6 +645,7 @@ void register_core_workloads() {
   add_workload("gemm_1024", gemm_pjrt_lite<1024>, gemm_eigen<1024>, kMillisecond);
   add_workload("gemm_int8_256", gemm_int8_pjrt_lite<256>, gemm_int8_eigen<256>, kMicrosecond);
   add_workload("gemm_int8_1024", gemm_int8_pjrt_lite<1024>, gemm_int8_eigen<1024>, kMillisecond);
+  add_workload("gemm_int8_7bit_1024", gemm_int8_pjrt_lite<1024, true>, gemm_int8_eigen<1024, true>, kMillisecond);
   add_workload("qlinear_256x1024", qlinear_256x1024_pjrt_lite, qlinear_256x1024_eigen, kMicrosecond);
   add_workload("linear_256x1024", linear_256x1024_pjrt_lite, linear_256x1024_eigen, kMicrosecond);
   add_workload("mlp_b1", mlp_b1_pjrt_lite, mlp_b1_eigen, kMicrosecond);

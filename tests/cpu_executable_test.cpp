@@ -1618,6 +1618,10 @@ TEST_CASE("cpu fusion: softmax and layer norm over rows run as one row kernel an
       CAPTURE(norm_text);
       CHECK(contains(norm_text, ": 1 kernels"));
       CHECK(contains(norm_text, "3 passes over each"));
+      // x - mean is computed again in the last pass instead of kept, so the variance's pass
+      // sums the squared deviations as it makes them and the last pass scales them at once.
+      if (Shape(t, row).element_count() > 1)
+        CHECK(contains(norm_text, "1 multiply-add, 1 sum of squared differences, 1 pair of scalar ops)"));
       // keepdims: the reshape to [rows..., 1...] sinks into the broadcast, one row kernel
       // (rows of one element have no broadcast left to sink into: the identity goes first).
       const Graph rms = rms_norm_keepdims_graph(t, dims, first);
@@ -1632,12 +1636,27 @@ TEST_CASE("cpu fusion: softmax and layer norm over rows run as one row kernel an
   }
 }
 
+/// `fused` against `kept`, the same program with one value kept as a tile of its own so that
+/// the superinstruction `name` cannot form: outputs 0 and 1 have the same bytes, `fused`'s
+/// listing names it and `kept`'s does not, and `fused` matches the reference within `tolerance`.
+void check_superinstruction(const Graph& fused, const Graph& kept, const std::vector<Literal>& args,
+                            std::string_view name, double tolerance) {
+  auto client = make_client(1);
+  const std::vector<Literal> got = run(*client, fused, args), want = run(*client, kept, args);
+  for (std::size_t k = 0; k < 2; ++k) {
+    CAPTURE(k);
+    CHECK(std::memcmp(got[k].untyped_data(), want[k].untyped_data(), want[k].size_bytes()) == 0);
+  }
+  CHECK(contains(listing(fused), str_cat("1 ", name)));
+  CHECK(!contains(listing(kept), name));
+  check_with_reference(fused, args, tolerance);
+}
+
 TEST_CASE("cpu fusion: a sum of products in a row kernel is one instruction, bit for bit the product tile's sum") {
   // Rows of 203 and of 2000 (more than one row tile), f32 and f64: sum(x * y) over each row,
   // and the same program that also takes the product's maximum, so that the product stays a
   // tile of its own that the sum reads (an output would not do: a row of an output starts
   // where the row does, not aligned as a tile, and Eigen sums from the first aligned packet).
-  auto client = make_client(1);
   for (DType t : {DType::kF32, DType::kF64}) {
     for (const std::int64_t cols : {203, 2000}) {
       CAPTURE(dtype_name(t));
@@ -1653,16 +1672,36 @@ TEST_CASE("cpu fusion: a sum of products in a row kernel is one instruction, bit
         Value top = b.reduce(keep_product ? product : x, b.constant(scalar_literal(t, -1e30)), OpCode::kMaximum, {1});
         return build_ok(b, {sums, scaled, top});
       };
-      const std::vector<Literal> args = {pattern_literal(Shape(t, dims), 7), pattern_literal(Shape(t, dims), 8)};
-      const Graph fused = program(false), kept = program(true);
-      const std::vector<Literal> got = run(*client, fused, args), want = run(*client, kept, args);
-      for (std::size_t k = 0; k < 2; ++k) {
-        CAPTURE(k);
-        CHECK(std::memcmp(got[k].untyped_data(), want[k].untyped_data(), want[k].size_bytes()) == 0);
-      }
-      CHECK(contains(listing(fused), "1 sum of products"));
-      CHECK(!contains(listing(kept), "sum of products"));
-      check_with_reference(fused, args, t == DType::kF32 ? 1e-3 : 1e-10);
+      check_superinstruction(program(false), program(true),
+                             {pattern_literal(Shape(t, dims), 7), pattern_literal(Shape(t, dims), 8)}, "sum of products",
+                             t == DType::kF32 ? 1e-3 : 1e-10);
+    }
+  }
+}
+
+TEST_CASE("cpu fusion: a sum of squared deviations in a row kernel is one instruction, bit for bit the deviations' tile summed") {
+  // The variance of rows of 203 and of 2000, f32 and f64, and the same program that also
+  // takes the deviations' maximum, so that the deviation stays a tile of its own that the
+  // squares read.
+  for (DType t : {DType::kF32, DType::kF64}) {
+    for (const std::int64_t cols : {203, 2000}) {
+      CAPTURE(dtype_name(t));
+      CAPTURE(cols);
+      const std::vector<std::int64_t> dims{37, cols};
+      auto program = [&](bool keep_deviation) {
+        GraphBuilder b("variance");
+        Value x = b.parameter(Shape(t, dims));
+        Value zero = b.constant(scalar_literal(t, 0.0));
+        Value inv = b.broadcast_in_dim(b.constant(scalar_literal(t, 1.0 / static_cast<double>(cols))), {37}, {});
+        Value mean = b.multiply(b.reduce(x, zero, OpCode::kAdd, {1}), inv);
+        Value d = b.subtract(x, b.broadcast_in_dim(mean, dims, {0}));
+        Value var = b.reduce(b.multiply(d, d), zero, OpCode::kAdd, {1});
+        Value scaled = b.multiply(d, b.broadcast_in_dim(var, dims, {0}));
+        Value top = b.reduce(keep_deviation ? d : x, b.constant(scalar_literal(t, -1e30)), OpCode::kMaximum, {1});
+        return build_ok(b, {var, scaled, top});
+      };
+      check_superinstruction(program(false), program(true), {pattern_literal(Shape(t, dims), 9)},
+                             "sum of squared differences", t == DType::kF32 ? 1e-3 : 1e-10);
     }
   }
 }
@@ -1689,6 +1728,23 @@ TEST_CASE("cpu fusion: broadcast scalars and vectors read in place give the refe
                                    b.subtract(b.multiply(bv, bs), x)});
       check_with_reference(g, {pattern_literal(Shape(t, dims), 5), scalar_literal(t, -1.75),
                                pattern_literal(Shape(t, {300}), 6)}, 0);
+      // Two ops with a scalar each, and a product with one factor scaled, are one instruction
+      // each: the same bits as the ops one after the other.
+      GraphBuilder b2("scalar_chains");
+      Value x2 = b2.parameter(Shape(t, dims));
+      Value s2 = b2.parameter(Shape(t, {}));
+      Value v2 = b2.parameter(Shape(t, {300}));
+      Value bs2 = b2.broadcast_in_dim(s2, dims, {});
+      Value bc2 = b2.broadcast_in_dim(b2.constant(scalar_literal(t, 0.375)), dims, {});
+      Value bv2 = b2.broadcast_in_dim(v2, dims, {1});
+      const Graph chains = build_ok(b2, {b2.multiply(b2.subtract(x2, bs2), bc2), b2.divide(b2.add(x2, bc2), bs2),
+                                         b2.multiply(b2.multiply(x2, bs2), bv2), b2.multiply(bv2, b2.subtract(x2, bc2))});
+      check_with_reference(chains, {pattern_literal(Shape(t, dims), 7), scalar_literal(t, 2.5),
+                                    pattern_literal(Shape(t, {300}), 8)}, 0);
+      const std::string text = listing(chains);
+      CAPTURE(text);
+      CHECK(contains(text, "2 pairs of scalar ops"));
+      CHECK(contains(text, "2 scaled products"));
     }
     // Rows longer than a row kernel's tile (1024): the row's scale is read in place in both
     // tiles; the row's maximum is one scalar per row.

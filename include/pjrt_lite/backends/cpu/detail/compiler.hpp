@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -735,6 +736,23 @@ class Compiler {
     for (std::size_t s = 0; s < k->stages.size(); ++s) k->stages[s].n = s % 2 == 1 ? row : 1;
     std::vector<std::map<std::int64_t, std::int32_t>> regs(k->stages.size());
 
+    // A row value that one cheap op makes from values every pass can read (inputs,
+    // broadcasts, per-row values) is computed again in each stage that reads it rather than
+    // kept: a later pass then reads what the op reads instead of a kept row, and no pass
+    // writes it (layer norm's x - mean, read by the variance's pass and the output's).
+    std::set<std::int64_t> recomputed;
+    for (std::int64_t m : g.members) {
+      const Node& n = g_.node(m);
+      const bool cheap = n.op == OpCode::kAdd || n.op == OpCode::kSubtract || n.op == OpCode::kMultiply ||
+                         n.op == OpCode::kNegate || n.op == OpCode::kAbs || n.op == OpCode::kMaximum ||
+                         n.op == OpCode::kMinimum;
+      if (!cheap || !full(n.shape()) || materialized(Value{static_cast<std::int32_t>(m), 0, 0})) continue;
+      const bool readable = std::all_of(n.operands.begin(), n.operands.end(), [&](Value o) {
+        return !member(o.node) || g_.node(o).op == OpCode::kBroadcastInDim || !full(g_.shape(o));
+      });
+      if (readable) recomputed.insert(m);
+    }
+
     // Where each computed member keeps its value, if anywhere.
     std::map<std::int64_t, RowKernel::External> storage;
     std::vector<std::int32_t> reads, writes;
@@ -751,7 +769,7 @@ class Compiler {
         storage[m] = RowKernel::External{slot_of(v), 0, is_full ? row : 1, 1, 0, esize};
         continue;
       }
-      if (n.op == OpCode::kBroadcastInDim) continue;
+      if (n.op == OpCode::kBroadcastInDim || recomputed.contains(m)) continue;
       bool kept = !is_full;
       for (std::int64_t u : users_[static_cast<std::size_t>(id(v))]) {
         if (!member(u)) continue;
@@ -761,8 +779,8 @@ class Compiler {
       if (kept) storage[m] = RowKernel::External{-1, k->add_local(is_full ? row * esize : esize), 0, 1, 0, esize};
     }
 
-    // The register that reads value `v` in stage `s`.
-    auto reg_in = [&](std::size_t s, Value v) -> StatusOr<std::int32_t> {
+    // The register that reads value `v` in stage `s` (computing it there if it is recomputed).
+    auto reg_in_stage = [&](auto& self, std::size_t s, Value v) -> StatusOr<std::int32_t> {
       auto found = regs[s].find(v.node);
       if (found != regs[s].end()) return found->second;
       TileProgram& prog = k->stages[s].program;
@@ -796,12 +814,21 @@ class Compiler {
         }
       } else if (auto kept = storage.find(v.node); kept != storage.end()) {
         r = prog.external(k->external(kept->second), shape.dtype());
+      } else if (recomputed.contains(v.node)) {
+        std::vector<std::int32_t> ins;
+        for (Value o : n.operands) {
+          PJRT_LITE_ASSIGN_OR_RETURN(std::int32_t in, self(self, s, o));
+          ins.push_back(in);
+        }
+        r = prog.scratch(shape.dtype());
+        PJRT_LITE_RETURN_IF_ERROR(prog.emit(n, r, std::move(ins)));
       } else {
         return internal_error(str_cat("cpu: row fusion: ", to_string(v), " is read in stage ", s, " but not kept"));
       }
       regs[s][v.node] = r;
       return r;
     };
+    auto reg_in = [&](std::size_t s, Value v) { return reg_in_stage(reg_in_stage, s, v); };
 
     std::string ops;
     for (std::int64_t m : g.members) {
@@ -833,6 +860,7 @@ class Compiler {
         PJRT_LITE_RETURN_IF_ERROR(pass.emit_accumulate(op, pass.accumulator(k->external(storage.at(m)), t), in));
         continue;
       }
+      if (recomputed.contains(m)) continue;  // in the stages that read it
       const auto s = static_cast<std::size_t>(is_full ? 2 * level.at(m) + 1 : 2 * level.at(m));
       std::vector<std::int32_t> ins;
       for (Value o : n.operands) {
@@ -863,21 +891,28 @@ class Compiler {
   /// The instructions that finalize() combined in `programs`, for the listing: "2
   /// multiply-adds, 1 exp of a difference", or empty.
   static std::string superinstructions(const std::vector<const TileProgram*>& programs) {
-    std::int32_t multiply_adds = 0, negated = 0, differences = 0, products = 0;
+    TileProgram::Combined all;
     for (const TileProgram* p : programs) {
-      multiply_adds += p->multiply_adds();
-      negated += p->negated_exps();
-      differences += p->exps_of_differences();
-      products += p->sums_of_products();
+      const TileProgram::Combined& c = p->combined();
+      all.multiply_adds += c.multiply_adds;
+      all.negated_exps += c.negated_exps;
+      all.exps_of_differences += c.exps_of_differences;
+      all.sums_of_products += c.sums_of_products;
+      all.sums_of_squared_differences += c.sums_of_squared_differences;
+      all.scalar_pairs += c.scalar_pairs;
+      all.scaled_products += c.scaled_products;
     }
     std::string text;
     auto add = [&](std::int32_t count, std::string_view one, std::string_view many) {
       if (count > 0) text += str_cat(text.empty() ? "" : ", ", count, " ", count == 1 ? one : many);
     };
-    add(multiply_adds, "multiply-add", "multiply-adds");
-    add(negated, "exp of a negation", "exps of negations");
-    add(differences, "exp of a difference", "exps of differences");
-    add(products, "sum of products", "sums of products");
+    add(all.multiply_adds, "multiply-add", "multiply-adds");
+    add(all.negated_exps, "exp of a negation", "exps of negations");
+    add(all.exps_of_differences, "exp of a difference", "exps of differences");
+    add(all.sums_of_products, "sum of products", "sums of products");
+    add(all.sums_of_squared_differences, "sum of squared differences", "sums of squared differences");
+    add(all.scalar_pairs, "pair of scalar ops", "pairs of scalar ops");
+    add(all.scaled_products, "scaled product", "scaled products");
     return text;
   }
 

@@ -54,6 +54,14 @@ template <class T> struct RealOf<std::complex<T>> { using type = T; };
 template <class T> using ArrayMap = Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>>;
 template <class T> using ConstArrayMap = Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>>;
 
+/// `pick.template operator()<T>()` for f32 and f64, or null.
+template <class Pick>
+TileFn with_float_type(DType t, Pick pick) {
+  if (t == DType::kF32) return pick.template operator()<float>();
+  if (t == DType::kF64) return pick.template operator()<double>();
+  return nullptr;
+}
+
 template <class R, class T, class F>
 inline void map1(const TileArgs& a, F f) {
   const T* x = static_cast<const T*>(a.in[0]);
@@ -774,9 +782,7 @@ void accumulate_products(const TileArgs& a) {
 
 /// The kernel of acc += sum(x * y) (ew::accumulate_products) on f32 or f64, or null.
 inline TileFn find_accumulate_products_kernel(DType t) {
-  if (t == DType::kF32) return &ew::accumulate_products<float>;
-  if (t == DType::kF64) return &ew::accumulate_products<double>;
-  return nullptr;
+  return ew::with_float_type(t, []<class T>() -> TileFn { return &ew::accumulate_products<T>; });
 }
 
 /// The kernel that folds a tile into an accumulator with `op` (add, multiply, maximum,
@@ -800,32 +806,25 @@ inline TileFn find_accumulate_kernel(OpCode op, DType t) {
 
 /// The multiply-add kernel of form `form` on f32 or f64, or null for any other type.
 inline TileFn find_multiply_add_kernel(ew::MulAddForm form, DType t) {
-  auto pick = [&]<class T>() -> TileFn {
+  return ew::with_float_type(t, [&]<class T>() -> TileFn {
     switch (form) {
       case ew::MulAddForm::kAdd: return &ew::multiply_add<T, ew::MulAddForm::kAdd>;
       case ew::MulAddForm::kSubtractAfter: return &ew::multiply_add<T, ew::MulAddForm::kSubtractAfter>;
       case ew::MulAddForm::kSubtractFrom: return &ew::multiply_add<T, ew::MulAddForm::kSubtractFrom>;
     }
     return nullptr;
-  };
-  if (t == DType::kF32) return pick.template operator()<float>();
-  if (t == DType::kF64) return pick.template operator()<double>();
-  return nullptr;
+  });
 }
 
 /// The exp(-x) superinstruction for f32 and f64, or null for other types.
 inline TileFn find_negated_exp_kernel(DType t) {
-  if (t == DType::kF32) return &ew::exp_tile<float, true>;
-  if (t == DType::kF64) return &ew::exp_tile<double, true>;
-  return nullptr;
+  return ew::with_float_type(t, []<class T>() -> TileFn { return &ew::exp_tile<T, true>; });
 }
 
 /// The kernel of exp(x - s) for a tile x and a scalar s (ew::exp_of_difference_tile) on f32
 /// or f64, or null.
 inline TileFn find_exp_of_difference_kernel(DType t) {
-  if (t == DType::kF32) return &ew::exp_of_difference_tile<float>;
-  if (t == DType::kF64) return &ew::exp_of_difference_tile<double>;
-  return nullptr;
+  return ew::with_float_type(t, []<class T>() -> TileFn { return &ew::exp_of_difference_tile<T>; });
 }
 
 namespace ew {
@@ -853,33 +852,104 @@ void scalar_operand_tile(const TileArgs& a) {
   }
 }
 
+/// `e op s` for a tile (or a tile expression) e and a scalar s on the right, as
+/// scalar_operand_tile computes it: add, subtract, multiply or divide.
+template <OpCode kOp, class E, class T>
+auto with_scalar(const E& e, T s) {
+  if constexpr (kOp == OpCode::kAdd) return e + s;
+  else if constexpr (kOp == OpCode::kSubtract) return e - s;
+  else if constexpr (kOp == OpCode::kMultiply) return e * s;
+  else return e / s;
+}
+
+/// (x op1 a) op2 b for a tile x and the scalars a at in[1] and b at in[2]: the
+/// superinstruction TileProgram makes of two ops with a broadcast scalar each, the first
+/// read only by the second (layer norm's (x - mean) * rstd). Each op rounds as it would
+/// alone: bit for bit the two instructions, with one tile written and read less.
+template <class T, OpCode kOp1, OpCode kOp2>
+void scalar_pair_tile(const TileArgs& a) {
+  const auto x = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n);
+  const T s = *static_cast<const T*>(a.in[1]);
+  const T t = *static_cast<const T*>(a.in[2]);
+  ArrayMap<T>(static_cast<T*>(a.out), a.n) = with_scalar<kOp2>(with_scalar<kOp1>(x, s), t);
+}
+
+/// (x op s) * y (kScaledFirst) or y * (x op s) for tiles x (in[0]) and y (in[2]) and the
+/// scalar s at in[1]: a product whose one factor is an op with a broadcast scalar that only
+/// the product reads (RMS norm's (x * rstd) * gamma), bit for bit the two instructions.
+template <class T, OpCode kOp, bool kScaledFirst>
+void scaled_product_tile(const TileArgs& a) {
+  const auto x = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n);
+  const auto y = ConstArrayMap<T>(static_cast<const T*>(a.in[2]), a.n);
+  const T s = *static_cast<const T*>(a.in[1]);
+  auto out = ArrayMap<T>(static_cast<T*>(a.out), a.n);
+  if constexpr (kScaledFirst) out = with_scalar<kOp>(x, s) * y;
+  else out = y * with_scalar<kOp>(x, s);
+}
+
+/// acc += sum((x - s) * (x - s)) for the one element `a.out`, the tile x at in[0] and the
+/// scalar s at in[1]: a variance's sum of squared deviations, with no tile of deviations
+/// written. Eigen sums the expression from its first element, as accumulate_products sums a
+/// (tile-aligned) tile of the deviations: the same bits.
+template <class T>
+void accumulate_squared_differences(const TileArgs& a) {
+  if (a.n == 0) return;
+  const auto x = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n);
+  const T s = *static_cast<const T*>(a.in[1]);
+  const auto d = x - s;
+  T acc;
+  std::memcpy(&acc, a.out, sizeof(T));
+  acc = acc + (d * d).sum();
+  std::memcpy(a.out, &acc, sizeof(T));
+}
+
+/// `pick.template operator()<kOp>()` for add, subtract, multiply or divide, or null.
+template <class Pick>
+TileFn with_scalar_op(OpCode op, Pick pick) {
+  switch (op) {
+    case OpCode::kAdd: return pick.template operator()<OpCode::kAdd>();
+    case OpCode::kSubtract: return pick.template operator()<OpCode::kSubtract>();
+    case OpCode::kMultiply: return pick.template operator()<OpCode::kMultiply>();
+    case OpCode::kDivide: return pick.template operator()<OpCode::kDivide>();
+    default: return nullptr;
+  }
+}
+
 }  // namespace ew
+
+/// The kernel of (x first a) second b (ew::scalar_pair_tile) on f32 or f64, or null.
+inline TileFn find_scalar_pair_kernel(OpCode first, OpCode second, DType t) {
+  return ew::with_float_type(t, [&]<class T>() {
+    return ew::with_scalar_op(first, [&]<OpCode kOp1>() {
+      return ew::with_scalar_op(second, [&]<OpCode kOp2>() -> TileFn { return &ew::scalar_pair_tile<T, kOp1, kOp2>; });
+    });
+  });
+}
+
+/// The kernel of (x op s) * y or y * (x op s) (ew::scaled_product_tile) on f32 or f64, or null.
+inline TileFn find_scaled_product_kernel(OpCode op, bool scaled_first, DType t) {
+  return ew::with_float_type(t, [&]<class T>() {
+    return ew::with_scalar_op(op, [&]<OpCode kOp>() -> TileFn {
+      return scaled_first ? &ew::scaled_product_tile<T, kOp, true> : &ew::scaled_product_tile<T, kOp, false>;
+    });
+  });
+}
+
+/// The kernel of acc += sum((x - s)^2) (ew::accumulate_squared_differences) on f32 or f64, or null.
+inline TileFn find_accumulate_squared_differences_kernel(DType t) {
+  return ew::with_float_type(t, []<class T>() -> TileFn { return &ew::accumulate_squared_differences<T>; });
+}
 
 /// The kernel of add, subtract, multiply or divide on f32/f64 whose operand `side` is one
 /// scalar, or null for other ops and types. It computes what the tile kernel computes on a
 /// tile filled with the scalar, each element rounded once.
 inline TileFn find_scalar_operand_kernel(OpCode op, DType t, ew::ScalarSide side) {
-  auto pick = [&]<class T>(std::type_identity<T>) -> TileFn {
-    using enum ew::ScalarSide;
-    const bool left = side == kScalarLeft;
-    switch (op) {
-      case OpCode::kAdd:
-        return left ? &ew::scalar_operand_tile<T, OpCode::kAdd, kScalarLeft> : &ew::scalar_operand_tile<T, OpCode::kAdd, kScalarRight>;
-      case OpCode::kSubtract:
-        return left ? &ew::scalar_operand_tile<T, OpCode::kSubtract, kScalarLeft>
-                    : &ew::scalar_operand_tile<T, OpCode::kSubtract, kScalarRight>;
-      case OpCode::kMultiply:
-        return left ? &ew::scalar_operand_tile<T, OpCode::kMultiply, kScalarLeft>
-                    : &ew::scalar_operand_tile<T, OpCode::kMultiply, kScalarRight>;
-      case OpCode::kDivide:
-        return left ? &ew::scalar_operand_tile<T, OpCode::kDivide, kScalarLeft>
-                    : &ew::scalar_operand_tile<T, OpCode::kDivide, kScalarRight>;
-      default: return nullptr;
-    }
-  };
-  if (t == DType::kF32) return pick(std::type_identity<float>{});
-  if (t == DType::kF64) return pick(std::type_identity<double>{});
-  return nullptr;
+  return ew::with_float_type(t, [&]<class T>() {
+    return ew::with_scalar_op(op, [&]<OpCode kOp>() -> TileFn {
+      return side == ew::ScalarSide::kScalarLeft ? &ew::scalar_operand_tile<T, kOp, ew::ScalarSide::kScalarLeft>
+                                                  : &ew::scalar_operand_tile<T, kOp, ew::ScalarSide::kScalarRight>;
+    });
+  });
 }
 
 /// True for the element types that compute through f32 (each op widened, then rounded back).

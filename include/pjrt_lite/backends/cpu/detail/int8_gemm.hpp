@@ -18,11 +18,20 @@
 //   shifted by 128 (a + 128 is unsigned) and subtracts 128 x B's column sums; u8 x u8 packs
 //   B's bytes shifted by -128 and adds 128 x A's row sums; both corrections are exact in
 //   wrapping 32-bit arithmetic, so the sums are the pairs' sums bit for bit.
+// - Byte pairs (AVX2 without VNNI, found at run time): the quads' packing and tiles, with
+//   vpdpbusd's four-byte sum done as vpmaddubsw (two unsigned-by-signed byte products summed
+//   into a saturating 16-bit lane) and vpmaddwd by ones (two such lanes into 32 bits). Exact
+//   only when no pair sum can reach the 16-bit limit: run() scans the operands as packed and
+//   takes this kernel when the unsigned bytes are at most 127, or the signed ones within
+//   [-64, 64] (a 7-bit operand: quantized weights or activations stored in 7 bits), and the
+//   pairs otherwise. For s8 x s8 it shifts A by minus A's least value rather than by 128, so
+//   activations within any 128 consecutive values pack as unsigned bytes of at most 127.
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 // The quads' functions carry their instruction sets as target attributes and are chosen at
@@ -44,6 +53,7 @@ enum class Int8Kernel : std::uint8_t {
   kPairs,        // 16-bit pairs (vpmaddwd with AVX2, plain C++ without)
   kQuadsAvx512,  // vpdpbusd on 512-bit vectors (256-bit for a last lone panel), AVX-512 VNNI
   kQuadsAvx,     // vpdpbusd on 256-bit vectors, AVX-VNNI
+  kBytePairs,    // the quads' four-byte sums as vpmaddubsw + vpmaddwd, AVX2; exact on 7-bit operands
 };
 
 /// Called with [r0, r1) when rows r0..r1 of a product are final (every depth block summed),
@@ -96,15 +106,21 @@ struct Int8Gemm {
         static const bool yes = cpu_has_avx_vnni();
         return yes;
       }
+      case Int8Kernel::kBytePairs: {
+        static const bool yes = cpu_has_avx2();
+        return yes;
+      }
 #else
       case Int8Kernel::kQuadsAvx512:
-      case Int8Kernel::kQuadsAvx: return false;
+      case Int8Kernel::kQuadsAvx:
+      case Int8Kernel::kBytePairs: return false;
 #endif
     }
     return false;
   }
 
-  /// The kernel run() uses: quads where the CPU runs them, else pairs.
+  /// The kernel run() uses for operands of any value: quads where the CPU runs them, else
+  /// pairs (run() takes the byte pairs over the pairs for operands where they are exact).
   static Int8Kernel best() {
     if (runs(Int8Kernel::kQuadsAvx512)) return Int8Kernel::kQuadsAvx512;
     if (runs(Int8Kernel::kQuadsAvx)) return Int8Kernel::kQuadsAvx;
@@ -130,10 +146,46 @@ struct Int8Gemm {
                   const std::uint8_t* b, std::int64_t ldb, std::int32_t* c, std::int64_t ldc, std::byte* scratch,
                   RowsDone done = {}) {
     static const Int8Kernel kernel = best();
+    static const bool byte_pairs = kernel == Int8Kernel::kPairs && runs(Int8Kernel::kBytePairs);
+#if defined(PJRT_LITE_INT8_QUADS)
+    if (byte_pairs && rows > 0 && cols > 0 && depth > 0)
+      if (const std::optional<std::int32_t> shift = byte_pairs_shift<kSignedA, kSignedB>(rows, cols, depth, a, lda, b, ldb))
+        return run_quads<kSignedA, kSignedB>(Int8Kernel::kBytePairs, rows, cols, depth, a, lda, b, ldb, c, ldc, scratch,
+                                             done, *shift);
+#endif
     run_with<kSignedA, kSignedB>(kernel, rows, cols, depth, a, lda, b, ldb, c, ldc, scratch, done);
   }
 
-  /// run() by `kernel`, which runs(kernel) must allow.
+  /// Whether the byte pairs' 16-bit sums are exact for these operands, and if so the shift
+  /// that A's bytes take when packed (s8 x s8; 0 otherwise): with u the bytes that the quads
+  /// pack as unsigned and s the signed ones, no u0 * s0 + u1 * s1 reaches +-32767. Scans both
+  /// operands: O(rows * depth + depth * cols) against the product's O(rows * depth * cols).
+  template <bool kSignedA, bool kSignedB>
+  static std::optional<std::int32_t> byte_pairs_shift(std::int64_t rows, std::int64_t cols, std::int64_t depth,
+                                                      const std::uint8_t* a, std::int64_t lda, const std::uint8_t* b,
+                                                      std::int64_t ldb) {
+#if defined(PJRT_LITE_INT8_QUADS)
+    constexpr bool kAUnsigned = kQuadAUnsigned<kSignedA, kSignedB>;
+    constexpr bool kShiftA = kQuadShiftA<kSignedA, kSignedB>;
+    // A as it is (a shifted A: as signed bytes, shifted below); B as packed.
+    const std::uint8_t flip_b = kQuadShiftB<kSignedA, kSignedB> ? 0x80 : 0;
+    const ByteRange ra = byte_range(a, lda, rows, depth, 0, kSignedA);
+    const ByteRange rb = byte_range(b, ldb, depth, cols, flip_b, kAUnsigned);
+    // A shifted by minus its least value packs as [0, high - low].
+    const std::int32_t shift = kShiftA ? -ra.low : 0;
+    const ByteRange u = kAUnsigned ? ByteRange{ra.low + shift, ra.high + shift} : rb;
+    const ByteRange& sv = kAUnsigned ? rb : ra;
+    const std::int32_t s_magnitude = std::max(sv.high, -sv.low);
+    if (2 * u.high * s_magnitude > 32767) return std::nullopt;
+    return shift;
+#else
+    (void)rows, (void)cols, (void)depth, (void)a, (void)lda, (void)b, (void)ldb;
+    return std::nullopt;
+#endif
+  }
+
+  /// run() by `kernel`, which runs(kernel) must allow; kBytePairs runs the pairs instead where
+  /// byte_pairs_shift finds them inexact.
   template <bool kSignedA, bool kSignedB>
   static void run_with(Int8Kernel kernel, std::int64_t rows, std::int64_t cols, std::int64_t depth,
                        const std::uint8_t* a, std::int64_t lda, const std::uint8_t* b, std::int64_t ldb,
@@ -146,7 +198,16 @@ struct Int8Gemm {
     if (kernel == Int8Kernel::kPairs)
       return run_pairs<kSignedA, kSignedB>(rows, cols, depth, a, lda, b, ldb, c, ldc, scratch, done);
 #if defined(PJRT_LITE_INT8_QUADS)
-    run_quads<kSignedA, kSignedB>(kernel, rows, cols, depth, a, lda, b, ldb, c, ldc, scratch, done);
+    std::int32_t shift = 128;  // A's, for s8 x s8
+    if (kernel == Int8Kernel::kBytePairs) {
+      const std::optional<std::int32_t> exact = byte_pairs_shift<kSignedA, kSignedB>(rows, cols, depth, a, lda, b, ldb);
+      if (!exact) {
+        for (std::int64_t i = 0; i < rows; ++i) std::fill_n(c + i * ldc, cols, 0);
+        return run_pairs<kSignedA, kSignedB>(rows, cols, depth, a, lda, b, ldb, c, ldc, scratch, done);
+      }
+      shift = *exact;
+    }
+    run_quads<kSignedA, kSignedB>(kernel, rows, cols, depth, a, lda, b, ldb, c, ldc, scratch, done, shift);
 #endif
   }
 
@@ -334,13 +395,13 @@ struct Int8Gemm {
 
   static void store_u32(std::uint8_t* p, std::uint32_t v) { std::memcpy(p, &v, sizeof(v)); }
 
-  /// B's block [kc x cols] as quad panels; the corrections are -128 x the column sums when A is
-  /// shifted, else zero. A whole quad of a whole panel (four rows of sixteen bytes) is a 4 x 16
+  /// B's block [kc x cols] as quad panels; the corrections are -shift_a x the column sums when
+  /// A is shifted, else zero. A whole quad of a whole panel (four rows of sixteen bytes) is a 4 x 16
   /// byte transpose in four unpacks and four stores; the column sums come from the same
   /// registers. AVX2 (which every CPU with either VNNI has) for the VEX encodings.
   template <bool kSigned, bool kShift, bool kCorrect>
   __attribute__((target("avx2"))) static void pack_b_quads(const std::uint8_t* b, std::int64_t ldb, std::int64_t kc,
-                                                            std::int64_t cols, std::uint8_t* out) {
+                                                            std::int64_t cols, std::uint8_t* out, std::int32_t shift_a) {
     const std::int64_t quads = (kc + 3) / 4, whole = kc / 4;
     const std::uint8_t flip = kShift ? 0x80 : 0;
     const __m128i flips = _mm_set1_epi8(static_cast<char>(flip));
@@ -380,7 +441,8 @@ struct Int8Gemm {
           }
         }
       }
-      for (std::int64_t j = 0; j < kNr; ++j) store_u32(out + 4 * j, kCorrect ? 0u - 128u * sums[j] : 0u);
+      const auto factor = static_cast<std::uint32_t>(shift_a);
+      for (std::int64_t j = 0; j < kNr; ++j) store_u32(out + 4 * j, kCorrect ? 0u - factor * sums[j] : 0u);
       out += 4 * kNr;
     }
   }
@@ -399,15 +461,16 @@ struct Int8Gemm {
     return _mm_madd_epi16(_mm_add_epi16(low, high), _mm_set1_epi16(1));
   }
 
-  /// A's block [mc x kc] as quad tiles; the corrections are 128 x the row sums when B is
-  /// shifted, else zero. Each row moves four bytes at a time (a quad is one 32-bit word), and
-  /// its sum, when needed, is a sum of absolute differences from zero over 32 bytes at a time.
+  /// A's block [mc x kc] as quad tiles, each byte plus `shift` (mod 256) when kShift; the
+  /// corrections are 128 x the row sums when B is shifted, else zero. Each row moves four bytes
+  /// at a time (a quad is one 32-bit word), and its sum, when needed, is a sum of absolute
+  /// differences from zero over 32 bytes at a time.
   template <bool kShift, bool kCorrect>
   __attribute__((target("avx2"))) static void pack_a_quads(const std::uint8_t* a, std::int64_t lda, std::int64_t mc,
-                                                            std::int64_t kc, std::uint8_t* out) {
+                                                            std::int64_t kc, std::uint8_t* out, std::int32_t shift) {
     const std::int64_t quads = (kc + 3) / 4, whole = kc / 4;
-    const std::uint8_t flip = kShift ? 0x80 : 0;
-    const std::uint32_t flip4 = kShift ? 0x80808080u : 0u;
+    const auto add = static_cast<std::uint8_t>(kShift ? shift : 0);
+    const std::uint32_t add4 = 0x01010101u * add;
     for (std::int64_t r0 = 0; r0 < mc; r0 += kQuadMr) {
       const std::int64_t mr = std::min(kQuadMr, mc - r0);
       std::uint32_t sums[kQuadMr] = {};
@@ -415,15 +478,21 @@ struct Int8Gemm {
       for (std::int64_t r = 0; r < mr; ++r) {
         const std::uint8_t* row = a + (r0 + r) * lda;
         std::uint8_t* to = out + 4 * r;
-        for (std::int64_t q = 0; q < whole; ++q) store_u32(to + q * 4 * kQuadMr, load_u32(row + 4 * q) ^ flip4);
+        for (std::int64_t q = 0; q < whole; ++q) store_u32(to + q * 4 * kQuadMr, add_bytes(load_u32(row + 4 * q), add4));
         for (std::int64_t k = 4 * whole; k < kc; ++k)
-          to[whole * 4 * kQuadMr + k % 4] = static_cast<std::uint8_t>(row[k] ^ flip);
+          to[whole * 4 * kQuadMr + k % 4] = static_cast<std::uint8_t>(row[k] + add);
         if constexpr (kCorrect) sums[r] = byte_sum(row, kc);
       }
       out += quads * 4 * kQuadMr;
       for (std::int64_t r = 0; r < kQuadMr; ++r) store_u32(out + 4 * r, kCorrect ? 128u * sums[r] : 0u);
       out += 32;
     }
+  }
+
+  /// Each byte of x plus the same byte of y, mod 256: the low seven bits add without carrying
+  /// out of their byte, and the top bit is the xor of both top bits and that carry.
+  static std::uint32_t add_bytes(std::uint32_t x, std::uint32_t y) {
+    return ((x & 0x7F7F7F7Fu) + (y & 0x7F7F7F7Fu)) ^ ((x ^ y) & 0x80808080u);
   }
 
   /// The sum of n unsigned bytes.
@@ -490,7 +559,52 @@ struct Int8Gemm {
   }
   PJRT_LITE_INT8_QUAD_KERNEL(quad_kernel_avx512, "avx512f,avx512vl,avx512bw,avx512vnni", _mm256_dpbusd_epi32)
   PJRT_LITE_INT8_QUAD_KERNEL(quad_kernel_avx, "avxvnni", _mm256_dpbusd_avx_epi32)
+  PJRT_LITE_INT8_QUAD_KERNEL(quad_kernel_byte_pairs, "avx2", dpbusd_by_byte_pairs)
 #undef PJRT_LITE_INT8_QUAD_KERNEL
+
+  /// vpdpbusd's sums of four unsigned-by-signed byte products per 32-bit lane, by AVX2: exact
+  /// while no two adjacent products sum past 16 bits (byte_pairs_shift).
+  __attribute__((target("avx2"))) static __m256i dpbusd_by_byte_pairs(__m256i sums, __m256i u, __m256i s) {
+    return _mm256_add_epi32(sums, _mm256_madd_epi16(_mm256_maddubs_epi16(u, s), _mm256_set1_epi16(1)));
+  }
+
+  /// The least and greatest of a matrix's bytes, each xor `flip`, read as signed or unsigned.
+  struct ByteRange {
+    std::int32_t low = 0, high = 0;
+  };
+  /// AVX2, which the byte pairs need anyway: 32 bytes at a time.
+  __attribute__((target("avx2"))) static ByteRange byte_range(const std::uint8_t* m, std::int64_t ld,
+                                                              std::int64_t rows, std::int64_t cols, std::uint8_t flip,
+                                                              bool as_signed) {
+    // Signed bytes compare as unsigned ones with the top bit flipped.
+    const auto to_unsigned = static_cast<std::uint8_t>(flip ^ (as_signed ? 0x80 : 0));
+    const __m256i flips = _mm256_set1_epi8(static_cast<char>(to_unsigned));
+    __m256i lows = _mm256_set1_epi8(static_cast<char>(0xFF)), highs = _mm256_setzero_si256();
+    std::uint8_t low = 0xFF, high = 0;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const std::uint8_t* row = m + r * ld;
+      std::int64_t k = 0;
+      for (; k + 32 <= cols; k += 32) {
+        const __m256i v = _mm256_xor_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(row + k)), flips);
+        lows = _mm256_min_epu8(lows, v);
+        highs = _mm256_max_epu8(highs, v);
+      }
+      for (; k < cols; ++k) {
+        const auto v = static_cast<std::uint8_t>(row[k] ^ to_unsigned);
+        low = std::min(low, v);
+        high = std::max(high, v);
+      }
+    }
+    alignas(32) std::uint8_t lane_lows[32], lane_highs[32];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lane_lows), lows);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(lane_highs), highs);
+    for (int i = 0; i < 32; ++i) {
+      low = std::min(low, lane_lows[i]);
+      high = std::max(high, lane_highs[i]);
+    }
+    const std::int32_t bias = as_signed ? 128 : 0;
+    return {low - bias, high - bias};
+  }
 
   // The AVX-512 micro-kernel on 512-bit vectors: two panels side by side, a tile of kQuadMr x
   // 2 kNr (12 sums of 16 lanes), so each vpdpbusd does four steps of the depth for 16 columns.
@@ -531,7 +645,7 @@ struct Int8Gemm {
   template <bool kSignedA, bool kSignedB>
   static void run_quads(Int8Kernel kernel, std::int64_t rows, std::int64_t cols, std::int64_t depth,
                         const std::uint8_t* a, std::int64_t lda, const std::uint8_t* b, std::int64_t ldb,
-                        std::int32_t* c, std::int64_t ldc, std::byte* scratch, RowsDone done) {
+                        std::int32_t* c, std::int64_t ldc, std::byte* scratch, RowsDone done, std::int32_t shift_a) {
     constexpr bool kAUnsigned = kQuadAUnsigned<kSignedA, kSignedB>;
     constexpr bool kShiftA = kQuadShiftA<kSignedA, kSignedB>, kShiftB = kQuadShiftB<kSignedA, kSignedB>;
     const std::int64_t kc_max = std::min(round_up(depth, 4), kQuadKc);
@@ -543,10 +657,10 @@ struct Int8Gemm {
       const bool first = k0 == 0;  // the first depth block stores its sums, the others add theirs
       const std::int64_t quads = (kc + 3) / 4;
       // The shifted operand's partner carries the correction: B's column sums when A is shifted.
-      pack_b_quads<kSignedB, kShiftB, kShiftA>(b + k0 * ldb, ldb, kc, cols, packed_b);
+      pack_b_quads<kSignedB, kShiftB, kShiftA>(b + k0 * ldb, ldb, kc, cols, packed_b, shift_a);
       for (std::int64_t i0 = 0; i0 < rows; i0 += kQuadMc) {
         const std::int64_t mc = std::min(kQuadMc, rows - i0);
-        pack_a_quads<kShiftA, kShiftB>(a + i0 * lda + k0, lda, mc, kc, packed_a);
+        pack_a_quads<kShiftA, kShiftB>(a + i0 * lda + k0, lda, mc, kc, packed_a, shift_a);
         for (std::int64_t j0 = 0; j0 < cols;) {
           const std::uint8_t* panel = packed_b + (j0 / kNr) * quad_panel_bytes(kc);
           // Two panels at once on 512-bit vectors while a second one is there.
@@ -560,6 +674,9 @@ struct Int8Gemm {
             if (avx512)
               return store ? quad_kernel_avx512<kAUnsigned, true>(quads, tile_a, panel, out, ld)
                            : quad_kernel_avx512<kAUnsigned, false>(quads, tile_a, panel, out, ld);
+            if (kernel == Int8Kernel::kBytePairs)
+              return store ? quad_kernel_byte_pairs<kAUnsigned, true>(quads, tile_a, panel, out, ld)
+                           : quad_kernel_byte_pairs<kAUnsigned, false>(quads, tile_a, panel, out, ld);
             store ? quad_kernel_avx<kAUnsigned, true>(quads, tile_a, panel, out, ld)
                   : quad_kernel_avx<kAUnsigned, false>(quads, tile_a, panel, out, ld);
           };
@@ -600,6 +717,11 @@ struct Int8Gemm {
     if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
     const bool f = ebx & (1u << 16), bw = ebx & (1u << 30), vl = ebx & (1u << 31), vnni = ecx & (1u << 11);
     return f && bw && vl && vnni && os_saves(0xE6);  // SSE, AVX, opmask, upper ZMM halves, ZMM16-31
+  }
+  static bool cpu_has_avx2() {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    if (__get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) == 0) return false;
+    return (ebx & (1u << 5)) != 0 && os_saves(0x6);  // SSE, AVX
   }
   static bool cpu_has_avx_vnni() {
     unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;

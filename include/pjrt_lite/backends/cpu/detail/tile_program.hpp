@@ -57,7 +57,17 @@ class TileProgram {
     ComparisonType comparison = ComparisonType::kFloat;
     std::int64_t exponent_bits = 0, mantissa_bits = 0;  // reduce_precision
     DType from = DType::kInvalid, to = DType::kInvalid;  // convert
-    std::int8_t scalar_in = -1;  // the input read as one scalar (a splat), or -1
+    std::uint8_t scalars = 0;  // bit k set: input k is read as one scalar (a splat)
+  };
+  /// How many instructions finalize() made of two or three, by kind (the listing shows them).
+  struct Combined {
+    std::int32_t multiply_adds = 0;        // x * y + z, x * y - z, z - x * y
+    std::int32_t negated_exps = 0;         // exp(-x)
+    std::int32_t exps_of_differences = 0;  // exp(x - s)
+    std::int32_t sums_of_products = 0;     // acc += sum(x * y)
+    std::int32_t sums_of_squared_differences = 0;  // acc += sum((x - s)^2)
+    std::int32_t scalar_pairs = 0;                 // (x op a) op b
+    std::int32_t scaled_products = 0;              // (x op s) * y
   };
 
   /// A register over external address `e` (an operand or result array), read or written at
@@ -130,6 +140,9 @@ class TileProgram {
     read_splats_as_scalars();
     fuse_exp_of_difference();
     fuse_sum_of_products();
+    fuse_squared_differences();
+    fuse_scalar_pairs();
+    fuse_scaled_products();
     mark_splats_read_as_tiles();
     std::vector<std::int64_t> last_use(regs_.size(), -1);
     for (std::size_t i = 0; i < code_.size(); ++i) {
@@ -171,10 +184,23 @@ class TileProgram {
           free_slots.push_back(regs_[ur].scratch_offset);
       }
     }
-    moving_.clear();
-    for (std::size_t i = 0; i < regs_.size(); ++i)
-      if (regs_[i].kind == RegKind::kExternal || regs_[i].kind == RegKind::kPeriodic)
-        moving_.push_back({static_cast<std::int32_t>(i), static_cast<std::int64_t>(byte_size(regs_[i].dtype))});
+    windows_.clear();
+    periodics_.clear();
+    binds_.clear();
+    for (std::size_t i = 0; i < regs_.size(); ++i) {
+      const Reg& r = regs_[i];
+      const auto reg = static_cast<std::int32_t>(i);
+      const auto size = static_cast<std::int64_t>(byte_size(r.dtype));
+      if (r.kind == RegKind::kExternal) windows_.push_back({reg, r.external, 0, size});
+      if (r.kind == RegKind::kPeriodic) periodics_.push_back({reg, r.external, 0, size});
+      // An accumulator, and a splat only read as one scalar, are read where they lie.
+      if (r.kind == RegKind::kAccumulator || (r.kind == RegKind::kSplat && !r.tile))
+        binds_.push_back({reg, r.external, -1, size});
+      else if (r.kind == RegKind::kSplat)
+        binds_.push_back({reg, r.external, r.scratch_offset, size});  // filled
+      else if (r.kind == RegKind::kScratch)
+        binds_.push_back({reg, -1, r.scratch_offset, size});
+    }
     pointer_table_offset_ = next;
     scratch_bytes_ = next + static_cast<std::int64_t>(regs_.size() * sizeof(std::byte*));
   }
@@ -182,14 +208,7 @@ class TileProgram {
   /// Bytes of scratch one worker needs to run the program.
   [[nodiscard]] std::int64_t scratch_bytes() const { return scratch_bytes_; }
   [[nodiscard]] const std::vector<Instr>& code() const { return code_; }
-  /// How many product-and-sum pairs finalize() combined into one instruction.
-  [[nodiscard]] std::int32_t multiply_adds() const { return multiply_adds_; }
-  /// How many exp(-x) finalize() made one instruction.
-  [[nodiscard]] std::int32_t negated_exps() const { return negated_exps_; }
-  /// How many exp(x - s), s a broadcast scalar, finalize() made one instruction.
-  [[nodiscard]] std::int32_t exps_of_differences() const { return exps_of_differences_; }
-  /// How many sums of products finalize() made one instruction.
-  [[nodiscard]] std::int32_t sums_of_products() const { return sums_of_products_; }
+  [[nodiscard]] const Combined& combined() const { return combined_; }
   [[nodiscard]] const std::vector<Reg>& regs() const { return regs_; }
 
   /// Elements per tile: run() starts a tile at `begin` and every tile_elements() after it.
@@ -200,30 +219,21 @@ class TileProgram {
   /// this worker.
   void run(std::byte* const* externals, std::int64_t begin, std::int64_t end, std::byte* scratch) const {
     auto** ptr = reinterpret_cast<std::byte**>(scratch + pointer_table_offset_);
-    for (std::size_t i = 0; i < regs_.size(); ++i) {
-      const Reg& r = regs_[i];
-      if (r.kind == RegKind::kExternal) continue;
-      // An accumulator, and a splat only read as one scalar, are read where they lie.
-      if (r.kind == RegKind::kAccumulator || (r.kind == RegKind::kSplat && !r.tile)) {
-        ptr[i] = externals[r.external];
+    for (const Bind& b : binds_) {
+      if (b.offset < 0) {
+        ptr[b.reg] = externals[b.external];
         continue;
       }
-      ptr[i] = scratch + r.scratch_offset;
-      if (r.kind == RegKind::kSplat) {
-        const auto size = byte_size(r.dtype);
-        const std::byte* value = externals[r.external];
-        const std::int64_t lanes = std::min(tile_elements_, end - begin);
-        fill_value(ptr[i], value, lanes, static_cast<std::int64_t>(size));
-      }
+      ptr[b.reg] = scratch + b.offset;
+      if (b.external >= 0) fill_value(ptr[b.reg], externals[b.external], std::min(tile_elements_, end - begin), b.size);
     }
     TileArgs args;
     for (std::int64_t pos = begin; pos < end; pos += tile_elements_) {
       args.n = std::min(tile_elements_, end - pos);
-      for (const Moving& m : moving_) {
+      for (const Bind& w : windows_) ptr[w.reg] = externals[w.external] + pos * w.size;
+      for (const Bind& m : periodics_) {
         const Reg& r = regs_[static_cast<std::size_t>(m.reg)];
-        if (r.kind == RegKind::kExternal) {
-          ptr[m.reg] = externals[r.external] + pos * m.size;
-        } else if (r.stable && r.repeat == 1 && pos % r.period + args.n <= r.period) {
+        if (r.stable && r.repeat == 1 && pos % r.period + args.n <= r.period) {
           // The tile is a run of the pattern itself (a row's scale in a row kernel, a vector
           // as long as the tile): read it in place.
           ptr[m.reg] = externals[r.external] + pos % r.period * m.size;
@@ -331,7 +341,7 @@ class TileProgram {
         if (fn == nullptr) continue;
         sum = Instr{fn, sum.op, sum.out, {mul.in[0], mul.in[1], sum.in[1 - k]}};
         dropped[p] = true;
-        ++multiply_adds_;
+        ++combined_.multiply_adds;
         break;
       }
     }
@@ -365,7 +375,7 @@ class TileProgram {
       TileFn fn = find_scalar_operand_kernel(ins.op, dtype(ins.out), side);
       if (fn == nullptr) continue;
       ins.fn = fn;
-      ins.scalar_in = splat0 ? 0 : 1;
+      ins.scalars = splat0 ? 0b01 : 0b10;
     }
   }
 
@@ -375,40 +385,47 @@ class TileProgram {
       if (r.kind == RegKind::kSplat) r.tile = false;
     for (const Instr& ins : code_)
       for (int k = 0; k < 3; ++k)
-        if (ins.in[k] >= 0 && k != ins.scalar_in) regs_[static_cast<std::size_t>(ins.in[k])].tile = true;
+        if (ins.in[k] >= 0 && (ins.scalars >> k & 1) == 0) regs_[static_cast<std::size_t>(ins.in[k])].tile = true;
   }
 
-
-
-
-  /// Calls `combine(reader, producer)` for each instruction whose first input is a scratch
-  /// register that one instruction writes and only the reader reads; `combine` returns true
-  /// when it made the reader one instruction doing both, and the producer is then dropped.
-  /// Returns how many it combined.
+  /// Calls `combine(reader, k, producer)` for each input k of each instruction that is a
+  /// scratch register one instruction writes and only the reader reads (in any of its
+  /// inputs); `combine` returns true when it made the reader one instruction doing both, and
+  /// the producer is then dropped. Returns how many it combined.
   template <class Combine>
   std::int32_t fuse_sole_producer(Combine combine) {
     const auto [uses, producer] = dataflow();
     std::vector<bool> dropped(code_.size(), false);
     std::int32_t fused = 0;
     for (Instr& reader : code_) {
-      if (reader.in[0] < 0) continue;
-      const auto r = static_cast<std::size_t>(reader.in[0]);
-      if (regs_[r].kind != RegKind::kScratch || uses[r] != 1 || producer[r] < 0) continue;
-      const auto p = static_cast<std::size_t>(producer[r]);
-      if (!combine(reader, code_[p])) continue;
-      dropped[p] = true;
-      ++fused;
+      for (int k = 0; k < 3; ++k) {
+        if (reader.in[k] < 0) continue;
+        const auto r = static_cast<std::size_t>(reader.in[k]);
+        const auto reads = std::count(reader.in, reader.in + 3, reader.in[k]);
+        if (regs_[r].kind != RegKind::kScratch || uses[r] != reads || producer[r] < 0) continue;
+        const auto p = static_cast<std::size_t>(producer[r]);
+        if (dropped[p] || !combine(reader, k, code_[p])) continue;
+        dropped[p] = true;
+        ++fused;
+        break;
+      }
     }
     erase(dropped);
     return fused;
+  }
+
+  /// True for an add, subtract, multiply or divide of a tile (in[0]) and a scalar (in[1]).
+  bool is_scalar_right(const Instr& ins) const {
+    return ins.scalars == 0b10 && ins.in[2] < 0 && dtype(ins.in[0]) == dtype(ins.out) &&
+           ins.fn == find_scalar_operand_kernel(ins.op, dtype(ins.out), ew::ScalarSide::kScalarRight);
   }
 
   /// exp(-x), a negation whose result only an exp reads, as one instruction that negates inside
   /// the exp's packet loop: a pass over the tile less, and the first pass to read x from memory
   /// is then one with arithmetic to overlap the loads with.
   void fuse_negated_exp() {
-    negated_exps_ = fuse_sole_producer([&](Instr& exp, const Instr& neg) {
-      if (exp.op != OpCode::kExponential || neg.op != OpCode::kNegate || dtype(neg.in[0]) != dtype(exp.out)) return false;
+    combined_.negated_exps = fuse_sole_producer([&](Instr& exp, int k, const Instr& neg) {
+      if (k != 0 || exp.op != OpCode::kExponential || neg.op != OpCode::kNegate || dtype(neg.in[0]) != dtype(exp.out)) return false;
       TileFn fn = find_negated_exp_kernel(dtype(exp.out));
       if (fn == nullptr) return false;
       exp = Instr{fn, OpCode::kExponential, exp.out, {neg.in[0], -1, -1}};
@@ -419,14 +436,14 @@ class TileProgram {
   /// exp(x - s), a subtraction of a scalar (read_splats_as_scalars) whose result only an exp
   /// reads, as one instruction: softmax's exp(x - max), a pass over the tile less.
   void fuse_exp_of_difference() {
-    exps_of_differences_ = fuse_sole_producer([&](Instr& exp, const Instr& sub) {
-      if (exp.op != OpCode::kExponential || exp.in[1] >= 0 || sub.op != OpCode::kSubtract || sub.scalar_in != 1 ||
-          dtype(sub.in[0]) != dtype(exp.out))
+    combined_.exps_of_differences = fuse_sole_producer([&](Instr& exp, int k, const Instr& sub) {
+      if (k != 0 || exp.op != OpCode::kExponential || exp.in[1] >= 0 || sub.op != OpCode::kSubtract ||
+          !is_scalar_right(sub) || dtype(sub.in[0]) != dtype(exp.out))
         return false;
       TileFn fn = find_exp_of_difference_kernel(dtype(exp.out));
       if (fn == nullptr) return false;
       exp = Instr{fn, OpCode::kExponential, exp.out, {sub.in[0], sub.in[1], -1}};
-      exp.scalar_in = 1;
+      exp.scalars = 0b10;
       return true;
     });
   }
@@ -434,14 +451,60 @@ class TileProgram {
   /// A sum of a product that only the sum reads (layer norm's sum of squares) as one
   /// instruction that sums the products as it makes them: no product tile written and read.
   void fuse_sum_of_products() {
-    sums_of_products_ = fuse_sole_producer([&](Instr& acc, const Instr& mul) {
-      if (acc.op != OpCode::kReduce || acc.fn != find_accumulate_kernel(OpCode::kAdd, dtype(acc.out)) ||
-          mul.op != OpCode::kMultiply || mul.scalar_in >= 0 || dtype(mul.in[0]) != dtype(acc.out) ||
+    combined_.sums_of_products = fuse_sole_producer([&](Instr& acc, int k, const Instr& mul) {
+      if (k != 0 || acc.op != OpCode::kReduce || acc.fn != find_accumulate_kernel(OpCode::kAdd, dtype(acc.out)) ||
+          mul.op != OpCode::kMultiply || mul.scalars != 0 || dtype(mul.in[0]) != dtype(acc.out) ||
           dtype(mul.in[1]) != dtype(acc.out))
         return false;
       TileFn fn = find_accumulate_products_kernel(dtype(acc.out));
       if (fn == nullptr) return false;
       acc = Instr{fn, OpCode::kReduce, acc.out, {mul.in[0], mul.in[1], -1}};
+      return true;
+    });
+  }
+
+  /// A sum of products of a deviation with itself, (x - s) * (x - s) with s a broadcast
+  /// scalar (a variance), as one instruction: no tile of deviations written and read.
+  void fuse_squared_differences() {
+    combined_.sums_of_squared_differences = fuse_sole_producer([&](Instr& acc, int k, const Instr& sub) {
+      if (k != 0 || acc.op != OpCode::kReduce || acc.in[1] != acc.in[0] ||
+          acc.fn != find_accumulate_products_kernel(dtype(acc.out)) || sub.op != OpCode::kSubtract ||
+          !is_scalar_right(sub) || dtype(sub.out) != dtype(acc.out))
+        return false;
+      TileFn fn = find_accumulate_squared_differences_kernel(dtype(acc.out));
+      if (fn == nullptr) return false;
+      acc = Instr{fn, OpCode::kReduce, acc.out, {sub.in[0], sub.in[1], -1}};
+      acc.scalars = 0b10;
+      --combined_.sums_of_products;  // that sum of products is now this instruction
+      return true;
+    });
+  }
+
+  /// Two ops with a broadcast scalar each, the first read only by the second ((x - mean) *
+  /// rstd), as one instruction.
+  void fuse_scalar_pairs() {
+    combined_.scalar_pairs = fuse_sole_producer([&](Instr& second, int k, const Instr& first) {
+      if (k != 0 || !is_scalar_right(second) || !is_scalar_right(first)) return false;
+      TileFn fn = find_scalar_pair_kernel(first.op, second.op, dtype(second.out));
+      if (fn == nullptr) return false;
+      second = Instr{fn, second.op, second.out, {first.in[0], first.in[1], second.in[1]}};
+      second.scalars = 0b110;
+      return true;
+    });
+  }
+
+  /// A product of two tiles whose one factor is an op with a broadcast scalar that only the
+  /// product reads ((x * rstd) * gamma) as one instruction.
+  void fuse_scaled_products() {
+    combined_.scaled_products = fuse_sole_producer([&](Instr& mul, int k, const Instr& scaled) {
+      if (k > 1 || mul.op != OpCode::kMultiply || mul.scalars != 0 || mul.in[2] >= 0 || mul.in[0] == mul.in[1] ||
+          dtype(mul.in[1 - k]) != dtype(mul.out) || mul.fn != find_tile_kernel(OpCode::kMultiply, dtype(mul.out), dtype(mul.out)) ||
+          !is_scalar_right(scaled) || dtype(scaled.out) != dtype(mul.out))
+        return false;
+      TileFn fn = find_scaled_product_kernel(scaled.op, k == 0, dtype(mul.out));
+      if (fn == nullptr) return false;
+      mul = Instr{fn, OpCode::kMultiply, mul.out, {scaled.in[0], scaled.in[1], mul.in[1 - k]}};
+      mul.scalars = 0b010;
       return true;
     });
   }
@@ -482,19 +545,22 @@ class TileProgram {
     return ok_status();
   }
 
-  /// A register that changes from tile to tile: an external window or a periodic fill.
-  struct Moving {
+  /// Where run() points register `reg`: at external address `external` (offset < 0), at
+  /// `offset` bytes into the worker's scratch, filled with the element at `external` when
+  /// that is >= 0 (a splat read as a tile), or (windows and periodic fills) at the tile's
+  /// elements of `external`.
+  struct Bind {
     std::int32_t reg;
+    std::int32_t external;
+    std::int64_t offset;
     std::int64_t size;  // bytes per element
   };
 
   std::vector<Reg> regs_;
   std::vector<Instr> code_;
-  std::vector<Moving> moving_;  // set by finalize()
-  std::int32_t multiply_adds_ = 0;
-  std::int32_t negated_exps_ = 0;
-  std::int32_t exps_of_differences_ = 0;
-  std::int32_t sums_of_products_ = 0;
+  // Set by finalize(): the registers set once per run, and those set per tile.
+  std::vector<Bind> binds_, windows_, periodics_;
+  Combined combined_;
   std::int64_t tile_elements_ = kTileElements;  // set by finalize()
   std::int64_t pointer_table_offset_ = 0;
   std::int64_t scratch_bytes_ = 0;
