@@ -250,6 +250,8 @@ void gemm_same_flops_eigen(benchmark::State& state) {
 // into s32 sums, as StableHLO's i8 convolution with an i32 result arrives (converts, then the
 // convolution), without bias and relu: read its ops/s against conv3x3_56x56x64's flops/s. The
 // twin: the same im2col chunks as int32, times the int32 kernel in Eigen.
+// conv3x3_int8_7bit_56x56x64: the same with activations in [-64, 63] (quantized to 7 bits,
+// as x86 int8 inference does), where CPUs without VNNI sum byte pairs exactly.
 
 using IntMatrix = Eigen::Matrix<std::int32_t, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
@@ -277,8 +279,18 @@ IntMatrix int8_kernel_matrix(const Literal& k) {
   return m;
 }
 
+/// The activations: full-range s8, or (kSevenBit) each halved, rounded down, into [-64, 63].
+template <bool kSevenBit>
+Literal conv_int8_input() {
+  Literal x = int8_literal({1, kConvSize, kConvSize, kConvChannels}, 3);
+  if constexpr (kSevenBit)
+    for (std::int8_t& v : x.data<std::int8_t>()) v = static_cast<std::int8_t>(v >> 1);
+  return x;
+}
+
+template <bool kSevenBit>
 void conv3x3_int8_56x56x64_pjrt_lite(benchmark::State& state) {
-  const Literal x = int8_literal({1, kConvSize, kConvSize, kConvChannels}, 3), k = int8_literal({3, 3, kConvChannels, kConvChannels}, 4);
+  const Literal x = conv_int8_input<kSevenBit>(), k = int8_literal({3, 3, kConvChannels, kConvChannels}, 4);
   Program<cpu::ThreadPool> p(conv3x3_int8_graph(), {x, k});
   for (auto _ : state) p.run();
   state.counters["ops"] = benchmark::Counter(2.0 * kConvPositions * kConvDepth * kConvChannels,
@@ -291,8 +303,9 @@ void conv3x3_int8_56x56x64_pjrt_lite(benchmark::State& state) {
     state.SkipWithError("conv3x3_int8: the convolution differs from the twin's");
 }
 
+template <bool kSevenBit>
 void conv3x3_int8_56x56x64_eigen(benchmark::State& state) {
-  const Literal x = int8_literal({1, kConvSize, kConvSize, kConvChannels}, 3), k = int8_literal({3, 3, kConvChannels, kConvChannels}, 4);
+  const Literal x = conv_int8_input<kSevenBit>(), k = int8_literal({3, 3, kConvChannels, kConvChannels}, 4);
   const IntMatrix kernel = int8_kernel_matrix(k);
   std::vector<std::int32_t> y(static_cast<std::size_t>(kConvPositions * kConvChannels));
   std::vector<IntMatrix> patches(kConvBlocks, IntMatrix(kConvChunk, kConvDepth));
@@ -320,8 +333,10 @@ void register_conv_workloads() {
   add_workload("depthwise3x3_56x56x64", conv_layer_pjrt_lite<kDepthwise>, conv_layer_eigen<kDepthwise>,
                benchmark::kMicrosecond);
   add_workload("gemm_same_flops", gemm_same_flops_pjrt_lite, gemm_same_flops_eigen, benchmark::kMicrosecond);
-  add_workload("conv3x3_int8_56x56x64", conv3x3_int8_56x56x64_pjrt_lite, conv3x3_int8_56x56x64_eigen,
+  add_workload("conv3x3_int8_56x56x64", conv3x3_int8_56x56x64_pjrt_lite<false>, conv3x3_int8_56x56x64_eigen<false>,
                benchmark::kMicrosecond);
+  add_workload("conv3x3_int8_7bit_56x56x64", conv3x3_int8_56x56x64_pjrt_lite<true>,
+               conv3x3_int8_56x56x64_eigen<true>, benchmark::kMicrosecond);
 }
 
 std::vector<float> conv_reference(std::string_view workload) {

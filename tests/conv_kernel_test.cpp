@@ -123,13 +123,15 @@ void check_cases(const std::vector<Case>& cases, const std::vector<DType>& types
     }
 }
 
-/// An 8-bit convolution: operands of types `lt` and `rt` (s8 or u8, every byte value)
-/// converted to `out` (s32 or u32) and convolved, on the CPU with each of `thread_counts`
-/// threads (which multiplies the 8-bit values in Int8Gemm unless the convolution is
-/// depthwise) and once in the reference interpreter; the results must match bit for bit.
-/// Without `reference`, the results of the first thread count stand in for the reference's.
+/// An 8-bit convolution: operands of types `lt` and `rt` (s8 or u8, every byte value; with
+/// `seven_bit_lhs` the lhs within [-64, 63] or [0, 127], where CPUs without VNNI sum byte
+/// pairs) converted to `out` (s32 or u32) and convolved, on the CPU with each of
+/// `thread_counts` threads (which multiplies the 8-bit values in Int8Gemm unless the
+/// convolution is depthwise) and once in the reference interpreter; the results must match
+/// bit for bit. Without `reference`, the results of the first thread count stand in for the
+/// reference's.
 void check_8_bit(const Case& c, DType lt, DType rt, DType out, std::uint64_t seed,
-                 const std::vector<int>& thread_counts, bool reference = true) {
+                 const std::vector<int>& thread_counts, bool reference = true, bool seven_bit_lhs = false) {
   CAPTURE(c.dn);
   CAPTURE(dtype_name(lt));
   CAPTURE(dtype_name(rt));
@@ -143,6 +145,9 @@ void check_8_bit(const Case& c, DType lt, DType rt, DType out, std::uint64_t see
   std::vector<Literal> args = {Literal(Shape(lt, c.lhs)), Literal(Shape(rt, c.rhs))};
   for (Literal& l : args)
     for (std::byte& v : l.bytes()) v = static_cast<std::byte>(rng());
+  if (seven_bit_lhs)
+    for (std::byte& v : args[0].bytes())
+      v = static_cast<std::byte>(lt == DType::kS8 ? static_cast<std::uint8_t>(v) % 128 - 64 : static_cast<std::uint8_t>(v) % 128);
   std::optional<Literal> want;
   if (reference) want = evaluate_ok(g, args)[0];
   const bool depthwise = a.feature_group_count > 1 && c.rhs[static_cast<std::size_t>(a.kernel_input_feature_dimension)] == 1 &&
@@ -195,7 +200,8 @@ TEST_CASE("conv kernel: 8-bit integer convolutions multiply the 8-bit values, as
   for (const Case& c : cases)
     for (DType lt : {DType::kS8, DType::kU8})
       for (DType rt : {DType::kS8, DType::kU8})
-        check_8_bit(c, lt, rt, lt == rt ? DType::kS32 : DType::kU32, seed++, {2});
+        for (bool seven_bit : {false, true})
+          check_8_bit(c, lt, rt, lt == rt ? DType::kS32 : DType::kU32, seed++, {2}, true, seven_bit);
   const std::vector<Case> large = {
       {{small ? 1 : 2, 24, 20, 64}, {3, 3, 64, 48}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}}},
       {{1, 3, small ? 4 : 10, 300}, {1, 2, 300, 40}, kNhwc, {}},
