@@ -829,6 +829,17 @@ inline TileFn find_exp_of_difference_kernel(DType t) {
 
 namespace ew {
 
+/// `e op s` for a tile (or a tile expression) e and a scalar s on the right: add, subtract,
+/// multiply or divide, as scalar_operand_tile and every superinstruction holding such an op
+/// compute it (one definition, so their bits agree).
+template <OpCode kOp, class E, class T>
+auto with_scalar(const E& e, T s) {
+  if constexpr (kOp == OpCode::kAdd) return e + s;
+  else if constexpr (kOp == OpCode::kSubtract) return e - s;
+  else if constexpr (kOp == OpCode::kMultiply) return e * s;
+  else return e / s;
+}
+
 /// x op s (kScalarRight) or s op x (kScalarLeft) for a tile x and the one value s at in[1]
 /// (or in[0]): an op whose other operand is a broadcast scalar, without filling a tile with it.
 enum class ScalarSide : std::uint8_t { kScalarLeft, kScalarRight };
@@ -845,21 +856,8 @@ void scalar_operand_tile(const TileArgs& a) {
     else if constexpr (kOp == OpCode::kSubtract) out = s - x;
     else out = s / x;
   } else {
-    if constexpr (kOp == OpCode::kAdd) out = x + s;
-    else if constexpr (kOp == OpCode::kMultiply) out = x * s;
-    else if constexpr (kOp == OpCode::kSubtract) out = x - s;
-    else out = x / s;
+    out = with_scalar<kOp>(x, s);
   }
-}
-
-/// `e op s` for a tile (or a tile expression) e and a scalar s on the right, as
-/// scalar_operand_tile computes it: add, subtract, multiply or divide.
-template <OpCode kOp, class E, class T>
-auto with_scalar(const E& e, T s) {
-  if constexpr (kOp == OpCode::kAdd) return e + s;
-  else if constexpr (kOp == OpCode::kSubtract) return e - s;
-  else if constexpr (kOp == OpCode::kMultiply) return e * s;
-  else return e / s;
 }
 
 /// (x op1 a) op2 b for a tile x and the scalars a at in[1] and b at in[2]: the
