@@ -33,6 +33,7 @@
 #include "pjrt_lite/stablehlo/detail/lexer.hpp"
 #include "pjrt_lite/stablehlo/detail/op_attributes.hpp"
 #include "pjrt_lite/stablehlo/detail/op_parts.hpp"
+#include "pjrt_lite/stablehlo/detail/pretty_forms.hpp"
 #include "pjrt_lite/stablehlo/detail/quantized_ops.hpp"
 #include "pjrt_lite/stablehlo/detail/syntax.hpp"
 #include "pjrt_lite/stablehlo/types.hpp"
@@ -290,14 +291,6 @@ inline Status pretty_dynamic(Reader& r, Context& ctx, const OpSyntax& op, OpPart
 /// Defined with the op table (op_table.hpp), which lists the ops of this file.
 inline const OpSyntax* find_op(std::string_view name);
 
-inline AttrValue int_array_value(std::vector<std::int64_t> ints, SourcePos pos) {
-  AttrValue v;
-  v.kind = AttrValue::Kind::kIntArray;
-  v.ints = std::move(ints);
-  v.pos = pos;
-  return v;
-}
-
 /// Replaces (or adds) attribute `key`.
 inline void set_attr(AttrDict& attrs, std::string_view key, AttrValue v) {
   for (auto& [k, value] : attrs)
@@ -326,6 +319,20 @@ inline StatusOr<OpResult> build_static_form(Context& ctx, std::string_view name,
   p.type = std::move(t);
   PJRT_LITE_ASSIGN_OR_RETURN(OpResult out, build_op(ctx, *op, p));
   PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, p.pos));
+  return out;
+}
+
+/// Adds the static op `name` for parts `p` whose shape operands have been folded into its
+/// attributes, the op inferring its own result types; they are checked against the declared
+/// ones of the dynamic op `dynamic_name`.
+inline StatusOr<OpResult> build_inferred_form(Context& ctx, std::string_view name, OpParts& p,
+                                              const std::vector<Shape>& declared,
+                                              std::string_view dynamic_name) {
+  const OpSyntax* op = find_op(name);
+  PJRT_LITE_ASSIGN_OR_RETURN(Attributes attrs, op->attributes(ctx, *op, p));
+  OpResult out;
+  out.values = ctx.b.op(op->code, p.operands, std::move(attrs));
+  PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, dynamic_name, p.pos));
   return out;
 }
 
@@ -367,7 +374,7 @@ inline StatusOr<OpResult> build_dynamic(Context& ctx, const OpSyntax& op, OpPart
     std::vector<std::vector<std::int64_t>> lists;
     for (const char* attr : names) {
       PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> list, operand_list(first + lists.size(), attr));
-      set_attr(p.attrs, attr, int_array_value(list, p.pos));
+      set_attr(p.attrs, attr, int_list_value_at(list, p.pos));
       lists.push_back(std::move(list));
     }
     return lists;
@@ -448,13 +455,7 @@ inline StatusOr<OpResult> build_dynamic(Context& ctx, const OpSyntax& op, OpPart
     PJRT_LITE_RETURN_IF_ERROR(need(3));
     PJRT_LITE_RETURN_IF_ERROR(operand_attrs(2, {"slice_sizes"}).status());
     p.operands.resize(2);
-    // gather infers its own result shape from the folded slice sizes.
-    const OpSyntax* gather = find_op("stablehlo.gather");
-    PJRT_LITE_ASSIGN_OR_RETURN(Attributes attrs, gather->attributes(ctx, *gather, p));
-    OpResult out;
-    out.values = ctx.b.op(OpCode::kGather, p.operands, std::move(attrs));
-    PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, p.pos));
-    return out;
+    return build_inferred_form(ctx, "stablehlo.gather", p, declared, name);
   }
   if (name == "stablehlo.dynamic_conv") {
     PJRT_LITE_RETURN_IF_ERROR(need(3));
@@ -469,12 +470,7 @@ inline StatusOr<OpResult> build_dynamic(Context& ctx, const OpSyntax& op, OpPart
     v.pos = p.pos;
     set_attr(p.attrs, "padding", std::move(v));
     p.operands.resize(2);
-    const OpSyntax* conv = find_op("stablehlo.convolution");
-    PJRT_LITE_ASSIGN_OR_RETURN(Attributes attrs, conv->attributes(ctx, *conv, p));
-    OpResult out;
-    out.values = ctx.b.op(OpCode::kConvolution, p.operands, std::move(attrs));
-    PJRT_LITE_RETURN_IF_ERROR(check_results(ctx, out.values, declared, name, p.pos));
-    return out;
+    return build_inferred_form(ctx, "stablehlo.convolution", p, declared, name);
   }
   return unsupported_at(p.pos, std::string(name));
 }
