@@ -113,14 +113,24 @@ Status key_enum(Reader& r, OpParts& p, std::string_view key, std::string_view at
   return ok_status();
 }
 
+/// `op %x, KEY = V, ... : T`: one operand, then the keyword attributes that
+/// `read_keys(where)` reads (`where` placing its errors after the operand), then the type.
+template <class ReadKeys>
+Status one_operand_then_keys(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p,
+                             ReadKeys read_keys) {
+  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
+  const Where where{"after the operand of ", op.name};
+  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', where));
+  PJRT_LITE_RETURN_IF_ERROR(read_keys(where));
+  PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
+  return ok_status();
+}
+
 /// `op %x, dims = [...] : T`, the list being the attribute `attr`.
 inline Status operand_and_dims(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p,
                                std::string_view attr) {
-  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
-  PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, "dims", attr, {"after the operand of ", op.name}));
-  PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
-  return ok_status();
+  return one_operand_then_keys(
+      r, ctx, op, p, [&](const Where& where) { return key_list(r, p, "dims", attr, where); });
 }
 
 // ---- Ops with attributes --------------------------------------------------------------------
@@ -194,14 +204,12 @@ inline Status precision_format(const Token& t, OpParts& p) {
 
 /// `stablehlo.reduce_precision %x, format = e5m10 : T`.
 inline Status pretty_reduce_precision(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
-  PJRT_LITE_RETURN_IF_ERROR(key_equals(r, "format", {"after the operand of ", op.name}));
-  PJRT_LITE_ASSIGN_OR_RETURN(
-      Token f, r.expect_kind(TokenKind::kIdent, "a format such as e5m10", "after format ="));
-  PJRT_LITE_RETURN_IF_ERROR(precision_format(f, p));
-  PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
-  return ok_status();
+  return one_operand_then_keys(r, ctx, op, p, [&](const Where& where) -> Status {
+    PJRT_LITE_RETURN_IF_ERROR(key_equals(r, "format", where));
+    PJRT_LITE_ASSIGN_OR_RETURN(
+        Token f, r.expect_kind(TokenKind::kIdent, "a format such as e5m10", "after format ="));
+    return precision_format(f, p);
+  });
 }
 
 inline Status pretty_broadcast_in_dim(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
@@ -285,11 +293,9 @@ inline Status pretty_dynamic_slice(Reader& r, Context& ctx, const OpSyntax& op, 
 
 /// `stablehlo.broadcast %x, sizes = [...] : T`.
 inline Status pretty_broadcast(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after operand"));
-  PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, "sizes", "broadcast_sizes", {"in ", op.name}));
-  PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
-  return ok_status();
+  return one_operand_then_keys(r, ctx, op, p, [&](const Where& where) {
+    return key_list(r, p, "sizes", "broadcast_sizes", where);
+  });
 }
 
 /// `stablehlo.dot %a, %b[, precision = [...]] : T`.
@@ -433,27 +439,20 @@ inline Status pretty_convolution(Reader& r, Context& ctx, const OpSyntax& op, Op
 
 /// `stablehlo.rng_bit_generator %s, algorithm = THREE_FRY : (S) -> (S, R)`.
 inline Status pretty_rng_bit_generator(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  const Where where{"after the operand of ", op.name};
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', where));
-  PJRT_LITE_RETURN_IF_ERROR(key_enum(r, p, "algorithm", "rng_algorithm", where,
-                                     "an rng algorithm (DEFAULT, THREE_FRY, PHILOX)",
-                                     rng_algorithm_from_name));
-  PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
-  return ok_status();
+  return one_operand_then_keys(r, ctx, op, p, [&](const Where& where) {
+    return key_enum(r, p, "algorithm", "rng_algorithm", where,
+                    "an rng algorithm (DEFAULT, THREE_FRY, PHILOX)", rng_algorithm_from_name);
+  });
 }
 
 /// `stablehlo.fft %x, type = RFFT, length = [17] : (T) -> R`.
 inline Status pretty_fft(Reader& r, Context& ctx, const OpSyntax& op, OpParts& p) {
-  PJRT_LITE_ASSIGN_OR_RETURN(p.operands, parse_operands_exact(r, ctx, 1, op.name));
-  const Where where{"after the operand of ", op.name};
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', where));
-  PJRT_LITE_RETURN_IF_ERROR(key_enum(r, p, "type", "fft_type", where,
-                                     "an fft type (FFT, IFFT, RFFT, IRFFT)", fft_type_from_name));
-  PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after the fft type"));
-  PJRT_LITE_RETURN_IF_ERROR(key_list(r, p, "length", "fft_length", "after the fft type"));
-  PJRT_LITE_ASSIGN_OR_RETURN(p.type, parse_type_tail(r, op.name));
-  return ok_status();
+  return one_operand_then_keys(r, ctx, op, p, [&](const Where& where) -> Status {
+    PJRT_LITE_RETURN_IF_ERROR(key_enum(r, p, "type", "fft_type", where,
+                                       "an fft type (FFT, IFFT, RFFT, IRFFT)", fft_type_from_name));
+    PJRT_LITE_RETURN_IF_ERROR(r.expect(',', "after the fft type"));
+    return key_list(r, p, "length", "fft_length", "after the fft type");
+  });
 }
 
 /// CHLO's top_k: `chlo.top_k(%x, k = 3) : T -> (T, tensor<...xi32>)`.
