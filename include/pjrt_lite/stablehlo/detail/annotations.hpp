@@ -198,16 +198,22 @@ inline std::int64_t partitions_for(const Context& ctx, const Sharding& s) {
   return s.kind == Sharding::Kind::kTiled ? static_cast<std::int64_t>(s.devices.size()) : 1;
 }
 
-/// The partitions a split of a value of type `global` under s spans, and the part's type:
-/// errors name `what` (a manual region's entry or exit) and where it is.
-inline StatusOr<std::pair<std::int64_t, Shape>> manual_split(const Context& ctx, const Sharding& s, const Shape& global,
-                                                             std::string_view what, SourcePos pos) {
+/// The partitions a split of a value of type `global` under s spans, once checked to give
+/// parts of type `part_type`, which `what` (a manual region's entry or exit) `gives_or_takes`
+/// ("gives" or "takes"): errors name `what` and where it is.
+inline StatusOr<std::int64_t> manual_split(const Context& ctx, const Sharding& s, const Shape& global,
+                                           const Shape& part_type, std::string_view what,
+                                           std::string_view gives_or_takes, SourcePos pos) {
   if (ctx.sharding == nullptr) return unsupported_at(pos, str_cat(what, " inside a region"));
   const std::int64_t n = partitions_for(ctx, s);
   if (Status c = s.check(static_cast<std::size_t>(global.rank()), n); !c.ok()) return error_at(pos, str_cat(what, ": ", c.message()));
   StatusOr<Shape> part = shard_shape(global, s);
   if (!part.ok()) return unsupported_at(pos, str_cat(what, " with ", part.status().message()));
-  return std::pair<std::int64_t, Shape>(n, std::move(part).value());
+  if (!matches_declared(*part, part_type))
+    return error_at(pos, str_cat(what, " ", gives_or_takes, " ", tensor_type_name(part_type), " but ",
+                                 tensor_type_name(global), " split as ", s.describe(), " gives ",
+                                 tensor_type_name(*part)));
+  return n;
 }
 
 /// shard_map's entry: this partition's part of `whole` under s, of type `part_type` (a
@@ -215,11 +221,7 @@ inline StatusOr<std::pair<std::int64_t, Shape>> manual_split(const Context& ctx,
 inline StatusOr<Value> enter_manual(Context& ctx, Value whole, const Sharding& s, const Shape& part_type,
                                     std::string_view what, SourcePos pos) {
   PJRT_LITE_ASSIGN_OR_RETURN(Shape global, ctx.b.shape(whole));
-  PJRT_LITE_ASSIGN_OR_RETURN(auto split, manual_split(ctx, s, global, what, pos));
-  const auto& [n, part] = split;
-  if (!matches_declared(part, part_type))
-    return error_at(pos, str_cat(what, " gives ", tensor_type_name(part_type), " but ", tensor_type_name(global),
-                                 " split as ", s.describe(), " gives ", tensor_type_name(part)));
+  PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t n, manual_split(ctx, s, global, part_type, what, "gives", pos));
   Value v;
   if (s.is_whole()) {
     v = ctx.b.reshape(whole, std::vector<std::int64_t>(global.dims().begin(), global.dims().end()));
@@ -236,12 +238,7 @@ inline StatusOr<Value> enter_manual(Context& ctx, Value whole, const Sharding& s
 inline StatusOr<Value> exit_manual(Context& ctx, Value part, const Sharding& s, const Shape& global,
                                    std::string_view what, SourcePos pos) {
   PJRT_LITE_ASSIGN_OR_RETURN(Shape part_type, ctx.b.shape(part));
-  PJRT_LITE_ASSIGN_OR_RETURN(auto split, manual_split(ctx, s, global, what, pos));
-  const auto& [n, want] = split;
-  if (!matches_declared(want, part_type))
-    return error_at(pos, str_cat(what, " makes ", tensor_type_name(global), " split as ", s.describe(),
-                                 " from parts of ", tensor_type_name(want), ", but its operand is ",
-                                 tensor_type_name(part_type)));
+  PJRT_LITE_ASSIGN_OR_RETURN(std::int64_t n, manual_split(ctx, s, global, part_type, what, "takes", pos));
   std::int64_t channel = (std::int64_t{1} << 24) + static_cast<std::int64_t>(ctx.sharding->from_manual.size()) * 64;
   const Value v = s.is_whole()
                       ? ctx.b.reshape(part, std::vector<std::int64_t>(global.dims().begin(), global.dims().end()))
