@@ -224,15 +224,27 @@ inline Status check_dimension_list(OpCode op, std::string_view what,
   return ok_status();
 }
 
-/// Each named list has one entry per dimension of `operand` (slice's and pad's attributes).
-inline Status check_one_per_dimension(
-    OpCode op, const Shape& operand,
-    std::initializer_list<std::pair<std::string_view, const std::vector<std::int64_t>*>> lists) {
+/// An attribute list with its name, for errors.
+using NamedList = std::pair<std::string_view, const std::vector<std::int64_t>*>;
+
+/// Slice's and pad's result dimensions: each of the three `lists` has one entry per dimension
+/// of `operand`, and `dim(d, size, x, y, z)` makes dimension d of the result from the
+/// operand's size there and the lists' entries x, y, z, or returns the error.
+template <class Dim>
+StatusOr<std::vector<std::int64_t>> dims_from_lists(OpCode op, const Shape& operand,
+                                                    const NamedList (&lists)[3], Dim dim) {
   for (const auto& [name, list] : lists)
     if (list->size() != static_cast<std::size_t>(operand.rank()))
       return op_error(op, name, " ", dims_str(*list), " has ", list->size(), " entries for operand ", operand,
                       " of rank ", operand.rank());
-  return ok_status();
+  const auto rank = static_cast<std::size_t>(operand.rank());
+  std::vector<std::int64_t> dims(rank);
+  for (std::size_t d = 0; d < rank; ++d) {
+    PJRT_LITE_ASSIGN_OR_RETURN(dims[d], dim(d, operand.dim(static_cast<std::int64_t>(d)),
+                                            (*lists[0].second)[d], (*lists[1].second)[d],
+                                            (*lists[2].second)[d]));
+  }
+  return dims;
 }
 
 /// An array with batching dimensions, as gather and scatter name them in their messages.
@@ -243,10 +255,13 @@ struct BatchedArray {
 };
 
 /// What gather and scatter check alike: the indices' batching dims are valid, 0 <=
-/// index_vector_dim <= rank(indices) and not a batching dim, and the data's and the indices'
-/// batching dims pair up with equal sizes.
-inline Status check_index_batching(OpCode op, const BatchedArray& data, const BatchedArray& indices,
-                                   std::int64_t index_vector_dim) {
+/// index_vector_dim <= rank(indices) and not a batching dim, the data's and the indices'
+/// batching dims pair up with equal sizes, and the index map (start_index_map,
+/// scatter_dims_to_operand_dims: `map_name`) has one entry per element of the index vector
+/// and names, with the data's batching dims, distinct dimensions of the data.
+inline Status check_indexing(OpCode op, const BatchedArray& data, const BatchedArray& indices,
+                             std::int64_t index_vector_dim, std::string_view map_name,
+                             std::span<const std::int64_t> map) {
   const std::string indices_dims = str_cat(indices.name, "_batching_dims");
   PJRT_LITE_RETURN_IF_ERROR(
       check_dimension_list(op, indices_dims, indices.batching_dims, indices.shape.rank(), indices.name));
@@ -263,7 +278,15 @@ inline Status check_index_batching(OpCode op, const BatchedArray& data, const Ba
       return op_error(op, "batching dimension pair ", i, ": ", data.name, " dimension ", data.batching_dims[i],
                       " has size ", data.shape.dim(data.batching_dims[i]), " but ", indices.name, " dimension ",
                       indices.batching_dims[i], " has size ", indices.shape.dim(indices.batching_dims[i]));
-  return ok_status();
+  const std::int64_t index_size =
+      index_vector_dim < indices.shape.rank() ? indices.shape.dim(index_vector_dim) : 1;
+  if (static_cast<std::int64_t>(map.size()) != index_size)
+    return op_error(op, map_name, " ", dims_str(map), " has ", map.size(),
+                    " entries but the index vector has ", index_size);
+  std::vector<std::int64_t> starts(map.begin(), map.end());
+  starts.insert(starts.end(), data.batching_dims.begin(), data.batching_dims.end());
+  return check_dimension_list(op, str_cat(map_name, " and ", data.name, "_batching_dims"), starts,
+                              data.shape.rank(), str_cat("the ", data.name));
 }
 
 inline std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b) {
@@ -594,23 +617,21 @@ inline StatusOr<Shape> infer_transpose(const Shape& operand, const TransposeAttr
 /// ceil((limit - start) / stride) elements along each.
 inline StatusOr<Shape> infer_slice(const Shape& operand, const SliceAttrs& attrs) {
   constexpr OpCode op = OpCode::kSlice;
-  const auto rank = static_cast<std::size_t>(operand.rank());
-  PJRT_LITE_RETURN_IF_ERROR(detail::check_one_per_dimension(
-      op, operand, {{"start_indices", &attrs.start_indices}, {"limit_indices", &attrs.limit_indices},
-                    {"strides", &attrs.strides}}));
-  std::vector<std::int64_t> dims(rank);
-  for (std::size_t d = 0; d < rank; ++d) {
-    const std::int64_t start = attrs.start_indices[d], limit = attrs.limit_indices[d],
-                       stride = attrs.strides[d];
-    if (start < 0 || start > limit || limit > operand.dim(static_cast<std::int64_t>(d)))
+  auto slice_dim = [&](std::size_t d, std::int64_t size, std::int64_t start, std::int64_t limit,
+                       std::int64_t stride) -> StatusOr<std::int64_t> {
+    if (start < 0 || start > limit || limit > size)
       return detail::op_error(op, "dimension ", d, ": start ", start, " and limit ", limit,
-                              " are out of bounds for size ",
-                              operand.dim(static_cast<std::int64_t>(d)), " of operand ", operand,
+                              " are out of bounds for size ", size, " of operand ", operand,
                               " (need 0 <= start <= limit <= size)");
     if (stride <= 0)
       return detail::op_error(op, "strides[", d, "] = ", stride, " must be positive");
-    dims[d] = (limit - start) / stride + ((limit - start) % stride != 0 ? 1 : 0);
-  }
+    return (limit - start) / stride + ((limit - start) % stride != 0 ? 1 : 0);
+  };
+  const detail::NamedList lists[] = {{"start_indices", &attrs.start_indices},
+                                     {"limit_indices", &attrs.limit_indices},
+                                     {"strides", &attrs.strides}};
+  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> dims,
+                             detail::dims_from_lists(op, operand, lists, slice_dim));
   return Shape(operand.dtype(), std::move(dims));
 }
 
@@ -653,15 +674,8 @@ inline StatusOr<Shape> infer_pad(const Shape& operand, const Shape& padding_valu
   if (!padding_value.is_scalar() || padding_value.dtype() != operand.dtype())
     return detail::op_error(op, "operand 1 (padding value) has shape ", padding_value,
                             " but must be a rank-0 ", dtype_name(operand.dtype()));
-  const auto rank = static_cast<std::size_t>(operand.rank());
-  PJRT_LITE_RETURN_IF_ERROR(detail::check_one_per_dimension(
-      op, operand, {{"edge_padding_low", &attrs.edge_padding_low}, {"edge_padding_high", &attrs.edge_padding_high},
-                    {"interior_padding", &attrs.interior_padding}}));
-  std::vector<std::int64_t> dims(rank);
-  for (std::size_t d = 0; d < rank; ++d) {
-    const std::int64_t size = operand.dim(static_cast<std::int64_t>(d));
-    const std::int64_t low = attrs.edge_padding_low[d], high = attrs.edge_padding_high[d],
-                       interior = attrs.interior_padding[d];
+  auto pad_dim = [&](std::size_t d, std::int64_t size, std::int64_t low, std::int64_t high,
+                     std::int64_t interior) -> StatusOr<std::int64_t> {
     if (interior < 0)
       return detail::op_error(op, "interior_padding[", d, "] = ", interior,
                               " must be non-negative");
@@ -674,8 +688,13 @@ inline StatusOr<Shape> infer_pad(const Shape& operand, const Shape& padding_valu
       return detail::op_error(op, "result dimension ", d, " would have negative size ", *n,
                               " (size ", size, ", low ", low, ", high ", high, ", interior ",
                               interior, ")");
-    dims[d] = *n;
-  }
+    return *n;
+  };
+  const detail::NamedList lists[] = {{"edge_padding_low", &attrs.edge_padding_low},
+                                     {"edge_padding_high", &attrs.edge_padding_high},
+                                     {"interior_padding", &attrs.interior_padding}};
+  PJRT_LITE_ASSIGN_OR_RETURN(std::vector<std::int64_t> dims,
+                             detail::dims_from_lists(op, operand, lists, pad_dim));
   return detail::make_result(op, operand.dtype(), dims);
 }
 
@@ -885,7 +904,7 @@ inline StatusOr<Shape> infer_scatter(const Shape& input, const Shape& indices, c
                                      const Signature& body, const ScatterAttrs& a) {
   constexpr OpCode op = OpCode::kScatter;
   using detail::check_dimension_list;
-  using detail::check_index_batching;
+  using detail::check_indexing;
   using detail::check_sorted;
   using detail::dims_str;
   using detail::op_error;
@@ -913,19 +932,10 @@ inline StatusOr<Shape> infer_scatter(const Shape& input, const Shape& indices, c
   not_window.insert(not_window.end(), a.input_batching_dims.begin(), a.input_batching_dims.end());
   PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(op, "inserted_window_dims and input_batching_dims",
                                                  not_window, rank, "the input"));
-  PJRT_LITE_RETURN_IF_ERROR(check_index_batching(op, {input, "input", a.input_batching_dims},
-                                                 {indices, "scatter_indices", a.scatter_indices_batching_dims},
-                                                 a.index_vector_dim));
-  const std::int64_t index_size =
-      a.index_vector_dim < indices.rank() ? indices.dim(a.index_vector_dim) : 1;
-  if (static_cast<std::int64_t>(a.scatter_dims_to_operand_dims.size()) != index_size)
-    return op_error(op, "scatter_dims_to_operand_dims ", dims_str(a.scatter_dims_to_operand_dims),
-                    " has ", a.scatter_dims_to_operand_dims.size(),
-                    " entries but the index vector has ", index_size);
-  std::vector<std::int64_t> starts = a.scatter_dims_to_operand_dims;
-  starts.insert(starts.end(), a.input_batching_dims.begin(), a.input_batching_dims.end());
-  PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(
-      op, "scatter_dims_to_operand_dims and input_batching_dims", starts, rank, "the input"));
+  PJRT_LITE_RETURN_IF_ERROR(check_indexing(op, {input, "input", a.input_batching_dims},
+                                           {indices, "scatter_indices", a.scatter_indices_batching_dims},
+                                           a.index_vector_dim, "scatter_dims_to_operand_dims",
+                                           a.scatter_dims_to_operand_dims));
   // The updates' dims: the indices' (without index_vector_dim) at the scatter axes, the
   // window sizes at update_window_dims.
   std::vector<std::int64_t> scatter_sizes;
@@ -979,7 +989,7 @@ inline StatusOr<Shape> infer_gather(const Shape& operand, const Shape& indices,
                                     const GatherAttrs& a) {
   constexpr OpCode op = OpCode::kGather;
   using detail::check_dimension_list;
-  using detail::check_index_batching;
+  using detail::check_indexing;
   using detail::check_sorted;
   using detail::dims_str;
   using detail::op_error;
@@ -1012,18 +1022,9 @@ inline StatusOr<Shape> infer_gather(const Shape& operand, const Shape& indices,
     if (a.slice_sizes[static_cast<std::size_t>(d)] > 1)
       return op_error(op, "slice_sizes[", d, "] = ", a.slice_sizes[static_cast<std::size_t>(d)],
                       " but dimension ", d, " is collapsed or batching, so its size must be <= 1");
-  PJRT_LITE_RETURN_IF_ERROR(check_index_batching(op, {operand, "operand", a.operand_batching_dims},
-                                                 {indices, "start_indices", a.start_indices_batching_dims},
-                                                 a.index_vector_dim));
-  const std::int64_t index_size =
-      a.index_vector_dim < indices.rank() ? indices.dim(a.index_vector_dim) : 1;
-  if (static_cast<std::int64_t>(a.start_index_map.size()) != index_size)
-    return op_error(op, "start_index_map ", dims_str(a.start_index_map), " has ",
-                    a.start_index_map.size(), " entries but the index vector has ", index_size);
-  std::vector<std::int64_t> starts = a.start_index_map;
-  starts.insert(starts.end(), a.operand_batching_dims.begin(), a.operand_batching_dims.end());
-  PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(op, "start_index_map and operand_batching_dims",
-                                                 starts, rank, "the operand"));
+  PJRT_LITE_RETURN_IF_ERROR(check_indexing(op, {operand, "operand", a.operand_batching_dims},
+                                           {indices, "start_indices", a.start_indices_batching_dims},
+                                           a.index_vector_dim, "start_index_map", a.start_index_map));
   std::vector<std::int64_t> batch_sizes, offset_sizes;
   for (std::int64_t d = 0; d < indices.rank(); ++d)
     if (d != a.index_vector_dim) batch_sizes.push_back(indices.dim(d));
@@ -1047,7 +1048,7 @@ namespace detail {
 /// dimension, window sizes, strides and dilations are positive, and `dilations` may be false
 /// (select_and_scatter) only when both dilation lists are all 1.
 inline Status check_window(OpCode op, const WindowAttrs& a, std::int64_t rank, bool dilations) {
-  const std::pair<std::string_view, const std::vector<std::int64_t>*> lists[] = {
+  const NamedList lists[] = {
       {"window_dimensions", &a.window_dimensions}, {"window_strides", &a.window_strides},
       {"base_dilations", &a.base_dilations},       {"window_dilations", &a.window_dilations},
       {"padding_low", &a.padding_low},             {"padding_high", &a.padding_high}};
@@ -1208,7 +1209,7 @@ inline StatusOr<Shape> infer_convolution(const Shape& lhs, const Shape& rhs,
   if (n < 2)
     return op_error(op, "operands have rank ", n, " but need a batch and a feature dimension");
   const auto spatial = static_cast<std::size_t>(n - 2);
-  const std::pair<std::string_view, const std::vector<std::int64_t>*> lists[] = {
+  const detail::NamedList lists[] = {
       {"input_spatial_dimensions", &a.input_spatial_dimensions},
       {"kernel_spatial_dimensions", &a.kernel_spatial_dimensions},
       {"output_spatial_dimensions", &a.output_spatial_dimensions},
