@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <span>
+#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "pjrt_lite/core/dtype.hpp"
@@ -51,6 +53,38 @@ inline Value move_group(GraphBuilder& b, Value x, std::int64_t src, std::int64_t
   return b.reshape(b.transpose(b.reshape(x, split), perm), merged);
 }
 
+/// A convolution's dimension numbers as JAX groups them: the input's, the kernel's and the
+/// output's spec, each (batch or kernel output feature, feature or kernel input feature,
+/// spatial) and each a tuple of references into `a`.
+template <class A>
+auto conv_specs(A& a) {
+  return std::tuple(
+      std::tie(a.input_batch_dimension, a.input_feature_dimension, a.input_spatial_dimensions),
+      std::tie(a.kernel_output_feature_dimension, a.kernel_input_feature_dimension,
+               a.kernel_spatial_dimensions),
+      std::tie(a.output_batch_dimension, a.output_feature_dimension, a.output_spatial_dimensions));
+}
+
+/// A spec of conv_specs with its first two dimensions exchanged (JAX's _conv_spec_transpose).
+template <class Spec>
+std::tuple<std::int64_t, std::int64_t, std::vector<std::int64_t>> conv_spec_transpose(
+    const Spec& spec) {
+  const auto& [major, minor, spatial] = spec;
+  return {minor, major, spatial};
+}
+
+/// The cotangent's padding (low, high) in one dimension for the transpose of a windowed op
+/// in its input (JAX's _conv_general_vjp_lhs_padding): the input has `in` elements dilated by
+/// `in_dilation`, the window `window` dilated by `window_dilation`, the result `out` at
+/// `stride`.
+inline std::pair<std::int64_t, std::int64_t> vjp_lhs_padding(
+    std::int64_t in, std::int64_t in_dilation, std::int64_t window, std::int64_t window_dilation,
+    std::int64_t out, std::int64_t stride, std::int64_t padding_low) {
+  const std::int64_t k = dilated(window, window_dilation);
+  const std::int64_t low = k - padding_low - 1;
+  return {low, dilated(in, in_dilation) + k - 1 - dilated(out, stride) - low};
+}
+
 /// Convolution, cotangent of the lhs: a convolution of the cotangent with the kernel flipped
 /// (window reversal toggled) and its feature dimensions swapped, strides and lhs dilation
 /// exchanged (JAX's _conv_general_dilated_transpose_lhs).
@@ -73,24 +107,20 @@ inline Value conv_transpose_lhs(GraphBuilder& b, Value ct, Value rhs, const Conv
   t.lhs_dilation = a.window_strides;
   t.rhs_dilation = a.rhs_dilation;
   for (std::int64_t r : a.window_reversal) t.window_reversal.push_back(r != 0 ? 0 : 1);
-  t.input_batch_dimension = a.output_batch_dimension;
-  t.input_feature_dimension = a.output_feature_dimension;
-  t.input_spatial_dimensions = a.output_spatial_dimensions;
-  t.kernel_input_feature_dimension = a.kernel_output_feature_dimension;
-  t.kernel_output_feature_dimension = a.kernel_input_feature_dimension;
-  t.kernel_spatial_dimensions = a.kernel_spatial_dimensions;
-  t.output_batch_dimension = a.input_batch_dimension;
-  t.output_feature_dimension = a.input_feature_dimension;
-  t.output_spatial_dimensions = a.input_spatial_dimensions;
+  const auto [a_input, a_kernel, a_output] = conv_specs(a);
+  auto [t_input, t_kernel, t_output] = conv_specs(t);
+  t_input = a_output;
+  t_kernel = conv_spec_transpose(a_kernel);
+  t_output = a_input;
   t.feature_group_count = groups;
   t.batch_group_count = 1;
   for (std::size_t i = 0; i < a.input_spatial_dimensions.size(); ++i) {
-    const std::int64_t in = dilated(lhs_shape.dim(a.input_spatial_dimensions[i]), a.lhs_dilation[i]);
-    const std::int64_t k = dilated(rs.dim(a.kernel_spatial_dimensions[i]), a.rhs_dilation[i]);
-    const std::int64_t out = dilated(cs.dim(a.output_spatial_dimensions[i]), a.window_strides[i]);
-    const std::int64_t lo = k - a.padding_low[i] - 1;
-    t.padding_low.push_back(lo);
-    t.padding_high.push_back(in + k - 1 - out - lo);
+    const auto [low, high] = vjp_lhs_padding(
+        lhs_shape.dim(a.input_spatial_dimensions[i]), a.lhs_dilation[i],
+        rs.dim(a.kernel_spatial_dimensions[i]), a.rhs_dilation[i],
+        cs.dim(a.output_spatial_dimensions[i]), a.window_strides[i], a.padding_low[i]);
+    t.padding_low.push_back(low);
+    t.padding_high.push_back(high);
   }
   Value out = b.convolution(ct, kernel, t);
   if (a.batch_group_count > 1)
@@ -113,15 +143,11 @@ inline Value conv_transpose_rhs(GraphBuilder& b, Value lhs, Value ct, const Conv
   t.window_strides = a.rhs_dilation;
   t.lhs_dilation = a.lhs_dilation;
   t.rhs_dilation = a.window_strides;
-  t.input_batch_dimension = a.input_feature_dimension;
-  t.input_feature_dimension = a.input_batch_dimension;
-  t.input_spatial_dimensions = a.input_spatial_dimensions;
-  t.kernel_output_feature_dimension = a.output_feature_dimension;
-  t.kernel_input_feature_dimension = a.output_batch_dimension;
-  t.kernel_spatial_dimensions = a.output_spatial_dimensions;
-  t.output_batch_dimension = a.kernel_input_feature_dimension;
-  t.output_feature_dimension = a.kernel_output_feature_dimension;
-  t.output_spatial_dimensions = a.kernel_spatial_dimensions;
+  const auto [a_input, a_kernel, a_output] = conv_specs(a);
+  auto [t_input, t_kernel, t_output] = conv_specs(t);
+  t_input = conv_spec_transpose(a_input);
+  t_kernel = conv_spec_transpose(a_output);
+  t_output = conv_spec_transpose(a_kernel);
   t.feature_group_count = a.batch_group_count;
   t.batch_group_count = a.feature_group_count;
   std::vector<std::int64_t> reversed;
@@ -209,6 +235,18 @@ inline Value along(GraphBuilder& b, DType dtype, const std::vector<std::int64_t>
   return b.broadcast_in_dim(vector, dims, {dim});
 }
 
+/// Calls `f(gather_field, scatter_field)` on each pair of gather's and scatter's dimension
+/// numbers that name the same thing (a gather reads where the scatter with these writes).
+template <class G, class S, class F>
+void gather_scatter_fields(G& g, S& s, F f) {
+  f(g.offset_dims, s.update_window_dims);
+  f(g.collapsed_slice_dims, s.inserted_window_dims);
+  f(g.operand_batching_dims, s.input_batching_dims);
+  f(g.start_indices_batching_dims, s.scatter_indices_batching_dims);
+  f(g.start_index_map, s.scatter_dims_to_operand_dims);
+  f(g.index_vector_dim, s.index_vector_dim);
+}
+
 /// gather's cotangent: a scatter-add of the cotangent into zeros at the starts the gather
 /// used (clamped as gather clamps them, so that every window lands whole).
 inline Value gather_transpose(GraphBuilder& b, Value ct, Value indices, const GatherAttrs& a,
@@ -222,12 +260,7 @@ inline Value gather_transpose(GraphBuilder& b, Value ct, Value indices, const Ga
                                 std::vector<std::int64_t>(bounds.size(), 0)),
                           indices, along(b, is.dtype(), dims, a.index_vector_dim, bounds));
   ScatterAttrs s;
-  s.update_window_dims = a.offset_dims;
-  s.inserted_window_dims = a.collapsed_slice_dims;
-  s.input_batching_dims = a.operand_batching_dims;
-  s.scatter_indices_batching_dims = a.start_indices_batching_dims;
-  s.scatter_dims_to_operand_dims = a.start_index_map;
-  s.index_vector_dim = a.index_vector_dim;
+  gather_scatter_fields(a, s, [](const auto& from, auto& to) { to = from; });
   Value zero = b.broadcast_in_dim(b.scalar(operand.dtype(), 0), vec(operand.dims()), {});
   return b.scatter(zero, clamped, ct, OpCode::kAdd, s);
 }
@@ -264,12 +297,7 @@ inline Value scatter_add_updates_transpose(GraphBuilder& b, Value ct, Value indi
   const DType it = is.dtype();
   Value shifted = b.add(indices, along(b, it, idims, a.index_vector_dim, shift));
   GatherAttrs g;
-  g.offset_dims = a.update_window_dims;
-  g.collapsed_slice_dims = a.inserted_window_dims;
-  g.operand_batching_dims = a.input_batching_dims;
-  g.start_indices_batching_dims = a.scatter_indices_batching_dims;
-  g.start_index_map = a.scatter_dims_to_operand_dims;
-  g.index_vector_dim = a.index_vector_dim;
+  gather_scatter_fields(g, a, [](auto& to, const auto& from) { to = from; });
   g.slice_sizes = slice_sizes;
   Value gathered = b.gather(padded, shifted, g);
   // Windows wholly outside: some start component below -reach or above the last index.
@@ -298,11 +326,9 @@ inline Value reduce_window_sum_transpose(GraphBuilder& b, Value ct, const Window
   std::vector<std::int64_t> lo(rank), hi(rank), interior(rank);
   for (std::size_t d = 0; d < rank; ++d) {
     const auto dd = static_cast<std::int64_t>(d);
-    const std::int64_t in = dilated(operand.dim(dd), a.base_dilations[d]);
-    const std::int64_t k = dilated(a.window_dimensions[d], a.window_dilations[d]);
-    const std::int64_t out = dilated(cs.dim(dd), a.window_strides[d]);
-    lo[d] = k - a.padding_low[d] - 1;
-    hi[d] = in + k - 1 - out - lo[d];
+    std::tie(lo[d], hi[d]) =
+        vjp_lhs_padding(operand.dim(dd), a.base_dilations[d], a.window_dimensions[d],
+                        a.window_dilations[d], cs.dim(dd), a.window_strides[d], a.padding_low[d]);
     interior[d] = a.window_strides[d] - 1;
   }
   Value padded = b.pad(ct, b.scalar(cs.dtype(), 0), lo, hi, interior);
