@@ -16,7 +16,9 @@
 // convert's dtype) are left out.
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <variant>
 #include <vector>
@@ -24,6 +26,7 @@
 #include "pjrt_lite/core/literal.hpp"
 #include "pjrt_lite/core/shape.hpp"
 #include "pjrt_lite/ir/attributes.hpp"
+#include "pjrt_lite/ir/detail/attribute_fields.hpp"
 #include "pjrt_lite/ir/graph.hpp"
 
 namespace pjrt_lite::inline v0_1 {
@@ -37,6 +40,41 @@ inline std::string value_ref(const Graph& g, Value v) {
   // Multi-result nodes always show the result index, so `%4` is never ambiguous.
   if (g.contains(v) && g.node(v).results.size() > 1) return str_cat("%", v.node, "#", v.index);
   return to_string(v);
+}
+
+/// One attribute field's value as the text form shows it.
+template <class T>
+std::string field_text(const T& v) {
+  if constexpr (std::is_same_v<T, bool>) {
+    return v ? "true" : "false";
+  } else if constexpr (std::is_same_v<T, std::vector<std::int64_t>>) {
+    return Shape::dims_string(v);
+  } else if constexpr (std::is_same_v<T, ComparisonDirection>) {
+    return std::string(comparison_direction_name(v));
+  } else if constexpr (std::is_same_v<T, ComparisonType>) {
+    return std::string(comparison_type_name(v));
+  } else if constexpr (std::is_same_v<T, Transpose>) {
+    return std::string(transpose_name(v));
+  } else if constexpr (std::is_same_v<T, RngAlgorithm>) {
+    return std::string(rng_algorithm_name(v));
+  } else if constexpr (std::is_same_v<T, FftType>) {
+    return std::string(fft_type_name(v));
+  } else {
+    return str_cat(v);
+  }
+}
+
+/// `name=value, ...` over the fields of the attributes `a`, `names` naming them in the order
+/// attribute_fields walks them: the text of the alternatives that show each of their fields.
+template <class A>
+std::string named_fields_text(const A& a, std::initializer_list<std::string_view> names) {
+  std::string text;
+  auto name = names.begin();
+  attribute_fields(a, [&](const auto& field) {
+    if (name == names.end()) return;
+    text += str_cat(text.empty() ? "" : ", ", *name++, "=", field_text(field));
+  });
+  return text;
 }
 
 /// The attribute list without braces; empty when there is nothing to show.
@@ -59,64 +97,44 @@ inline std::string attributes_text(const Node& node) {
         } else if constexpr (std::is_same_v<A, IotaAttrs>) {
           return str_cat("iota_dimension=", a.iota_dimension);
         } else if constexpr (std::is_same_v<A, CompareAttrs>) {
-          return str_cat("direction=", comparison_direction_name(a.direction),
-                         ", type=", comparison_type_name(a.type));
+          return named_fields_text(a, {"direction", "type"});
         } else if constexpr (std::is_same_v<A, BroadcastInDimAttrs>) {
           return str_cat("broadcast_dimensions=", dims(a.broadcast_dimensions));
         } else if constexpr (std::is_same_v<A, TransposeAttrs>) {
-          return str_cat("permutation=", dims(a.permutation));
+          return named_fields_text(a, {"permutation"});
         } else if constexpr (std::is_same_v<A, SliceAttrs>) {
-          return str_cat("start_indices=", dims(a.start_indices),
-                         ", limit_indices=", dims(a.limit_indices), ", strides=", dims(a.strides));
+          return named_fields_text(a, {"start_indices", "limit_indices", "strides"});
         } else if constexpr (std::is_same_v<A, ConcatenateAttrs>) {
-          return str_cat("dimension=", a.dimension);
+          return named_fields_text(a, {"dimension"});
         } else if constexpr (std::is_same_v<A, PadAttrs>) {
-          return str_cat("edge_padding_low=", dims(a.edge_padding_low),
-                         ", edge_padding_high=", dims(a.edge_padding_high),
-                         ", interior_padding=", dims(a.interior_padding));
+          return named_fields_text(a,
+                                   {"edge_padding_low", "edge_padding_high", "interior_padding"});
         } else if constexpr (std::is_same_v<A, ReverseAttrs> || std::is_same_v<A, ReduceAttrs>) {
-          return str_cat("dimensions=", dims(a.dimensions));
+          return named_fields_text(a, {"dimensions"});
         } else if constexpr (std::is_same_v<A, DynamicSliceAttrs>) {
-          return str_cat("slice_sizes=", dims(a.slice_sizes));
+          return named_fields_text(a, {"slice_sizes"});
         } else if constexpr (std::is_same_v<A, DotDimensionNumbers>) {
-          return str_cat("lhs_batching_dimensions=", dims(a.lhs_batching_dimensions),
-                         ", rhs_batching_dimensions=", dims(a.rhs_batching_dimensions),
-                         ", lhs_contracting_dimensions=", dims(a.lhs_contracting_dimensions),
-                         ", rhs_contracting_dimensions=", dims(a.rhs_contracting_dimensions));
+          return named_fields_text(a, {"lhs_batching_dimensions", "rhs_batching_dimensions",
+                                       "lhs_contracting_dimensions", "rhs_contracting_dimensions"});
         } else if constexpr (std::is_same_v<A, GatherAttrs>) {
-          return str_cat("offset_dims=", dims(a.offset_dims),
-                         ", collapsed_slice_dims=", dims(a.collapsed_slice_dims),
-                         ", operand_batching_dims=", dims(a.operand_batching_dims),
-                         ", start_indices_batching_dims=", dims(a.start_indices_batching_dims),
-                         ", start_index_map=", dims(a.start_index_map),
-                         ", index_vector_dim=", a.index_vector_dim,
-                         ", slice_sizes=", dims(a.slice_sizes),
-                         ", indices_are_sorted=", a.indices_are_sorted ? "true" : "false");
+          return named_fields_text(a, {"offset_dims", "collapsed_slice_dims",
+                                       "operand_batching_dims", "start_indices_batching_dims",
+                                       "start_index_map", "index_vector_dim", "slice_sizes",
+                                       "indices_are_sorted"});
         } else if constexpr (std::is_same_v<A, ScatterAttrs>) {
-          return str_cat("update_window_dims=", dims(a.update_window_dims),
-                         ", inserted_window_dims=", dims(a.inserted_window_dims),
-                         ", input_batching_dims=", dims(a.input_batching_dims),
-                         ", scatter_indices_batching_dims=", dims(a.scatter_indices_batching_dims),
-                         ", scatter_dims_to_operand_dims=", dims(a.scatter_dims_to_operand_dims),
-                         ", index_vector_dim=", a.index_vector_dim,
-                         ", indices_are_sorted=", a.indices_are_sorted ? "true" : "false",
-                         ", unique_indices=", a.unique_indices ? "true" : "false");
+          return named_fields_text(a, {"update_window_dims", "inserted_window_dims",
+                                       "input_batching_dims", "scatter_indices_batching_dims",
+                                       "scatter_dims_to_operand_dims", "index_vector_dim",
+                                       "indices_are_sorted", "unique_indices"});
         } else if constexpr (std::is_same_v<A, WindowAttrs>) {
-          return str_cat("window_dimensions=", dims(a.window_dimensions),
-                         ", window_strides=", dims(a.window_strides),
-                         ", base_dilations=", dims(a.base_dilations),
-                         ", window_dilations=", dims(a.window_dilations),
-                         ", padding_low=", dims(a.padding_low),
-                         ", padding_high=", dims(a.padding_high));
+          return named_fields_text(a, {"window_dimensions", "window_strides", "base_dilations",
+                                       "window_dilations", "padding_low", "padding_high"});
         } else if constexpr (std::is_same_v<A, TriangularSolveAttrs>) {
-          return str_cat("left_side=", a.left_side ? "true" : "false",
-                         ", lower=", a.lower ? "true" : "false",
-                         ", unit_diagonal=", a.unit_diagonal ? "true" : "false",
-                         ", transpose_a=", transpose_name(a.transpose_a));
+          return named_fields_text(a, {"left_side", "lower", "unit_diagonal", "transpose_a"});
         } else if constexpr (std::is_same_v<A, RngBitGeneratorAttrs>) {
-          return str_cat("rng_algorithm=", rng_algorithm_name(a.algorithm), ", output=", a.output);
+          return named_fields_text(a, {"rng_algorithm", "output"});
         } else if constexpr (std::is_same_v<A, FftAttrs>) {
-          return str_cat("fft_type=", fft_type_name(a.fft_type), ", fft_length=", dims(a.fft_length));
+          return named_fields_text(a, {"fft_type", "fft_length"});
         } else if constexpr (std::is_same_v<A, ConvolutionAttrs>) {
           return str_cat(
               "dimension_numbers=", convolution_dimension_numbers_string(a),
@@ -127,11 +145,11 @@ inline std::string attributes_text(const Node& node) {
               ", feature_group_count=", a.feature_group_count,
               ", batch_group_count=", a.batch_group_count);
         } else if constexpr (std::is_same_v<A, ReducePrecisionAttrs>) {
-          return str_cat("exponent_bits=", a.exponent_bits, ", mantissa_bits=", a.mantissa_bits);
+          return named_fields_text(a, {"exponent_bits", "mantissa_bits"});
         } else if constexpr (std::is_same_v<A, SortAttrs>) {
-          return str_cat("dimension=", a.dimension, ", is_stable=", a.is_stable ? "true" : "false");
+          return named_fields_text(a, {"dimension", "is_stable"});
         } else if constexpr (std::is_same_v<A, TopKAttrs>) {
-          return str_cat("k=", a.k);
+          return named_fields_text(a, {"k"});
         } else if constexpr (std::is_same_v<A, LinalgAttrs>) {
           auto ch = [](std::int64_t c) { return std::string(1, static_cast<char>(c)); };
           return str_cat("routine=", linalg_routine_name(a.routine), ", uplo=", ch(a.uplo),
