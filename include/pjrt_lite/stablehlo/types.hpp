@@ -13,18 +13,59 @@
 
 namespace pjrt_lite::inline v0_1::stablehlo {
 
+namespace detail {
+
+/// An element type's name, spelled at compile time.
+struct ElementTypeName {
+  std::array<char, 16> chars{};
+  std::size_t size = 0;
+  constexpr void append(std::string_view s) {
+    for (char c : s) chars[size++] = c;
+  }
+};
+
+/// MLIR's spelling of dtype_name(t): sN is iN, uN is uiN, pred is i1, c64 and c128 are
+/// complex<f32> and complex<f64>, and a narrow float's letters after its width are upper case
+/// (f8e4m3fn is f8E4M3FN). The token is not an element type: "invalid".
+constexpr ElementTypeName spell_element_type(DType t) {
+  const std::string_view xla = dtype_name(t);
+  ElementTypeName name;
+  if (is_pred(t)) {
+    name.append("i1");
+  } else if (is_token(t)) {
+    name.append("invalid");
+  } else if (is_signed_integral(t) || is_unsigned_integral(t)) {
+    name.append(is_signed_integral(t) ? "i" : "ui");
+    name.append(xla.substr(1));
+  } else if (is_complex(t)) {
+    name.append(t == DType::kC64 ? "complex<f32>" : "complex<f64>");
+  } else if (is_narrow_floating(t)) {
+    name.append(xla);
+    for (std::size_t k = xla.find_first_not_of("0123456789", 1); k < name.size; ++k)
+      if (name.chars[k] >= 'a' && name.chars[k] <= 'z')
+        name.chars[k] = static_cast<char>(name.chars[k] - 'a' + 'A');
+  } else {
+    name.append(xla);
+  }
+  return name;
+}
+
+/// Every dtype's StableHLO name, indexed by the dtype.
+inline constexpr auto kElementTypeNames = [] {
+  std::array<ElementTypeName, static_cast<std::size_t>(DType::kToken) + 1> names{};
+  for (std::size_t i = 0; i < names.size(); ++i)
+    names[i] = spell_element_type(static_cast<DType>(i));
+  return names;
+}();
+
+}  // namespace detail
+
 /// The StableHLO element type of a dtype: "i1", "i32", "ui8", "bf16", "complex<f64>", "i4",
 /// "f8E4M3FN".
 constexpr std::string_view element_type_name(DType t) {
-  constexpr std::array<std::string_view, 31> names = {
-      "invalid",    "i1",        "i8",        "i16",        "i32",          "i64",
-      "ui8",        "ui16",      "ui32",      "ui64",       "f16",          "bf16",
-      "f32",        "f64",       "complex<f32>", "complex<f64>", "i2",      "i4",
-      "ui2",        "ui4",       "f8E3M4",    "f8E4M3",     "f8E4M3FN",     "f8E4M3FNUZ",
-      "f8E4M3B11FNUZ", "f8E5M2", "f8E5M2FNUZ", "f8E8M0FNU", "f6E2M3FN",     "f6E3M2FN",
-      "f4E2M1FN"};
   const auto i = static_cast<std::size_t>(t);
-  return i < names.size() ? names[i] : std::string_view("invalid");
+  if (i >= detail::kElementTypeNames.size()) return "invalid";
+  return {detail::kElementTypeNames[i].chars.data(), detail::kElementTypeNames[i].size};
 }
 
 /// The dtype of a StableHLO element type name, or nullopt when the IR has none.
