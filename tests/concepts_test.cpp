@@ -57,15 +57,19 @@ namespace user {
 // A minimal backend written by a user: every type opts in through its tag and names the
 // types it points at.
 struct Device;
-struct MemorySpace {
+// Opted in, with every member but the device_type it lists (a negative case, and what
+// MemorySpace completes).
+struct MemorySpaceWithoutDeviceType {
   using memory_space_concept = memory_space_tag;
-  using device_type = Device;
   int id() const { return 0; }
   std::string_view kind() const { return "device"; }
   int kind_id() const { return 0; }
   std::span<Device* const> devices() const { return {}; }
   std::string debug_string() const { return "m"; }
   std::string to_string() const { return "m"; }
+};
+struct MemorySpace : MemorySpaceWithoutDeviceType {
+  using device_type = Device;
 };
 struct Device {
   using device_concept = device_tag;
@@ -99,7 +103,8 @@ struct Buffer {
   Future<void> copy_raw_to_host(void*, std::int64_t, std::int64_t) const { return make_ready_future(); }
   Shape shape;
 };
-struct Executable {
+// Opted in, but cannot run on a given device (a negative case, and what Executable completes).
+struct ExecutableWithoutSharded {
   using loaded_executable_concept = loaded_executable_tag;
   using buffer_type = Buffer;
   using device_type = Device;
@@ -108,14 +113,16 @@ struct Executable {
   StatusOr<std::vector<std::vector<Buffer>>> execute(std::span<const std::vector<Buffer*>>, const ExecuteOptions&) {
     return std::vector<std::vector<Buffer>>{};
   }
+  void delete_executable() {}
+  bool is_deleted() const { return false; }
+};
+struct Executable : ExecutableWithoutSharded {
   StatusOr<std::vector<Buffer>> execute_sharded(std::span<Buffer* const>, Device*, const ExecuteOptions&) {
     return std::vector<Buffer>{};
   }
   StatusOr<std::vector<Buffer>> execute_portable(std::span<Buffer* const>, Device*, const ExecuteOptions&) {
     return std::vector<Buffer>{};
   }
-  void delete_executable() {}
-  bool is_deleted() const { return false; }
 };
 struct Client {
   using client_concept = client_tag;
@@ -155,16 +162,8 @@ struct ExecutorThatMayRefuse {
   int num_threads() const { return 0; }
 };
 
-// ---- Memory spaces, each wrong in one typed requirement
-struct MemorySpaceWithoutDeviceType {
-  using memory_space_concept = memory_space_tag;
-  int id() const { return 0; }
-  std::string_view kind() const { return "device"; }
-  int kind_id() const { return 0; }
-  std::span<Device* const> devices() const { return {}; }
-  std::string debug_string() const { return "m"; }
-  std::string to_string() const { return "m"; }
-};
+// ---- Memory spaces, each wrong in one typed requirement (MemorySpaceWithoutDeviceType is
+// above, MemorySpace's base)
 struct MemorySpaceListingMemorySpaces : MemorySpace {
   std::span<MemorySpace* const> devices() const { return {}; }
 };
@@ -207,21 +206,10 @@ struct BufferDeletingWithStatus : Buffer {
   Status delete_buffer() { return Status(); }
 };
 
-// ---- Executables
+// ---- Executables (ExecutableWithoutSharded is above, Executable's base)
 // Has every member of an executable, but never opted in.
 struct ExecutableLookAlike : Executable {
   struct loaded_executable_concept {};  // a tag that is not loaded_executable_tag
-};
-// Opted in, but cannot run on a given device.
-struct ExecutableWithoutSharded {
-  using loaded_executable_concept = loaded_executable_tag;
-  using buffer_type = Buffer;
-  using device_type = Device;
-  std::string_view name() const { return "toy"; }
-  std::span<Device* const> addressable_devices() const { return {}; }
-  StatusOr<std::vector<std::vector<Buffer>>> execute(std::span<const std::vector<Buffer*>>, const ExecuteOptions&);
-  void delete_executable() {}
-  bool is_deleted() const { return false; }
 };
 struct ExecutableWithDeviceIds : Executable {
   std::span<const int> addressable_devices() const { return {}; }
