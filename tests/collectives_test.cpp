@@ -99,6 +99,19 @@ constexpr std::string_view kAddBody = R"(({
         stablehlo.return %s : tensor<i64>
     }))";
 
+/// A @main that sums its operand of type `in` over the replica group [0, 1] and scatters the
+/// sum along dimension 1 into `out`; a `channel_id` above 0 spans the partitions too.
+std::string reduce_scatter_program(std::string_view in, std::string_view out, int channel_id) {
+  return str_cat("func.func @main(%x: ", in, ") -> ", out, R"( {
+    %r = "stablehlo.reduce_scatter"(%x) )", kAddBody, R"( {
+      scatter_dimension = 1 : i64,
+      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>,
+      channel_handle = #stablehlo.channel_handle<handle = )", channel_id, R"(, type = 0>
+    } : ()", in, ") -> ", out, R"(
+    return %r : )", out, R"(
+  })");
+}
+
 }  // namespace
 
 TEST_CASE("collectives: replica_id and partition_id give each process its place in the grid") {
@@ -192,14 +205,7 @@ TEST_CASE("collectives: collective_permute, the spec's example") {
 }
 
 TEST_CASE("collectives: reduce_scatter, the spec's example") {
-  const std::string text = str_cat(R"(func.func @main(%x: tensor<2x4xi64>) -> tensor<2x2xi64> {
-    %r = "stablehlo.reduce_scatter"(%x) )", kAddBody, R"( {
-      scatter_dimension = 1 : i64,
-      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>,
-      channel_handle = #stablehlo.channel_handle<handle = 0, type = 0>
-    } : (tensor<2x4xi64>) -> tensor<2x2xi64>
-    return %r : tensor<2x2xi64>
-  })");
+  const std::string text = reduce_scatter_program("tensor<2x4xi64>", "tensor<2x2xi64>", 0);
   std::vector<std::vector<Literal>> args = {{i64s({1, 2, 3, 4, 5, 6, 7, 8}, {2, 4})},
                                             {i64s({9, 10, 11, 12, 13, 14, 15, 16}, {2, 4})}};
   check_both(text, 2, 1, args, {{i64s({10, 12, 18, 20}, {2, 2})}, {i64s({14, 16, 22, 24}, {2, 2})}});
@@ -230,14 +236,7 @@ TEST_CASE("collectives: all_gather and reduce_scatter over replicas and partitio
   three.replace(three.find("= 2 : i32"), 9, "= 3 : i32");
   check_error(parse_stablehlo(three), StatusCode::kInvalidArgument, "tensor<1x8xi64>");
 
-  const std::string scatter = str_cat(R"(func.func @main(%x: tensor<1x8xi64>) -> tensor<1x2xi64> {
-    %r = "stablehlo.reduce_scatter"(%x) )", kAddBody, R"( {
-      scatter_dimension = 1 : i64,
-      replica_groups = dense<[[0, 1]]> : tensor<1x2xi64>,
-      channel_handle = #stablehlo.channel_handle<handle = 1, type = 0>
-    } : (tensor<1x8xi64>) -> tensor<1x2xi64>
-    return %r : tensor<1x2xi64>
-  })");
+  const std::string scatter = reduce_scatter_program("tensor<1x8xi64>", "tensor<1x2xi64>", 1);
   // Process k holds k + 10 j at j: the sum over the four is 6 + 40 j, split in four parts of
   // two, part i to the i-th of the group.
   args.clear();
