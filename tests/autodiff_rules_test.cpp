@@ -158,21 +158,17 @@ std::vector<Fn> cases() {
   add("scatter_replace_rows", {f64({5, 3}), f64({4, 3})}, [rows](GraphBuilder& b, P p) {
     return V{b.scatter(p[0], s32s(b, {1, 4, 1, 9}, {4, 1}), p[1], OpCode::kParameter, rows)};
   });
+  ScatterAttrs windows;
+  windows.update_window_dims = {1};
+  windows.scatter_dims_to_operand_dims = {0};
+  windows.index_vector_dim = 1;
   // Windows of 2 at 1, 5 (half outside) and 9 (wholly outside) of a 6-vector.
-  add("scatter_add_partial_windows", {f64({6}), f64({3, 2})}, [](GraphBuilder& b, P p) {
-    ScatterAttrs s;
-    s.update_window_dims = {1};
-    s.scatter_dims_to_operand_dims = {0};
-    s.index_vector_dim = 1;
-    Value y = b.scatter(p[0], s32s(b, {1, 5, 9}, {3, 1}), p[1], OpCode::kAdd, s);
+  add("scatter_add_partial_windows", {f64({6}), f64({3, 2})}, [windows](GraphBuilder& b, P p) {
+    Value y = b.scatter(p[0], s32s(b, {1, 5, 9}, {3, 1}), p[1], OpCode::kAdd, windows);
     return V{b.multiply(y, y)};
   });
-  add("scatter_replace_partial_windows", {f64({6}), f64({3, 2})}, [](GraphBuilder& b, P p) {
-    ScatterAttrs s;
-    s.update_window_dims = {1};
-    s.scatter_dims_to_operand_dims = {0};
-    s.index_vector_dim = 1;
-    Value y = b.scatter(p[0], s32s(b, {4, 5, 9}, {3, 1}), p[1], OpCode::kParameter, s);
+  add("scatter_replace_partial_windows", {f64({6}), f64({3, 2})}, [windows](GraphBuilder& b, P p) {
+    Value y = b.scatter(p[0], s32s(b, {4, 5, 9}, {3, 1}), p[1], OpCode::kParameter, windows);
     return V{b.multiply(y, y)};
   });
   add("dynamic_slice_clamped", {f64({5, 4})}, [](GraphBuilder& b, P p) {
