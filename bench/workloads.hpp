@@ -33,6 +33,14 @@ inline int bench_threads() {
 }
 inline const int kThreads = bench_threads();
 
+/// The process's one T, built on first use: the inputs are large, and a run filtered to a few
+/// workloads builds only theirs.
+template <class T>
+const T& built_once() {
+  static T t;
+  return t;
+}
+
 /// A deterministic input: scale * sin(0.001 * i + phase).
 inline std::vector<float> values(std::int64_t n, float scale, float phase) {
   std::vector<float> v(static_cast<std::size_t>(n));
@@ -50,10 +58,7 @@ struct Vectors16M {
   std::vector<float> a = values(k16M, 1.0f, 0.0f), b = values(k16M, 0.5f, 1.0f),
                      c = values(k16M, 0.25f, 2.0f);
 };
-inline const Vectors16M& vectors() {
-  static Vectors16M v;
-  return v;
-}
+inline const Vectors16M& vectors() { return built_once<Vectors16M>(); }
 
 // ---- GEMM: the two operands of an N x N product, row-major.
 
@@ -70,10 +75,7 @@ struct MlpWeights {
   std::vector<float> w2 = values(kHidden * kHidden, 0.06f, 0.3f), b2 = values(kHidden, 0.1f, 0.4f);
   std::vector<float> w3 = values(kHidden * kOut, 0.06f, 0.5f), b3 = values(kOut, 0.1f, 0.6f);
 };
-inline const MlpWeights& mlp_weights() {
-  static MlpWeights w;
-  return w;
-}
+inline const MlpWeights& mlp_weights() { return built_once<MlpWeights>(); }
 inline std::vector<float> mlp_input(std::int64_t batch) { return values(batch * kIn, 1.0f, 0.7f); }
 /// The regression target of mlp_grad_b256's loss 0.5 * sum((mlp(x) - t)^2).
 inline std::vector<float> mlp_target(std::int64_t batch) { return values(batch * kOut, 0.5f, 0.9f); }
