@@ -769,9 +769,12 @@ TEST_CASE("cpu client: a kernel's loop tries both ways, then runs the one its ow
   const auto ctx = FakeSplit::context(2);
   FakeSplit::helps = true;
 
-  SUBCASE("the warm-up runs each way in turn, and each run is timed as the way it went") {
+  SUBCASE("the warm-up runs each way kWarmup times in a row, and each run is timed as the way it went") {
     SplitLearner learner;
-    for (std::uint32_t i = 0; i < 2 * SplitLearner::kWarmup; ++i) learner.run(ctx, kN, 10, loop);
+    for (std::uint32_t i = 0; i < SplitLearner::kWarmup; ++i) learner.run(ctx, kN, 10, loop);
+    CHECK(split_runs == static_cast<int>(SplitLearner::kWarmup));
+    CHECK(alone_runs == 0);
+    for (std::uint32_t i = 0; i < SplitLearner::kWarmup; ++i) learner.run(ctx, kN, 10, loop);
     CHECK(split_runs == static_cast<int>(SplitLearner::kWarmup));
     CHECK(alone_runs == static_cast<int>(SplitLearner::kWarmup));
     CHECK(learner.runs(true) == SplitLearner::kWarmup);
@@ -813,12 +816,14 @@ TEST_CASE("cpu client: a split learner follows the times it is given: faster way
   constexpr auto kExplore = static_cast<int>(SplitLearner::kExploreRuns);
   constexpr auto kWarmup = static_cast<int>(SplitLearner::kWarmup);
 
+  constexpr auto kWindow = static_cast<int>(SplitLearner::kWindow);
+
   SUBCASE("splitting is slower: the caller runs the loop but for kExploreRuns splits every kExploreEvery runs") {
     SplitLearner learner;
     runs(learner, 2 * kWarmup, 5 * kMs, 0);
     CHECK(split_runs == kWarmup);
-    CHECK(learner.average_ns(true) == 5 * kMs);
-    CHECK(learner.average_ns(false) == 0);
+    CHECK(learner.median_ns(true) == 5 * kMs);
+    CHECK(learner.median_ns(false) == 0);
     runs(learner, 2 * kEvery, 5 * kMs, 0);
     CHECK(split_runs == 2 * kExplore);
     CHECK(alone_runs == 2 * (kEvery - kExplore));
@@ -829,37 +834,55 @@ TEST_CASE("cpu client: a split learner follows the times it is given: faster way
     CHECK(alone_runs == kWarmup + 2 * kExplore);
     CHECK(split_runs == kWarmup + 2 * (kEvery - kExplore));
   }
-  SUBCASE("the warm-up keeps each way's fastest time: its first runs page in buffers and wake workers") {
+  SUBCASE("each way is judged by the median of its last kWindow runs, the lower of the middle two") {
     SplitLearner learner;
-    for (const std::int64_t ms : {9, 2, 7, 8}) {
-      learner.record(true, ms * kMs);
-      learner.record(false, (ms + 1) * kMs);
+    // Times in ms of a way's runs, and its median after each: the lower of the middle two.
+    const std::int64_t times[] = {9, 2, 7, 8, 1, 1, 6, 3, 4, 5};
+    const std::int64_t medians[] = {9, 2, 7, 7, 7, 2, 6, 3, 3, 4};
+    for (std::size_t i = 0; i < std::size(times); ++i) {
+      learner.record(true, times[i] * kMs);
+      CHECK(learner.median_ns(true) == medians[i] * kMs);
+      CHECK(learner.median_ns(false) == 0);
     }
-    CHECK(learner.average_ns(true) == 2 * kMs);
-    CHECK(learner.average_ns(false) == 3 * kMs);
+    static_assert(std::size(times) > SplitLearner::kWindow, "the last runs push the first out of the window");
   }
-  SUBCASE("a lasting slowdown shows within a few runs; one slow run moves the average a quarter") {
+  SUBCASE("occasional slow runs of the faster way never turn the decision") {
+    // Splitting takes 1 ms against the caller's 5, but every third split run the OS stretches
+    // to 50 ms: a third of the window is slow, the median is not, and the loop keeps splitting.
+    SplitLearner learner;
+    std::uint32_t split_seen = 0;
+    split_runs = alone_runs = 0;
+    for (int i = 0; i < 2 * kWarmup + 4 * kEvery; ++i) {
+      const bool split = learner.choose();
+      ++(split ? split_runs : alone_runs);
+      learner.record(split, !split ? 5 * kMs : ++split_seen % 3 == 0 ? 50 * kMs : kMs);
+    }
+    CHECK(alone_runs == kWarmup + 4 * kExplore);
+    CHECK(learner.median_ns(true) == kMs);
+  }
+  SUBCASE("a lasting slowdown turns the decision once it fills half the window") {
     SplitLearner learner;
     runs(learner, 2 * kWarmup, 0, 5 * kMs);
-    learner.record(true, 4 * kMs);  // one slow split run: a quarter of the way up
-    CHECK(learner.average_ns(true) == kMs);
-    // The machine got busy: splitting now takes 10 ms against the caller's 5. Three slow
-    // splits (1 -> 3.25 -> 4.94 -> 6.2 ms) lift the average past 5 ms; from then on the caller
-    // runs the loop but for the explorations.
+    learner.record(true, 4 * kMs);  // one slow split run leaves the median alone
+    CHECK(learner.median_ns(true) == 0);
+    // The machine got busy: splitting now takes 10 ms against the caller's 5. The window holds
+    // the warm-up's four 0s, the 4 and then the slow runs; the fifth slow run leaves three
+    // numbers below 5 ms of the last eight, and from then on the caller runs the loop but for
+    // the explorations.
     runs(learner, kEvery, 10 * kMs, 5 * kMs);
-    CHECK(split_runs == 3 + kExplore);
-    CHECK(learner.average_ns(true) > 5 * kMs);
+    CHECK(split_runs == kWindow / 2 + 1 + kExplore);
+    CHECK(learner.median_ns(true) == 10 * kMs);
   }
-  SUBCASE("a faster exploration takes over at once") {
+  SUBCASE("a faster way takes over within one exploration") {
     SplitLearner learner;
     runs(learner, 2 * kWarmup, 5 * kMs, 0);
-    // Splitting becomes the faster way: the first exploration sets its average, and the loop
-    // splits from then on, but for the rest of that exploration's turns, which now try the
-    // caller alone.
+    // Splitting becomes the faster way (and the caller slower): the caller's median turns
+    // after five slow runs, but splitting shows only when it is tried; its exploration's four
+    // runs make half its window, and the loop splits from then on.
     runs(learner, kEvery + kEvery / 2, 0, 5 * kMs);
-    CHECK(split_runs == 1 + kEvery / 2);
-    CHECK(alone_runs == kEvery - 1);
-    CHECK(learner.average_ns(true) == 0);
+    CHECK(split_runs == kExplore + kEvery / 2);
+    CHECK(alone_runs == kEvery - kExplore);
+    CHECK(learner.median_ns(true) == 0);
   }
 }
 

@@ -6,6 +6,7 @@
 // running a kernel allocates nothing.
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -59,21 +60,29 @@ struct RunContext {
 /// loop is long enough and compute-bound enough on this machine at this load: a worker's
 /// wake-up and the caller's wait cost microseconds, and two threads streaming from memory may
 /// go no faster than one (docs/DECISIONS.md, "Each loop learns whether splitting pays", has
-/// the figures). No fixed threshold fits every loop, machine and load, so each kernel times both ways: its first runs alternate, and then it
-/// runs the faster way, trying the other for kExploreRuns runs in a row every kExploreEvery
-/// runs so that it follows a change of load (a busy machine, other executions sharing the
-/// pool). In a row, because a pool whose workers have had nothing to do for a while has them
-/// asleep: the first split run pays their wake-up, which the next ones, like every split run
-/// of a loop that keeps splitting, do not. The result never depends on the choice (kernels
-/// split in blocks whose arithmetic does not depend on the split). Concurrent runs update the
-/// averages with relaxed atomics: a lost update only blurs them.
+/// the figures). No fixed threshold fits every loop, machine and load, so each kernel times
+/// both ways: its first kWarmup runs split, the next kWarmup run alone, and then it runs the
+/// faster way, trying the other for kExploreRuns runs in a row every kExploreEvery runs so that
+/// it follows a change of load (a busy machine, other executions sharing the pool). In a row,
+/// because a pool whose workers have had nothing to do for a while has them asleep: the first
+/// split run pays their wake-up, which the next ones, like every split run of a loop that
+/// keeps splitting, do not.
+///
+/// Each way is judged by the median of its last kWindow runs: a run the OS stretched (a worker
+/// descheduled mid-split, a page fault on the first run) is an outlier that must not turn the
+/// decision, while a lasting change shows once it holds for half the window. The result never
+/// depends on the choice (kernels split in blocks whose arithmetic does not depend on the
+/// split). Concurrent runs update the samples with relaxed atomics: a lost update only blurs
+/// them.
 class SplitLearner {
  public:
-  /// Runs of each way before the averages decide.
+  /// Runs of each way before the medians decide.
   static constexpr std::uint32_t kWarmup = 4;
   /// Once decided, the last kExploreRuns runs of every kExploreEvery go the other way.
   static constexpr std::uint32_t kExploreEvery = 128;
   static constexpr std::uint32_t kExploreRuns = 4;
+  /// The runs of each way that its median is taken over.
+  static constexpr std::uint32_t kWindow = 8;
 
   SplitLearner() = default;
   // A copied kernel learns afresh.
@@ -95,9 +104,9 @@ class SplitLearner {
     record(helped, ns.count());
   }
 
-  /// The averages (nanoseconds per run, 0 before the first run) of the runs on the caller
-  /// alone and of the split runs; for tests.
-  [[nodiscard]] std::int64_t average_ns(bool split) const { return average_[split].load(std::memory_order_relaxed); }
+  /// The median (the lower of the middle two) of a way's last kWindow run times, 0 before its
+  /// first run; for tests.
+  [[nodiscard]] std::int64_t median_ns(bool split) const { return median_[split].load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint32_t runs(bool split) const { return count_[split].load(std::memory_order_relaxed); }
 
   /// The decision run() makes and the time it records, apart from the clock: whether the next
@@ -105,24 +114,26 @@ class SplitLearner {
   [[nodiscard]] bool choose() const {
     const std::uint32_t alone = count_[0].load(std::memory_order_relaxed);
     const std::uint32_t split = count_[1].load(std::memory_order_relaxed);
-    if (alone < kWarmup || split < kWarmup) return split <= alone;
-    const bool faster = average_[1].load(std::memory_order_relaxed) < average_[0].load(std::memory_order_relaxed);
+    if (split < kWarmup) return true;
+    if (alone < kWarmup) return false;
+    const bool faster = median_[1].load(std::memory_order_relaxed) < median_[0].load(std::memory_order_relaxed);
     const std::uint32_t turn = turn_.fetch_add(1, std::memory_order_relaxed);
     return turn % kExploreEvery >= kExploreEvery - kExploreRuns ? !faster : faster;
   }
   void record(bool split, std::int64_t ns) const {
     const std::uint32_t seen = count_[split].fetch_add(1, std::memory_order_relaxed);
-    const std::int64_t old = average_[split].load(std::memory_order_relaxed);
-    // A faster run sets the average (the time a way can take, which noise only lengthens);
-    // the warm-up ignores slower ones (its first runs page in the buffers and wake the
-    // workers), and then each moves the average a quarter of the way up, so one outlier (a
-    // preemption) does not decide and a lasting slowdown shows within a few runs.
-    const std::int64_t next = seen == 0 || ns < old ? ns : seen < kWarmup ? old : old + (ns - old) / 4;
-    average_[split].store(next, std::memory_order_relaxed);
+    samples_[split][seen % kWindow].store(ns, std::memory_order_relaxed);
+    const std::uint32_t held = std::min(seen + 1, kWindow);
+    std::array<std::int64_t, kWindow> times{};
+    for (std::uint32_t i = 0; i < held; ++i) times[i] = samples_[split][i].load(std::memory_order_relaxed);
+    const auto middle = times.begin() + (held - 1) / 2;
+    std::nth_element(times.begin(), middle, times.begin() + held);
+    median_[split].store(*middle, std::memory_order_relaxed);
   }
 
  private:
-  mutable std::atomic<std::int64_t> average_[2]{};
+  mutable std::atomic<std::int64_t> samples_[2][kWindow]{};
+  mutable std::atomic<std::int64_t> median_[2]{};
   mutable std::atomic<std::uint32_t> count_[2]{};
   mutable std::atomic<std::uint32_t> turn_{0};
 };
