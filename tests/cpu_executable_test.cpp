@@ -1636,6 +1636,74 @@ TEST_CASE("cpu fusion: softmax and layer norm over rows run as one row kernel an
   }
 }
 
+TEST_CASE("cpu fusion: a row kernel runs its per-row stages over blocks of rows, the bits the same on any number of threads") {
+  // Rows of 64 f32, of 203 f64 and of 1024 f32 go in blocks of 16, of 4096 f32 in blocks of 4
+  // (at most 64 KiB of each full-row array); the row counts leave a partial block at the end,
+  // and 301 rows of 64 split across the pool's threads.
+  SUBCASE("softmax and layer norm") {
+    struct Case {
+      DType t;
+      std::vector<std::int64_t> dims;
+      std::int64_t block;
+    };
+    const Case cases[] = {
+        {DType::kF32, {37, 64}, 16}, {DType::kF64, {29, 203}, 16}, {DType::kF32, {21, 1024}, 16},
+        {DType::kF32, {9, 4096}, 4},   {DType::kF32, {301, 64}, 16}};
+    for (const Case& c : cases) {
+      const DType t = c.t;
+      const std::vector<std::int64_t>& dims = c.dims;
+      CAPTURE(dtype_name(t));
+      CAPTURE(Shape::dims_string(dims));
+      const std::vector<std::int64_t> row(dims.begin() + 1, dims.end());
+      const double tolerance = t == DType::kF32 ? 2e-4 : 1e-11;
+      const std::string blocks = str_cat(" rows of ", row[0], " in blocks of ", c.block, ",");
+      const Graph norm = layer_norm_graph(t, dims, 1);
+      const std::vector<Literal> norm_args = {pattern_literal(Shape(t, dims), 2), pattern_literal(Shape(t, row), 3),
+                                              pattern_literal(Shape(t, row), 4)};
+      check_with_reference(norm, norm_args, tolerance);
+      check_with_one_thread(norm, norm_args);
+      CHECK(contains(listing(norm), blocks));
+      const Graph soft = softmax_graph(t, dims, 1);
+      check_with_reference(soft, {pattern_literal(Shape(t, dims), 1)}, tolerance);
+      check_with_one_thread(soft, {pattern_literal(Shape(t, dims), 1)});
+      CHECK(contains(listing(soft), blocks));
+    }
+  }
+  SUBCASE("a scalar stage reads a per-row input and writes a per-row output") {
+    const std::vector<std::int64_t> dims = {45, 100};
+    GraphBuilder b("per_row");
+    Value x = b.parameter(Shape(DType::kF32, dims));
+    Value w = b.parameter(Shape(DType::kF32, {45}));
+    Value s = b.reduce(x, b.constant(0.0f), OpCode::kAdd, {1});
+    Value t = b.add(b.multiply(s, w), b.broadcast_in_dim(b.constant(0.5f), {45}, {}));
+    Value y = b.multiply(x, b.broadcast_in_dim(t, dims, {0}));
+    const Graph g = build_ok(b, {y, t});
+    const std::vector<Literal> args = {pattern_literal(Shape(DType::kF32, dims), 5), pattern_literal(Shape(DType::kF32, {45}), 6)};
+    check_with_reference(g, args, 2e-5);
+    check_with_one_thread(g, args);
+    const std::string text = listing(g);
+    CAPTURE(text);
+    CHECK(contains(text, "45 rows of 100 in blocks of 16,"));
+  }
+  SUBCASE("a per-row value broadcast from fewer rows keeps the rows one by one") {
+    // Rows [6, 5] of 40: the per-row value v[i] of rows (i, j) steps once every five rows, which
+    // a scalar stage cannot read as one run over a block.
+    const std::vector<std::int64_t> dims = {6, 5, 40};
+    GraphBuilder b("grouped");
+    Value x = b.parameter(Shape(DType::kF32, dims));
+    Value v = b.parameter(Shape(DType::kF32, {6}));
+    Value s = b.reduce(x, b.constant(0.0f), OpCode::kAdd, {2});
+    Value t = b.add(s, b.broadcast_in_dim(v, {6, 5}, {0}));
+    Value y = b.divide(x, b.broadcast_in_dim(t, dims, {0, 1}));
+    const Graph g = build_ok(b, {y});
+    const std::vector<Literal> args = {pattern_literal(Shape(DType::kF32, dims), 7), pattern_literal(Shape(DType::kF32, {6}), 8)};
+    check_with_reference(g, args, 2e-5);
+    const std::string text = listing(g);
+    CAPTURE(text);
+    CHECK(contains(text, "30 rows of 40, "));
+  }
+}
+
 /// `fused` against `kept`, the same program with one value kept as a tile of its own so that
 /// the superinstruction `name` cannot form: outputs 0 and 1 have the same bytes, `fused`'s
 /// listing names it and `kept`'s does not, and `fused` matches the reference within `tolerance`.

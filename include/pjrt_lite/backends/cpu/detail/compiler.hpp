@@ -732,8 +732,15 @@ class Compiler {
       }
       level[m] = at;
     }
+    // Rows per block, the locals sized for them; a kernel whose scalar stages cannot read a
+    // block's per-row values as one run (below) goes row by row.
+    std::int64_t widest = 1;
+    for (std::int64_t m : g.members)
+      if (full(g_.node(m).shape())) widest = std::max<std::int64_t>(widest, byte_size(g_.node(m).shape().dtype()));
+    k->block_rows = std::clamp<std::int64_t>(kRowBlockBytes / (std::max<std::int64_t>(row, 1) * widest), 1,
+                                             std::max<std::int64_t>(1, std::min(kMaxBlockRows, g.row_count)));
     k->stages.resize(static_cast<std::size_t>(2 * passes + 1));
-    for (std::size_t s = 0; s < k->stages.size(); ++s) k->stages[s].n = s % 2 == 1 ? row : 1;
+    for (std::size_t s = 0; s < k->stages.size(); ++s) k->stages[s].pass = s % 2 == 1;
     std::vector<std::map<std::int64_t, std::int32_t>> regs(k->stages.size());
 
     // A row value that one cheap op makes from values every pass can read (inputs,
@@ -776,7 +783,7 @@ class Compiler {
         const std::int64_t used_in = g_.node(u).op == OpCode::kReduce ? pass_of.at(u) : level.at(u);
         kept = kept || used_in > level.at(m);
       }
-      if (kept) storage[m] = RowKernel::External{-1, k->add_local(is_full ? row * esize : esize), 0, 1, 0, esize};
+      if (kept) storage[m] = RowKernel::External{-1, k->add_local(k->block_rows * (is_full ? row : 1) * esize), is_full ? row : 1, 1, 0, esize};
     }
 
     // The register that reads value `v` in stage `s` (computing it there if it is recomputed).
@@ -791,8 +798,9 @@ class Compiler {
       if (!member(v.node)) {
         read_slot(slot_of(v));
         const std::int64_t mul = full(shape) ? row : shape.rank() == 0 ? 0 : 1;
-        // A scalar that a pass reads (select's or clamp's scalar operands) is a splat.
-        if (shape.rank() == 0 && s % 2 == 1) r = prog.splat(k->external({slot_of(v), 0, 0, 1, 0, esize}), shape.dtype());
+        // A scalar is a splat: a pass reads it in every lane (select's or clamp's scalar
+        // operands), a scalar stage once for each row of the block.
+        if (shape.rank() == 0) r = prog.splat(k->external({slot_of(v), 0, 0, 1, 0, esize}), shape.dtype());
         else r = prog.external(k->external({slot_of(v), 0, mul, 1, 0, esize}), shape.dtype());
       } else if (n.op == OpCode::kBroadcastInDim && member(n.operands[0].node)) {
         r = prog.splat(k->external(storage.at(n.operands[0].node)), shape.dtype());  // a row splat
@@ -876,13 +884,24 @@ class Compiler {
     std::int64_t row_passes = 0;
     for (std::size_t s = 1; s < k->stages.size(); s += 2) row_passes += k->stages[s].program.code().empty() ? 0 : 1;
     std::erase_if(k->stages, [](const RowKernel::Stage& st) { return st.program.code().empty(); });
+    // A scalar stage runs over a block's rows at once where each of its registers is one
+    // value (a splat of an address no row moves) or steps one element per row.
+    const auto steps_by_row = [&](const TileProgram::Reg& r) {
+      if (r.external < 0) return true;
+      const RowKernel::External& x = k->externals[static_cast<std::size_t>(r.external)];
+      if (r.kind == TileProgram::RegKind::kSplat) return x.slot >= 0 && x.mul == 0;
+      return r.kind == TileProgram::RegKind::kExternal && x.mul == 1 && x.div == 1 && (x.mod == 0 || x.mod >= g.row_count);
+    };
+    for (const RowKernel::Stage& st : k->stages)
+      if (!st.pass && !std::all_of(st.program.regs().begin(), st.program.regs().end(), steps_by_row)) k->block_rows = 1;
+    for (RowKernel::Stage& st : k->stages) st.n = st.pass ? row : k->block_rows;
     k->finish_planning(max_workers_);
     const auto [outs, ins_text] = account_slots(*k, reads, writes);
     std::vector<const TileProgram*> programs;
     for (const RowKernel::Stage& st : k->stages) programs.push_back(&st.program);
     const std::string combined = superinstructions(programs);
     k->text = str_cat(outs, " = row fusion[", ops, "](", ins_text, ") : ", Shape::dims_string(g.full), " (",
-                      g.row_count, " rows of ", row, ", ", row_passes, row_passes == 1 ? " pass" : " passes", " over each",
+                      g.row_count, " rows of ", row, k->block_rows > 1 ? str_cat(" in blocks of ", k->block_rows) : "", ", ", row_passes, row_passes == 1 ? " pass" : " passes", " over each",
                       combined.empty() ? "" : "; ", combined, ")");
     add_kernel(std::move(k), std::move(reads), std::move(writes));
     return ok_status();

@@ -7,11 +7,15 @@
 // and the next pass reads them as splats. A row is small enough to stay in cache between
 // passes, so memory is read about once and written once, whatever the number of passes.
 //
-// The kernel is a list of stages, each a TileProgram run once per row: a pass runs over the
-// row's elements, a scalar stage over one element. Every external address is rebased per
-// row: element offset ((row * mul) / div) % mod (mod 0: none), which covers arrays of the
-// full shape (mul = row length), per-row values (mul = 1), arrays every row reads alike
-// (mul = 0) and vectors broadcast along the rows (div = elements per vector element).
+// The kernel is a list of stages, each a TileProgram: a pass runs once per row over the row's
+// elements, a scalar stage once per block of rows over one element per row. The rows go in
+// blocks of block_rows: every stage runs over the block's rows before the next stage, so a
+// scalar stage (a mean, 1 / sqrt(var)) is one dispatch for the block instead of one per
+// row, while the block's rows (a few KiB each) stay in cache between passes. An external
+// address of an array is rebased per row: element offset ((row * mul) / div) % mod (mod 0:
+// none), which covers arrays of the full shape (mul = row length), per-row values (mul = 1),
+// arrays every row reads alike (mul = 0) and vectors broadcast along the rows (div = elements
+// per vector element); a worker-local buffer by the row's place in the block times mul.
 
 #include <algorithm>
 #include <cstddef>
@@ -27,6 +31,12 @@ namespace pjrt_lite::inline v0_1::cpu::detail {
 /// dispatched once per row instead of once per 256 elements, and the row's scratch tiles
 /// (a few KiB each) still fit L1 together.
 inline constexpr std::int64_t kRowTileElements = 1024;
+/// A block of rows spans at most this many bytes of the widest full-row array, and at most
+/// kMaxBlockRows rows: a quarter of a 256 KiB L2, so each pass reads the block from cache.
+/// Layer norm of f32[256, 1024] on one thread ran fastest in blocks of 16 rows of the 1, 4, 8
+/// and 16 tried (docs/DECISIONS.md, "A row kernel runs in blocks of rows").
+inline constexpr std::int64_t kRowBlockBytes = 64 * 1024;
+inline constexpr std::int64_t kMaxBlockRows = 16;
 
 class RowKernel final : public Kernel {
  public:
@@ -41,14 +51,17 @@ class RowKernel final : public Kernel {
   };
   struct Stage {
     TileProgram program;
-    std::int64_t n = 1;  // elements the stage runs over per row: the row length or 1
+    bool pass = false;   // a pass over each row; else a scalar stage over each block
+    std::int64_t n = 1;  // elements per run: the row length, or block_rows
+    std::vector<std::int32_t> uses;  // the externals the program reads or writes (finish_planning)
   };
 
   std::vector<External> externals;
   std::vector<Stage> stages;
   std::int64_t rows = 0;
   std::int64_t row_elements = 0;
-  std::int64_t local_bytes = 0;  // per worker: rows kept between passes, per-row values
+  std::int64_t block_rows = 1;
+  std::int64_t local_bytes = 0;  // per worker: a block's rows kept between passes, per-row values
   int workers = 1;
   SplitLearner split;
 
@@ -73,6 +86,9 @@ class RowKernel final : public Kernel {
     for (Stage& s : stages) {
       s.program.finalize(std::min(s.n, kRowTileElements));
       stage_bytes_ = std::max(stage_bytes_, round_up(s.program.scratch_bytes()));
+      s.uses.clear();
+      for (const TileProgram::Reg& r : s.program.regs())
+        if (r.external >= 0 && std::find(s.uses.begin(), s.uses.end(), r.external) == s.uses.end()) s.uses.push_back(r.external);
     }
     workers = max_workers;
     per_worker_ = table_bytes() + stage_bytes_ + round_up(local_bytes);
@@ -80,26 +96,48 @@ class RowKernel final : public Kernel {
   }
 
   void run(const RunContext& ctx) const override {
-    auto body = [&](std::int64_t r0, std::int64_t r1, int worker) {
+    // Blocks start at multiples of block_rows whatever the split, so each row's per-row
+    // values sit in the same vector lane (or the scalar edge) on one thread or many: the bits
+    // never depend on the split.
+    auto body = [&](std::int64_t k0, std::int64_t k1, int worker) {
       std::byte* own = ctx.scratch + worker * per_worker_;
       auto** table = reinterpret_cast<std::byte**>(own);
       std::byte* stage_scratch = own + table_bytes();
       std::byte* local = stage_scratch + stage_bytes_;
-      for (std::int64_t r = r0; r < r1; ++r) {
-        for (std::size_t e = 0; e < externals.size(); ++e) {
-          const External& x = externals[e];
+      // Points stage s's externals at row r, the block starting at row `first`.
+      auto rebase = [&](const Stage& s, std::int64_t r, std::int64_t first) {
+        for (const std::int32_t e : s.uses) {
+          const External& x = externals[static_cast<std::size_t>(e)];
+          if (x.slot < 0) {
+            table[e] = local + x.local + (r - first) * x.mul * x.element_size;
+            continue;
+          }
           std::int64_t at = r * x.mul;
           if (x.div > 1) at /= x.div;
           if (x.mod > 0) at %= x.mod;
-          table[e] = (x.slot >= 0 ? ctx.slots[x.slot] : local + x.local) + at * x.element_size;
+          table[e] = ctx.slots[x.slot] + at * x.element_size;
         }
-        for (const Stage& s : stages) s.program.run(table, 0, s.n, stage_scratch);
+      };
+      for (std::int64_t block = k0; block < k1; ++block) {
+        const std::int64_t b0 = block * block_rows, b1 = std::min(rows, b0 + block_rows);
+        for (const Stage& s : stages) {
+          if (!s.pass) {
+            rebase(s, b0, b0);
+            s.program.run(table, 0, b1 - b0, stage_scratch);
+            continue;
+          }
+          for (std::int64_t r = b0; r < b1; ++r) {
+            rebase(s, r, b0);
+            s.program.run(table, 0, s.n, stage_scratch);
+          }
+        }
       }
     };
-    if (rows > 1 && workers > 1 && rows * row_elements >= kParallelMinElements)
-      split.run(ctx, rows, std::max<std::int64_t>(1, kParallelGrain / row_elements), body);
+    const std::int64_t blocks = (rows + block_rows - 1) / block_rows;
+    if (blocks > 1 && workers > 1 && rows * row_elements >= kParallelMinElements)
+      split.run(ctx, blocks, std::max<std::int64_t>(1, kParallelGrain / (row_elements * block_rows)), body);
     else
-      body(0, rows, 0);
+      body(0, blocks, 0);
   }
 
  private:
