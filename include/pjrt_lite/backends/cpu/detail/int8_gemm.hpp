@@ -222,10 +222,10 @@ struct Int8Gemm {
     for (std::int64_t k0 = 0; k0 < depth; k0 += kKc) {
       const std::int64_t kc = std::min(kKc, depth - k0);
       const std::int64_t pairs = (kc + 1) / 2;
-      pack_b<kSignedB>(b + k0 * ldb, ldb, kc, cols, packed_b);
+      pack_pairs<kSignedB, kNr>(b + k0 * ldb, 1, ldb, kc, cols, packed_b);
       for (std::int64_t i0 = 0; i0 < rows; i0 += kMc) {
         const std::int64_t mc = std::min(kMc, rows - i0);
-        pack_a<kSignedA>(a + i0 * lda + k0, lda, mc, kc, packed_a);
+        pack_pairs<kSignedA, kMr>(a + i0 * lda + k0, lda, 1, kc, mc, packed_a);
         for (std::int64_t j0 = 0; j0 < cols; j0 += kNr) {
           const std::int16_t* panel = packed_b + (j0 / kNr) * pairs * kNr * 2;
           const std::int64_t nr = std::min(kNr, cols - j0);
@@ -260,56 +260,30 @@ struct Int8Gemm {
     return static_cast<std::int16_t>(v);
   }
 
-  /// B's block [kc x cols] as panels of kNr columns; in a panel, depth pair p holds
-  /// (b[2p, j], b[2p+1, j]) for each of its kNr columns j, zeros past the depth and the columns.
-  template <bool kSigned>
-  static void pack_b(const std::uint8_t* b, std::int64_t ldb, std::int64_t kc, std::int64_t cols, std::int16_t* out) {
-    const std::int64_t pairs = (kc + 1) / 2;
-    for (std::int64_t j0 = 0; j0 < cols; j0 += kNr) {
-      const std::int64_t nr = std::min(kNr, cols - j0);
-      for (std::int64_t p = 0; p < pairs; ++p) {
-        const std::uint8_t* even = b + 2 * p * ldb + j0;
-        const std::uint8_t* odd = even + ldb;
-        if (nr == kNr && 2 * p + 1 < kc) {  // the common case, without a test per element
-          for (std::int64_t j = 0; j < kNr; ++j) {
-            out[2 * j] = widen<kSigned>(even[j]);
-            out[2 * j + 1] = widen<kSigned>(odd[j]);
+  /// A block as panels of kLanes lanes (B's columns, A's rows), where lane l at depth k is
+  /// src[l * lane_step + k * depth_step]: in a panel, depth pair p holds (x[l, 2p],
+  /// x[l, 2p + 1]) for each of its kLanes lanes l, zeros past the depth and the lanes.
+  template <bool kSigned, std::int64_t kLanes>
+  static void pack_pairs(const std::uint8_t* src, std::int64_t lane_step, std::int64_t depth_step, std::int64_t depth,
+                         std::int64_t lanes, std::int16_t* out) {
+    const std::int64_t pairs = (depth + 1) / 2;
+    for (std::int64_t l0 = 0; l0 < lanes; l0 += kLanes) {
+      const std::int64_t width = std::min(kLanes, lanes - l0);
+      for (std::int64_t p = 0; p < pairs; ++p, out += 2 * kLanes) {
+        const std::uint8_t* even = src + l0 * lane_step + 2 * p * depth_step;
+        const std::uint8_t* odd = even + depth_step;
+        if (width == kLanes && 2 * p + 1 < depth) {  // the common case, without a test per element
+          for (std::int64_t l = 0; l < kLanes; ++l) {
+            out[2 * l] = widen<kSigned>(even[l * lane_step]);
+            out[2 * l + 1] = widen<kSigned>(odd[l * lane_step]);
           }
         } else {
-          for (std::int64_t j = 0; j < kNr; ++j) {
-            out[2 * j] = j < nr ? widen<kSigned>(even[j]) : std::int16_t{0};
-            out[2 * j + 1] = j < nr && 2 * p + 1 < kc ? widen<kSigned>(odd[j]) : std::int16_t{0};
+          for (std::int64_t l = 0; l < kLanes; ++l) {
+            out[2 * l] = l < width ? widen<kSigned>(even[l * lane_step]) : std::int16_t{0};
+            out[2 * l + 1] = l < width && 2 * p + 1 < depth ? widen<kSigned>(odd[l * lane_step]) : std::int16_t{0};
           }
         }
-        out += 2 * kNr;
       }
-    }
-  }
-
-  /// A's block [mc x kc] as tiles of kMr rows; in a tile, depth pair p holds (a[r, 2p],
-  /// a[r, 2p+1]) for each of its kMr rows r, zeros past the depth and the rows.
-  template <bool kSigned>
-  static void pack_a(const std::uint8_t* a, std::int64_t lda, std::int64_t mc, std::int64_t kc, std::int16_t* out) {
-    const std::int64_t pairs = (kc + 1) / 2;
-    for (std::int64_t r0 = 0; r0 < mc; r0 += kMr) {
-      const std::int64_t mr = std::min(kMr, mc - r0);
-      for (std::int64_t r = 0; r < kMr; ++r) {
-        std::int16_t* to = out + 2 * r;
-        if (r >= mr) {
-          for (std::int64_t p = 0; p < pairs; ++p) to[p * 2 * kMr] = to[p * 2 * kMr + 1] = 0;
-          continue;
-        }
-        const std::uint8_t* row = a + (r0 + r) * lda;
-        for (std::int64_t k = 0; k + 1 < kc; k += 2) {
-          to[k * kMr] = widen<kSigned>(row[k]);
-          to[k * kMr + 1] = widen<kSigned>(row[k + 1]);
-        }
-        if (kc % 2 != 0) {
-          to[(kc - 1) * kMr] = widen<kSigned>(row[kc - 1]);
-          to[(kc - 1) * kMr + 1] = 0;
-        }
-      }
-      out += pairs * kMr * 2;
     }
   }
 
