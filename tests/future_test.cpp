@@ -7,7 +7,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -792,6 +794,62 @@ TEST_CASE("future: offered work a worker took first runs once, and the waiter sl
   CHECK(future.await().value() == 9);
   CHECK(ran_on.load() != std::this_thread::get_id());
   CHECK_FALSE(offered->run_if_offered());
+}
+
+namespace {
+
+// The pieces a running piece of work leaves for other threads (what a pool's parallel loop
+// queues): run_one runs the newest, as a waiter's WorkHelpers do.
+struct PieceQueue {
+  std::mutex mu;
+  std::vector<std::function<void()>> pieces;
+
+  void push(std::function<void()> piece) {
+    std::lock_guard lock(mu);
+    pieces.push_back(std::move(piece));
+  }
+  static bool run_one(void* self) {
+    auto* q = static_cast<PieceQueue*>(self);
+    std::function<void()> piece;
+    {
+      std::lock_guard lock(q->mu);
+      if (q->pieces.empty()) return false;
+      piece = std::move(q->pieces.back());
+      q->pieces.pop_back();
+    }
+    piece();
+    return true;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("future: a waiter whose offered work a worker took runs the pieces that work queues") {
+  PieceQueue queue;
+  auto [promise, future] = make_promise<int>();
+  auto offered = pjrt_lite::detail::FutureAccess::work(promise);
+  std::atomic<bool> started{false}, piece_done{false};
+  std::atomic<std::thread::id> piece_ran_on{};
+  offered->offer(
+      [&, promise = std::move(promise)]() mutable {
+        queue.push([&] {
+          piece_ran_on.store(std::this_thread::get_id());
+          piece_done.store(true);
+        });
+        started.store(true);
+        // Waits for its piece as a parallel loop's caller waits for its helpers; for 10 s at
+        // most, so a waiter that does not help fails the checks below instead of hanging.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!piece_done.load() && std::chrono::steady_clock::now() < until) std::this_thread::yield();
+        promise.set_value(piece_done.load() ? 1 : 0);
+      },
+      {&PieceQueue::run_one, &queue});
+  std::thread worker([offered] { CHECK(offered->run_if_offered()); });
+  while (!started.load()) std::this_thread::yield();  // the worker has taken the work
+  CHECK(future.await().value() == 1);
+  CHECK(piece_ran_on.load() == std::this_thread::get_id());
+  worker.join();
+  CHECK(queue.pieces.empty());
 }
 
 TEST_CASE("future: map, then and follow() let a waiter run the upstream future's offered work") {

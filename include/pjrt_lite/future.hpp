@@ -37,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "pjrt_lite/core/spin.hpp"
 #include "pjrt_lite/core/status.hpp"
 #include "pjrt_lite/core/unique_function.hpp"
 
@@ -86,6 +87,16 @@ struct IsCopyable : std::bool_constant<std::is_copy_constructible_v<T>> {};
 template <class T, class A>
 struct IsCopyable<std::vector<T, A>> : IsCopyable<T> {};
 
+// Where the pieces of offered work wait to run while it runs (the pool it was handed to, whose
+// parallel loops queue their blocks there): run_one runs one queued piece on the calling
+// thread, false if none is queued. A thread that waits for work another thread took runs
+// those pieces instead of sleeping, so it helps with what it waits for.
+struct WorkHelpers {
+  bool (*run_one)(void* executor) = nullptr;
+  void* executor = nullptr;
+  bool run() const { return run_one != nullptr && run_one(executor); }
+};
+
 // Work that fulfils a future, offered to whichever thread gets to it first: the worker it was
 // handed to, or a thread about to sleep on the future, which then runs it itself rather than
 // waiting for a worker to wake up and start it (what an asynchronous execution offers). A
@@ -94,8 +105,10 @@ struct IsCopyable<std::vector<T, A>> : IsCopyable<T> {};
 class OfferedWork {
  public:
   // Once, by the producer; the work must fulfil this state (or the promise it holds will).
-  void offer(UniqueFunction<void()> work) {
+  // `helpers` must outlive every wait on this state.
+  void offer(UniqueFunction<void()> work, WorkHelpers helpers = {}) {
     work_ = std::move(work);
+    helpers_ = helpers;
     offered_.store(kOffered, std::memory_order_release);
   }
   // Runs the offered work here if nobody has taken it; true if it ran.
@@ -111,16 +124,27 @@ class OfferedWork {
   // Before the state is shared: waiters of this state run `upstream`'s work.
   void follow(std::shared_ptr<OfferedWork> upstream) noexcept { upstream_ = std::move(upstream); }
   // What a thread does before it sleeps on the state: runs the first work not yet taken here
-  // or upstream.
-  void help() {
-    for (OfferedWork* w = this; w != nullptr; w = w->upstream_.get())
-      if (w->run_if_offered()) return;
+  // or upstream. Returns whether it ran work, or else whether some work there was taken by
+  // another thread (it is running now), with the helpers of the first such.
+  struct Help {
+    bool ran = false;
+    bool running = false;
+    WorkHelpers helpers;
+  };
+  Help help() {
+    Help h;
+    for (OfferedWork* w = this; w != nullptr; w = w->upstream_.get()) {
+      if (w->run_if_offered()) return {true, false, {}};
+      if (!h.running && w->offered_.load(std::memory_order_acquire) == kTaken) h = {false, true, w->helpers_};
+    }
+    return h;
   }
 
  private:
   static constexpr std::uint32_t kNone = 0, kOffered = 1, kTaken = 2;
   std::atomic<std::uint32_t> offered_{kNone};
   UniqueFunction<void()> work_;
+  WorkHelpers helpers_;
   std::shared_ptr<OfferedWork> upstream_;
 };
 
@@ -161,7 +185,15 @@ class FutureState : public OfferedWork {
   const Result& result() const noexcept { return *result_; }
 
   const Result& wait() {
-    if (!is_ready()) help();
+    if (!is_ready()) {
+      const Help h = help();
+      // Work another thread runs now most often ends within microseconds: run its queued
+      // pieces, and poll a while between them before sleeping (a futex wake-up costs more).
+      if (h.running) {
+        while (!is_ready() && pjrt_lite::detail::spin_until([&] { return is_ready() || h.helpers.run(); })) {
+        }
+      }
+    }
     while (!is_ready()) ready_.wait(kPending, std::memory_order_acquire);
     return *result_;
   }

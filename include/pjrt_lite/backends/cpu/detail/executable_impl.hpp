@@ -473,7 +473,8 @@ void LoadedExecutable<E>::start(std::unique_ptr<detail::RunState> state, std::sp
   // outlives every task it runs): it fits UniqueFunction's inline storage, so offering it
   // allocates nothing. It is offered on the outputs' ready future and handed to a worker: a
   // thread that awaits an output (or a host copy of one) before the worker has started runs
-  // it itself, so the common execute-then-await costs no hand-off and no wake-up.
+  // it itself, so the common execute-then-await costs no hand-off and no wake-up; one that
+  // comes later helps the worker with the program's parallel loops.
   join(pending).on_ready([program = program_, state = std::move(state), promise = std::move(promise),
                           client = client_](const Status& status) mutable {
     if (!status.ok()) {
@@ -500,7 +501,10 @@ void LoadedExecutable<E>::start(std::unique_ptr<detail::RunState> state, std::sp
     };
     static_assert(UniqueFunction<void()>::template stores_inline<decltype(task)>(),
                   "an asynchronous execute's task must fit a UniqueFunction without allocating");
-    offered->offer(std::move(task));
+    // A thread that awaits the outputs while a worker runs the program runs the blocks its
+    // parallel loops queue on the pool.
+    offered->offer(std::move(task), {[](void* executor) { return static_cast<E*>(executor)->try_run_one(); },
+                                     &client->executor()});
     client->executor().schedule([offered = std::move(offered)] { offered->run_if_offered(); });
   });
 }
