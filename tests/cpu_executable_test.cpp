@@ -535,15 +535,7 @@ TEST_CASE("cpu executable: a loop after a product runs in the product's blocks, 
         w = b.convert(w, kS32);
       }
       if (c.conv) return b.convolution(x, w, nhwc);
-      const auto batch = static_cast<std::int64_t>(c.lhs.size()) - 2;
-      DotDimensionNumbers dims;
-      for (std::int64_t d = 0; d < batch; ++d) {
-        dims.lhs_batching_dimensions.push_back(d);
-        dims.rhs_batching_dimensions.push_back(d);
-      }
-      dims.lhs_contracting_dimensions = {batch + 1};
-      dims.rhs_contracting_dimensions = {batch};
-      return b.dot_general(x, w, dims);
+      return b.dot_general(x, w, matmul_dimensions(static_cast<std::int64_t>(c.lhs.size())));
     };
     // The loop: bias + relu (f32), or a requantization into s8 (the integer sums).
     auto loop = [&](GraphBuilder& b, Value p, Value bias) {

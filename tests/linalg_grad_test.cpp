@@ -387,13 +387,8 @@ Graph routine_graph(const std::string& name, const std::vector<Shape>& params, F
 
 Value matmul(GraphBuilder& b, Value x, Value y, bool transpose_y = false) {
   const std::int64_t r = b.shape(x)->rank();
-  DotDimensionNumbers dn;
-  for (std::int64_t d = 0; d < r - 2; ++d) {
-    dn.lhs_batching_dimensions.push_back(d);
-    dn.rhs_batching_dimensions.push_back(d);
-  }
-  dn.lhs_contracting_dimensions = {r - 1};
-  dn.rhs_contracting_dimensions = {transpose_y ? r - 1 : r - 2};
+  DotDimensionNumbers dn = matmul_dimensions(r);
+  if (transpose_y) dn.rhs_contracting_dimensions = {r - 1};
   return b.dot_general(x, y, dn);
 }
 

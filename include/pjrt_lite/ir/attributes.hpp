@@ -278,6 +278,20 @@ struct DotDimensionNumbers {
   friend bool operator==(const DotDimensionNumbers&, const DotDimensionNumbers&) = default;
 };
 
+/// The dot_general of batched matrix products [..., m, k] x [..., k, n], both of `rank` >= 2:
+/// the leading rank - 2 dimensions are batch dimensions, the lhs's last dimension contracts
+/// with the rhs's second to last.
+inline DotDimensionNumbers matmul_dimensions(std::int64_t rank) {
+  DotDimensionNumbers dn;
+  for (std::int64_t d = 0; d < rank - 2; ++d) {
+    dn.lhs_batching_dimensions.push_back(d);
+    dn.rhs_batching_dimensions.push_back(d);
+  }
+  dn.lhs_contracting_dimensions = {rank - 1};
+  dn.rhs_contracting_dimensions = {rank - 2};
+  return dn;
+}
+
 /// scatter: how update elements map to result elements (the spec's scatter_dimension_numbers)
 /// and the two promises the producer makes about the indices.
 struct ScatterAttrs {

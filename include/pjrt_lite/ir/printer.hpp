@@ -15,8 +15,8 @@
 // constants are elided and attributes already visible in the result type (reshape's dims,
 // convert's dtype) are left out.
 
+#include <cstddef>
 #include <cstdint>
-#include <initializer_list>
 #include <string>
 #include <string_view>
 #include <type_traits>
@@ -66,13 +66,16 @@ std::string field_text(const T& v) {
 
 /// `name=value, ...` over the fields of the attributes `a`, `names` naming them in the order
 /// attribute_fields walks them: the text of the alternatives that show each of their fields.
-template <class A>
-std::string named_fields_text(const A& a, std::initializer_list<std::string_view> names) {
+/// A field added to the alternative and not to `names` fails to compile here.
+template <class A, std::size_t N>
+std::string named_fields_text(const A& a, const std::string_view (&names)[N]) {
+  static_assert(N == attribute_field_count<A>(),
+                "named_fields_text needs one name for each field attribute_fields walks");
   std::string text;
-  auto name = names.begin();
+  std::size_t i = 0;
   attribute_fields(a, [&](const auto& field) {
-    if (name == names.end()) return;
-    text += str_cat(text.empty() ? "" : ", ", *name++, "=", field_text(field));
+    text += str_cat(i == 0 ? "" : ", ", names[i], "=", field_text(field));
+    ++i;
   });
   return text;
 }

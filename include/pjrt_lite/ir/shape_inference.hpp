@@ -289,6 +289,14 @@ inline Status check_indexing(OpCode op, const BatchedArray& data, const BatchedA
                               data.shape.rank(), str_cat("the ", data.name));
 }
 
+/// Gather's and scatter's operand 1 (`name`: start_indices, scatter_indices) must have an
+/// integer element type.
+inline Status check_integer_indices(OpCode op, const Shape& indices, std::string_view name) {
+  if (is_integral(indices.dtype())) return ok_status();
+  return op_error(op, "operand 1 (", name, ") has element type ", dtype_name(indices.dtype()),
+                  " but must be an integer type");
+}
+
 inline std::optional<std::int64_t> checked_add(std::int64_t a, std::int64_t b) {
   if ((b > 0 && a > std::numeric_limits<std::int64_t>::max() - b) ||
       (b < 0 && a < std::numeric_limits<std::int64_t>::min() - b))
@@ -903,14 +911,10 @@ inline std::vector<std::int64_t> scatter_batch_axes(std::int64_t rank,
 inline StatusOr<Shape> infer_scatter(const Shape& input, const Shape& indices, const Shape& updates,
                                      const Signature& body, const ScatterAttrs& a) {
   constexpr OpCode op = OpCode::kScatter;
-  using detail::check_dimension_list;
-  using detail::check_indexing;
   using detail::check_sorted;
   using detail::dims_str;
   using detail::op_error;
-  if (!is_integral(indices.dtype()))
-    return op_error(op, "operand 1 (scatter_indices) has element type ",
-                    dtype_name(indices.dtype()), " but must be an integer type");
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_integer_indices(op, indices, "scatter_indices"));
   if (updates.dtype() != input.dtype())
     return op_error(op, "operand 2 (updates) has element type ", dtype_name(updates.dtype()),
                     " but the input has ", dtype_name(input.dtype()));
@@ -924,18 +928,19 @@ inline StatusOr<Shape> infer_scatter(const Shape& input, const Shape& indices, c
                     " and input_batching_dims ", dims_str(a.input_batching_dims),
                     " must together have as many entries as the input's rank, ", rank);
   PJRT_LITE_RETURN_IF_ERROR(check_sorted(op, "update_window_dims", a.update_window_dims));
-  PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(op, "update_window_dims", a.update_window_dims,
-                                                 updates.rank(), "updates"));
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_dimension_list(op, "update_window_dims",
+                                                         a.update_window_dims, updates.rank(),
+                                                         "updates"));
   PJRT_LITE_RETURN_IF_ERROR(check_sorted(op, "inserted_window_dims", a.inserted_window_dims));
   PJRT_LITE_RETURN_IF_ERROR(check_sorted(op, "input_batching_dims", a.input_batching_dims));
   std::vector<std::int64_t> not_window = a.inserted_window_dims;
   not_window.insert(not_window.end(), a.input_batching_dims.begin(), a.input_batching_dims.end());
-  PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(op, "inserted_window_dims and input_batching_dims",
-                                                 not_window, rank, "the input"));
-  PJRT_LITE_RETURN_IF_ERROR(check_indexing(op, {input, "input", a.input_batching_dims},
-                                           {indices, "scatter_indices", a.scatter_indices_batching_dims},
-                                           a.index_vector_dim, "scatter_dims_to_operand_dims",
-                                           a.scatter_dims_to_operand_dims));
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_dimension_list(
+      op, "inserted_window_dims and input_batching_dims", not_window, rank, "the input"));
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_indexing(
+      op, {input, "input", a.input_batching_dims},
+      {indices, "scatter_indices", a.scatter_indices_batching_dims}, a.index_vector_dim,
+      "scatter_dims_to_operand_dims", a.scatter_dims_to_operand_dims));
   // The updates' dims: the indices' (without index_vector_dim) at the scatter axes, the
   // window sizes at update_window_dims.
   std::vector<std::int64_t> scatter_sizes;
@@ -988,14 +993,10 @@ inline StatusOr<Shape> infer_scatter(const Shape& input, const Shape& indices, c
 inline StatusOr<Shape> infer_gather(const Shape& operand, const Shape& indices,
                                     const GatherAttrs& a) {
   constexpr OpCode op = OpCode::kGather;
-  using detail::check_dimension_list;
-  using detail::check_indexing;
   using detail::check_sorted;
   using detail::dims_str;
   using detail::op_error;
-  if (!is_integral(indices.dtype()))
-    return op_error(op, "operand 1 (start_indices) has element type ", dtype_name(indices.dtype()),
-                    " but must be an integer type");
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_integer_indices(op, indices, "start_indices"));
   const std::int64_t rank = operand.rank();
   if (static_cast<std::int64_t>(a.offset_dims.size() + a.collapsed_slice_dims.size() +
                                 a.operand_batching_dims.size()) != rank)
@@ -1016,15 +1017,16 @@ inline StatusOr<Shape> infer_gather(const Shape& operand, const Shape& indices,
   PJRT_LITE_RETURN_IF_ERROR(check_sorted(op, "operand_batching_dims", a.operand_batching_dims));
   std::vector<std::int64_t> collapsed = a.collapsed_slice_dims;
   collapsed.insert(collapsed.end(), a.operand_batching_dims.begin(), a.operand_batching_dims.end());
-  PJRT_LITE_RETURN_IF_ERROR(check_dimension_list(
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_dimension_list(
       op, "collapsed_slice_dims and operand_batching_dims", collapsed, rank, "the operand"));
   for (std::int64_t d : collapsed)
     if (a.slice_sizes[static_cast<std::size_t>(d)] > 1)
       return op_error(op, "slice_sizes[", d, "] = ", a.slice_sizes[static_cast<std::size_t>(d)],
                       " but dimension ", d, " is collapsed or batching, so its size must be <= 1");
-  PJRT_LITE_RETURN_IF_ERROR(check_indexing(op, {operand, "operand", a.operand_batching_dims},
-                                           {indices, "start_indices", a.start_indices_batching_dims},
-                                           a.index_vector_dim, "start_index_map", a.start_index_map));
+  PJRT_LITE_RETURN_IF_ERROR(detail::check_indexing(
+      op, {operand, "operand", a.operand_batching_dims},
+      {indices, "start_indices", a.start_indices_batching_dims}, a.index_vector_dim,
+      "start_index_map", a.start_index_map));
   std::vector<std::int64_t> batch_sizes, offset_sizes;
   for (std::int64_t d = 0; d < indices.rank(); ++d)
     if (d != a.index_vector_dim) batch_sizes.push_back(indices.dim(d));
@@ -1033,7 +1035,7 @@ inline StatusOr<Shape> infer_gather(const Shape& operand, const Shape& indices,
       offset_sizes.push_back(a.slice_sizes[static_cast<std::size_t>(d)]);
   const auto result_rank = static_cast<std::int64_t>(batch_sizes.size() + offset_sizes.size());
   PJRT_LITE_RETURN_IF_ERROR(
-      check_dimension_list(op, "offset_dims", a.offset_dims, result_rank, "the result"));
+      detail::check_dimension_list(op, "offset_dims", a.offset_dims, result_rank, "the result"));
   std::vector<std::int64_t> dims(static_cast<std::size_t>(result_rank));
   std::size_t b = 0, o = 0;
   for (std::int64_t d = 0; d < result_rank; ++d)

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <utility>
 #include <vector>
 
 #include "pjrt_lite/frontend/numpy/shapes.hpp"
@@ -55,14 +54,7 @@ inline Tensor matmul(Tensor a, Tensor b) {
   };
   a = with_batch(a);
   b = with_batch(b);
-  DotDimensionNumbers dn;
-  for (std::int64_t i = 0; i < nb; ++i) {
-    dn.lhs_batching_dimensions.push_back(i);
-    dn.rhs_batching_dimensions.push_back(i);
-  }
-  dn.lhs_contracting_dimensions = {nb + 1};
-  dn.rhs_contracting_dimensions = {nb};
-  Tensor r = t->wrap(t->builder().dot_general(a.value(), b.value(), std::move(dn)));
+  Tensor r = t->wrap(t->builder().dot_general(a.value(), b.value(), matmul_dimensions(nb + 2)));
   if (a_vec) r = squeeze(r, {-2});
   if (b_vec) r = squeeze(r, {-1});
   return r;

@@ -4,8 +4,11 @@
 // the binary format stores them. The serializer's writer and reader and the fingerprint all
 // walk this list with a sink of their own, so what is saved, what is read back and what keys
 // the compile cache cannot drift apart: a field added to an attribute struct goes here, and
-// nowhere else.
+// nowhere else. (The printer names the fields of some alternatives in a list of its own; it
+// static_asserts that list's length against attribute_field_count, so it fails to compile
+// until the new field has its name.)
 
+#include <cstddef>
 #include <type_traits>
 
 #include "pjrt_lite/ir/attributes.hpp"
@@ -16,7 +19,7 @@ namespace pjrt_lite::inline v0_1::detail {
 /// may be const. Every field must be listed: one left out is neither serialized nor
 /// fingerprinted (tests/ir_test.cpp checks the count of each alternative against its members).
 template <class A, class F>
-void attribute_fields(A& a, F&& f) {
+constexpr void attribute_fields(A& a, F&& f) {
   using T = std::remove_const_t<A>;
   if constexpr (std::is_same_v<T, NoAttrs>) {
   } else if constexpr (std::is_same_v<T, ParameterAttrs>) {
@@ -156,6 +159,17 @@ void attribute_fields(A& a, F&& f) {
   } else {
     static_assert(sizeof(T) == 0, "every Attributes alternative needs its fields listed here");
   }
+}
+
+/// How many fields attribute_fields walks in the alternative `A`, at compile time: for the
+/// alternatives a constant expression can make (integers, enums, vectors, shapes; not
+/// ConstantAttrs' literal), so a list kept beside this one can static_assert its length.
+template <class A>
+consteval std::size_t attribute_field_count() {
+  A a{};
+  std::size_t n = 0;
+  attribute_fields(a, [&n](const auto&) { ++n; });
+  return n;
 }
 
 }  // namespace pjrt_lite::detail

@@ -285,18 +285,6 @@ inline Lin select_and_scatter_jvp(GraphBuilder& b, Linearizer& l, const Node& n,
   return out;
 }
 
-/// The dot_general of batched matrix products [..., m, k] x [..., k, n] of rank r.
-inline DotDimensionNumbers matmul_dimensions(std::int64_t r) {
-  DotDimensionNumbers dn;
-  for (std::int64_t d = 0; d < r - 2; ++d) {
-    dn.lhs_batching_dimensions.push_back(d);
-    dn.rhs_batching_dimensions.push_back(d);
-  }
-  dn.lhs_contracting_dimensions = {r - 1};
-  dn.rhs_contracting_dimensions = {r - 2};
-  return dn;
-}
-
 /// triangular_solve: x = op(a)^-1 b, so dx = op(a)^-1 (db - op(da) x) (left side) or
 /// (db - x op(da)) op(a)^-1, da restricted to the triangle the solve reads.
 inline Lin triangular_solve_jvp(GraphBuilder& b, Linearizer& l, const Node& n,
