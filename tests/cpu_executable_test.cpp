@@ -511,6 +511,7 @@ TEST_CASE("cpu executable: a loop after a product runs in the product's blocks, 
     std::vector<std::int64_t> lhs, rhs;
     bool conv;
     bool transcendental = false;  // a tanh in the loop: it stays a kernel of its own
+    std::int64_t groups = 1;      // a convolution's feature groups
   };
   // Under a sanitizer (-O0, where Eigen's GEMM and the reference run many times slower) the
   // f32 product is smaller; it still splits its rows across the threads.
@@ -519,6 +520,9 @@ TEST_CASE("cpu executable: a loop after a product runs in the product's blocks, 
       {"dot f32", kF32, {f32_rows, 200}, {200, f32_cols}, false},
       {"batched dot f32", kF32, {2, 64, 96}, {2, 96, 40}, false},
       {"conv f32", kF32, {2, 9, 10, 8}, {3, 3, 8, 32}, true},
+      // Depthwise: 800 positions of 48 channels split across threads; its loop stays a
+      // kernel of its own.
+      {"depthwise conv f32", kF32, {2, 20, 20, 48}, {3, 3, 1, 48}, true, false, 48},
       {"dot s8", kS8, {131, 601}, {601, 40}, false},
       {"dot u8", kU8, {64, 77}, {77, 48}, false},
       {"dot s8, wide (columns split across threads)", kS8, {24, 300}, {300, 200}, false},
@@ -534,7 +538,11 @@ TEST_CASE("cpu executable: a loop after a product runs in the product's blocks, 
         x = b.convert(x, kS32);
         w = b.convert(w, kS32);
       }
-      if (c.conv) return b.convolution(x, w, nhwc);
+      if (c.conv) {
+        ConvolutionAttrs a = nhwc;
+        a.feature_group_count = c.groups;
+        return b.convolution(x, w, a);
+      }
       return b.dot_general(x, w, matmul_dimensions(static_cast<std::int64_t>(c.lhs.size())));
     };
     // The loop: bias + relu (f32), or a requantization into s8 (the integer sums).
@@ -570,7 +578,7 @@ TEST_CASE("cpu executable: a loop after a product runs in the product's blocks, 
       for (float& v : bl.data<float>()) v = c.in == kU8 ? 2e-5f + std::abs(v) * 6e-5f : 0.001f + std::abs(v) * 0.002f;
     const std::string listing = two->compile(g).value().optimized_program_text();
     CAPTURE(listing);
-    CHECK(contains(listing, "then in its blocks") == !c.transcendental);
+    CHECK(contains(listing, "then in its blocks") == (!c.transcendental && c.groups == 1));
     for (auto* client : {two.get(), one.get()}) {
       const Literal sums_literal = run(*client, product_alone, {xl, wl})[0];
       const Literal want = run(*client, loop_alone, {sums_literal, bl})[0];

@@ -29,6 +29,7 @@
 #include <cstring>
 #include <memory>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "pjrt_lite/backends/cpu/detail/gemm.hpp"
@@ -128,7 +129,9 @@ class ConvKernel final : public Kernel {
 
   bool adopt_epilogue(std::unique_ptr<FusedKernel>& loop) override {
     // Products whose blocks of rows are whole rows of the result, in place: one group,
-    // features contiguous; not the empty or depthwise ones, which have no such blocks.
+    // features contiguous; not the empty or depthwise ones, which have no such blocks (a
+    // depthwise one's loop run after each block of 32 positions measured slower than one
+    // pass over the whole result: docs/DECISIONS.md).
     const bool in_blocks = int8_ || ((dtype_ == DType::kF32 || dtype_ == DType::kF64) && !depthwise_);
     if (!in_blocks || !direct_ || groups_ != 1 || batch_ == 0 || positions_ == 0 || group_outputs_ == 0 ||
         depth_ == 0 || lhs_empty_)
@@ -618,7 +621,8 @@ class ConvKernel final : public Kernel {
   }
 
   /// One position of a depthwise convolution with contiguous channels: up to four vectors of
-  /// channels at a time stay in registers over every tap.
+  /// channels at a time stay in registers over every tap (unrolled by a fold: as a loop over
+  /// an array of four, g++ kept the sums in memory and stored and reloaded them every tap).
   template <class C>
   void depthwise_row(const C* base, const C* packed, const std::int64_t* offsets, C* dst) const {
     using L = Lanes<C>;
@@ -626,14 +630,16 @@ class ConvKernel final : public Kernel {
     constexpr std::int64_t kW = L::kSize, kStep = 4 * kW;
     std::int64_t g = 0;
     for (; g + kStep <= groups_; g += kStep) {
-      P acc[4] = {L::zero(), L::zero(), L::zero(), L::zero()};
-      for (std::int64_t t = 0; t < taps_; ++t) {
-        if (offsets[t] < 0) continue;
-        const C* src = base + offsets[t] + g;
-        const C* w = packed + t * groups_ + g;
-        for (int j = 0; j < 4; ++j) acc[j] = L::madd(L::load(src + j * kW), L::load(w + j * kW), acc[j]);
-      }
-      for (int j = 0; j < 4; ++j) L::store(dst + g + j * kW, acc[j]);
+      [&]<int... J>(std::integer_sequence<int, J...>) {
+        P acc[] = {(static_cast<void>(J), L::zero())...};
+        for (std::int64_t t = 0; t < taps_; ++t) {
+          if (offsets[t] < 0) continue;
+          const C* src = base + offsets[t] + g;
+          const C* w = packed + t * groups_ + g;
+          ((acc[J] = L::madd(L::load(src + J * kW), L::load(w + J * kW), acc[J])), ...);
+        }
+        (L::store(dst + g + J * kW, acc[J]), ...);
+      }(std::make_integer_sequence<int, 4>{});
     }
     for (; g + kW <= groups_; g += kW) {
       P acc = L::zero();
