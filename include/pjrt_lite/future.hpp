@@ -124,18 +124,17 @@ class OfferedWork {
   // Before the state is shared: waiters of this state run `upstream`'s work.
   void follow(std::shared_ptr<OfferedWork> upstream) noexcept { upstream_ = std::move(upstream); }
   // What a thread does before it sleeps on the state: runs the first work not yet taken here
-  // or upstream. Returns whether it ran work, or else whether some work there was taken by
-  // another thread (it is running now), with the helpers of the first such.
+  // or upstream. Where it ran none but another thread took some (it is running now), says so
+  // with the helpers of the first such.
   struct Help {
-    bool ran = false;
     bool running = false;
     WorkHelpers helpers;
   };
   Help help() {
     Help h;
     for (OfferedWork* w = this; w != nullptr; w = w->upstream_.get()) {
-      if (w->run_if_offered()) return {true, false, {}};
-      if (!h.running && w->offered_.load(std::memory_order_acquire) == kTaken) h = {false, true, w->helpers_};
+      if (w->run_if_offered()) return {};
+      if (!h.running && w->offered_.load(std::memory_order_acquire) == kTaken) h = {true, w->helpers_};
     }
     return h;
   }
