@@ -805,11 +805,9 @@ TEST_CASE("cpu executable: GEMM packing buffers planned at compile time fit ever
           std::int64_t bytes = 0;
           const GemmScratch plan = GemmScratch::plan<C>(max_rows, cols, depth, 1, bytes);
           for (std::int64_t rows = 1; rows <= max_rows; rows += rows < 200 ? 1 : 7) {
-            if (!gemm_packs(rows, cols, depth)) continue;
+            if (!gemm_packs<C>(rows, cols, depth)) continue;
             ++products;
-            const GemmBlocking need = gemm_blocking<C>(rows, cols, depth);
-            missed += need.kc * std::min(need.mc, cols) > plan.a_elements ||
-                      need.kc * std::min(need.nc, rows) > plan.b_elements;
+            missed += !plan.fits<C>(rows, cols, depth);
           }
         }
     CHECK(products > 10000);
@@ -855,6 +853,74 @@ TEST_CASE("cpu executable: GEMM packing buffers planned at compile time fit ever
   gemm_into<double, true, true>(m, n, k, at.data(), m, bt.data(), k, c.data(), n, plan, plan.slice(scratch.get(), 1));
   CHECK(worst() <= 1e-11);
   CHECK(plan.slice(scratch.get(), 2) == nullptr);  // no third worker was planned
+}
+
+TEST_CASE("cpu executable: the panel GEMM equals the naive sums at every edge, and a split by rows or columns keeps its bits") {
+  using namespace cpu::detail;
+  // Strips of fewer rows than the micro-kernel's, panels of fewer columns, depths across one
+  // or more blocks, operands row- and column-major, b read in place (few rows) and packed.
+  auto check = [](auto tag) {
+    using C = typename decltype(tag)::type;
+    using G = PanelGemm<C>;
+    std::mt19937 gen(7);
+    std::uniform_real_distribution<double> dist(-1, 1);
+    std::int64_t products = 0;
+    const std::int64_t ms[] = {2, G::kMr - 1, G::kMr + 1, G::kPackRows - 1, G::kPackRows + 1, 4 * G::kMr + 3};
+    const std::int64_t ns[] = {3, G::kNr, G::kNr + 1, G::kNc + 2 * G::kNr + 5};
+    const std::int64_t ks[] = {1, G::kKc - 1, G::kKc + 1, 2 * G::kKc + 9};
+    for (std::int64_t m : ms)
+      for (std::int64_t n : ns)
+        for (std::int64_t k : ks) {
+          std::vector<C> a(static_cast<std::size_t>(m * k)), b(static_cast<std::size_t>(k * n));
+          for (C& x : a) x = static_cast<C>(dist(gen));
+          for (C& x : b) x = static_cast<C>(dist(gen));
+          std::vector<C> at(a.size()), bt(b.size());  // the column-major copies
+          for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t t = 0; t < k; ++t) at[static_cast<std::size_t>(t * m + i)] = a[static_cast<std::size_t>(i * k + t)];
+          for (std::int64_t t = 0; t < k; ++t)
+            for (std::int64_t j = 0; j < n; ++j) bt[static_cast<std::size_t>(j * k + t)] = b[static_cast<std::size_t>(t * n + j)];
+          std::vector<double> sums(static_cast<std::size_t>(m * n)), bound(sums.size());
+          for (std::int64_t i = 0; i < m; ++i)
+            for (std::int64_t j = 0; j < n; ++j)
+              for (std::int64_t t = 0; t < k; ++t) {
+                const double p = double(a[static_cast<std::size_t>(i * k + t)]) * double(b[static_cast<std::size_t>(t * n + j)]);
+                sums[static_cast<std::size_t>(i * n + j)] += p;
+                bound[static_cast<std::size_t>(i * n + j)] += std::abs(p);
+              }
+          std::vector<C> scratch(static_cast<std::size_t>(G::scratch_elements(n, k)));
+          const double eps = std::numeric_limits<C>::epsilon() * double(k + 2);
+          auto run = [&]<bool kLhsColumns, bool kRhsColumns>(std::int64_t r0, std::int64_t r1, std::int64_t j0,
+                                                              std::int64_t j1, std::vector<C>& c) {
+            const C* ap = kLhsColumns ? at.data() + r0 : a.data() + r0 * k;
+            const C* bp = kRhsColumns ? bt.data() + j0 * k : b.data() + j0;
+            G::template run<kLhsColumns, kRhsColumns>(r1 - r0, j1 - j0, k, ap, kLhsColumns ? m : k, bp,
+                                                       kRhsColumns ? k : n, c.data() + r0 * n + j0, n, scratch.data());
+          };
+          auto layouts = [&]<bool kLhsColumns, bool kRhsColumns>() {
+            std::vector<C> whole(sums.size(), C(99)), parts(sums.size(), C(-99));
+            run.template operator()<kLhsColumns, kRhsColumns>(0, m, 0, n, whole);
+            std::int64_t worst = 0;
+            for (std::size_t i = 0; i < sums.size(); ++i)
+              worst += !(std::abs(double(whole[i]) - sums[i]) <= eps * bound[i]);
+            CHECK_MESSAGE(worst == 0, m, "x", n, "x", k, " layouts ", kLhsColumns, kRhsColumns);
+            // Four calls, cut at a row and a column that fall inside a strip and a panel.
+            const std::int64_t rc = m / 2 + 1, jc = std::min<std::int64_t>(n - 1, G::kNr / 2 + 1);
+            run.template operator()<kLhsColumns, kRhsColumns>(0, rc, 0, jc, parts);
+            run.template operator()<kLhsColumns, kRhsColumns>(0, rc, jc, n, parts);
+            run.template operator()<kLhsColumns, kRhsColumns>(rc, m, 0, jc, parts);
+            run.template operator()<kLhsColumns, kRhsColumns>(rc, m, jc, n, parts);
+            CHECK_MESSAGE(std::memcmp(whole.data(), parts.data(), whole.size() * sizeof(C)) == 0, m, "x", n, "x", k);
+            ++products;
+          };
+          layouts.template operator()<false, false>();
+          layouts.template operator()<false, true>();
+          layouts.template operator()<true, false>();
+          layouts.template operator()<true, true>();
+        }
+    CHECK(products == 6 * 4 * 4 * 4);
+  };
+  check(std::type_identity<float>());
+  check(std::type_identity<double>());
 }
 
 TEST_CASE("cpu executable: reductions") {

@@ -2,7 +2,8 @@
 // IWYU pragma: private, include "pjrt_lite/cpu.hpp"
 // dot_general on the CPU: operands are brought to [batch, M, K] and [batch, K, N] (a strided
 // copy into scratch only when their layout is not already that), then each batch is one
-// Eigen GEMM, its rows split across the client's threads when the product is large. 8-bit
+// blocked product (gemm.hpp), its rows or columns split across the client's threads when the
+// product is large. 8-bit
 // integer operands with a 32-bit integer result (the compiler's 8-bit products) multiply in
 // Int8Gemm instead.
 
@@ -322,16 +323,17 @@ class DotKernel final : public Kernel {
   static constexpr std::int64_t kInt8ColumnUnit = 32;
 
   /// An f32/f64 product's columns split across workers in multiples of this: a multiple of
-  /// the width of every register block Eigen's kernels use along a row-major result's
-  /// columns (three packets of 4, 8 or 16 floats, 2, 4 or 8 doubles), so each column meets
-  /// the same kernel path as on one thread and the bits never depend on the split.
-  static constexpr std::int64_t kFloatColumnUnit = 48;
+  /// PanelGemm's panel width at every vector width (two packets of 4, 8 or 16 floats, 2, 4 or
+  /// 8 doubles), so each worker's columns start on a whole panel. (The bits never depend on
+  /// the split: each element sums its depth in the same order in any block of columns.)
+  static constexpr std::int64_t kFloatColumnUnit = 64;
 
-  /// Whether an f32/f64 product splits its columns rather than its rows: a split one with more
-  /// columns than rows and at least two units of them. Splitting rows packs all of B on each
-  /// worker and half of A, splitting columns all of A and half of B.
+  /// Whether an f32/f64 product splits its columns rather than its rows: a split one with at
+  /// least as many columns as rows and at least two units of them. PanelGemm reads A in place
+  /// and packs B, so splitting columns packs each column of B once, where splitting rows packs
+  /// all of B on every worker.
   [[nodiscard]] bool splits_float_columns(int workers) const {
-    return (dtype_ == DType::kF32 || dtype_ == DType::kF64) && !int8_ && splits() && workers > 1 && n_ > m_ &&
+    return (dtype_ == DType::kF32 || dtype_ == DType::kF64) && !int8_ && splits() && workers > 1 && n_ >= m_ &&
            n_ >= 2 * kFloatColumnUnit;
   }
 
@@ -366,7 +368,7 @@ class DotKernel final : public Kernel {
   std::int64_t lhs_scratch_ = 0, rhs_scratch_ = 0, lhs_wide_ = 0, rhs_wide_ = 0, out_wide_ = 0;
   bool int8_ = false, lhs_signed_ = false, rhs_signed_ = false;  // 8-bit operands, 32-bit sums
   std::int64_t int8_scratch_ = 0, int8_slice_ = 0;
-  GemmScratch gemm_;  // Eigen's packing buffers, one pair per worker
+  GemmScratch gemm_;  // the products' packing buffers, one slice per worker
   Epilogue epilogue_;
 };
 

@@ -1,13 +1,14 @@
 #pragma once
 // IWYU pragma: private, include "pjrt_lite/cpu.hpp"
-// Eigen's GEMM with its packing buffers in kernel scratch. An Eigen product expression packs
-// its operands into buffers that it puts on the stack up to 128 KiB and takes from the heap
-// beyond (every product of a model layer's size); dot_general and convolution instead run
-// the same blocked product (Eigen's general_matrix_matrix_product, with the blocking sizes
-// Eigen's expression would choose) on buffers planned at compile time, one pair per worker,
-// so a steady-state execute allocates nothing. Shapes where Eigen's expression does not pack
-// (a coefficient-wise product for tiny sizes, a matrix-vector product for one row or column)
-// keep the expression.
+// The blocked products of dot_general and convolution, on packing buffers in kernel scratch.
+// An Eigen product expression packs its operands into buffers that it puts on the stack up to
+// 128 KiB and takes from the heap beyond (every product of a model layer's size). Here real
+// floating-point products run on PanelGemm (packed_gemm.hpp) and the others (integers,
+// complex) on Eigen's blocked product (general_matrix_matrix_product, with the blocking sizes
+// Eigen's expression would choose), both on buffers planned at compile time, one set per
+// worker, so a steady-state execute allocates nothing. Shapes too small to pack (a
+// coefficient-wise product for tiny sizes, a matrix-vector product for one row or column)
+// keep Eigen's expression.
 
 #include <algorithm>
 #include <cstdint>
@@ -15,6 +16,7 @@
 
 #include <Eigen/Core>
 
+#include "pjrt_lite/backends/cpu/detail/packed_gemm.hpp"
 #include "pjrt_lite/core/dtype.hpp"
 
 // The planned path reaches into Eigen's internals (level3_blocking's members, the blocking
@@ -70,10 +72,17 @@ GemmBlocking gemm_blocking(std::int64_t rows, std::int64_t cols, std::int64_t de
   return {kc, mc, nc};
 }
 
-/// Whether Eigen's expression would run the blocked, packing product for this shape (the
-/// others do not allocate), and this Eigen lets it run on planned buffers.
-inline bool gemm_packs(std::int64_t rows, std::int64_t cols, std::int64_t depth) {
-  return PJRT_LITE_PLANNED_GEMM && rows > 1 && cols > 1 && depth > 0 &&
+/// Whether products of C run on PanelGemm (real floating-point numbers the translation unit
+/// vectorizes) rather than Eigen's blocked product.
+template <class C>
+inline constexpr bool kPanelGemm = std::is_floating_point_v<C> && Lanes<C>::kSize > 1;
+
+/// Whether a product of this shape runs blocked on packing buffers: the shapes for which
+/// Eigen's expression would run its blocked product, where PanelGemm or this Eigen can run it
+/// on planned buffers (the others do not allocate).
+template <class C>
+bool gemm_packs(std::int64_t rows, std::int64_t cols, std::int64_t depth) {
+  return (kPanelGemm<C> || PJRT_LITE_PLANNED_GEMM) && rows > 1 && cols > 1 && depth > 0 &&
          rows + cols + depth >= EIGEN_GEMM_TO_COEFFBASED_THRESHOLD;
 }
 
@@ -92,15 +101,16 @@ class ScratchBlocking final : public Eigen::internal::level3_blocking<C, C> {
 };
 #endif
 
-/// The packing scratch of every worker: `workers` slices, each the packed left block then the
-/// packed right block, both starting on 64-byte boundaries (the packed-panel loads of Eigen's
-/// kernels are aligned loads). The blocks are sized for every product of up to `max_rows`
-/// rows: Eigen's blocking is not monotone in the row count (a shorter product may take a
-/// wider block), but its depth block kc depends on the depth alone, it packs kc x min(mc, cols)
+/// The packing scratch of every worker: `workers` slices of `slice_bytes`, each starting on a
+/// 64-byte boundary. For PanelGemm a slice is its scratch for the widest product; for Eigen's
+/// product it is the packed left block then the packed right block (the packed-panel loads of
+/// Eigen's kernels are aligned loads), sized for every product of up to `max_rows` rows:
+/// Eigen's blocking is not monotone in the row count (a shorter product may take a wider
+/// block), but its depth block kc depends on the depth alone, it packs kc x min(mc, cols)
 /// elements on the left and kc x min(nc, rows) on the right, and nc never exceeds what it
 /// chooses for an unbounded row count.
 struct GemmScratch {
-  std::int64_t a_elements = 0, b_elements = 0;  // the capacity of each block
+  std::int64_t a_elements = 0, b_elements = 0;  // the capacity of each block (PanelGemm: a only)
   std::int64_t offset = 0;                      // bytes into the kernel's scratch
   std::int64_t a_bytes = 0;                     // the left block's share of a slice
   std::int64_t slice_bytes = 0;                 // per worker; 0 when the product never packs
@@ -112,17 +122,22 @@ struct GemmScratch {
   static GemmScratch plan(std::int64_t max_rows, std::int64_t cols, std::int64_t depth, int workers,
                           std::int64_t& scratch_bytes, std::int64_t column_unit = 0) {
     GemmScratch s;
-    if (!gemm_packs(max_rows, cols, depth)) return s;
-    auto fit = [&](std::int64_t width) {
-      const GemmBlocking at_most = gemm_blocking<C>(max_rows, width, depth);
-      const GemmBlocking unbounded = gemm_blocking<C>(std::int64_t{1} << 40, width, depth);
-      s.a_elements = std::max(s.a_elements, at_most.kc * width);
-      s.b_elements = std::max(s.b_elements, at_most.kc * std::max(at_most.nc, std::min(max_rows, unbounded.nc)));
-    };
-    fit(cols);
-    for (std::int64_t w = column_unit; column_unit > 0 && w < cols; w += column_unit) {
-      fit(w);         // a block of whole units
-      fit(cols - w);  // the last block, from a unit's start to the end
+    if (!gemm_packs<C>(max_rows, cols, depth)) return s;
+    if constexpr (kPanelGemm<C>) {
+      s.a_elements = PanelGemm<C>::scratch_elements(cols, depth);  // the most any narrower block takes
+    } else {
+      auto fit = [&](std::int64_t width) {
+        const GemmBlocking at_most = gemm_blocking<C>(max_rows, width, depth);
+        const GemmBlocking unbounded = gemm_blocking<C>(std::int64_t{1} << 40, width, depth);
+        s.a_elements = std::max(s.a_elements, at_most.kc * width);
+        s.b_elements =
+            std::max(s.b_elements, at_most.kc * std::max(at_most.nc, std::min(max_rows, unbounded.nc)));
+      };
+      fit(cols);
+      for (std::int64_t w = column_unit; column_unit > 0 && w < cols; w += column_unit) {
+        fit(w);         // a block of whole units
+        fit(cols - w);  // the last block, from a unit's start to the end
+      }
     }
     const auto size = static_cast<std::int64_t>(sizeof(C));
     s.a_bytes = (s.a_elements * size + 63) / 64 * 64;
@@ -137,13 +152,25 @@ struct GemmScratch {
   [[nodiscard]] std::byte* slice(std::byte* scratch, int w) const {
     return slice_bytes > 0 && w >= 0 && w < workers ? scratch + offset + slice_bytes * w : nullptr;
   }
+  /// Whether a product of this shape packs, and in a slice of this plan.
+  template <class C>
+  [[nodiscard]] bool fits(std::int64_t rows, std::int64_t cols, std::int64_t depth) const {
+    if (slice_bytes == 0 || !gemm_packs<C>(rows, cols, depth)) return false;
+    if constexpr (kPanelGemm<C>) {
+      return PanelGemm<C>::scratch_elements(cols, depth) <= a_elements;
+    } else {
+      const GemmBlocking need = gemm_blocking<C>(rows, cols, depth);
+      return need.kc * std::min(need.mc, cols) <= a_elements && need.kc * std::min(need.nc, rows) <= b_elements;
+    }
+  }
 };
 
 /// c = op(a) * op(b), all row-major views: c is [rows x cols] with row stride ldc; op(a) is
 /// [rows x depth], stored row-major with stride lda, or (kLhsColumns) column-major with
 /// stride lda; op(b) is [depth x cols] likewise. With `plan` made for at least these rows and
-/// `worker_scratch` the calling worker's slice of it, the product packs there; otherwise, or
-/// when the shape's blocking would not fit, Eigen's expression runs it.
+/// `worker_scratch` the calling worker's slice of it, the product packs there (PanelGemm, or
+/// Eigen's blocked product); otherwise, or when the shape's blocking would not fit, Eigen's
+/// expression runs it.
 template <class C, bool kLhsColumns = false, bool kRhsColumns = false>
 void gemm_into(std::int64_t rows, std::int64_t cols, std::int64_t depth, const C* a, std::int64_t lda, const C* b,
                std::int64_t ldb, C* c, std::int64_t ldc, const GemmScratch& plan, std::byte* worker_scratch) {
@@ -158,24 +185,24 @@ void gemm_into(std::int64_t rows, std::int64_t cols, std::int64_t depth, const C
     out.setZero();
     return;
   }
+  if (worker_scratch != nullptr && plan.fits<C>(rows, cols, depth)) {
+    if constexpr (kPanelGemm<C>) {
+      return PanelGemm<C>::template run<kLhsColumns, kRhsColumns>(rows, cols, depth, a, lda, b, ldb, c, ldc,
+                                                                   reinterpret_cast<C*>(worker_scratch));
+    } else {
 #if PJRT_LITE_PLANNED_GEMM
-  if (worker_scratch != nullptr && gemm_packs(rows, cols, depth)) {
-    // The blocking Eigen would choose for this shape, in the buffers planned for the largest
-    // (Eigen packs kc x min(mc, cols) and kc x min(nc, rows) elements).
-    const GemmBlocking need = gemm_blocking<C>(rows, cols, depth);
-    if (need.kc * std::min(need.mc, cols) <= plan.a_elements && need.kc * std::min(need.nc, rows) <= plan.b_elements) {
-      ScratchBlocking<C> blocking(need, reinterpret_cast<C*>(worker_scratch),
+      ScratchBlocking<C> blocking(gemm_blocking<C>(rows, cols, depth), reinterpret_cast<C*>(worker_scratch),
                                   reinterpret_cast<C*>(worker_scratch + plan.a_bytes));
       out.setZero();
       Eigen::internal::general_matrix_matrix_product<
           Eigen::Index, C, kLhsColumns ? Eigen::ColMajor : Eigen::RowMajor, false, C,
-          kRhsColumns ? Eigen::ColMajor : Eigen::RowMajor, false, Eigen::RowMajor, 1>::run(rows, cols, depth, a, lda, b,
-                                                                                             ldb, c, 1, ldc, C(1),
+          kRhsColumns ? Eigen::ColMajor : Eigen::RowMajor, false, Eigen::RowMajor, 1>::run(rows, cols, depth, a, lda,
+                                                                                             b, ldb, c, 1, ldc, C(1),
                                                                                              blocking, nullptr);
       return;
+#endif
     }
   }
-#endif
   out.noalias() = Eigen::Map<const LhsMatrix, Eigen::Unaligned, Stride>(a, rows, depth, Stride(lda)) *
                   Eigen::Map<const RhsMatrix, Eigen::Unaligned, Stride>(b, depth, cols, Stride(ldb));
 }

@@ -11,6 +11,7 @@
 // does not vectorize (integers in unsigned arithmetic, complex) run the same tiles one lane
 // wide.
 
+#include <algorithm>
 #include <cstdint>
 #include <type_traits>
 #include <utility>
@@ -54,25 +55,26 @@ struct MicroTile {
   static constexpr int kNr = kPackets * L::kSize;
 };
 
-/// c[r][0..kNr) (+)= sum over segments s and k < len of rows[s][r][k] * b[s * b_segment + k][0..kNr).
-/// `rows` holds kMr pointers per segment; `b` is a packed panel (kNr values per depth step);
-/// `c` holds kMr row pointers. With `accumulate` false, c is overwritten.
-template <class C>
+/// c[r][0..kNr) (+)= sum over segments s and k < len of rows[s][r][k] * b[s * b_segment + k][0..kNr),
+/// for r < kRows. `rows` holds kRows pointers per segment; `b` is a panel of kNr values per
+/// depth step, `b_step` apart (kNr when packed); `c` holds kRows row pointers. With
+/// `accumulate` false, c is overwritten.
+template <class C, int kRows = MicroTile<C>::kMr>
 void micro_kernel(std::int64_t segments, std::int64_t len, const C* const* rows, const C* b, std::int64_t b_segment,
-                  C* const* c, bool accumulate) {
+                  C* const* c, bool accumulate, std::int64_t b_step = MicroTile<C>::kNr) {
   using T = MicroTile<C>;
   using L = typename T::L;
   using P = typename L::Packet;
-  constexpr int kMr = T::kMr, kNp = T::kPackets, kW = L::kSize;
-  P acc[kMr][kNp];
+  constexpr int kNp = T::kPackets, kW = L::kSize;
+  P acc[kRows][kNp];
   [&]<int... R>(std::integer_sequence<int, R...>) {
     ((acc[R / kNp][R % kNp] = L::zero()), ...);
-  }(std::make_integer_sequence<int, kMr * kNp>{});
-  for (std::int64_t s = 0; s < segments; ++s, rows += kMr, b += b_segment * T::kNr) {
-    const C* a[kMr];
-    [&]<int... R>(std::integer_sequence<int, R...>) { ((a[R] = rows[R]), ...); }(std::make_integer_sequence<int, kMr>{});
+  }(std::make_integer_sequence<int, kRows * kNp>{});
+  for (std::int64_t s = 0; s < segments; ++s, rows += kRows, b += b_segment * b_step) {
+    const C* a[kRows];
+    [&]<int... R>(std::integer_sequence<int, R...>) { ((a[R] = rows[R]), ...); }(std::make_integer_sequence<int, kRows>{});
     const C* bk = b;
-    for (std::int64_t k = 0; k < len; ++k, bk += T::kNr) {
+    for (std::int64_t k = 0; k < len; ++k, bk += b_step) {
       P bv[kNp];
       [&]<int... J>(std::integer_sequence<int, J...>) {
         ((bv[J] = L::load(bk + J * kW)), ...);
@@ -85,14 +87,135 @@ void micro_kernel(std::int64_t segments, std::int64_t len, const C* const* rows,
           }(std::make_integer_sequence<int, kNp>{});
         };
         (row(R), ...);
-      }(std::make_integer_sequence<int, kMr>{});
+      }(std::make_integer_sequence<int, kRows>{});
     }
   }
-  for (int r = 0; r < kMr; ++r)
+  for (int r = 0; r < kRows; ++r)
     for (int j = 0; j < kNp; ++j) {
       C* at = c[r] + j * kW;
       L::store(at, accumulate ? L::add(L::load(at), acc[r][j]) : acc[r][j]);
     }
 }
+
+/// A product c = op(a) * op(b) of real floating-point numbers on micro_kernel, all row-major
+/// views as gemm_into takes them. The depth runs in blocks of kKc. op(b) is packed kKc x kNc
+/// at a time (in L2) in panels of kNr columns, zero past the last column, unless the product
+/// has too few rows to reuse a packed panel much: a row-major b is then read in place, and
+/// only a last partial panel is packed. op(a) is read in place through row pointers, kMr rows
+/// at a time (a strip of kKc elements per row, in L1 while it meets every panel), or copied a
+/// strip at a time when it is column-major. Each element of c sums its depth block by block
+/// in the same order whatever rows and columns a call covers, so a product split across
+/// calls by rows or by columns has the bits of the whole.
+template <class C>
+struct PanelGemm {
+  using Tile = MicroTile<C>;
+  static constexpr std::int64_t kMr = Tile::kMr, kNr = Tile::kNr;
+  static constexpr std::int64_t kKc = 2048 / static_cast<std::int64_t>(sizeof(C));  // 512 f32, 256 f64
+  static constexpr std::int64_t kNc = 128;  // a multiple of kNr
+  /// Products of fewer rows read a row-major b in place.
+  static constexpr std::int64_t kPackRows = 2 * kMr;
+
+  /// The elements of scratch a call of this shape takes.
+  static std::int64_t scratch_elements(std::int64_t cols, std::int64_t depth) {
+    const std::int64_t kc = std::min(depth, kKc);
+    return kc * round_up(std::min(cols, kNc)) + kMr * kc + kMr * kNr;
+  }
+
+  /// c = op(a) * op(b), c [rows x cols] with row stride ldc; op(a) [rows x depth] row-major
+  /// with stride lda, or (kLhsColumns) column-major; op(b) [depth x cols] likewise.
+  /// `scratch` holds scratch_elements(cols, depth) elements.
+  template <bool kLhsColumns, bool kRhsColumns>
+  static void run(std::int64_t rows, std::int64_t cols, std::int64_t depth, const C* a, std::int64_t lda,
+                  const C* b, std::int64_t ldb, C* c, std::int64_t ldc, C* scratch) {
+    const std::int64_t kc_max = std::min(depth, kKc);
+    C* const packed = scratch;
+    C* const strip = packed + kc_max * round_up(std::min(cols, kNc));
+    C* const tile = strip + kMr * kc_max;  // a last partial panel's columns of c
+    const bool in_place = !kRhsColumns && rows < kPackRows;
+    for (std::int64_t k0 = 0; k0 < depth; k0 += kKc) {
+      const std::int64_t kc = std::min(kKc, depth - k0);
+      const bool accumulate = k0 > 0;
+      for (std::int64_t j0 = 0; j0 < cols; j0 += kNc) {
+        const std::int64_t nc = std::min(kNc, cols - j0);
+        // The panel [p0, p0 + kNr) of this block, and the distance between its depth steps.
+        const std::int64_t whole = in_place ? nc / kNr * kNr : 0;
+        pack<kRhsColumns>(b, ldb, k0, kc, j0 + whole, nc - whole, packed + whole * kc);
+        auto panel = [&](std::int64_t p0) {
+          return p0 < whole ? std::pair{b + k0 * ldb + j0 + p0, ldb} : std::pair{packed + p0 * kc, kNr};
+        };
+        for (std::int64_t i0 = 0; i0 < rows; i0 += kMr) {
+          const std::int64_t mr = std::min(kMr, rows - i0);
+          const C* in[kMr];
+          for (std::int64_t r = 0; r < mr; ++r) {
+            if constexpr (kLhsColumns) {
+              in[r] = strip + r * kc;
+            } else {
+              in[r] = a + (i0 + r) * lda + k0;
+            }
+          }
+          if constexpr (kLhsColumns) {
+            for (std::int64_t k = 0; k < kc; ++k)
+              for (std::int64_t r = 0; r < mr; ++r) strip[r * kc + k] = a[(k0 + k) * lda + i0 + r];
+          }
+          for (std::int64_t p0 = 0; p0 < nc; p0 += kNr) {
+            const std::int64_t nr = std::min(kNr, nc - p0);
+            C* const at = c + i0 * ldc + j0 + p0;
+            C* out[kMr];
+            for (std::int64_t r = 0; r < mr; ++r) out[r] = nr == kNr ? at + r * ldc : tile + r * kNr;
+            if (nr < kNr && accumulate) {
+              for (std::int64_t r = 0; r < mr; ++r) {
+                std::copy_n(at + r * ldc, nr, tile + r * kNr);
+                std::fill(tile + r * kNr + nr, tile + (r + 1) * kNr, C(0));
+              }
+            }
+            const auto [from, step] = panel(p0);
+            strip_tile(mr, kc, in, from, step, out, accumulate);
+            if (nr < kNr) {
+              for (std::int64_t r = 0; r < mr; ++r) std::copy_n(tile + r * kNr, nr, at + r * ldc);
+            }
+          }
+        }
+      }
+    }
+  }
+
+ private:
+  static std::int64_t round_up(std::int64_t n) { return (n + kNr - 1) / kNr * kNr; }
+
+  /// micro_kernel on the first `mr` (1 to kMr) rows.
+  template <int kRows = kMr>
+  static void strip_tile(std::int64_t mr, std::int64_t kc, const C* const* in, const C* b, std::int64_t b_step,
+                         C* const* out, bool accumulate) {
+    if constexpr (kRows > 1) {
+      if (mr < kRows) return strip_tile<kRows - 1>(mr, kc, in, b, b_step, out, accumulate);
+    }
+    micro_kernel<C, kRows>(1, kc, in, b, 0, out, accumulate, b_step);
+  }
+
+  /// Packs op(b)[k0, k0 + kc) x [j0, j0 + nc) as panels of kNr columns, kc x kNr each, row by
+  /// row, the columns past nc zero.
+  template <bool kRhsColumns>
+  static void pack(const C* b, std::int64_t ldb, std::int64_t k0, std::int64_t kc, std::int64_t j0,
+                   std::int64_t nc, C* packed) {
+    for (std::int64_t p0 = 0; p0 < nc; p0 += kNr) {
+      const std::int64_t nr = std::min(kNr, nc - p0);
+      C* panel = packed + p0 * kc;
+      if constexpr (kRhsColumns) {
+        for (std::int64_t j = 0; j < nr; ++j) {
+          const C* column = b + (j0 + p0 + j) * ldb + k0;
+          for (std::int64_t k = 0; k < kc; ++k) panel[k * kNr + j] = column[k];
+        }
+        for (std::int64_t j = nr; j < kNr; ++j)
+          for (std::int64_t k = 0; k < kc; ++k) panel[k * kNr + j] = C(0);
+      } else {
+        for (std::int64_t k = 0; k < kc; ++k) {
+          const C* row = b + (k0 + k) * ldb + j0 + p0;
+          std::copy_n(row, nr, panel + k * kNr);
+          std::fill(panel + k * kNr + nr, panel + (k + 1) * kNr, C(0));
+        }
+      }
+    }
+  }
+};
 
 }  // namespace pjrt_lite::cpu::detail
