@@ -193,26 +193,66 @@ struct PanelGemm {
   }
 
   /// Packs op(b)[k0, k0 + kc) x [j0, j0 + nc) as panels of kNr columns, kc x kNr each, row by
-  /// row, the columns past nc zero.
+  /// row, the columns past nc zero. A row-major b is read a row at a time across every whole
+  /// panel (reading a panel's rows one after another strides through memory); a column-major
+  /// b's whole panels transpose square blocks of packets (kW columns by kW depth steps).
   template <bool kRhsColumns>
   static void pack(const C* b, std::int64_t ldb, std::int64_t k0, std::int64_t kc, std::int64_t j0,
                    std::int64_t nc, C* packed) {
-    for (std::int64_t p0 = 0; p0 < nc; p0 += kNr) {
-      const std::int64_t nr = std::min(kNr, nc - p0);
-      C* panel = packed + p0 * kc;
-      if constexpr (kRhsColumns) {
-        for (std::int64_t j = 0; j < nr; ++j) {
-          const C* column = b + (j0 + p0 + j) * ldb + k0;
-          for (std::int64_t k = 0; k < kc; ++k) panel[k * kNr + j] = column[k];
+    using L = typename Tile::L;
+    constexpr int kW = L::kSize, kNp = Tile::kPackets;
+    const std::int64_t whole = nc / kNr * kNr;
+    if constexpr (kRhsColumns) {
+      for (std::int64_t p0 = 0; p0 < whole; p0 += kNr) {
+        const C* columns = b + (j0 + p0) * ldb + k0;  // column j of the panel at columns + j * ldb
+        C* panel = packed + p0 * kc;
+        std::int64_t k = 0;
+        if constexpr (kW > 1) {
+          for (; k + kW <= kc; k += kW) transpose_blocks(columns + k, ldb, panel + k * kNr);
         }
-        for (std::int64_t j = nr; j < kNr; ++j)
-          for (std::int64_t k = 0; k < kc; ++k) panel[k * kNr + j] = C(0);
-      } else {
-        for (std::int64_t k = 0; k < kc; ++k) {
-          const C* row = b + (k0 + k) * ldb + j0 + p0;
-          std::copy_n(row, nr, panel + k * kNr);
-          std::fill(panel + k * kNr + nr, panel + (k + 1) * kNr, C(0));
+        for (std::int64_t j = 0; j < kNr; ++j)
+          for (std::int64_t t = k; t < kc; ++t) panel[t * kNr + j] = columns[j * ldb + t];
+      }
+    } else {
+      for (std::int64_t k = 0; k < kc; ++k) {
+        const C* row = b + (k0 + k) * ldb + j0;
+        for (std::int64_t p0 = 0; p0 < whole; p0 += kNr) {
+          C* to = packed + p0 * kc + k * kNr;
+          [&]<int... J>(std::integer_sequence<int, J...>) {
+            (L::store(to + J * kW, L::load(row + p0 + J * kW)), ...);
+          }(std::make_integer_sequence<int, kNp>{});
         }
+      }
+    }
+    if (whole < nc) {  // the last panel, partial
+      const std::int64_t nr = nc - whole;
+      C* panel = packed + whole * kc;
+      for (std::int64_t k = 0; k < kc; ++k) {
+        for (std::int64_t j = 0; j < nr; ++j)
+          panel[k * kNr + j] = kRhsColumns ? b[(j0 + whole + j) * ldb + k0 + k] : b[(k0 + k) * ldb + j0 + whole + j];
+        std::fill(panel + k * kNr + nr, panel + (k + 1) * kNr, C(0));
+      }
+    }
+  }
+
+  /// The kW depth steps at `columns` (column j at columns + j * ldb) of a whole panel's kNr
+  /// columns, as kW rows of the panel at `to`: one kW x kW transpose per packet of columns.
+  static void transpose_blocks(const C* columns, std::int64_t ldb, C* to) {
+    using L = typename Tile::L;
+    constexpr int kW = L::kSize;
+    if constexpr (kW > 1) {
+      for (int jp = 0; jp < Tile::kPackets; ++jp) {
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wignored-attributes"  // the packet's vector attribute, as Eigen's own blocks
+#endif
+        Eigen::internal::PacketBlock<typename L::Packet, kW> block;
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+        for (int i = 0; i < kW; ++i) block.packet[i] = L::load(columns + (jp * kW + i) * ldb);
+        Eigen::internal::ptranspose(block);
+        for (int i = 0; i < kW; ++i) L::store(to + i * kNr + jp * kW, block.packet[i]);
       }
     }
   }
