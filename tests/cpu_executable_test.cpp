@@ -813,9 +813,11 @@ TEST_CASE("cpu executable: GEMM packing buffers planned at compile time fit ever
     CHECK(products > 10000);
     return missed;
   };
-  CHECK(misses(std::type_identity<float>()) == 0);
-  CHECK(misses(std::type_identity<double>()) == 0);
+  // f32 and f64 products run on PanelGemm, whose scratch depends on the columns and depth
+  // alone; the products that keep Eigen's blocking are complex and integer ones.
   CHECK(misses(std::type_identity<std::complex<float>>()) == 0);
+  CHECK(misses(std::type_identity<std::complex<double>>()) == 0);
+  CHECK(misses(std::type_identity<unsigned>()) == 0);
 
   // And the product in planned buffers equals the naive sums, split across two workers'
   // slices, with row-major and column-major (transposed) operands.

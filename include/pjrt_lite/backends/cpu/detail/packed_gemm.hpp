@@ -1,11 +1,11 @@
 #pragma once
 // IWYU pragma: private, include "pjrt_lite/cpu.hpp"
-// The register-blocked inner product that convolution runs on: an MR x NR tile of the result
-// kept in vector registers while the depth streams past, the right operand packed in panels
-// of NR columns and the left one read through MR row pointers. Reading the left operand
-// through pointers lets a convolution hand the micro-kernel its input rows where they are
-// (an NHWC window tap is a contiguous run of input features), so it never builds an im2col
-// matrix (the indirect convolution of Dukhan, "The Indirect Convolution Algorithm", 2019).
+// The register-blocked inner product of convolution and of f32/f64 dot_general (PanelGemm): an
+// MR x NR tile of the result kept in vector registers while the depth streams past, the right
+// operand packed in panels of NR columns and the left one read through MR row pointers, which
+// lets a convolution hand the micro-kernel its input rows where they are (an NHWC window tap
+// is a contiguous run of input features), so it never builds an im2col matrix (the indirect
+// convolution of Dukhan, "The Indirect Convolution Algorithm", 2019).
 //
 // The vector width is Eigen's packet for the translation unit's instruction set; types Eigen
 // does not vectorize (integers in unsigned arithmetic, complex) run the same tiles one lane
