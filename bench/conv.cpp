@@ -346,6 +346,15 @@ std::vector<float> conv_reference(std::string_view workload) {
     RowMatrix patches(kConvChunk, kConvDepth);
     conv_positions(conv_input().data(), conv_kernel().data(), conv_bias().data(), y.data(),
                    patches, 0, kConvPositions);
+  } else if (workload == "conv3x3_b8_56x56x64") {
+    y.resize(static_cast<std::size_t>(kConvBatch * kConvPositions * kConvChannels));
+    RowMatrix patches(kConvChunk, kConvDepth);
+    conv3x3_batch_rows(conv_input_batch(kConvBatch).data(), conv_kernel().data(), conv_bias().data(), y.data(),
+                       patches, 0, kConvBatch * kConvPositions);
+  } else if (workload == "conv1x1_56x56x64" || workload == "depthwise3x3_56x56x64") {
+    const ConvLayer& layer = workload == "conv1x1_56x56x64" ? kConv1x1 : kDepthwise;
+    y.resize(static_cast<std::size_t>(kConvPositions * kConvChannels));
+    layer.positions(conv_input().data(), layer.kernel().data(), conv_bias().data(), y.data(), 0, kConvPositions);
   }
   return y;
 }

@@ -441,26 +441,42 @@ void softmax_256x1024(benchmark::State& state) {
   check(state, y, model_reference("softmax_256x1024").data(), 1e-6);
 }
 
-void conv3x3_56x56x64(benchmark::State& state) {
+/// conv2d + bias + relu_ on `batch` NHWC images of 56 x 56 x 64, seen as an NCHW tensor in
+/// channels-last layout; the HWIO kernel ([window, window, 64 / groups, 64]) as OIHW, laid out
+/// channels-last once before the loop (a model's weights are prepared once).
+void conv_layer(benchmark::State& state, std::string_view workload, std::int64_t batch, std::int64_t window,
+                std::int64_t groups, const std::vector<float>& kernel, double tolerance) {
   use_threads(kThreads);
   torch::NoGradGuard no_grad;
-  // NHWC data seen as an NCHW tensor in channels-last layout; the HWIO kernel as OIHW,
-  // laid out channels-last once before the loop (a model's weights are prepared once).
-  const at::Tensor x = tensor(conv_input(), {1, kConvSize, kConvSize, kConvChannels}).permute({0, 3, 1, 2});
-  const at::Tensor k = tensor(conv_kernel(), {3, 3, kConvChannels, kConvChannels})
+  const at::Tensor x =
+      tensor(conv_input_batch(batch), {batch, kConvSize, kConvSize, kConvChannels}).permute({0, 3, 1, 2});
+  const at::Tensor k = tensor(kernel, {window, window, kConvChannels / groups, kConvChannels})
                            .permute({3, 2, 0, 1})
                            .contiguous(at::MemoryFormat::ChannelsLast);
   const at::Tensor bias = tensor(conv_bias(), {kConvChannels});
   at::Tensor y;
   for (auto _ : state) {
-    y = at::conv2d(x, k, bias, /*stride=*/1, /*padding=*/1);
+    y = at::conv2d(x, k, bias, /*stride=*/1, /*padding=*/window / 2, /*dilation=*/1, groups);
     y.relu_();
     benchmark::DoNotOptimize(y.data_ptr());
   }
-  state.counters["flops"] =
-      benchmark::Counter(2.0 * kConvSize * kConvSize * kConvTaps * kConvChannels * kConvChannels,
-                         benchmark::Counter::kIsIterationInvariantRate);
-  check(state, y.permute({0, 2, 3, 1}), model_reference("conv3x3_56x56x64").data(), 1e-4);
+  state.counters["flops"] = benchmark::Counter(
+      2.0 * static_cast<double>(batch * kConvSize * kConvSize * window * window * (kConvChannels / groups) * kConvChannels),
+      benchmark::Counter::kIsIterationInvariantRate);
+  check(state, y.permute({0, 2, 3, 1}), model_reference(workload).data(), tolerance);
+}
+
+void conv3x3_56x56x64(benchmark::State& state) {
+  conv_layer(state, "conv3x3_56x56x64", 1, 3, 1, conv_kernel(), 1e-4);
+}
+void conv3x3_b8_56x56x64(benchmark::State& state) {
+  conv_layer(state, "conv3x3_b8_56x56x64", kConvBatch, 3, 1, conv_kernel(), 1e-4);
+}
+void conv1x1_56x56x64(benchmark::State& state) {
+  conv_layer(state, "conv1x1_56x56x64", 1, 1, 1, conv1x1_kernel(), 1e-4);
+}
+void depthwise3x3_56x56x64(benchmark::State& state) {
+  conv_layer(state, "depthwise3x3_56x56x64", 1, 3, kConvChannels, depthwise_kernel(), 1e-5);
 }
 
 /// Self-attention of `tokens` tokens as its matrix products, softmax and head merge into
@@ -671,6 +687,9 @@ BenchFn torch_peer(std::string_view workload) {
       {"layer_norm_256x1024", layer_norm_256x1024},
       {"softmax_256x1024", softmax_256x1024},
       {"conv3x3_56x56x64", conv3x3_56x56x64},
+      {"conv3x3_b8_56x56x64", conv3x3_b8_56x56x64},
+      {"conv1x1_56x56x64", conv1x1_56x56x64},
+      {"depthwise3x3_56x56x64", depthwise3x3_56x56x64},
       {"conv3x3_int8_56x56x64", conv3x3_int8_56x56x64},
       {"attention_128x256", attention<kTokens>},
       {"rms_norm_256x1024", rms_norm_256x1024},

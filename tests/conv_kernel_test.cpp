@@ -262,6 +262,19 @@ TEST_CASE("conv kernel: depthwise, NHWC and NCHW, with multipliers and strides")
       {{2, 12, 7, 7}, {12, 1, 3, 3}, kNchw, {.padding_low = {1, 1}, .padding_high = {1, 1}, .feature_group_count = 12}},
       // A channel multiplier of 2 (two outputs per group) takes the product path.
       {{1, 7, 7, 8}, {3, 3, 1, 16}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}, .feature_group_count = 8}},
+      // Interior windows read at fixed distances from their first tap, the others tap by tap:
+      // a reversed window, uneven padding and a stride; a dilated lhs, where no window is
+      // regular; one and three spatial dimensions.
+      {{2, 11, 9, 40},
+       {3, 2, 1, 40},
+       kNhwc,
+       {.window_strides = {1, 2}, .padding_low = {2, 0}, .padding_high = {0, 3}, .window_reversal = {1, 0}, .feature_group_count = 40}},
+      {{1, 6, 7, 24}, {3, 3, 1, 24}, kNhwc, {.padding_low = {1, 1}, .padding_high = {1, 1}, .lhs_dilation = {2, 1}, .feature_group_count = 24}},
+      {{3, 30, 16}, {5, 1, 16}, "[b, 0, f]x[0, i, o]->[b, 0, f]", {.padding_low = {4}, .padding_high = {1}, .rhs_dilation = {2}, .feature_group_count = 16}},
+      {{1, 5, 4, 6, 32},
+       {2, 3, 2, 1, 32},
+       "[b, 0, 1, 2, f]x[0, 1, 2, i, o]->[b, 0, 1, 2, f]",
+       {.padding_low = {0, 1, 1}, .padding_high = {1, 1, 0}, .window_reversal = {0, 1, 1}, .feature_group_count = 32}},
   };
   check_cases(cases, {DType::kF32, DType::kF64, DType::kS32});
 }

@@ -920,6 +920,7 @@ class Compiler {
       all.sums_of_squared_differences += c.sums_of_squared_differences;
       all.scalar_pairs += c.scalar_pairs;
       all.scaled_products += c.scaled_products;
+      all.bounded_ops += c.bounded_ops;
     }
     std::string text;
     auto add = [&](std::int32_t count, std::string_view one, std::string_view many) {
@@ -932,6 +933,7 @@ class Compiler {
     add(all.sums_of_squared_differences, "sum of squared differences", "sums of squared differences");
     add(all.scalar_pairs, "pair of scalar ops", "pairs of scalar ops");
     add(all.scaled_products, "scaled product", "scaled products");
+    add(all.bounded_ops, "bounded op", "bounded ops");
     return text;
   }
 

@@ -27,6 +27,7 @@
 #include <complex>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <type_traits>
 #include <utility>
@@ -112,7 +113,9 @@ class ConvKernel final : public Kernel {
           const bool valid = padded >= 0 && padded % a.lhs_dilation[d] == 0 && padded / a.lhs_dilation[d] < in_size;
           table.push_back(valid ? padded / a.lhs_dilation[d] * at(lhs_strides, a.input_spatial_dimensions[d]) : -1);
         }
+      note_regular_positions(table, out_size, kernel_size);
     }
+    combine_regular_deltas();
     depth_ = taps_ * group_inputs_;
     rows_ = batch_ * positions_;
     lhs_empty_ = lhs.element_count() == 0;
@@ -129,13 +132,16 @@ class ConvKernel final : public Kernel {
 
   bool adopt_epilogue(std::unique_ptr<FusedKernel>& loop) override {
     // Products whose blocks of rows are whole rows of the result, in place: one group,
-    // features contiguous; not the empty or depthwise ones, which have no such blocks (a
-    // depthwise one's loop run after each block of 32 positions measured slower than one
-    // pass over the whole result: docs/DECISIONS.md).
-    const bool in_blocks = int8_ || ((dtype_ == DType::kF32 || dtype_ == DType::kF64) && !depthwise_);
-    if (!in_blocks || !direct_ || groups_ != 1 || batch_ == 0 || positions_ == 0 || group_outputs_ == 0 ||
-        depth_ == 0 || lhs_empty_)
+    // features contiguous; not the empty ones, which have no blocks.
+    const bool floating = dtype_ == DType::kF32 || dtype_ == DType::kF64;
+    if (batch_ == 0 || positions_ == 0 || group_outputs_ == 0 || depth_ == 0 || lhs_empty_) return false;
+    if (depthwise_) {
+      // A depthwise one runs the loop on each block of positions it finished, whole rows of
+      // channels when the result's rows are its positions in order.
+      if (!floating || !depthwise_vectorized() || !rows_are_matrix()) return false;
+    } else if (!(int8_ || floating) || !direct_ || groups_ != 1) {
       return false;
+    }
     epilogue_.adopt(loop, *this);
     return true;
   }
@@ -267,6 +273,49 @@ class ConvKernel final : public Kernel {
 
   /// Rows a depthwise worker describes at a time.
   static constexpr std::int64_t kDepthwiseRows = 32;
+
+  /// A position along a spatial dimension whose taps all read the lhs at fixed distances
+  /// from its first tap's (an interior position when the lhs is not dilated): its first tap's
+  /// offset in regular_first_, kIrregular otherwise.
+  static constexpr std::int64_t kIrregular = std::numeric_limits<std::int64_t>::min();
+
+  /// Notes which positions of the last spatial dimension's tap table (`size` positions of
+  /// `taps` taps) are regular, against the distances of the first whose taps are all valid.
+  void note_regular_positions(const std::vector<std::int64_t>& table, std::int64_t size, std::int64_t taps) {
+    auto& first = regular_first_.emplace_back(static_cast<std::size_t>(size), kIrregular);
+    auto& deltas = regular_deltas_.emplace_back();
+    for (std::int64_t o = 0; o < size; ++o) {
+      const std::int64_t* along = table.data() + o * taps;
+      if (std::any_of(along, along + taps, [](std::int64_t offset) { return offset < 0; })) continue;
+      if (deltas.empty())
+        for (std::int64_t t = 0; t < taps; ++t) deltas.push_back(along[t] - along[0]);
+      bool same = true;
+      for (std::int64_t t = 0; t < taps; ++t) same = same && along[t] - along[0] == deltas[static_cast<std::size_t>(t)];
+      if (same) first[static_cast<std::size_t>(o)] = along[0];
+    }
+  }
+
+  /// The offset of every tap of a regular window from its first, in window()'s order.
+  void combine_regular_deltas() {
+    window_deltas_.assign(1, 0);
+    for (const auto& deltas : regular_deltas_) {
+      if (deltas.empty()) {  // no regular position along this dimension: no regular window
+        window_deltas_.clear();
+        return;
+      }
+      std::vector<std::int64_t> next;
+      next.reserve(window_deltas_.size() * deltas.size());
+      for (std::int64_t base : window_deltas_)
+        for (std::int64_t delta : deltas) next.push_back(base + delta);
+      window_deltas_ = std::move(next);
+    }
+  }
+
+  /// Whether a depthwise run takes the vectorized rows (depthwise_row): floating point
+  /// computed in its own type, channels contiguous in the lhs and the result.
+  bool depthwise_vectorized() const {
+    return (dtype_ == DType::kF32 || dtype_ == DType::kF64) && lhs_feature_stride_ == 1 && out_feature_stride_ == 1;
+  }
 
   /// Whether work of `macs` multiply-adds splits across the workers.
   [[nodiscard]] static bool splits(std::int64_t macs) { return macs >= (std::int64_t{1} << 17); }
@@ -588,24 +637,21 @@ class ConvKernel final : public Kernel {
       const std::int64_t offset = kernel_tap_offset(tap);
       for (std::int64_t g = 0; g < groups_; ++g) packed[tap * groups_ + g] = widen<T, C>(rhs[offset + g * rhs_out_stride_]);
     }
-    const bool contiguous = lhs_feature_stride_ == 1 && out_feature_stride_ == 1;
+    const bool vectorized = depthwise_vectorized();
     auto block = [&](std::int64_t m0, std::int64_t m1, int worker) {
       std::byte* slice = ctx.scratch + slices_ + slice_bytes_ * worker;
       C* sums = reinterpret_cast<C*>(slice);
       Row* rows = reinterpret_cast<Row*>(slice + row_info_at_);
       auto* offsets = reinterpret_cast<std::int64_t*>(slice + windows_at_);
+      if constexpr (std::is_same_v<T, C> && std::is_floating_point_v<C>) {
+        if (vectorized) return depthwise_lines<C>(ctx, lhs, packed, out, m0, m1, offsets, worker);
+      }
       for (std::int64_t c0 = m0; c0 < m1; c0 += kDepthwiseRows) {
         const std::int64_t count = std::min(kDepthwiseRows, m1 - c0);
         describe_rows(c0, count, rows);
         for (std::int64_t r = 0; r < count; ++r) {
-          window(rows[r], offsets);
           T* dst = out + rows[r].out;
-          if constexpr (std::is_same_v<T, C> && std::is_floating_point_v<C>) {
-            if (contiguous) {
-              depthwise_row<C>(lhs, packed, offsets, dst);
-              continue;
-            }
-          }
+          window(rows[r], offsets);
           std::fill(sums, sums + groups_, C(0));
           for (std::int64_t t = 0; t < taps_; ++t) {
             if (offsets[t] < 0) continue;
@@ -620,40 +666,84 @@ class ConvKernel final : public Kernel {
     for_range(ctx, workers_, workers_ > 1, rows_, 64, block);
   }
 
-  /// One position of a depthwise convolution with contiguous channels: up to four vectors of
-  /// channels at a time stay in registers over every tap (unrolled by a fold: as a loop over
-  /// an array of four, g++ kept the sums in memory and stored and reloaded them every tap).
+  /// Rows [m0, m1) of a depthwise convolution with contiguous channels, a run of positions
+  /// along the last spatial dimension at a time: a position whose window is regular reads its
+  /// taps at window_deltas_ from its first, the others tap by tap through window(). The
+  /// epilogue, if any, runs on each run of positions as soon as it is done.
   template <class C>
+  void depthwise_lines(const RunContext& ctx, const C* lhs, const C* packed, C* out, std::int64_t m0, std::int64_t m1,
+                       std::int64_t* offsets, int worker) const {
+    constexpr std::int64_t kMostPositions = 128;  // per run, so that the epilogue finds them in cache
+    const std::int64_t line = spatial_ > 0 ? out_sizes_.back() : 1;
+    const std::int64_t out_step = spatial_ > 0 ? out_spatial_strides_.back() : 0;
+    for (std::int64_t m = m0; m < m1;) {
+      const std::int64_t o0 = m % line, count = std::min({line - o0, m1 - m, kMostPositions});
+      Row row;
+      describe_rows(m, 1, &row);
+      // The line's first tap offset along every dimension but the last.
+      std::int64_t first = row.lhs;
+      bool regular = spatial_ > 0 && !window_deltas_.empty();
+      for (std::size_t d = 0; regular && d + 1 < spatial_; ++d) {
+        const std::int64_t offset = regular_first_[d][static_cast<std::size_t>(row.pos[d])];
+        regular = offset != kIrregular;
+        if (regular) first += offset;
+      }
+      for (std::int64_t o = o0; o < o0 + count; ++o) {
+        C* dst = out + row.out + (o - o0) * out_step;
+        const std::int64_t along = regular ? regular_first_.back()[static_cast<std::size_t>(o)] : kIrregular;
+        if (along != kIrregular) {
+          depthwise_row<C, false>(lhs + first + along, packed, window_deltas_.data(), dst);
+        } else {
+          if (spatial_ > 0) row.pos[spatial_ - 1] = o;
+          window(row, offsets);
+          depthwise_row<C, true>(lhs, packed, offsets, dst);
+        }
+      }
+      epilogue_.run(ctx, m * groups_, (m + count) * groups_, worker);
+      m += count;
+    }
+  }
+
+  /// One position of a depthwise convolution with contiguous channels: eight, then four,
+  /// then one vector of channels at a time stay in registers over every tap (unrolled by a
+  /// fold: as a loop over an array, g++ kept the sums in memory and stored and reloaded them
+  /// every tap). Eight independent sums keep both FMA pipes busy: with four, each tap waited
+  /// for the last one's FMA latency (a 64-channel 3x3 position took about twice as long).
+  /// Tap t reads base + offsets[t], skipped when kChecked and the offset is negative.
+  template <class C, bool kChecked>
   void depthwise_row(const C* base, const C* packed, const std::int64_t* offsets, C* dst) const {
     using L = Lanes<C>;
-    using P = typename L::Packet;
-    constexpr std::int64_t kW = L::kSize, kStep = 4 * kW;
+    constexpr std::int64_t kW = L::kSize;
     std::int64_t g = 0;
-    for (; g + kStep <= groups_; g += kStep) {
-      [&]<int... J>(std::integer_sequence<int, J...>) {
-        P acc[] = {(static_cast<void>(J), L::zero())...};
-        for (std::int64_t t = 0; t < taps_; ++t) {
-          if (offsets[t] < 0) continue;
-          const C* src = base + offsets[t] + g;
-          const C* w = packed + t * groups_ + g;
-          ((acc[J] = L::madd(L::load(src + J * kW), L::load(w + J * kW), acc[J])), ...);
-        }
-        (L::store(dst + g + J * kW, acc[J]), ...);
-      }(std::make_integer_sequence<int, 4>{});
-    }
-    for (; g + kW <= groups_; g += kW) {
-      P acc = L::zero();
-      for (std::int64_t t = 0; t < taps_; ++t)
-        if (offsets[t] >= 0) acc = L::madd(L::load(base + offsets[t] + g), L::load(packed + t * groups_ + g), acc);
-      L::store(dst + g, acc);
-    }
+    for (; g + 8 * kW <= groups_; g += 8 * kW) depthwise_packets<C, kChecked, 8>(g, base, packed, offsets, dst);
+    for (; g + 4 * kW <= groups_; g += 4 * kW) depthwise_packets<C, kChecked, 4>(g, base, packed, offsets, dst);
+    for (; g + kW <= groups_; g += kW) depthwise_packets<C, kChecked, 1>(g, base, packed, offsets, dst);
     for (; g < groups_; ++g) {
       C acc = 0;
       for (std::int64_t t = 0; t < taps_; ++t)
-        if (offsets[t] >= 0) acc += base[offsets[t] + g] * packed[t * groups_ + g];
+        if (!kChecked || offsets[t] >= 0) acc += base[offsets[t] + g] * packed[t * groups_ + g];
       dst[g] = acc;
     }
   }
+
+  /// kPackets vectors of channels from channel g of one depthwise position (depthwise_row).
+  template <class C, bool kChecked, int kPackets>
+  void depthwise_packets(std::int64_t g, const C* base, const C* packed, const std::int64_t* offsets, C* dst) const {
+    using L = Lanes<C>;
+    using P = typename L::Packet;
+    constexpr std::int64_t kW = L::kSize;
+    [&]<int... J>(std::integer_sequence<int, J...>) {
+      P acc[] = {(static_cast<void>(J), L::zero())...};
+      for (std::int64_t t = 0; t < taps_; ++t) {
+        if (kChecked && offsets[t] < 0) continue;
+        const C* src = base + offsets[t] + g;
+        const C* w = packed + t * groups_ + g;
+        ((acc[J] = L::madd(L::load(src + J * kW), L::load(w + J * kW), acc[J])), ...);
+      }
+      (L::store(dst + g + J * kW, acc[J]), ...);
+    }(std::make_integer_sequence<int, kPackets>{});
+  }
+
 
   DType dtype_;
   std::int32_t lhs_slot_, rhs_slot_, dst_slot_;
@@ -667,6 +757,10 @@ class ConvKernel final : public Kernel {
   bool int8_ = false, lhs_signed_ = false, rhs_signed_ = false;  // 8-bit operands, 32-bit sums
   std::vector<std::int64_t> out_sizes_, kernel_sizes_, out_spatial_strides_, rhs_spatial_strides_;
   std::vector<std::vector<std::int64_t>> tap_offsets_;
+  // Regular windows (depthwise_lines): per spatial dimension, each position's first tap offset
+  // or kIrregular, and the taps' distances along it; the whole window's distances.
+  std::vector<std::vector<std::int64_t>> regular_first_, regular_deltas_;
+  std::vector<std::int64_t> window_deltas_;
   // Blocking: rows per block (mc_), columns per block (nc_, of n_pad_ = the group's outputs
   // rounded up to the micro-kernel's width), taps per depth block and features per piece.
   std::int64_t mc_ = 1, nc_ = 1, n_pad_ = 0, block_taps_ = 1, chunk_ = 1;

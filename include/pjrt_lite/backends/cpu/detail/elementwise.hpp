@@ -378,6 +378,80 @@ inline void max_min_tile(const TileArgs& a) {
   for (; i < a.n; ++i) o[i] = kMax ? float_max(x[i], y[i]) : float_min(x[i], y[i]);
 }
 
+/// maximum (kMax) or minimum of `x op y` (x at in[0], y at in[1]; add, subtract or multiply)
+/// and the tile z at in[2], the op's result the first operand (kOpFirst) or the second: a bias
+/// and a relu in one pass over the tile. The op rounds as it would alone and max and min do
+/// not round: bit for bit the two instructions.
+/// With kScalar, z is one value at in[2] (a broadcast scalar: relu's 0): a bound that is not
+/// NaN and not the zero whose sign the other zero would win against (-0 for maximum, +0 for
+/// minimum) is the CPU's max or min instruction, which returns the bound for a NaN or an equal
+/// operand, and then the NaN put back: the same bits as the general comparison in three
+/// operations instead of nine.
+template <class T, OpCode kOp, bool kMax, bool kOpFirst, bool kScalar = false>
+inline void bounded_op_tile(const TileArgs& a) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
+  const T* x = static_cast<const T*>(a.in[0]);
+  const T* y = static_cast<const T*>(a.in[1]);
+  const T* z = static_cast<const T*>(a.in[2]);
+  T* o = static_cast<T*>(a.out);
+  if constexpr (kScalar) {
+    const T bound = *z;
+    auto op = [](const auto& u, const auto& v) {
+      if constexpr (kOp == OpCode::kAdd) return u + v;
+      else if constexpr (kOp == OpCode::kSubtract) return u - v;
+      else return u * v;
+    };
+    const bool plain = !std::isnan(bound) && !(bound == 0 && std::signbit(bound) == kMax);
+    auto pick = [&](T v) {
+      const T first = kOpFirst ? v : bound, second = kOpFirst ? bound : v;
+      return kMax ? float_max(first, second) : float_min(first, second);
+    };
+    std::int64_t i = 0;
+    if constexpr (kLanes > 1) {
+      const P b = ei::pset1<P>(bound);
+      if (plain) {
+        for (; i + kLanes <= a.n; i += kLanes) {
+          const P v = op(ei::ploadu<P>(x + i), ei::ploadu<P>(y + i));
+          const P m = kMax ? ei::pmax(b, v) : ei::pmin(b, v);  // b where v is NaN or equal to it
+          ei::pstoreu(o + i, ei::pselect(ei::pcmp_eq(v, v), m, v));
+        }
+      } else {
+        for (; i + kLanes <= a.n; i += kLanes) {
+          const P v = op(ei::ploadu<P>(x + i), ei::ploadu<P>(y + i));
+          ei::pstoreu(o + i, kOpFirst ? packet_max_min<kMax>(v, b) : packet_max_min<kMax>(b, v));
+        }
+      }
+    }
+    for (; i < a.n; ++i) o[i] = pick(op(x[i], y[i]));
+    return;
+  }
+  auto op = [](const auto& u, const auto& v) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(u)>, T>) {
+      return kOp == OpCode::kAdd ? u + v : kOp == OpCode::kSubtract ? u - v : u * v;
+    } else if constexpr (kOp == OpCode::kAdd) {
+      return ei::padd(u, v);
+    } else if constexpr (kOp == OpCode::kSubtract) {
+      return ei::psub(u, v);
+    } else {
+      return ei::pmul(u, v);
+    }
+  };
+  std::int64_t i = 0;
+  if constexpr (kLanes > 1) {
+    for (; i + kLanes <= a.n; i += kLanes) {
+      const P v = op(ei::ploadu<P>(x + i), ei::ploadu<P>(y + i)), w = ei::ploadu<P>(z + i);
+      ei::pstoreu(o + i, kOpFirst ? packet_max_min<kMax>(v, w) : packet_max_min<kMax>(w, v));
+    }
+  }
+  for (; i < a.n; ++i) {
+    const T v = op(x[i], y[i]);
+    const T first = kOpFirst ? v : z[i], second = kOpFirst ? z[i] : v;
+    o[i] = kMax ? float_max(first, second) : float_min(first, second);
+  }
+}
+
 template <class T, class F>
 inline void compare_with(const TileArgs& a, F key) {
   const T* x = static_cast<const T*>(a.in[0]);
@@ -914,6 +988,27 @@ TileFn with_scalar_op(OpCode op, Pick pick) {
 }
 
 }  // namespace ew
+
+/// The kernel of max or min (`max`) of x op y and z, x op y first when `op_first` and z one
+/// scalar when `scalar_bound` (ew::bounded_op_tile), for add, subtract or multiply on f32 or
+/// f64, or null.
+inline TileFn find_bounded_op_kernel(OpCode op, bool max, bool op_first, bool scalar_bound, DType t) {
+  return ew::with_float_type(t, [&]<class T>() -> TileFn {
+    auto pick = [&]<OpCode kOp>() -> TileFn {
+      auto with = [&]<bool kMax>() -> TileFn {
+        if (scalar_bound) return op_first ? &ew::bounded_op_tile<T, kOp, kMax, true, true> : &ew::bounded_op_tile<T, kOp, kMax, false, true>;
+        return op_first ? &ew::bounded_op_tile<T, kOp, kMax, true> : &ew::bounded_op_tile<T, kOp, kMax, false>;
+      };
+      return max ? with.template operator()<true>() : with.template operator()<false>();
+    };
+    switch (op) {
+      case OpCode::kAdd: return pick.template operator()<OpCode::kAdd>();
+      case OpCode::kSubtract: return pick.template operator()<OpCode::kSubtract>();
+      case OpCode::kMultiply: return pick.template operator()<OpCode::kMultiply>();
+      default: return nullptr;
+    }
+  });
+}
 
 /// The kernel of (x first a) second b (ew::scalar_pair_tile) on f32 or f64, or null.
 inline TileFn find_scalar_pair_kernel(OpCode first, OpCode second, DType t) {

@@ -47,6 +47,10 @@ class TileProgram {
     std::int64_t repeat = 1;          // kPeriodic: consecutive elements that read one pattern element
     bool tile = true;                 // kSplat: some instruction reads it as a filled tile
     bool stable = false;              // kSplat, kPeriodic: no instruction writes its external address
+    // kPeriodic, stable, one element per position and at most a tile long: its slot holds a
+    // tile and a period, filled with the pattern once per run of several tiles, and each tile
+    // reads it from its start's place in the pattern.
+    bool prefilled = false;
   };
   struct Instr {
     TileFn fn;
@@ -68,6 +72,7 @@ class TileProgram {
     std::int32_t sums_of_squared_differences = 0;  // acc += sum((x - s)^2)
     std::int32_t scalar_pairs = 0;                 // (x op a) op b
     std::int32_t scaled_products = 0;              // (x op s) * y
+    std::int32_t bounded_ops = 0;                  // max(x op y, z), min(x op y, z)
   };
 
   /// A register over external address `e` (an operand or result array), read or written at
@@ -143,6 +148,7 @@ class TileProgram {
     fuse_squared_differences();
     fuse_scalar_pairs();
     fuse_scaled_products();
+    fuse_bounded_ops();
     mark_splats_read_as_tiles();
     std::vector<std::int64_t> last_use(regs_.size(), -1);
     for (std::size_t i = 0; i < code_.size(); ++i) {
@@ -158,8 +164,10 @@ class TileProgram {
     std::int64_t next = 0;
     for (Reg& r : regs_)
       if ((r.kind == RegKind::kSplat && r.tile) || r.kind == RegKind::kPeriodic) {
+        r.prefilled = r.kind == RegKind::kPeriodic && r.stable && r.repeat == 1 && r.period <= tile_elements_;
         r.scratch_offset = next;
-        next += kSlotBytes;
+        next += r.prefilled ? ((tile_elements_ + r.period) * static_cast<std::int64_t>(byte_size(r.dtype)) + 63) / 64 * 64
+                            : kSlotBytes;
       }
     // Scratch tiles: a free list of slots, each one tile wide; a tile is freed after its last use.
     std::vector<std::int64_t> free_slots;
@@ -227,13 +235,23 @@ class TileProgram {
       ptr[b.reg] = scratch + b.offset;
       if (b.external >= 0) fill_value(ptr[b.reg], externals[b.external], std::min(tile_elements_, end - begin), b.size);
     }
+    const bool several_tiles = end - begin > tile_elements_;
+    if (several_tiles)
+      for (const Bind& m : periodics_) {
+        const Reg& r = regs_[static_cast<std::size_t>(m.reg)];
+        if (r.prefilled)
+          fill_periodic(scratch + r.scratch_offset, externals[r.external], r.period, 1, 0,
+                        tile_elements_ + r.period - 1, m.size);
+      }
     TileArgs args;
     for (std::int64_t pos = begin; pos < end; pos += tile_elements_) {
       args.n = std::min(tile_elements_, end - pos);
       for (const Bind& w : windows_) ptr[w.reg] = externals[w.external] + pos * w.size;
       for (const Bind& m : periodics_) {
         const Reg& r = regs_[static_cast<std::size_t>(m.reg)];
-        if (r.stable && r.repeat == 1 && pos % r.period + args.n <= r.period) {
+        if (several_tiles && r.prefilled) {
+          ptr[m.reg] = scratch + r.scratch_offset + pos % r.period * m.size;
+        } else if (r.stable && r.repeat == 1 && pos % r.period + args.n <= r.period) {
           // The tile is a run of the pattern itself (a row's scale in a row kernel, a vector
           // as long as the tile): read it in place.
           ptr[m.reg] = externals[r.external] + pos % r.period * m.size;
@@ -505,6 +523,28 @@ class TileProgram {
       if (fn == nullptr) return false;
       mul = Instr{fn, OpCode::kMultiply, mul.out, {scaled.in[0], scaled.in[1], mul.in[1 - k]}};
       mul.scalars = 0b010;
+      return true;
+    });
+  }
+
+  /// A maximum or minimum of another tile and an add, subtract or multiply of two tiles that
+  /// only it reads (a bias and a relu: max(x + b, 0)) as one instruction.
+  void fuse_bounded_ops() {
+    combined_.bounded_ops = fuse_sole_producer([&](Instr& bound, int k, const Instr& op) {
+      const DType t = dtype(bound.out);
+      auto plain = [&](const Instr& ins) {
+        return ins.scalars == 0 && ins.in[2] < 0 && dtype(ins.in[0]) == t && dtype(ins.in[1]) == t &&
+               ins.fn == find_tile_kernel(ins.op, t, t);
+      };
+      if (k > 1 || (bound.op != OpCode::kMaximum && bound.op != OpCode::kMinimum) || bound.in[0] == bound.in[1] ||
+          !plain(bound) || !plain(op))
+        return false;
+      // A broadcast scalar bound (relu's 0) is read as one value.
+      const bool scalar_bound = regs_[static_cast<std::size_t>(bound.in[1 - k])].kind == RegKind::kSplat;
+      TileFn fn = find_bounded_op_kernel(op.op, bound.op == OpCode::kMaximum, k == 0, scalar_bound, t);
+      if (fn == nullptr) return false;
+      bound = Instr{fn, bound.op, bound.out, {op.in[0], op.in[1], bound.in[1 - k]}};
+      if (scalar_bound) bound.scalars = 0b100;
       return true;
     });
   }
