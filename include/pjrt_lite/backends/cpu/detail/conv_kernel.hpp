@@ -688,15 +688,21 @@ class ConvKernel final : public Kernel {
         regular = offset != kIrregular;
         if (regular) first += offset;
       }
-      for (std::int64_t o = o0; o < o0 + count; ++o) {
+      const std::int64_t* along = regular ? regular_first_.back().data() : nullptr;
+      for (std::int64_t o = o0; o < o0 + count;) {
         C* dst = out + row.out + (o - o0) * out_step;
-        const std::int64_t along = regular ? regular_first_.back()[static_cast<std::size_t>(o)] : kIrregular;
-        if (along != kIrregular) {
-          depthwise_row<C, false>(lhs + first + along, packed, window_deltas_.data(), dst);
+        if (along != nullptr && along[o] != kIrregular) {
+          // A run of regular positions, each window the last one's moved by the same step.
+          std::int64_t end = o + 1;
+          const std::int64_t step = end < o0 + count && along[end] != kIrregular ? along[end] - along[o] : 0;
+          while (end < o0 + count && along[end] != kIrregular && along[end] - along[end - 1] == step) ++end;
+          depthwise_run<C>(lhs + first + along[o], end - o, step, packed, dst, out_step);
+          o = end;
         } else {
           if (spatial_ > 0) row.pos[spatial_ - 1] = o;
           window(row, offsets);
           depthwise_row<C, true>(lhs, packed, offsets, dst);
+          ++o;
         }
       }
       epilogue_.run(ctx, m * groups_, (m + count) * groups_, worker);
@@ -724,6 +730,74 @@ class ConvKernel final : public Kernel {
         if (!kChecked || offsets[t] >= 0) acc += base[offsets[t] + g] * packed[t * groups_ + g];
       dst[g] = acc;
     }
+  }
+
+  /// `count` regular depthwise positions whose windows start at `first`, `step` apart, their
+  /// results at `dst`, `out_step` apart: two positions at a time share each load of the
+  /// kernel (three loads for two FMAs instead of four), then a last one alone.
+  template <class C>
+  void depthwise_run(const C* first, std::int64_t count, std::int64_t step, const C* packed, C* dst,
+                     std::int64_t out_step) const {
+    using L = Lanes<C>;
+    constexpr std::int64_t kW = L::kSize;
+    const std::int64_t* deltas = window_deltas_.data();
+    std::int64_t p = 0;
+    for (; p + 2 <= count; p += 2) {
+      const C* base = first + p * step;
+      C* to = dst + p * out_step;
+      std::int64_t g = 0;
+      for (; g + 4 * kW <= groups_; g += 4 * kW) depthwise_pair<C, 4>(g, base, step, packed, deltas, to, out_step);
+      for (; g + kW <= groups_; g += kW) depthwise_pair<C, 1>(g, base, step, packed, deltas, to, out_step);
+      for (; g < groups_; ++g) {
+        C acc0 = 0, acc1 = 0;
+        for (std::int64_t t = 0; t < taps_; ++t) {
+          const C w = packed[t * groups_ + g];
+          acc0 += base[deltas[t] + g] * w;
+          acc1 += base[step + deltas[t] + g] * w;
+        }
+        to[g] = acc0;
+        to[out_step + g] = acc1;
+      }
+    }
+    if (p < count) depthwise_row<C, false>(first + p * step, packed, deltas, dst + p * out_step);
+  }
+
+  /// Keeps `v` in a register: g++ otherwise folds a value that two FMAs read into both as a
+  /// memory operand, loading it twice.
+  template <class V>
+  static void in_register([[maybe_unused]] V& v) {
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+    __asm__("" : "+x"(v));
+#endif
+  }
+
+  /// kPackets vectors of channels from channel g of two regular positions (depthwise_run),
+  /// the second's window `step` after the first's: the same sums, in the same order, as
+  /// depthwise_packets gives each.
+  template <class C, int kPackets>
+  void depthwise_pair(std::int64_t g, const C* base, std::int64_t step, const C* packed, const std::int64_t* deltas,
+                      C* dst, std::int64_t out_step) const {
+    using L = Lanes<C>;
+    using P = typename L::Packet;
+    constexpr std::int64_t kW = L::kSize;
+    [&]<int... J>(std::integer_sequence<int, J...>) {
+      P acc0[] = {(static_cast<void>(J), L::zero())...};
+      P acc1[] = {(static_cast<void>(J), L::zero())...};
+      for (std::int64_t t = 0; t < taps_; ++t) {
+        const C* src = base + deltas[t] + g;
+        const C* w = packed + t * groups_ + g;
+        (
+            [&] {
+              P wj = L::load(w + J * kW);
+              in_register(wj);
+              acc0[J] = L::madd(L::load(src + J * kW), wj, acc0[J]);
+              acc1[J] = L::madd(L::load(src + step + J * kW), wj, acc1[J]);
+            }(),
+            ...);
+      }
+      (L::store(dst + g + J * kW, acc0[J]), ...);
+      (L::store(dst + out_step + g + J * kW, acc1[J]), ...);
+    }(std::make_integer_sequence<int, kPackets>{});
   }
 
   /// kPackets vectors of channels from channel g of one depthwise position (depthwise_row).
