@@ -92,6 +92,7 @@ class ConvKernel final : public Kernel {
     out_feature_stride_ = at(out_strides, a.output_feature_dimension);
     positions_ = 1;
     taps_ = 1;
+    std::vector<std::vector<std::int64_t>> regular_deltas;  // per spatial dimension (note_regular_positions)
     for (std::size_t d = 0; d < spatial_; ++d) {
       const std::int64_t out_size = result.dim(a.output_spatial_dimensions[d]);
       const std::int64_t kernel_size = rhs.dim(a.kernel_spatial_dimensions[d]);
@@ -113,9 +114,9 @@ class ConvKernel final : public Kernel {
           const bool valid = padded >= 0 && padded % a.lhs_dilation[d] == 0 && padded / a.lhs_dilation[d] < in_size;
           table.push_back(valid ? padded / a.lhs_dilation[d] * at(lhs_strides, a.input_spatial_dimensions[d]) : -1);
         }
-      note_regular_positions(table, out_size, kernel_size);
+      regular_deltas.push_back(note_regular_positions(table, out_size, kernel_size));
     }
-    combine_regular_deltas();
+    combine_regular_deltas(regular_deltas);
     depth_ = taps_ * group_inputs_;
     rows_ = batch_ * positions_;
     lhs_empty_ = lhs.element_count() == 0;
@@ -280,10 +281,12 @@ class ConvKernel final : public Kernel {
   static constexpr std::int64_t kIrregular = std::numeric_limits<std::int64_t>::min();
 
   /// Notes which positions of the last spatial dimension's tap table (`size` positions of
-  /// `taps` taps) are regular, against the distances of the first whose taps are all valid.
-  void note_regular_positions(const std::vector<std::int64_t>& table, std::int64_t size, std::int64_t taps) {
+  /// `taps` taps) are regular, against the distances of the first whose taps are all valid;
+  /// returns those distances (none when no position's taps are all valid).
+  std::vector<std::int64_t> note_regular_positions(const std::vector<std::int64_t>& table, std::int64_t size,
+                                                   std::int64_t taps) {
     auto& first = regular_first_.emplace_back(static_cast<std::size_t>(size), kIrregular);
-    auto& deltas = regular_deltas_.emplace_back();
+    std::vector<std::int64_t> deltas;
     for (std::int64_t o = 0; o < size; ++o) {
       const std::int64_t* along = table.data() + o * taps;
       if (std::any_of(along, along + taps, [](std::int64_t offset) { return offset < 0; })) continue;
@@ -293,12 +296,14 @@ class ConvKernel final : public Kernel {
       for (std::int64_t t = 0; t < taps; ++t) same = same && along[t] - along[0] == deltas[static_cast<std::size_t>(t)];
       if (same) first[static_cast<std::size_t>(o)] = along[0];
     }
+    return deltas;
   }
 
-  /// The offset of every tap of a regular window from its first, in window()'s order.
-  void combine_regular_deltas() {
+  /// The offset of every tap of a regular window from its first, in window()'s order, from
+  /// each spatial dimension's distances.
+  void combine_regular_deltas(const std::vector<std::vector<std::int64_t>>& along_dimensions) {
     window_deltas_.assign(1, 0);
-    for (const auto& deltas : regular_deltas_) {
+    for (const auto& deltas : along_dimensions) {
       if (deltas.empty()) {  // no regular position along this dimension: no regular window
         window_deltas_.clear();
         return;
@@ -818,7 +823,6 @@ class ConvKernel final : public Kernel {
     }(std::make_integer_sequence<int, kPackets>{});
   }
 
-
   DType dtype_;
   std::int32_t lhs_slot_, rhs_slot_, dst_slot_;
   std::size_t spatial_ = 0;
@@ -832,8 +836,8 @@ class ConvKernel final : public Kernel {
   std::vector<std::int64_t> out_sizes_, kernel_sizes_, out_spatial_strides_, rhs_spatial_strides_;
   std::vector<std::vector<std::int64_t>> tap_offsets_;
   // Regular windows (depthwise_lines): per spatial dimension, each position's first tap offset
-  // or kIrregular, and the taps' distances along it; the whole window's distances.
-  std::vector<std::vector<std::int64_t>> regular_first_, regular_deltas_;
+  // or kIrregular; the whole window's distances from its first tap.
+  std::vector<std::vector<std::int64_t>> regular_first_;
   std::vector<std::int64_t> window_deltas_;
   // Blocking: rows per block (mc_), columns per block (nc_, of n_pad_ = the group's outputs
   // rounded up to the micro-kernel's width), taps per depth block and features per piece.

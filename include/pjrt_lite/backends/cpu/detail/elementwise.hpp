@@ -396,22 +396,28 @@ inline void bounded_op_tile(const TileArgs& a) {
   const T* y = static_cast<const T*>(a.in[1]);
   const T* z = static_cast<const T*>(a.in[2]);
   T* o = static_cast<T*>(a.out);
+  auto op = [](const auto& u, const auto& v) {
+    if constexpr (std::is_same_v<std::decay_t<decltype(u)>, T>) {
+      return kOp == OpCode::kAdd ? u + v : kOp == OpCode::kSubtract ? u - v : u * v;
+    } else if constexpr (kOp == OpCode::kAdd) {
+      return ei::padd(u, v);
+    } else if constexpr (kOp == OpCode::kSubtract) {
+      return ei::psub(u, v);
+    } else {
+      return ei::pmul(u, v);
+    }
+  };
+  // The scalar tail, and the ordering of NaNs and signed zeros every path keeps.
+  auto pick = [](T v, T w) {
+    const T first = kOpFirst ? v : w, second = kOpFirst ? w : v;
+    return kMax ? float_max(first, second) : float_min(first, second);
+  };
+  std::int64_t i = 0;
   if constexpr (kScalar) {
     const T bound = *z;
-    auto op = [](const auto& u, const auto& v) {
-      if constexpr (kOp == OpCode::kAdd) return u + v;
-      else if constexpr (kOp == OpCode::kSubtract) return u - v;
-      else return u * v;
-    };
-    const bool plain = !std::isnan(bound) && !(bound == 0 && std::signbit(bound) == kMax);
-    auto pick = [&](T v) {
-      const T first = kOpFirst ? v : bound, second = kOpFirst ? bound : v;
-      return kMax ? float_max(first, second) : float_min(first, second);
-    };
-    std::int64_t i = 0;
     if constexpr (kLanes > 1) {
       const P b = ei::pset1<P>(bound);
-      if (plain) {
+      if (!std::isnan(bound) && !(bound == 0 && std::signbit(bound) == kMax)) {
         for (; i + kLanes <= a.n; i += kLanes) {
           const P v = op(ei::ploadu<P>(x + i), ei::ploadu<P>(y + i));
           const P m = kMax ? ei::pmax(b, v) : ei::pmin(b, v);  // b where v is NaN or equal to it
@@ -424,31 +430,15 @@ inline void bounded_op_tile(const TileArgs& a) {
         }
       }
     }
-    for (; i < a.n; ++i) o[i] = pick(op(x[i], y[i]));
-    return;
-  }
-  auto op = [](const auto& u, const auto& v) {
-    if constexpr (std::is_same_v<std::decay_t<decltype(u)>, T>) {
-      return kOp == OpCode::kAdd ? u + v : kOp == OpCode::kSubtract ? u - v : u * v;
-    } else if constexpr (kOp == OpCode::kAdd) {
-      return ei::padd(u, v);
-    } else if constexpr (kOp == OpCode::kSubtract) {
-      return ei::psub(u, v);
-    } else {
-      return ei::pmul(u, v);
+    for (; i < a.n; ++i) o[i] = pick(op(x[i], y[i]), bound);
+  } else {
+    if constexpr (kLanes > 1) {
+      for (; i + kLanes <= a.n; i += kLanes) {
+        const P v = op(ei::ploadu<P>(x + i), ei::ploadu<P>(y + i)), w = ei::ploadu<P>(z + i);
+        ei::pstoreu(o + i, kOpFirst ? packet_max_min<kMax>(v, w) : packet_max_min<kMax>(w, v));
+      }
     }
-  };
-  std::int64_t i = 0;
-  if constexpr (kLanes > 1) {
-    for (; i + kLanes <= a.n; i += kLanes) {
-      const P v = op(ei::ploadu<P>(x + i), ei::ploadu<P>(y + i)), w = ei::ploadu<P>(z + i);
-      ei::pstoreu(o + i, kOpFirst ? packet_max_min<kMax>(v, w) : packet_max_min<kMax>(w, v));
-    }
-  }
-  for (; i < a.n; ++i) {
-    const T v = op(x[i], y[i]);
-    const T first = kOpFirst ? v : z[i], second = kOpFirst ? z[i] : v;
-    o[i] = kMax ? float_max(first, second) : float_min(first, second);
+    for (; i < a.n; ++i) o[i] = pick(op(x[i], y[i]), z[i]);
   }
 }
 
