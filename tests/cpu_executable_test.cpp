@@ -2197,6 +2197,63 @@ TEST_CASE("cpu executable: every build of the kernels this process has computes 
   }
 }
 
+namespace {
+
+/// f32 or f64 values across the whole range: every binade's random mantissas, denormals,
+/// zeros, infinities, NaN and negatives.
+template <class T>
+Literal sqrt_inputs(std::mt19937_64& rng) {
+  std::vector<T> v = {T(0), -T(0), std::numeric_limits<T>::infinity(), -std::numeric_limits<T>::infinity(),
+                      std::numeric_limits<T>::quiet_NaN(), T(-1), T(-0.5), std::numeric_limits<T>::denorm_min(),
+                      std::numeric_limits<T>::min(), std::numeric_limits<T>::max(), T(1), T(4), T(2)};
+  std::uniform_real_distribution<T> mantissa(T(1), T(2));
+  for (int e = std::numeric_limits<T>::min_exponent - std::numeric_limits<T>::digits;
+       e <= std::numeric_limits<T>::max_exponent; ++e)
+    for (int k = 0; k < 3; ++k) v.push_back(std::ldexp(mantissa(rng), e - 1));
+  for (int k = 0; k < 2000; ++k) v.push_back(mantissa(rng) * T(1 << (k % 20)));  // squares and near-squares
+  for (int k = 0; k < 64; ++k) v.push_back(T(k) * T(k));
+  Literal l(Shape(dtype_of<T>, {static_cast<std::int64_t>(v.size())}));
+  std::copy(v.begin(), v.end(), l.data<T>().begin());
+  return l;
+}
+
+template <class T>
+void check_sqrt_rounding(cpu::Client<>& client, cpu::KernelIsa isa, OpCode op) {
+  std::mt19937_64 rng(11);
+  const Literal x = sqrt_inputs<T>(rng);
+  GraphBuilder b("sqrt");
+  const Graph g = build_ok(b, {b.unary(op, b.parameter(x.shape()))});
+  cpu::CompileOptions options;
+  options.kernel_isa = isa;
+  const std::vector<Literal> got = run(client, g, {x}, options);
+  REQUIRE(got.size() == 1);
+  const auto in = x.data<T>();
+  const auto out = got[0].data<T>();
+  REQUIRE(out.size() == in.size());
+  int wrong = 0;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    const T want = op == OpCode::kSqrt ? std::sqrt(in[i]) : T(1) / std::sqrt(in[i]);
+    const bool same = std::isnan(want) ? std::isnan(out[i]) : std::memcmp(&want, &out[i], sizeof(T)) == 0;
+    if (!same && wrong++ < 3) CHECK_MESSAGE(same, op_name(op), "(", in[i], ") = ", out[i], ", not ", want);
+  }
+  CHECK(wrong == 0);
+}
+
+}  // namespace
+
+TEST_CASE("cpu executable: sqrt and rsqrt round as the C library's on every build of the kernels") {
+  // IEEE 754 rounds a square root once; rsqrt is 1 / sqrt, two roundings. The oracle is the C
+  // library's std::sqrt, bit for bit, on f32 and f64 from denormals to infinity.
+  auto client = make_client();
+  for (cpu::KernelIsa isa : cpu::available_kernel_isas()) {
+    CAPTURE(cpu::kernel_isa_name(isa));
+    for (OpCode op : {OpCode::kSqrt, OpCode::kRsqrt}) {
+      check_sqrt_rounding<float>(*client, isa, op);
+      check_sqrt_rounding<double>(*client, isa, op);
+    }
+  }
+}
+
 TEST_CASE("cpu executable: the builds of the kernels the CMake build was asked for are there, and others are refused") {
   const std::vector<cpu::KernelIsa> isas = cpu::available_kernel_isas();
   auto has = [&](cpu::KernelIsa isa) { return std::find(isas.begin(), isas.end(), isa) != isas.end(); };

@@ -200,6 +200,73 @@ inline void vector_with_edges(const TileArgs& a, Vec vec, Safe safe, Exact exact
     fix_edges(local, o + b, m, safe, exact);
   }
 }
+/// sqrt (kReciprocal: 1 / sqrt) of f32 or f64, each element correctly rounded as IEEE 754 and
+/// the spec have it (1 / sqrt: two roundings, as the C library's 1 / std::sqrt). Eigen 3.4's
+/// packet sqrt is a reciprocal-square-root estimate refined by Newton steps for f32, and for
+/// f64 too on AVX-512: within an ulp, and sqrt(t * t) need not be t. The CPU's square root
+/// instruction, widest first; elsewhere the C library's, an element at a time. Handles an
+/// output that overwrites its input (each vector is read before it is written).
+template <class T, bool kReciprocal>
+inline void sqrt_tile(const TileArgs& a) {
+  static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
+  const T* x = static_cast<const T*>(a.in[0]);
+  T* o = static_cast<T*>(a.out);
+  if (!(o == x || o + a.n <= x || x + a.n <= o)) {  // a partial overlap: through a chunk
+    constexpr std::int64_t kChunk = 256;
+    alignas(64) T local[kChunk];
+    for (std::int64_t b = 0; b < a.n; b += kChunk) {
+      const std::int64_t m = std::min(kChunk, a.n - b);
+      std::memcpy(local, x + b, static_cast<std::size_t>(m) * sizeof(T));
+      TileArgs part = a;
+      part.in[0] = local;
+      part.out = o + b;
+      part.n = m;
+      sqrt_tile<T, kReciprocal>(part);
+    }
+    return;
+  }
+  std::int64_t i = 0;
+  constexpr bool kF32 = std::is_same_v<T, float>;
+#if defined(__AVX512F__)
+  if constexpr (kF32) {
+    for (; i + 16 <= a.n; i += 16) {
+      const __m512 r = _mm512_sqrt_ps(_mm512_loadu_ps(x + i));
+      _mm512_storeu_ps(o + i, kReciprocal ? _mm512_div_ps(_mm512_set1_ps(1.0f), r) : r);
+    }
+  } else {
+    for (; i + 8 <= a.n; i += 8) {
+      const __m512d r = _mm512_sqrt_pd(_mm512_loadu_pd(x + i));
+      _mm512_storeu_pd(o + i, kReciprocal ? _mm512_div_pd(_mm512_set1_pd(1.0), r) : r);
+    }
+  }
+#elif defined(__AVX__)
+  if constexpr (kF32) {
+    for (; i + 8 <= a.n; i += 8) {
+      const __m256 r = _mm256_sqrt_ps(_mm256_loadu_ps(x + i));
+      _mm256_storeu_ps(o + i, kReciprocal ? _mm256_div_ps(_mm256_set1_ps(1.0f), r) : r);
+    }
+  } else {
+    for (; i + 4 <= a.n; i += 4) {
+      const __m256d r = _mm256_sqrt_pd(_mm256_loadu_pd(x + i));
+      _mm256_storeu_pd(o + i, kReciprocal ? _mm256_div_pd(_mm256_set1_pd(1.0), r) : r);
+    }
+  }
+#elif defined(__SSE2__)
+  if constexpr (kF32) {
+    for (; i + 4 <= a.n; i += 4) {
+      const __m128 r = _mm_sqrt_ps(_mm_loadu_ps(x + i));
+      _mm_storeu_ps(o + i, kReciprocal ? _mm_div_ps(_mm_set1_ps(1.0f), r) : r);
+    }
+  } else {
+    for (; i + 2 <= a.n; i += 2) {
+      const __m128d r = _mm_sqrt_pd(_mm_loadu_pd(x + i));
+      _mm_storeu_pd(o + i, kReciprocal ? _mm_div_pd(_mm_set1_pd(1.0), r) : r);
+    }
+  }
+#endif
+  for (; i < a.n; ++i) o[i] = kReciprocal ? T(1) / std::sqrt(x[i]) : std::sqrt(x[i]);
+}
+
 // The range checks evaluate both compares (no short circuit), so the scan vectorizes.
 inline bool both(bool a, bool b) { return (static_cast<unsigned>(a) & static_cast<unsigned>(b)) != 0; }
 template <class T> inline bool normal_positive(T x) {
@@ -518,12 +585,8 @@ TileFn unary(OpCode op) {
         vector_with_edges<T>(a, [](auto x) { return x.log(); }, [](T x) { return normal_positive(x); }, [](T x) { return std::log(x); });
       };
       case OpCode::kLogPlusOne: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).log1p(); };
-      case OpCode::kSqrt: return [](const TileArgs& a) {
-        vector_with_edges<T>(a, [](auto x) { return x.sqrt(); }, [](T x) { return normal_positive(x); }, [](T x) { return std::sqrt(x); });
-      };
-      case OpCode::kRsqrt: return [](const TileArgs& a) {
-        vector_with_edges<T>(a, [](auto x) { return x.rsqrt(); }, [](T x) { return normal_positive(x); }, [](T x) { return T(1) / std::sqrt(x); });
-      };
+      case OpCode::kSqrt: return &sqrt_tile<T, false>;
+      case OpCode::kRsqrt: return &sqrt_tile<T, true>;
       case OpCode::kCbrt: return [](const TileArgs& a) { map1<T, T>(a, [](T x) { return std::cbrt(x); }); };
       case OpCode::kTanh: return [](const TileArgs& a) { ArrayMap<T>(static_cast<T*>(a.out), a.n) = ConstArrayMap<T>(static_cast<const T*>(a.in[0]), a.n).tanh(); };
       case OpCode::kLogistic: return &logistic_tile<T>;
