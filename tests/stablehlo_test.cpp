@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <initializer_list>
 #include <limits>
 #include <map>
 #include <optional>
@@ -88,6 +89,22 @@ std::string replaced(std::string text, std::string_view from, std::string_view t
 /// The parse of `text` with its first `from` replaced by `to`.
 Status edited(std::string_view text, std::string_view from, std::string_view to) {
   return parse_status(replaced(std::string(text), from, to));
+}
+
+/// One edit of a good program that makes it invalid: its first `from` becomes `to`, and the
+/// parse fails as check_invalid(..., position, fragment) expects. Tables of them put the edit
+/// on one line and the error on the next.
+struct InvalidEdit {
+  std::string_view from, to, position, fragment;
+};
+
+/// Checks each edit on its own against the unedited `text`.
+void check_invalid_edits(std::string_view text, std::initializer_list<InvalidEdit> edits) {
+  for (const InvalidEdit& e : edits) {
+    CAPTURE(e.from);
+    CAPTURE(e.to);
+    check_invalid(edited(text, e.from, e.to), e.position, e.fragment);
+  }
 }
 
 /// A module whose @main takes `args` and runs `body` (lines ending in a return).
@@ -474,11 +491,10 @@ TEST_CASE("stablehlo: CHLO element-wise ops in the pretty and the generic form")
                                      "  %0 = stablehlo.erf %x : tensor<2xf32>\n"
                                      "  return %0 : tensor<2xf32>\n")),
                 "2:8", "unknown op stablehlo.erf");
-  const Status bad = parse_status(program("(%x: tensor<2xi32>) -> tensor<2xi32>",
-                                          "  %0 = chlo.lgamma %x : tensor<2xi32> -> tensor<2xi32>\n"
-                                          "  return %0 : tensor<2xi32>\n"));
-  CHECK(bad.code() == StatusCode::kInvalidArgument);
-  CHECK(bad.message().find("lgamma") != std::string::npos);
+  check_invalid(parse_status(program("(%x: tensor<2xi32>) -> tensor<2xi32>",
+                                     "  %0 = chlo.lgamma %x : tensor<2xi32> -> tensor<2xi32>\n"
+                                     "  return %0 : tensor<2xi32>\n")),
+                "2", "lgamma");
 }
 
 TEST_CASE("stablehlo: attributes that do not change meaning are ignored") {
@@ -1132,33 +1148,27 @@ TEST_CASE("stablehlo: a sample of the corpus, checked structurally") {
     Shape result;           // @main's result 0
     stablehlo::CheckKind check;
   };
+  using enum stablehlo::CheckKind;
   const Expect expects[] = {
-      {"add_any_float32_2_float32_2.mlir", OpCode::kAdd, 1, Shape(kF32, {2}),
-       stablehlo::CheckKind::kClose},
+      {"add_any_float32_2_float32_2.mlir", OpCode::kAdd, 1, Shape(kF32, {2}), kClose},
       {"dot_general_float32_4_3_float64_3_6.mlir", OpCode::kDotGeneral, 1, Shape(kF64, {4, 6}),
-       stablehlo::CheckKind::kAlmostEq},
-      {"argmax_bfloat16_15.mlir", OpCode::kReduce, 1, Shape(kS32, {}), stablehlo::CheckKind::kEq},
-      {"eq_float32_1_2_float32_3_2.mlir", OpCode::kCompare, 1, Shape(kPred, {3, 2}),
-       stablehlo::CheckKind::kEq},
+       kAlmostEq},
+      {"argmax_bfloat16_15.mlir", OpCode::kReduce, 1, Shape(kS32, {}), kEq},
+      {"eq_float32_1_2_float32_3_2.mlir", OpCode::kCompare, 1, Shape(kPred, {3, 2}), kEq},
       {"dynamic_update_slice_float32_7_5_3_float32_2_0_1_int64_3.mlir", OpCode::kDynamicUpdateSlice,
-       1, Shape(kF32, {7, 5, 3}), stablehlo::CheckKind::kClose},
+       1, Shape(kF32, {7, 5, 3}), kClose},
       {"concatenate_float32_2_3_4_float32_3_3_4_float32_4_3_4.mlir", OpCode::kConcatenate, 1,
-       Shape(kF32, {9, 3, 4}), stablehlo::CheckKind::kClose},
-      {"clamp_float32_float32_2_3_float32.mlir", OpCode::kClamp, 1, Shape(kF32, {2, 3}),
-       stablehlo::CheckKind::kClose},
+       Shape(kF32, {9, 3, 4}), kClose},
+      {"clamp_float32_float32_2_3_float32.mlir", OpCode::kClamp, 1, Shape(kF32, {2, 3}), kClose},
       {"bitcast_convert_type_float32_2_3.mlir", OpCode::kBitcastConvert, 1, Shape(kU32, {2, 3}),
-       stablehlo::CheckKind::kEq},
-      {"pad_float32_2_3_float32.mlir", OpCode::kPad, 1, Shape(kF32, {2, 0}),
-       stablehlo::CheckKind::kClose},
-      {"iota_.mlir", OpCode::kIota, 1, Shape(kU8, {2, 3}), stablehlo::CheckKind::kEq},
-      {"transpose_bfloat16_2_3.mlir", OpCode::kTranspose, 1, Shape(kBF16, {3, 2}),
-       stablehlo::CheckKind::kClose},
-      {"rev_bfloat16_4_5.mlir", OpCode::kReverse, 1, Shape(kBF16, {4, 5}),
-       stablehlo::CheckKind::kClose},
+       kEq},
+      {"pad_float32_2_3_float32.mlir", OpCode::kPad, 1, Shape(kF32, {2, 0}), kClose},
+      {"iota_.mlir", OpCode::kIota, 1, Shape(kU8, {2, 3}), kEq},
+      {"transpose_bfloat16_2_3.mlir", OpCode::kTranspose, 1, Shape(kBF16, {3, 2}), kClose},
+      {"rev_bfloat16_4_5.mlir", OpCode::kReverse, 1, Shape(kBF16, {4, 5}), kClose},
       {"shift_left_int16_20_20_int16_20_20.mlir", OpCode::kShiftLeft, 1, Shape(kS16, {20, 20}),
-       stablehlo::CheckKind::kEq},
-      {"acos_complex64_20_20_chlo.mlir", OpCode::kAcosh, 1, Shape(kC64, {20, 20}),
-       stablehlo::CheckKind::kClose},
+       kEq},
+      {"acos_complex64_20_20_chlo.mlir", OpCode::kAcosh, 1, Shape(kC64, {20, 20}), kClose},
   };
   for (const Expect& e : expects) {
     CAPTURE(e.file);
@@ -1318,19 +1328,20 @@ TEST_CASE("stablehlo: scatter in the generic form, as JAX exports it, and its er
   CHECK(count_ops(scatter.bodies[0], OpCode::kAdd) == 1);
   check_round_trip(g);
 
-  check_invalid(edited(text, "inserted_window_dims", "inserted_windows"), "3",
-                "unknown #stablehlo.scatter field 'inserted_windows'");
-  check_invalid(edited(text, "unique_indices = true", "unique_indices = 1"), "3",
-                "expected true or false for unique_indices");
-  check_invalid(edited(text, "inserted_window_dims = [1]", "inserted_window_dims = [2]"), "3",
-                "has window size 3 in dimension 1, larger than the input's 2");
-  check_invalid(edited(text, "stablehlo.return %1 : tensor<bf16>",
-                     "stablehlo.return %arg0, %1 : tensor<bf16>, tensor<bf16>"),
-                "3", "scatter: body must take 2 parameters and return 1 value");
-  check_invalid(edited(text, "scatter_dimension_numbers", "dimension_numbers"), "3",
-                "needs scatter_dimension_numbers");
-  check_invalid(edited(text, "\"stablehlo.scatter\"(%x, %c, %u)", "stablehlo.scatter %x, %c, %u"), "3",
-                "has no pretty form");
+  check_invalid_edits(text, {
+      {"inserted_window_dims", "inserted_windows",
+       "3", "unknown #stablehlo.scatter field 'inserted_windows'"},
+      {"unique_indices = true", "unique_indices = 1",
+       "3", "expected true or false for unique_indices"},
+      {"inserted_window_dims = [1]", "inserted_window_dims = [2]",
+       "3", "has window size 3 in dimension 1, larger than the input's 2"},
+      {"stablehlo.return %1 : tensor<bf16>", "stablehlo.return %arg0, %1 : tensor<bf16>, tensor<bf16>",
+       "3", "scatter: body must take 2 parameters and return 1 value"},
+      {"scatter_dimension_numbers", "dimension_numbers",
+       "3", "needs scatter_dimension_numbers"},
+      {"\"stablehlo.scatter\"(%x, %c, %u)", "stablehlo.scatter %x, %c, %u",
+       "3", "has no pretty form"},
+  });
   {
     std::string two = text;
     two.replace(two.find("(%x, %c, %u) <{"), 15, "(%x, %x, %c, %u, %u) <{");
@@ -1377,22 +1388,22 @@ TEST_CASE("stablehlo: reduce_window and select_and_scatter in the generic form, 
   CHECK(count_ops(sas.bodies[1], OpCode::kAdd) == 1);
   check_round_trip(g);
 
-  check_invalid(edited(text, "window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>}> "
-                     "({\n  ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n    %1",
-                     "window_dimensions = array<i64: 2>, window_strides = array<i64: 2, 2>}> "
-                     "({\n  ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n    %1"),
-                "4", "reduce_window: window_dimensions [2] has 1 entries but the input has rank 2");
-  check_invalid(edited(text, "window_strides = array<i64: 2, 2>}> ({\n  ^bb0(%arg0: tensor<f32>, "
-                     "%arg1: tensor<f32>):\n    %1",
-                     "window_strides = array<i64: 0, 2>}> ({\n  ^bb0(%arg0: tensor<f32>, "
-                     "%arg1: tensor<f32>):\n    %1"),
-                "4", "reduce_window: window_strides[0] = 0 but must be positive");
-  check_invalid(edited(text, "dense<[[0, 0], [1, 0]]> : tensor<2x2xi64>", "dense<[0, 0]> : tensor<2xi64>"),
-                "4", "expected padding = dense<[[low, high], ...]>");
-  check_invalid(edited(text, "stablehlo.return %3 : tensor<i1>", "stablehlo.return %arg0 : tensor<f32>"),
-                "9", "select_and_scatter: select body must have type");
-  check_invalid(edited(text, "\"stablehlo.reduce_window\"(%x, %c)", "stablehlo.reduce_window %x, %c"), "4",
-                "has no pretty form");
+  check_invalid_edits(text, {
+      {"window_dimensions = array<i64: 2, 2>, window_strides = array<i64: 2, 2>}> "
+       "({\n  ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n    %1",
+       "window_dimensions = array<i64: 2>, window_strides = array<i64: 2, 2>}> "
+       "({\n  ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n    %1",
+       "4", "reduce_window: window_dimensions [2] has 1 entries but the input has rank 2"},
+      {"window_strides = array<i64: 2, 2>}> ({\n  ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n    %1",
+       "window_strides = array<i64: 0, 2>}> ({\n  ^bb0(%arg0: tensor<f32>, %arg1: tensor<f32>):\n    %1",
+       "4", "reduce_window: window_strides[0] = 0 but must be positive"},
+      {"dense<[[0, 0], [1, 0]]> : tensor<2x2xi64>", "dense<[0, 0]> : tensor<2xi64>",
+       "4", "expected padding = dense<[[low, high], ...]>"},
+      {"stablehlo.return %3 : tensor<i1>", "stablehlo.return %arg0 : tensor<f32>",
+       "9", "select_and_scatter: select body must have type"},
+      {"\"stablehlo.reduce_window\"(%x, %c)", "stablehlo.reduce_window %x, %c",
+       "4", "has no pretty form"},
+  });
 }
 
 TEST_CASE("stablehlo: gather in the generic form, as JAX exports it") {
@@ -1702,13 +1713,18 @@ TEST_CASE("stablehlo: reduce_precision in the pretty and the generic form, and e
   for (std::string_view bad : {"e5", "m10", "e5m", "em10", "x5m10", "e5x10", "e-5m10",
                                "e99999999999999999999m1", "e5m10m2"})
     check_invalid(edited(pretty, "e5m10", bad), "2:48", "expected a format such as e5m10");
-  check_invalid(edited(pretty, "e5m10", "e0m10"), "2",
-                "reduce_precision: exponent_bits = 0 must be at least 1");
-  check_invalid(edited(pretty, "format = e5m10", "e5m10"), "2:39", "expected 'format'");
-  check_invalid(edited(pretty, "format = e5m10", "format e5m10"), "2:46", "expected '='");
-  check_invalid(edited(pretty, "format = e5m10", "format = 5"), "2:48", "expected a format such as e5m10");
-  check_invalid(edited(pretty, " : tensor<2x3xf16>\n  return", " : tensor<2x3xf32>\n  return"), "2",
-                "operand 0 has type tensor<2x3xf16> but the op's type says tensor<2x3xf32>");
+  check_invalid_edits(pretty, {
+      {"e5m10", "e0m10",
+       "2", "reduce_precision: exponent_bits = 0 must be at least 1"},
+      {"format = e5m10", "e5m10",
+       "2:39", "expected 'format'"},
+      {"format = e5m10", "format e5m10",
+       "2:46", "expected '='"},
+      {"format = e5m10", "format = 5",
+       "2:48", "expected a format such as e5m10"},
+      {" : tensor<2x3xf16>\n  return", " : tensor<2x3xf32>\n  return",
+       "2", "operand 0 has type tensor<2x3xf16> but the op's type says tensor<2x3xf32>"},
+  });
   check_invalid(parse_status(program("(%x: tensor<2xi32>) -> tensor<2xi32>",
                                      "  %0 = stablehlo.reduce_precision %x, format = e5m10 : "
                                      "tensor<2xi32>\n"
@@ -1725,21 +1741,17 @@ TEST_CASE("stablehlo: sort in the generic form, as JAX exports it, and its error
   const std::string text = program(
       "(%a: tensor<4xi32>, %b: tensor<4xf32>, %c: tensor<4xi16>) -> (tensor<4xi32>, "
       "tensor<4xf32>, tensor<4xi16>)",
-      "  %0:3 = \"stablehlo.sort\"(%a, %b, %c) <{dimension = 0 : i64, is_stable = true}> ({\n"
-      "  ^bb0(%arg0: tensor<i32>, %arg1: tensor<i32>, %arg2: tensor<f32>, %arg3: tensor<f32>, "
-      "%arg4: tensor<i16>, %arg5: tensor<i16>):\n"
-      "    %1 = stablehlo.compare  LT, %arg2, %arg3,  TOTALORDER : (tensor<f32>, tensor<f32>) -> "
-      "tensor<i1>\n"
-      "    %2 = stablehlo.compare  LT, %arg0, %arg1,  SIGNED : (tensor<i32>, tensor<i32>) -> "
-      "tensor<i1>\n"
-      "    %3 = stablehlo.compare  EQ, %arg0, %arg1,  SIGNED : (tensor<i32>, tensor<i32>) -> "
-      "tensor<i1>\n"
-      "    %4 = stablehlo.and %3, %1 : tensor<i1>\n"
-      "    %5 = stablehlo.or %2, %4 : tensor<i1>\n"
-      "    stablehlo.return %5 : tensor<i1>\n"
-      "  }) : (tensor<4xi32>, tensor<4xf32>, tensor<4xi16>) -> (tensor<4xi32>, tensor<4xf32>, "
-      "tensor<4xi16>)\n"
-      "  return %0#0, %0#1, %0#2 : tensor<4xi32>, tensor<4xf32>, tensor<4xi16>\n");
+      R"(  %0:3 = "stablehlo.sort"(%a, %b, %c) <{dimension = 0 : i64, is_stable = true}> ({
+  ^bb0(%arg0: tensor<i32>, %arg1: tensor<i32>, %arg2: tensor<f32>, %arg3: tensor<f32>, %arg4: tensor<i16>, %arg5: tensor<i16>):
+    %1 = stablehlo.compare  LT, %arg2, %arg3,  TOTALORDER : (tensor<f32>, tensor<f32>) -> tensor<i1>
+    %2 = stablehlo.compare  LT, %arg0, %arg1,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %3 = stablehlo.compare  EQ, %arg0, %arg1,  SIGNED : (tensor<i32>, tensor<i32>) -> tensor<i1>
+    %4 = stablehlo.and %3, %1 : tensor<i1>
+    %5 = stablehlo.or %2, %4 : tensor<i1>
+    stablehlo.return %5 : tensor<i1>
+  }) : (tensor<4xi32>, tensor<4xf32>, tensor<4xi16>) -> (tensor<4xi32>, tensor<4xf32>, tensor<4xi16>)
+  return %0#0, %0#1, %0#2 : tensor<4xi32>, tensor<4xf32>, tensor<4xi16>
+)");
   Graph g = graph_ok(text);
   const Node& sort = first_node(g, OpCode::kSort);
   CHECK(sort.attr<SortAttrs>() == SortAttrs{0, true});
@@ -1755,19 +1767,20 @@ TEST_CASE("stablehlo: sort in the generic form, as JAX exports it, and its error
   CHECK(first_node(graph_ok(replaced(text, "dimension = 0 : i64, ", "")), OpCode::kSort)
             .attr<SortAttrs>() == SortAttrs{-1, true});
 
-  check_invalid(edited(text, "dimension = 0", "dimension = 1"), "2",
-                "sort: dimension = 1 is out of range for rank 1");
-  check_invalid(edited(text, "is_stable = true", "is_stable = 1"), "2",
-                "expected true or false for is_stable");
-  check_invalid(edited(text, "stablehlo.return %5 : tensor<i1>", "stablehlo.return %arg0 : tensor<i32>"),
-                "2", "sort: comparator must return one pred[]");
-  check_invalid(edited(text, "%arg5: tensor<i16>", "%arg5: tensor<i32>"), "2",
-                "sort: comparator parameter 5 has type s32[] but input 2 needs s16[]");
-  check_invalid(edited(text, "\"stablehlo.sort\"(%a, %b, %c)", "stablehlo.sort %a, %b, %c"), "2",
-                "has no pretty form");
-  check_invalid(edited(text, "-> (tensor<4xi32>, tensor<4xf32>, tensor<4xi16>)\n",
-                     "-> (tensor<4xi32>, tensor<4xf32>)\n"),
-                "2", "has 3 result(s) but its type declares 2");
+  check_invalid_edits(text, {
+      {"dimension = 0", "dimension = 1",
+       "2", "sort: dimension = 1 is out of range for rank 1"},
+      {"is_stable = true", "is_stable = 1",
+       "2", "expected true or false for is_stable"},
+      {"stablehlo.return %5 : tensor<i1>", "stablehlo.return %arg0 : tensor<i32>",
+       "2", "sort: comparator must return one pred[]"},
+      {"%arg5: tensor<i16>", "%arg5: tensor<i32>",
+       "2", "sort: comparator parameter 5 has type s32[] but input 2 needs s16[]"},
+      {"\"stablehlo.sort\"(%a, %b, %c)", "stablehlo.sort %a, %b, %c",
+       "2", "has no pretty form"},
+      {"-> (tensor<4xi32>, tensor<4xf32>, tensor<4xi16>)\n", "-> (tensor<4xi32>, tensor<4xf32>)\n",
+       "2", "has 3 result(s) but its type declares 2"},
+  });
   check_invalid(parse_status(program("(%a: tensor<4xi32>) -> tensor<4xi32>",
                                      "  %0 = \"stablehlo.sort\"(%a) {dimension = 0 : i64} : "
                                      "(tensor<4xi32>) -> tensor<4xi32>\n"
@@ -1778,9 +1791,9 @@ TEST_CASE("stablehlo: sort in the generic form, as JAX exports it, and its error
 TEST_CASE("stablehlo: chlo.top_k in the forms the corpus uses, and its errors") {
   const std::string text =
       program("(%x: tensor<5x3xf32>) -> (tensor<5x2xf32>, tensor<5x2xi32>)",
-              "  %values, %indices = chlo.top_k(%x, k = 2) : tensor<5x3xf32> -> (tensor<5x2xf32>, "
-              "tensor<5x2xi32>)\n"
-              "  return %values, %indices : tensor<5x2xf32>, tensor<5x2xi32>\n");
+              R"(  %values, %indices = chlo.top_k(%x, k = 2) : tensor<5x3xf32> -> (tensor<5x2xf32>, tensor<5x2xi32>)
+  return %values, %indices : tensor<5x2xf32>, tensor<5x2xi32>
+)");
   const Graph g = graph_ok(text);
   CHECK(first_node(g, OpCode::kTopK).attr<TopKAttrs>() == TopKAttrs{2});
   check_round_trip(g);
@@ -1793,13 +1806,18 @@ TEST_CASE("stablehlo: chlo.top_k in the forms the corpus uses, and its errors") 
               "  return %0#0, %0#1 : tensor<5x2xf32>, tensor<5x2xi32>\n");
   CHECK(fingerprint(graph_ok(generic)) == fingerprint(g));
 
-  check_invalid(edited(text, "k = 2", "k = 4"), "2", "top_k: k = 4 must be in [0, 3]");
-  check_invalid(edited(text, "(%x, k = 2)", "(%x k = 2)"), "2:37", "expected ','");
-  check_invalid(edited(text, "k = 2", "n = 2"), "2:38", "expected 'k'");
-  check_invalid(edited(text, "k = 2)", "k = 2"), "2:44", "expected ')'");
-  check_invalid(
-      edited(text, "(tensor<5x2xf32>, tensor<5x2xi32>)\n", "(tensor<5x2xf32>, tensor<5x2xi64>)\n"), "2",
-      "result 1 is declared tensor<5x2xi64> but the operands give tensor<5x2xi32>");
+  check_invalid_edits(text, {
+      {"k = 2", "k = 4",
+       "2", "top_k: k = 4 must be in [0, 3]"},
+      {"(%x, k = 2)", "(%x k = 2)",
+       "2:37", "expected ','"},
+      {"k = 2", "n = 2",
+       "2:38", "expected 'k'"},
+      {"k = 2)", "k = 2",
+       "2:44", "expected ')'"},
+      {"(tensor<5x2xf32>, tensor<5x2xi32>)\n", "(tensor<5x2xf32>, tensor<5x2xi64>)\n",
+       "2", "result 1 is declared tensor<5x2xi64> but the operands give tensor<5x2xi32>"},
+  });
   check_invalid(parse_status(replaced(generic, "{k = 2 : i64}", "{}")), "2",
                 "chlo.top_k needs the attribute k");
   check_unsupported(
@@ -1839,10 +1857,9 @@ TEST_CASE("stablehlo: fft in the pretty and the generic form, and its errors") {
 TEST_CASE("stablehlo: triangular_solve in the generic form, as JAX exports it, and its errors") {
   const std::string text = program(
       "(%a: tensor<2x8x8xf32>, %b: tensor<2x10x8xf32>) -> tensor<2x10x8xf32>",
-      "  %0 = \"stablehlo.triangular_solve\"(%a, %b) <{left_side = false, lower = false, "
-      "transpose_a = #stablehlo<transpose ADJOINT>, unit_diagonal = true}> : (tensor<2x8x8xf32>, "
-      "tensor<2x10x8xf32>) -> tensor<2x10x8xf32>\n"
-      "  return %0 : tensor<2x10x8xf32>\n");
+      R"(  %0 = "stablehlo.triangular_solve"(%a, %b) <{left_side = false, lower = false, transpose_a = #stablehlo<transpose ADJOINT>, unit_diagonal = true}> : (tensor<2x8x8xf32>, tensor<2x10x8xf32>) -> tensor<2x10x8xf32>
+  return %0 : tensor<2x10x8xf32>
+)");
   Graph g = graph_ok(text);
   const auto& a = first_node(g, OpCode::kTriangularSolve).attr<TriangularSolveAttrs>();
   CHECK(a == TriangularSolveAttrs{false, false, true, Transpose::kAdjoint});
