@@ -27,6 +27,14 @@
 
 namespace pjrt_lite::inline v0_1::stablehlo::detail {
 
+/// A shape-polymorphic op's entry (shape_refinement.hpp): one result, no node of its own
+/// (build_dynamic makes it a constant or its static form); `pretty` is null for an op with
+/// only the generic form.
+constexpr OpSyntax dynamic_op(std::string_view name, int operands,
+                              PrettyForm pretty = pretty_dynamic) {
+  return {name, OpCode::kParameter, operands, 1, pretty, nullptr, build_dynamic};
+}
+
 // clang-format off
 inline constexpr OpSyntax kOpTable[] = {
     // name                               code                              operands  results    pretty form              attribute reader
@@ -48,14 +56,14 @@ inline constexpr OpSyntax kOpTable[] = {
     {"sdy.manual_computation",            OpCode::kParameter,               kVariadic, kVariadic, pretty_manual_computation, nullptr,              build_manual_computation, false},
     {"sdy.return",                        OpCode::kParameter,               kVariadic, 0,         pretty_return,           nullptr,                build_return},
     // Shape polymorphism (shape_refinement.hpp): each becomes a constant or its static form.
-    {"stablehlo.get_dimension_size",      OpCode::kParameter,               1,         1,         pretty_dynamic,          nullptr,                build_dynamic},
-    {"stablehlo.dynamic_iota",            OpCode::kParameter,               1,         1,         pretty_dynamic,          nullptr,                build_dynamic},
-    {"stablehlo.dynamic_reshape",         OpCode::kParameter,               2,         1,         pretty_dynamic,          nullptr,                build_dynamic},
-    {"stablehlo.dynamic_broadcast_in_dim", OpCode::kParameter,              2,         1,         pretty_dynamic,          nullptr,                build_dynamic},
-    {"stablehlo.real_dynamic_slice",      OpCode::kParameter,               4,         1,         pretty_dynamic,          nullptr,                build_dynamic},
-    {"stablehlo.dynamic_pad",             OpCode::kParameter,               5,         1,         pretty_dynamic,          nullptr,                build_dynamic},
-    {"stablehlo.dynamic_gather",          OpCode::kParameter,               3,         1,         nullptr,                 nullptr,                build_dynamic},
-    {"stablehlo.dynamic_conv",            OpCode::kParameter,               3,         1,         nullptr,                 nullptr,                build_dynamic},
+    dynamic_op("stablehlo.get_dimension_size",       1),
+    dynamic_op("stablehlo.dynamic_iota",             1),
+    dynamic_op("stablehlo.dynamic_reshape",          2),
+    dynamic_op("stablehlo.dynamic_broadcast_in_dim", 2),
+    dynamic_op("stablehlo.real_dynamic_slice",       4),
+    dynamic_op("stablehlo.dynamic_pad",              5),
+    dynamic_op("stablehlo.dynamic_gather",           3, nullptr),
+    dynamic_op("stablehlo.dynamic_conv",             3, nullptr),
     {"interpreter.run_parallel",          OpCode::kParameter,               kVariadic, kVariadic, nullptr,                 nullptr,                build_run_parallel},
     {"check.expect_eq",                   OpCode::kParameter,               2,         0,         pretty_check,            nullptr,                build_check},
     {"check.expect_eq_const",             OpCode::kParameter,               1,         0,         pretty_check,            nullptr,                build_check},
@@ -165,8 +173,8 @@ inline constexpr OpSyntax kOpTable[] = {
     {"chlo.tan",                          OpCode::kTan,                     1,         1,         pretty_operands,         nullptr,                build_node},
     {"chlo.mulhi",                        OpCode::kParameter,               2,         1,         pretty_operands,         nullptr,                build_mulhi},
     // Many processes: the grid position and the collectives (generic form only).
-    {"stablehlo.replica_id",              OpCode::kReplicaId,               0,         1,         pretty_operands,                 nullptr,                build_node},
-    {"stablehlo.partition_id",            OpCode::kPartitionId,             0,         1,         pretty_operands,                 nullptr,                build_node},
+    {"stablehlo.replica_id",              OpCode::kReplicaId,               0,         1,         pretty_operands,         nullptr,                build_node},
+    {"stablehlo.partition_id",            OpCode::kPartitionId,             0,         1,         pretty_operands,         nullptr,                build_node},
     {"stablehlo.all_reduce",              OpCode::kAllReduce,               kVariadic, kVariadic, nullptr,                 read_collective,        build_node},
     {"stablehlo.all_gather",              OpCode::kAllGather,               kVariadic, kVariadic, nullptr,                 read_collective,        build_node},
     {"stablehlo.reduce_scatter",          OpCode::kReduceScatter,           1,         1,         nullptr,                 read_collective,        build_node},
