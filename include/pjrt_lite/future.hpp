@@ -323,19 +323,14 @@ template <class F, class T>
 concept InvocableWithValue = (std::is_void_v<T> && std::invocable<F&>) ||
                              (!std::is_void_v<T> && std::invocable<F&, const T&>);
 
-// The value type of the future map() produces from a callback returning R.
+// The value type of the future map() produces from a callback returning R: void for a
+// Status, U for a StatusOr<U>, else R.
 template <class R>
-struct MapValue {
-  using type = R;
-};
+struct MapValue : std::type_identity<R> {};
 template <>
-struct MapValue<Status> {
-  using type = void;
-};
+struct MapValue<Status> : std::type_identity<void> {};
 template <class U>
-struct MapValue<StatusOr<U>> {
-  using type = U;
-};
+struct MapValue<StatusOr<U>> : std::type_identity<U> {};
 template <class R>
 using MapValueT = typename MapValue<std::remove_cvref_t<R>>::type;
 
