@@ -18,11 +18,13 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "pjrt_lite/core/dtype.hpp"
@@ -182,5 +184,21 @@ concept CompilingClient =
     requires(C& c, const Graph& graph) {
       { c.compile(graph) } -> std::same_as<StatusOr<typename C::executable_type>>;
     };
+
+namespace detail {
+/// The client jit, pmap and shard_map take: a CompilingClient itself, or the std::unique_ptr
+/// that owns one (as cpu::Client::create makes it).
+template <CompilingClient C>
+C& client_of(C& client) {
+  return client;
+}
+template <CompilingClient C>
+C& client_of(const std::unique_ptr<C>& client) {
+  return *client;
+}
+/// The client type behind a `P&` that client_of accepts.
+template <class P>
+using ClientOf = std::remove_reference_t<decltype(client_of(std::declval<P&>()))>;
+}  // namespace detail
 
 }  // namespace pjrt_lite

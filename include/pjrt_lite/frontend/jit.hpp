@@ -635,15 +635,13 @@ class Jit {
   std::shared_ptr<Cache> cache_;  // shared by copies
 };
 
-/// f compiled for `client` on first use per signature; the arguments StaticArgNums are
-/// static (jit<1>(client, f) as jax.jit(f, static_argnums=1)).
-template <std::size_t... StaticArgNums, CompilingClient C, class F>
-Jit<C, F, StaticArgNums...> jit(C& client, F f, JitOptions options = {}) {
-  return Jit<C, F, StaticArgNums...>(client, std::move(f), std::move(options));
-}
-template <std::size_t... StaticArgNums, CompilingClient C, class F>
-Jit<C, F, StaticArgNums...> jit(const std::unique_ptr<C>& client, F f, JitOptions options = {}) {
-  return Jit<C, F, StaticArgNums...>(*client, std::move(f), std::move(options));
+/// f compiled for `client` (the client or the std::unique_ptr that owns it) on first use per
+/// signature; the arguments StaticArgNums are static (jit<1>(client, f) as
+/// jax.jit(f, static_argnums=1)).
+template <std::size_t... StaticArgNums, class P, class F>
+Jit<detail::ClientOf<P>, F, StaticArgNums...> jit(P& client, F f, JitOptions options = {}) {
+  return Jit<detail::ClientOf<P>, F, StaticArgNums...>(detail::client_of(client), std::move(f),
+                                                       std::move(options));
 }
 
 }  // namespace pjrt_lite

@@ -355,16 +355,12 @@ class Pmap {
   std::shared_ptr<State> state_;  // shared by copies
 };
 
-/// f mapped over its arguments' leading axis across the client's devices (jax.pmap).
-template <CompilingClient C, class F>
-Pmap<C, F> pmap(C& client, F f, PmapOptions options = {}) {
-  return Pmap<C, F>(client, std::move(f), std::move(options));
+/// f mapped over its arguments' leading axis across the client's devices (jax.pmap). `client`:
+/// the client or the std::unique_ptr that owns it.
+template <class P, class F>
+Pmap<detail::ClientOf<P>, F> pmap(P& client, F f, PmapOptions options = {}) {
+  return Pmap<detail::ClientOf<P>, F>(detail::client_of(client), std::move(f), std::move(options));
 }
-template <CompilingClient C, class F>
-Pmap<C, F> pmap(const std::unique_ptr<C>& client, F f, PmapOptions options = {}) {
-  return Pmap<C, F>(*client, std::move(f), std::move(options));
-}
-
 
 struct ShardMapOptions {
   /// The name of the traced graph.
@@ -510,14 +506,12 @@ class ShardMap {
   Pmap<C, F> pmap_;
 };
 
-/// f on shards of its arguments across the client's devices (jax's shard_map).
-template <CompilingClient C, class F>
-ShardMap<C, F> shard_map(C& client, F f, ShardMapOptions options = {}) {
-  return ShardMap<C, F>(client, std::move(f), std::move(options));
-}
-template <CompilingClient C, class F>
-ShardMap<C, F> shard_map(const std::unique_ptr<C>& client, F f, ShardMapOptions options = {}) {
-  return ShardMap<C, F>(*client, std::move(f), std::move(options));
+/// f on shards of its arguments across the client's devices (jax's shard_map). `client`: the
+/// client or the std::unique_ptr that owns it.
+template <class P, class F>
+ShardMap<detail::ClientOf<P>, F> shard_map(P& client, F f, ShardMapOptions options = {}) {
+  return ShardMap<detail::ClientOf<P>, F>(detail::client_of(client), std::move(f),
+                                          std::move(options));
 }
 
 }  // namespace pjrt_lite
