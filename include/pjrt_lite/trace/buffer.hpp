@@ -12,18 +12,19 @@
 
 namespace pjrt_lite::inline v0_1::trace {
 
-/// A buffer of a Traced client. Satisfies PjRtBuffer; move-only if the inner buffer is. In
+/// A buffer of a Traced client. Satisfies PjRtBuffer; move-only if the inner buffer is, and
+/// like cpu::Buffer not to be dropped when returned (destroying it destroys the inner one). In
 /// records a buffer is named by the inner buffer's id() where it has one (stable across
 /// moves), else by its own address. Thread-safe as the inner buffer is.
 template <PjRtClient C, Sink S>
-class TracedBuffer {
+class [[nodiscard]] TracedBuffer {
  public:
   using buffer_concept = buffer_tag;
   using inner_type = typename C::buffer_type;
   using device_type = TracedDevice<C, S>;
   using memory_space_type = TracedMemorySpace<C, S>;
 
-  TracedBuffer(Traced<C, S>* client, inner_type inner)
+  explicit TracedBuffer(Traced<C, S>* client, inner_type inner)
       : client_(client), inner_(std::move(inner)) {}
   TracedBuffer(TracedBuffer&&) noexcept = default;
   TracedBuffer& operator=(TracedBuffer&&) noexcept = default;

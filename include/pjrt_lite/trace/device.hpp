@@ -64,8 +64,7 @@ struct DeviceKind {
 template <PjRtClient C, Sink S>
 class TracedMemorySpace : public TracedHandle<C, S, typename C::memory_space_type, MemorySpaceKind> {
   using Base = TracedHandle<C, S, typename C::memory_space_type, MemorySpaceKind>;
-  using Base::call;
-  using Base::inner_;
+  using Base::call, Base::inner_;
 
  public:
   using memory_space_concept = memory_space_tag;
@@ -91,9 +90,7 @@ class TracedMemorySpace : public TracedHandle<C, S, typename C::memory_space_typ
 template <PjRtClient C, Sink S>
 class TracedDevice : public TracedHandle<C, S, typename C::device_type, DeviceKind> {
   using Base = TracedHandle<C, S, typename C::device_type, DeviceKind>;
-  using Base::call;
-  using Base::client_;
-  using Base::inner_;
+  using Base::call, Base::client_, Base::inner_;
 
  public:
   using device_concept = device_tag;

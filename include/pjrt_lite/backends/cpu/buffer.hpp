@@ -480,7 +480,7 @@ class ExternalReference {
 };
 
 /// An array on one device's memory space. Move-only, like PJRT's unique_ptr<PjRtBuffer>:
-/// destroying it deletes it. Memory is released only after every pending use (transfers,
+/// destroying it deletes it, so the compiler warns where a returned Buffer is dropped. Memory is released only after every pending use (transfers,
 /// executions, external references) is done. All const methods and delete_buffer() are
 /// thread-safe.
 ///
@@ -489,7 +489,7 @@ class ExternalReference {
 /// true, dtype() is kInvalid, on_device_shape() is the invalid Shape, dims() is empty,
 /// memory_space(), device() and client() are null, and delete_buffer() does nothing.
 template <class E>
-class Buffer {
+class [[nodiscard]] Buffer {
  public:
   using buffer_concept = buffer_tag;
   using device_type = Device<E>;
