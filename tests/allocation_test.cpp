@@ -405,8 +405,8 @@ void check_elementwise_chain(cpu::Client<E>& client) {
   Value u = b.parameter(Shape(DType::kF32, {kChain}));
   Value v = b.parameter(Shape(DType::kF32, {kChain}));
   Value half = b.broadcast_in_dim(b.constant(0.5f), {kChain}, {});
-  Value first =
-      b.add(b.multiply(b.tanh(b.add(b.multiply(u, v), b.exponential(b.negate(u)))), half), v);
+  Value inner = b.add(b.multiply(u, v), b.exponential(b.negate(u)));  // u * v + exp(-u)
+  Value first = b.add(b.multiply(b.tanh(inner), half), v);
   Value second = b.add(b.multiply(u, u), v);
   Graph graph = build_ok(b, {first, second});
 

@@ -65,8 +65,7 @@ struct ExecuteOptions {
 /// within `capacity` (least recently used first); `size` is how many entries it holds now.
 /// hits, misses and evictions only grow; clear() empties the cache but keeps them.
 struct CacheStats {
-  std::int64_t hits = 0;
-  std::int64_t misses = 0;
+  std::int64_t hits = 0, misses = 0;
   std::int64_t evictions = 0;
   std::int64_t size = 0;
   std::int64_t capacity = 0;

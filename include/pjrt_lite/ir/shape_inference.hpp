@@ -40,11 +40,11 @@ struct Signature {
 /// A set of element-type classes, for the type rules of element-wise ops.
 enum class TypeClass : std::uint8_t {
   kNone = 0,
-  kPred = 1,
-  kSigned = 2,
-  kUnsigned = 4,
-  kFloat = 8,
-  kComplex = 16,
+  kPred = 1 << 0,
+  kSigned = 1 << 1,
+  kUnsigned = 1 << 2,
+  kFloat = 1 << 3,
+  kComplex = 1 << 4,
   kInteger = kSigned | kUnsigned,
   kFloatOrComplex = kFloat | kComplex,
   kNumeric = kInteger | kFloat | kComplex,
