@@ -480,9 +480,9 @@ class ExternalReference {
 };
 
 /// An array on one device's memory space. Move-only, like PJRT's unique_ptr<PjRtBuffer>:
-/// destroying it deletes it, so the compiler warns where a returned Buffer is dropped. Memory is released only after every pending use (transfers,
-/// executions, external references) is done. All const methods and delete_buffer() are
-/// thread-safe.
+/// destroying it deletes it, so the compiler warns where a returned Buffer is dropped. Memory
+/// is released only after every pending use (transfers, executions, external references) is
+/// done. All const methods and delete_buffer() are thread-safe.
 ///
 /// A moved-from Buffer is safe to use, and says so: every operation that returns a Status or
 /// a Future fails with FAILED_PRECONDITION "... the buffer was moved from"; is_deleted() is
