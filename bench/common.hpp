@@ -149,8 +149,16 @@ class ProgramOn {
   void finish_set_up(ExecutionMode mode) {
     for (auto& a : args_) arg_ptrs_.push_back(&a);
     options_.mode = mode;
-    run();  // warm-up: fills the pools and the run-state cache
+    for (int i = 0; i < kWarmupRuns; ++i) run();
   }
+
+  /// Runs before timing, as a twin allocates and touches its outputs before its loop. The
+  /// first two allocate the two result buffers the steady state alternates between (the one
+  /// results_ holds while the next is written) and take their page faults: on a VM a fresh
+  /// 64 MiB output cost about 100 ms of faults, twenty times the run that wrote it. The next
+  /// eight are each split loop's learning runs (four split, four alone; SplitLearner), after
+  /// which it runs the faster way.
+  static constexpr int kWarmupRuns = 10;
 
   std::unique_ptr<cpu::Client<E>> client_;
   std::optional<cpu::LoadedExecutable<E>> exe_;
