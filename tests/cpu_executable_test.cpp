@@ -11,6 +11,7 @@
 #include <cstring>
 #include <numeric>
 #include <random>
+#include <set>
 #include <limits>
 #include <thread>
 #include <vector>
@@ -1122,6 +1123,61 @@ TEST_CASE("cpu executable: arguments listed in place, and execute on a one-devic
   // An executable on two devices wants a list per device, and says so.
   auto both = require_ok(client->compile(g, {.device_ids = {0, 1}}));
   check_error(both.execute({&a, &c}), StatusCode::kInvalidArgument, "execute: the executable is loaded on 2 devices");
+}
+
+TEST_CASE("cpu executable: executing into the same result list reuses the previous outputs' memory") {
+  // y = x * 3 + step over 64K f32: large enough to be handed to a worker in the default mode.
+  constexpr std::int64_t kN = 1 << 16;
+  auto client = make_client(1);
+  GraphBuilder b("scale");
+  Value x = b.parameter(Shape(DType::kF32, {kN}));
+  Value step = b.parameter(Shape(DType::kF32, {}));
+  Graph g = build_ok(b, {b.add(b.multiply(x, b.broadcast_in_dim(b.constant(3.0f), {kN}, {})),
+                               b.broadcast_in_dim(step, {kN}, {}))});
+  auto exe = require_ok(client->compile(g));
+  std::vector<float> xs(kN);
+  for (std::int64_t i = 0; i < kN; ++i) xs[static_cast<std::size_t>(i)] = static_cast<float>(i % 97) - 48.0f;
+  auto xb = client->buffer_from_host_buffer(std::span<const float>(xs), std::vector<std::int64_t>{kN}).value();
+  auto data_of = [](const cpu::Buffer<>& buffer) { return buffer.acquire_external_reference().value().data(); };
+  auto require = [](const Status& s) { REQUIRE_MESSAGE(s.ok(), s.to_string()); };
+
+  for (ExecutionMode mode : {ExecutionMode::kSynchronous, ExecutionMode::kDefault, ExecutionMode::kAsynchronous}) {
+    CAPTURE(static_cast<int>(mode));
+    std::vector<cpu::Buffer<>> results;
+    std::set<const void*> homes;
+    ExecuteOptions options;
+    options.mode = mode;
+    for (int i = 0; i < 6; ++i) {
+      auto sb = client->buffer_from_literal(Literal::scalar(static_cast<float>(i))).value();
+      cpu::Buffer<>* args[] = {&xb, &sb};
+      require(exe.execute_sharded(args, client->devices()[0], options, results));
+      REQUIRE(results.size() == 1);
+      require(results[0].get_ready_future().await());
+      homes.insert(data_of(results[0]));
+      std::vector<float> got(kN);
+      require(results[0].copy_raw_to_host(got.data(), 0, kN * 4).await());
+      for (std::int64_t j = 0; j < kN; j += 997)
+        CHECK(got[static_cast<std::size_t>(j)] == xs[static_cast<std::size_t>(j)] * 3.0f + static_cast<float>(i));
+    }
+    // The first run's output memory backs every later one.
+    CHECK(homes.size() == 1);
+  }
+
+  // An argument that is one of the previous results stays valid: the list is cleared only
+  // once the arguments are held, and the new output cannot take that memory.
+  std::vector<cpu::Buffer<>> results;
+  auto zero = client->buffer_from_literal(Literal::scalar(0.0f)).value();
+  cpu::Buffer<>* first_args[] = {&xb, &zero};
+  require(exe.execute_sharded(first_args, client->devices()[0], {}, results));
+  const void* previous = data_of(results.at(0));
+  cpu::Buffer<>* fed_back[] = {&results[0], &zero};
+  require(exe.execute_sharded(fed_back, client->devices()[0], {}, results));
+  REQUIRE(results.size() == 1);
+  CHECK(data_of(results[0]) != previous);
+  std::vector<float> got(kN);
+  require(results[0].copy_raw_to_host(got.data(), 0, kN * 4).await());
+  for (std::int64_t j = 0; j < kN; j += 997)
+    CHECK(got[static_cast<std::size_t>(j)] == xs[static_cast<std::size_t>(j)] * 9.0f);
 }
 
 TEST_CASE("cpu executable: a traced executable takes the same listed arguments, one record per call") {

@@ -223,7 +223,9 @@ class LoadedExecutable {
     return execute_sharded(std::span<Buffer<E>* const>(args.begin(), args.size()), device, options);
   }
   /// The same, writing into `results` (cleared first). Reusing one vector across calls keeps
-  /// a control loop free of allocations for the result list.
+  /// a control loop free of allocations for the result list, and, unless an argument is one
+  /// of its buffers, lets the new outputs take the memory of the previous ones (still in
+  /// cache) as they are allocated.
   Status execute_sharded(std::span<Buffer<E>* const> args, Device<E>* device, const ExecuteOptions& options,
                          std::vector<Buffer<E>>& results);
 

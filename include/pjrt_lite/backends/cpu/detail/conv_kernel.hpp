@@ -229,15 +229,18 @@ class ConvKernel final : public Kernel {
     // result's type, features are contiguous and every panel is whole; otherwise into a
     // block of sums copied out (narrowed) when the block's depth is done.
     direct_ = std::is_same_v<T, C> && out_feature_stride_ == 1 && group_outputs_ % Tile::kNr == 0;
-    // Per worker: the tile's row pointers, its result row pointers, the block of rows'
-    // descriptions and window offsets, its gathered rows (when not read in place) and its
-    // sums (when not written in place).
-    offsets_at_ = round_up(Tile::kMr * block_taps_ * static_cast<std::int64_t>(sizeof(void*)), 64);
-    row_info_at_ = offsets_at_ + round_up(Tile::kMr * static_cast<std::int64_t>(sizeof(void*)), 64);
+    // Per worker: one tile's row pointers for one depth block (gathered, or moved to a later
+    // piece of the input features), the block of rows' result rows, descriptions, and window
+    // offsets (gathered) or tap pointers (in place), one window's offsets, its gathered rows
+    // (when not read in place) and its sums (when not written in place; when written in place,
+    // one row of them that the rows past the end of a last partial tile write).
+    c_rows_at_ = round_up(Tile::kMr * block_taps_ * static_cast<std::int64_t>(sizeof(void*)), 64);
+    row_info_at_ = c_rows_at_ + round_up(mc_ * static_cast<std::int64_t>(sizeof(void*)), 64);
     windows_at_ = row_info_at_ + round_up(mc_ * static_cast<std::int64_t>(sizeof(Row)), 64);
-    rows_at_ = windows_at_ + round_up(mc_ * taps_ * 8, 64);
+    window_at_ = windows_at_ + round_up(mc_ * taps_ * 8, 64);
+    rows_at_ = window_at_ + round_up(taps_ * 8, 64);
     sums_at_ = rows_at_ + (indirect_ ? 0 : round_up(Tile::kMr * block_depth * size, 64));
-    slice_bytes_ = sums_at_ + round_up((direct_ ? Tile::kMr * Tile::kNr : mc_ * nc_) * size, 64);
+    slice_bytes_ = sums_at_ + round_up((direct_ ? n_pad_ : mc_ * nc_) * size, 64);
     slices_ = reserve(slice_bytes_ * workers_);
   }
 
@@ -385,9 +388,26 @@ class ConvKernel final : public Kernel {
   }
 
   /// The lhs offset of every tap of `row`'s window (its batch included, its group not), -1
-  /// where the tap reads padding or a dilation hole. Built one spatial dimension at a time,
-  /// so a tap costs a lookup and an add.
+  /// where the tap reads padding or a dilation hole. A regular window (every tap inside the
+  /// lhs, at the fixed distances) is its first tap's offset plus each tap's distance; the
+  /// others are built one spatial dimension at a time, so a tap costs a lookup and an add.
   void window(const Row& row, std::int64_t* out) const {
+    if (!window_deltas_.empty()) {
+      std::int64_t first = row.lhs;
+      std::size_t d = 0;
+      for (; d < spatial_; ++d) {
+        const std::int64_t offset = regular_first_[d][static_cast<std::size_t>(row.pos[d])];
+        if (offset == kIrregular) break;
+        first += offset;
+      }
+      if (d == spatial_) {
+        // Locals: stores through `out` could otherwise alias the members, reloaded every tap.
+        const std::int64_t* deltas = window_deltas_.data();
+        const std::int64_t taps = taps_;
+        for (std::int64_t t = 0; t < taps; ++t) out[t] = first + deltas[t];
+        return;
+      }
+    }
     out[0] = row.lhs;
     std::int64_t size = 1;
     for (std::size_t d = 0; d < spatial_; ++d) {
@@ -470,17 +490,53 @@ class ConvKernel final : public Kernel {
       auto block = [&](std::int64_t t0, std::int64_t t1, int worker) {
         std::byte* slice = ctx.scratch + slices_ + slice_bytes_ * worker;
         auto** ptrs = reinterpret_cast<const C**>(slice);
-        auto** c_rows = reinterpret_cast<C**>(slice + offsets_at_);
+        auto** c_rows = reinterpret_cast<C**>(slice + c_rows_at_);
         Row* rows = reinterpret_cast<Row*>(slice + row_info_at_);
         auto* windows = reinterpret_cast<std::int64_t*>(slice + windows_at_);
+        auto** taps = reinterpret_cast<const C**>(slice + windows_at_);
+        auto* one_window = reinterpret_cast<std::int64_t*>(slice + window_at_);
         C* gathered = reinterpret_cast<C*>(slice + rows_at_);
         C* sums = reinterpret_cast<C*>(slice + sums_at_);
         for (std::int64_t m0 = t0 * kMr; m0 < std::min(t1 * kMr, rows_); m0 += mc_) {
           const std::int64_t m1 = std::min({m0 + mc_, t1 * kMr, rows_});
+          const std::int64_t padded = round_up(m1 - m0, kMr);  // whole tiles
           describe_rows(m0, m1 - m0, rows);
-          for (std::int64_t m = m0; m < m1; ++m) window(rows[m - m0], windows + (m - m0) * taps_);
+          // Where each row's sums go (the micro-kernel adds the panel's first column): its row
+          // of the result, or of the block's sums; rows past the end share a row of scratch.
+          for (std::int64_t i = 0; i < padded; ++i) {
+            if constexpr (kSameType) {
+              if (direct_) {
+                c_rows[i] = i < m1 - m0 ? out_group + rows[i].out : sums;
+                continue;
+              }
+            }
+            c_rows[i] = sums + i * nc_;
+          }
+          // Each row's window: in place, a pointer per tap, laid out per tile as the
+          // micro-kernel reads them ([tile][tap][row]; zeros for padding and past the end),
+          // so that a tile's depth block is a slice of the table; gathered, its offsets.
+          if (in_place) {
+            const C* const base = reinterpret_cast<const C*>(lhs_group);
+            const C* const zero_row = zeros;
+            const std::int64_t window_taps = taps_;
+            for (std::int64_t i = 0; i < padded; ++i) {
+              const C** at = taps + (i / kMr) * window_taps * kMr + i % kMr;
+              if (i >= m1 - m0) {
+                for (std::int64_t t = 0; t < window_taps; ++t) at[t * kMr] = zero_row;
+                continue;
+              }
+              window(rows[i], one_window);
+              for (std::int64_t t = 0; t < window_taps; ++t)
+                at[t * kMr] = one_window[t] < 0 ? zero_row : base + one_window[t];
+            }
+          } else {
+            for (std::int64_t i = 0; i < m1 - m0; ++i) window(rows[i], windows + i * taps_);
+          }
           for (std::int64_t n0 = 0; n0 < n_pad_; n0 += nc_) {
             const std::int64_t n1 = std::min(n0 + nc_, n_pad_);
+            // Direct sums are the result's rows, whose columns start at 0; the block's sums
+            // start at n0.
+            const std::int64_t c_first = direct_ ? 0 : n0;
             bool first = true;
             for (std::int64_t tap0 = 0; tap0 < taps_; tap0 += block_taps_) {
               const std::int64_t ntaps = std::min(block_taps_, taps_ - tap0);
@@ -488,17 +544,19 @@ class ConvKernel final : public Kernel {
                 const std::int64_t i0 = piece * chunk_, len = std::min(chunk_, group_inputs_ - i0);
                 for (std::int64_t r0 = m0; r0 < m1; r0 += kMr) {
                   const std::int64_t count = std::min(kMr, m1 - r0);
-                  const std::int64_t* window_of = windows + (r0 - m0) * taps_ + tap0;
                   // The tile's rows: a pointer per (tap, row) into the lhs, or its rows
                   // gathered; rows past the end read zeros.
+                  const C* const* tile_rows = ptrs;
                   std::int64_t segments = ntaps, seg_len = len;
                   if (in_place) {
-                    for (std::int64_t t = 0; t < ntaps; ++t)
-                      for (std::int64_t r = 0; r < kMr; ++r) {
-                        const std::int64_t o = r < count ? window_of[r * taps_ + t] : -1;
-                        ptrs[t * kMr + r] = o < 0 ? zeros : reinterpret_cast<const C*>(lhs_group + o + i0);
-                      }
+                    const C* const* table = taps + (r0 - m0) * taps_ + tap0 * kMr;
+                    if (i0 == 0) {
+                      tile_rows = table;
+                    } else {
+                      for (std::int64_t k = 0; k < ntaps * kMr; ++k) ptrs[k] = table[k] == zeros ? zeros : table[k] + i0;
+                    }
                   } else {
+                    const std::int64_t* window_of = windows + (r0 - m0) * taps_ + tap0;
                     for (std::int64_t r = 0; r < kMr; ++r) {
                       C* dst = gathered + r * ntaps * len;
                       ptrs[r] = dst;
@@ -518,18 +576,9 @@ class ConvKernel final : public Kernel {
                   // The kernel rows of this depth block: taps [tap0, tap0 + ntaps), features
                   // [i0, i0 + len); consecutive in a panel (several taps only when len is all).
                   const std::int64_t depth0 = tap0 * group_inputs_ + i0;
-                  for (std::int64_t j = n0; j < n1; j += kNr) {
-                    for (std::int64_t r = 0; r < kMr; ++r) {
-                      if constexpr (kSameType) {
-                        if (direct_) {
-                          c_rows[r] = r < count ? out_group + rows[r0 - m0 + r].out + j : sums + r * kNr;
-                          continue;
-                        }
-                      }
-                      c_rows[r] = sums + (r0 - m0 + r) * nc_ + (j - n0);
-                    }
-                    micro_kernel<C>(segments, seg_len, ptrs, kernel + j * depth_ + depth0 * kNr, len, c_rows, !first);
-                  }
+                  for (std::int64_t j = n0; j < n1; j += kNr)
+                    micro_kernel<C>(segments, seg_len, tile_rows, kernel + j * depth_ + depth0 * kNr, len,
+                                    c_rows + (r0 - m0), j - c_first, !first);
                 }
               }
             }
@@ -846,7 +895,7 @@ class ConvKernel final : public Kernel {
   // tile's lhs row pointers, its result row pointers, row descriptions, window offsets,
   // gathered rows and sums (a depthwise slice: sums, row descriptions, one window).
   std::int64_t packed_ = 0, zeros_ = 0, slices_ = 0, slice_bytes_ = 0;
-  std::int64_t offsets_at_ = 0, row_info_at_ = 0, windows_at_ = 0, rows_at_ = 0, sums_at_ = 0, gemm_at_ = 0;
+  std::int64_t c_rows_at_ = 0, row_info_at_ = 0, windows_at_ = 0, window_at_ = 0, rows_at_ = 0, sums_at_ = 0, gemm_at_ = 0;
   int workers_ = 1;
 };
 

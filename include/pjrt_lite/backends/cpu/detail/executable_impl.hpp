@@ -306,6 +306,15 @@ template <class E>
 Status LoadedExecutable<E>::launch(std::span<Buffer<E>* const> args, Device<E>* device,
                                    const ExecuteOptions& options, std::vector<Buffer<E>>& results) {
   PJRT_LITE_RETURN_IF_ERROR(validate(args, device, options));
+  // The previous results go before this run's outputs are allocated, unless an argument is
+  // one of them: their memory, back in the pool, then backs the new outputs, so a loop that
+  // executes into the same list keeps reusing one set of blocks, still in cache, instead of
+  // alternating between two.
+  const auto in_results = [&](const Buffer<E>* arg) {
+    return std::less_equal<const Buffer<E>*>()(results.data(), arg) &&
+           std::less<const Buffer<E>*>()(arg, results.data() + results.size());
+  };
+  if (std::none_of(args.begin(), args.end(), in_results)) results.clear();
   PJRT_LITE_ASSIGN_OR_RETURN(std::unique_ptr<detail::RunState> state, prepare(args, options));
   if (rendezvous_) {
     // One participant of a grid, run here: the others come from other threads' calls.

@@ -55,13 +55,13 @@ struct MicroTile {
   static constexpr int kNr = kPackets * L::kSize;
 };
 
-/// c[r][0..kNr) (+)= sum over segments s and k < len of rows[s][r][k] * b[s * b_segment + k][0..kNr),
-/// for r < kRows. `rows` holds kRows pointers per segment; `b` is a panel of kNr values per
-/// depth step, `b_step` apart (kNr when packed); `c` holds kRows row pointers. With
-/// `accumulate` false, c is overwritten.
+/// c[r][column + 0..kNr) (+)= sum over segments s and k < len of rows[s][r][k] *
+/// b[s * b_segment + k][0..kNr), for r < kRows. `rows` holds kRows pointers per segment; `b`
+/// is a panel of kNr values per depth step, `b_step` apart (kNr when packed); `c` holds kRows
+/// row pointers. With `accumulate` false, c is overwritten.
 template <class C, int kRows = MicroTile<C>::kMr>
 void micro_kernel(std::int64_t segments, std::int64_t len, const C* const* rows, const C* b, std::int64_t b_segment,
-                  C* const* c, bool accumulate, std::int64_t b_step = MicroTile<C>::kNr) {
+                  C* const* c, std::int64_t column, bool accumulate, std::int64_t b_step = MicroTile<C>::kNr) {
   using T = MicroTile<C>;
   using L = typename T::L;
   using P = typename L::Packet;
@@ -92,7 +92,7 @@ void micro_kernel(std::int64_t segments, std::int64_t len, const C* const* rows,
   }
   for (int r = 0; r < kRows; ++r)
     for (int j = 0; j < kNp; ++j) {
-      C* at = c[r] + j * kW;
+      C* at = c[r] + column + j * kW;
       L::store(at, accumulate ? L::add(L::load(at), acc[r][j]) : acc[r][j]);
     }
 }
@@ -189,7 +189,7 @@ struct PanelGemm {
     if constexpr (kRows > 1) {
       if (mr < kRows) return strip_tile<kRows - 1>(mr, kc, in, b, b_step, out, accumulate);
     }
-    micro_kernel<C, kRows>(1, kc, in, b, 0, out, accumulate, b_step);
+    micro_kernel<C, kRows>(1, kc, in, b, 0, out, 0, accumulate, b_step);
   }
 
   /// Packs op(b)[k0, k0 + kc) x [j0, j0 + nc) as panels of kNr columns, kc x kNr each, row by
