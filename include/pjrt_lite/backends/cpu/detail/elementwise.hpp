@@ -178,92 +178,116 @@ inline void fix_edges(const T* x, T* o, std::int64_t n, Safe safe, Exact exact) 
     if (!safe(x[i])) o[i] = exact(x[i]);
 }
 
+/// Runs `tile` on `a` a chunk at a time, each chunk's inputs copied to a local buffer first:
+/// for a kernel that must not see its output overwrite its input.
+template <class T, class Tile>
+inline void through_local_chunks(const TileArgs& a, Tile tile) {
+  constexpr std::int64_t kChunk = 256;
+  alignas(64) T local[kChunk];
+  const T* x = static_cast<const T*>(a.in[0]);
+  T* o = static_cast<T*>(a.out);
+  for (std::int64_t b = 0; b < a.n; b += kChunk) {
+    const std::int64_t m = std::min(kChunk, a.n - b);
+    std::memcpy(local, x + b, static_cast<std::size_t>(m) * sizeof(T));
+    TileArgs part = a;
+    part.in[0] = local;
+    part.out = o + b;
+    part.n = m;
+    tile(part);
+  }
+}
+
 /// Eigen's vectorized transcendental functions are fast inside their working range and lose
 /// the IEEE special cases outside it (exp(-inf) is not 0, log of a denormal, sqrt(inf) is
 /// NaN). Runs `vec`, then recomputes the elements that `safe` rejects with the C library's
-/// `exact`. When the output overwrites the input, each chunk's inputs are copied first.
+/// `exact`, which reads the inputs again: an output that overlaps the input goes through
+/// local chunks.
 template <class T, class Vec, class Safe, class Exact>
 inline void vector_with_edges(const TileArgs& a, Vec vec, Safe safe, Exact exact) {
   const T* x = static_cast<const T*>(a.in[0]);
   T* o = static_cast<T*>(a.out);
-  if (o + a.n <= x || x + a.n <= o) {
-    ArrayMap<T>(o, a.n) = vec(ConstArrayMap<T>(x, a.n));
-    fix_edges(x, o, a.n, safe, exact);
-    return;
-  }
-  constexpr std::int64_t kChunk = 256;
-  alignas(64) T local[kChunk];
-  for (std::int64_t b = 0; b < a.n; b += kChunk) {
-    const std::int64_t m = std::min(kChunk, a.n - b);
-    std::memcpy(local, x + b, static_cast<std::size_t>(m) * sizeof(T));
-    ArrayMap<T>(o + b, m) = vec(ConstArrayMap<T>(local, m));
-    fix_edges(local, o + b, m, safe, exact);
-  }
+  if (!(o + a.n <= x || x + a.n <= o))
+    return through_local_chunks<T>(a, [&](const TileArgs& part) { vector_with_edges<T>(part, vec, safe, exact); });
+  ArrayMap<T>(o, a.n) = vec(ConstArrayMap<T>(x, a.n));
+  fix_edges(x, o, a.n, safe, exact);
 }
+
+/// The widest vectors of T this build has, for sqrt_tile: their lanes, loads and stores,
+/// square root and division (each correctly rounded, as IEEE 754 has them). Lanes 1 where
+/// the build has none.
+template <class T>
+struct SqrtVectors {
+  static constexpr std::int64_t kLanes = 1;
+};
+#if defined(__AVX512F__)
+template <> struct SqrtVectors<float> {
+  static constexpr std::int64_t kLanes = 16;
+  static __m512 load(const float* x) { return _mm512_loadu_ps(x); }
+  static void store(float* o, __m512 v) { _mm512_storeu_ps(o, v); }
+  static __m512 sqrt(__m512 v) { return _mm512_sqrt_ps(v); }
+  static __m512 reciprocal(__m512 v) { return _mm512_div_ps(_mm512_set1_ps(1.0f), v); }
+};
+template <> struct SqrtVectors<double> {
+  static constexpr std::int64_t kLanes = 8;
+  static __m512d load(const double* x) { return _mm512_loadu_pd(x); }
+  static void store(double* o, __m512d v) { _mm512_storeu_pd(o, v); }
+  static __m512d sqrt(__m512d v) { return _mm512_sqrt_pd(v); }
+  static __m512d reciprocal(__m512d v) { return _mm512_div_pd(_mm512_set1_pd(1.0), v); }
+};
+#elif defined(__AVX__)
+template <> struct SqrtVectors<float> {
+  static constexpr std::int64_t kLanes = 8;
+  static __m256 load(const float* x) { return _mm256_loadu_ps(x); }
+  static void store(float* o, __m256 v) { _mm256_storeu_ps(o, v); }
+  static __m256 sqrt(__m256 v) { return _mm256_sqrt_ps(v); }
+  static __m256 reciprocal(__m256 v) { return _mm256_div_ps(_mm256_set1_ps(1.0f), v); }
+};
+template <> struct SqrtVectors<double> {
+  static constexpr std::int64_t kLanes = 4;
+  static __m256d load(const double* x) { return _mm256_loadu_pd(x); }
+  static void store(double* o, __m256d v) { _mm256_storeu_pd(o, v); }
+  static __m256d sqrt(__m256d v) { return _mm256_sqrt_pd(v); }
+  static __m256d reciprocal(__m256d v) { return _mm256_div_pd(_mm256_set1_pd(1.0), v); }
+};
+#elif defined(__SSE2__)
+template <> struct SqrtVectors<float> {
+  static constexpr std::int64_t kLanes = 4;
+  static __m128 load(const float* x) { return _mm_loadu_ps(x); }
+  static void store(float* o, __m128 v) { _mm_storeu_ps(o, v); }
+  static __m128 sqrt(__m128 v) { return _mm_sqrt_ps(v); }
+  static __m128 reciprocal(__m128 v) { return _mm_div_ps(_mm_set1_ps(1.0f), v); }
+};
+template <> struct SqrtVectors<double> {
+  static constexpr std::int64_t kLanes = 2;
+  static __m128d load(const double* x) { return _mm_loadu_pd(x); }
+  static void store(double* o, __m128d v) { _mm_storeu_pd(o, v); }
+  static __m128d sqrt(__m128d v) { return _mm_sqrt_pd(v); }
+  static __m128d reciprocal(__m128d v) { return _mm_div_pd(_mm_set1_pd(1.0), v); }
+};
+#endif
+
 /// sqrt (kReciprocal: 1 / sqrt) of f32 or f64, each element correctly rounded as IEEE 754 and
 /// the spec have it (1 / sqrt: two roundings, as the C library's 1 / std::sqrt). Eigen 3.4's
 /// packet sqrt is a reciprocal-square-root estimate refined by Newton steps for f32, and for
 /// f64 too on AVX-512: within an ulp, and sqrt(t * t) need not be t. The CPU's square root
-/// instruction, widest first; elsewhere the C library's, an element at a time. Handles an
-/// output that overwrites its input (each vector is read before it is written).
+/// instruction on the widest vectors (SqrtVectors), then the C library's an element at a
+/// time. An output that overwrites its input exactly is fine (each vector is read before it
+/// is written); one that overlaps it partly goes through local chunks.
 template <class T, bool kReciprocal>
 inline void sqrt_tile(const TileArgs& a) {
   static_assert(std::is_same_v<T, float> || std::is_same_v<T, double>);
   const T* x = static_cast<const T*>(a.in[0]);
   T* o = static_cast<T*>(a.out);
-  if (!(o == x || o + a.n <= x || x + a.n <= o)) {  // a partial overlap: through a chunk
-    constexpr std::int64_t kChunk = 256;
-    alignas(64) T local[kChunk];
-    for (std::int64_t b = 0; b < a.n; b += kChunk) {
-      const std::int64_t m = std::min(kChunk, a.n - b);
-      std::memcpy(local, x + b, static_cast<std::size_t>(m) * sizeof(T));
-      TileArgs part = a;
-      part.in[0] = local;
-      part.out = o + b;
-      part.n = m;
-      sqrt_tile<T, kReciprocal>(part);
-    }
-    return;
-  }
+  if (!(o == x || o + a.n <= x || x + a.n <= o))
+    return through_local_chunks<T>(a, [](const TileArgs& part) { sqrt_tile<T, kReciprocal>(part); });
+  using V = SqrtVectors<T>;
   std::int64_t i = 0;
-  constexpr bool kF32 = std::is_same_v<T, float>;
-#if defined(__AVX512F__)
-  if constexpr (kF32) {
-    for (; i + 16 <= a.n; i += 16) {
-      const __m512 r = _mm512_sqrt_ps(_mm512_loadu_ps(x + i));
-      _mm512_storeu_ps(o + i, kReciprocal ? _mm512_div_ps(_mm512_set1_ps(1.0f), r) : r);
-    }
-  } else {
-    for (; i + 8 <= a.n; i += 8) {
-      const __m512d r = _mm512_sqrt_pd(_mm512_loadu_pd(x + i));
-      _mm512_storeu_pd(o + i, kReciprocal ? _mm512_div_pd(_mm512_set1_pd(1.0), r) : r);
+  if constexpr (V::kLanes > 1) {
+    for (; i + V::kLanes <= a.n; i += V::kLanes) {
+      const auto r = V::sqrt(V::load(x + i));
+      V::store(o + i, kReciprocal ? V::reciprocal(r) : r);
     }
   }
-#elif defined(__AVX__)
-  if constexpr (kF32) {
-    for (; i + 8 <= a.n; i += 8) {
-      const __m256 r = _mm256_sqrt_ps(_mm256_loadu_ps(x + i));
-      _mm256_storeu_ps(o + i, kReciprocal ? _mm256_div_ps(_mm256_set1_ps(1.0f), r) : r);
-    }
-  } else {
-    for (; i + 4 <= a.n; i += 4) {
-      const __m256d r = _mm256_sqrt_pd(_mm256_loadu_pd(x + i));
-      _mm256_storeu_pd(o + i, kReciprocal ? _mm256_div_pd(_mm256_set1_pd(1.0), r) : r);
-    }
-  }
-#elif defined(__SSE2__)
-  if constexpr (kF32) {
-    for (; i + 4 <= a.n; i += 4) {
-      const __m128 r = _mm_sqrt_ps(_mm_loadu_ps(x + i));
-      _mm_storeu_ps(o + i, kReciprocal ? _mm_div_ps(_mm_set1_ps(1.0f), r) : r);
-    }
-  } else {
-    for (; i + 2 <= a.n; i += 2) {
-      const __m128d r = _mm_sqrt_pd(_mm_loadu_pd(x + i));
-      _mm_storeu_pd(o + i, kReciprocal ? _mm_div_pd(_mm_set1_pd(1.0), r) : r);
-    }
-  }
-#endif
   for (; i < a.n; ++i) o[i] = kReciprocal ? T(1) / std::sqrt(x[i]) : std::sqrt(x[i]);
 }
 

@@ -80,21 +80,23 @@ void micro_kernel(std::int64_t segments, std::int64_t len, const C* const* rows,
         ((bv[J] = L::load(bk + J * kW)), ...);
       }(std::make_integer_sequence<int, kNp>{});
       [&]<int... R>(std::integer_sequence<int, R...>) {
-        auto row = [&](int r) {
+        auto row = [&]<int r>(std::integral_constant<int, r>) {
           const P x = L::broadcast(a[r] + k);
           [&]<int... J>(std::integer_sequence<int, J...>) {
             ((acc[r][J] = L::madd(x, bv[J], acc[r][J])), ...);
           }(std::make_integer_sequence<int, kNp>{});
         };
-        (row(R), ...);
+        (row(std::integral_constant<int, R>{}), ...);
       }(std::make_integer_sequence<int, kRows>{});
     }
   }
-  for (int r = 0; r < kRows; ++r)
-    for (int j = 0; j < kNp; ++j) {
+  [&]<int... R>(std::integer_sequence<int, R...>) {
+    auto store = [&]<int r, int j>(std::integral_constant<int, r>, std::integral_constant<int, j>) {
       C* at = c[r] + column + j * kW;
       L::store(at, accumulate ? L::add(L::load(at), acc[r][j]) : acc[r][j]);
-    }
+    };
+    (store(std::integral_constant<int, R / kNp>{}, std::integral_constant<int, R % kNp>{}), ...);
+  }(std::make_integer_sequence<int, kRows * kNp>{});
 }
 
 /// A product c = op(a) * op(b) of real floating-point numbers on micro_kernel, all row-major
