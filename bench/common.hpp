@@ -152,12 +152,12 @@ class ProgramOn {
     for (int i = 0; i < kWarmupRuns; ++i) run();
   }
 
-  /// Runs before timing, as a twin allocates and touches its outputs before its loop. The
-  /// first two allocate the two result buffers the steady state alternates between (the one
-  /// results_ holds while the next is written) and take their page faults: on a VM a fresh
-  /// 64 MiB output cost about 100 ms of faults, twenty times the run that wrote it. The next
-  /// eight are each split loop's learning runs (four split, four alone; SplitLearner), after
-  /// which it runs the faster way.
+  /// Runs before timing, as a twin allocates and touches its outputs before its loop: the
+  /// first allocates the outputs, which every later run reuses (an execute into results_
+  /// lets the previous ones go first), and takes their page faults (on a VM a fresh 64 MiB
+  /// output cost about 100 ms of faults, twenty times the run that wrote it); each split
+  /// loop's eight learning runs (four split, four alone; SplitLearner) follow, after which it
+  /// runs the faster way. Ten covers both.
   static constexpr int kWarmupRuns = 10;
 
   std::unique_ptr<cpu::Client<E>> client_;

@@ -1126,7 +1126,8 @@ TEST_CASE("cpu executable: arguments listed in place, and execute on a one-devic
 }
 
 TEST_CASE("cpu executable: executing into the same result list reuses the previous outputs' memory") {
-  // y = x * 3 + step over 64K f32: large enough to be handed to a worker in the default mode.
+  // y = x * 3 + step over 64K f32, run on the caller (synchronous, and the default mode for a
+  // program this small) and handed to a worker (asynchronous).
   constexpr std::int64_t kN = 1 << 16;
   auto client = make_client(1);
   GraphBuilder b("scale");

@@ -438,8 +438,8 @@ void LoadedExecutable<E>::start(std::unique_ptr<detail::RunState> state, std::sp
   const detail::Program& program = *program_;
   for (int d : options.donated_arguments)
     state->holds[static_cast<std::size_t>(d)] = args[static_cast<std::size_t>(d)]->commit_donation();
-  // The arguments are held now, so the previous results can go (even if some of them are
-  // arguments): their memory returns to the pool in time to back this execution's outputs.
+  // Previous results still in the list are arguments of this run (launch let the others go
+  // before the outputs were allocated); held now, their buffers can go too.
   results.clear();
 
   bool all_ready = true;
