@@ -818,19 +818,21 @@ TEST_CASE("cpu client: a split learner follows the times it is given: faster way
 
   constexpr auto kWindow = static_cast<int>(SplitLearner::kWindow);
 
+  // Times a tenth apart or closer keep the explorations kExploreEvery runs apart (their extra
+  // time: kExploreRuns * 0.1 of a run, under 1/kExploreShare of kExploreEvery runs).
   SUBCASE("splitting is slower: the caller runs the loop but for kExploreRuns splits every kExploreEvery runs") {
     SplitLearner learner;
-    runs(learner, 2 * kWarmup, 5 * kMs, 0);
+    runs(learner, 2 * kWarmup, 11 * kMs, 10 * kMs);
     CHECK(split_runs == kWarmup);
-    CHECK(learner.median_ns(true) == 5 * kMs);
-    CHECK(learner.median_ns(false) == 0);
-    runs(learner, 2 * kEvery, 5 * kMs, 0);
+    CHECK(learner.median_ns(true) == 11 * kMs);
+    CHECK(learner.median_ns(false) == 10 * kMs);
+    runs(learner, 2 * kEvery, 11 * kMs, 10 * kMs);
     CHECK(split_runs == 2 * kExplore);
     CHECK(alone_runs == 2 * (kEvery - kExplore));
   }
   SUBCASE("splitting is faster: the loop splits but for kExploreRuns runs alone every kExploreEvery") {
     SplitLearner learner;
-    runs(learner, 2 * kWarmup + 2 * kEvery, 0, 5 * kMs);
+    runs(learner, 2 * kWarmup + 2 * kEvery, 10 * kMs, 11 * kMs);
     CHECK(alone_runs == kWarmup + 2 * kExplore);
     CHECK(split_runs == kWarmup + 2 * (kEvery - kExplore));
   }
@@ -847,31 +849,32 @@ TEST_CASE("cpu client: a split learner follows the times it is given: faster way
     static_assert(std::size(times) > SplitLearner::kWindow, "the last runs push the first out of the window");
   }
   SUBCASE("occasional slow runs of the faster way never turn the decision") {
-    // Splitting takes 1 ms against the caller's 5, but every third split run the OS stretches
-    // to 50 ms: a third of the window is slow, the median is not, and the loop keeps splitting.
+    // Splitting takes 10 ms against the caller's 11, but every third split run the OS
+    // stretches to 500 ms: a third of the window is slow, the median is not, and the loop
+    // keeps splitting.
     SplitLearner learner;
     std::uint32_t split_seen = 0;
     split_runs = alone_runs = 0;
     for (int i = 0; i < 2 * kWarmup + 4 * kEvery; ++i) {
       const bool split = learner.choose();
       ++(split ? split_runs : alone_runs);
-      learner.record(split, !split ? 5 * kMs : ++split_seen % 3 == 0 ? 50 * kMs : kMs);
+      learner.record(split, !split ? 11 * kMs : ++split_seen % 3 == 0 ? 500 * kMs : 10 * kMs);
     }
     CHECK(alone_runs == kWarmup + 4 * kExplore);
-    CHECK(learner.median_ns(true) == kMs);
+    CHECK(learner.median_ns(true) == 10 * kMs);
   }
   SUBCASE("a lasting slowdown turns the decision once it fills half the window") {
     SplitLearner learner;
-    runs(learner, 2 * kWarmup, 0, 5 * kMs);
-    learner.record(true, 4 * kMs);  // one slow split run leaves the median alone
-    CHECK(learner.median_ns(true) == 0);
-    // The machine got busy: splitting now takes 10 ms against the caller's 5. The window holds
-    // the warm-up's four 0s, the 4 and then the slow runs; the fifth slow run leaves three
-    // numbers below 5 ms of the last eight, and from then on the caller runs the loop but for
-    // the explorations.
-    runs(learner, kEvery, 10 * kMs, 5 * kMs);
+    runs(learner, 2 * kWarmup, 2 * kMs, 10 * kMs);
+    learner.record(true, 8 * kMs);  // one slow split run leaves the median alone
+    CHECK(learner.median_ns(true) == 2 * kMs);
+    // The machine got busy: splitting now takes 11 ms against the caller's 10. The window holds
+    // the warm-up's four 2s, the 8 and then the slow runs; the fifth slow run leaves three
+    // numbers below 10 ms of the last eight, and from then on the caller runs the loop but for
+    // the explorations, every kExploreEvery runs now that the ways are close.
+    runs(learner, kEvery, 11 * kMs, 10 * kMs);
     CHECK(split_runs == kWindow / 2 + 1 + kExplore);
-    CHECK(learner.median_ns(true) == 10 * kMs);
+    CHECK(learner.median_ns(true) == 11 * kMs);
   }
   SUBCASE("a faster way takes over within one exploration") {
     SplitLearner learner;
@@ -883,6 +886,49 @@ TEST_CASE("cpu client: a split learner follows the times it is given: faster way
     CHECK(split_runs == kExplore + kEvery / 2);
     CHECK(alone_runs == kEvery - kExplore);
     CHECK(learner.median_ns(true) == 0);
+  }
+  SUBCASE("explorations come less often the further apart the ways are, so they cost about 1/kExploreShare") {
+    // The period from the closed form: an exploration's runs each take (other - chosen)
+    // longer, and kExploreShare times that extra time over kExploreRuns runs spreads over the
+    // period's runs of the chosen way.
+    constexpr auto kShare = SplitLearner::kExploreShare;
+    const auto closed_form = [&](std::int64_t chosen, std::int64_t other) {
+      return static_cast<int>(kExplore * kShare * (other - chosen) / chosen);
+    };
+    CHECK(SplitLearner::explore_every(kMs, 5 * kMs) == 1600u);
+    CHECK(SplitLearner::explore_every(4 * kMs, 7 * kMs) == static_cast<std::uint32_t>(closed_form(4 * kMs, 7 * kMs)));
+    CHECK(SplitLearner::explore_every(10 * kMs, 11 * kMs) == SplitLearner::kExploreEvery);
+    CHECK(SplitLearner::explore_every(10 * kMs, 9 * kMs) == SplitLearner::kExploreEvery);
+    CHECK(SplitLearner::explore_every(kMs, 1000 * kMs) == SplitLearner::kMaxExploreEvery);
+    CHECK(SplitLearner::explore_every(0, kMs) == SplitLearner::kMaxExploreEvery);
+
+    SplitLearner learner;
+    runs(learner, 2 * kWarmup, 5 * kMs, kMs);  // the caller is five times faster
+    runs(learner, 3 * 1600, 5 * kMs, kMs);
+    CHECK(split_runs == 3 * kExplore);
+    CHECK(alone_runs == 3 * (1600 - kExplore));
+    // The same loop splitting five times faster explores the caller as rarely.
+    SplitLearner splitting;
+    runs(splitting, 2 * kWarmup + 2 * 1600, kMs, 5 * kMs);
+    CHECK(alone_runs == kWarmup + 2 * kExplore);
+    // The caller's time nears the other way's: the next exploration comes kExploreEvery runs
+    // after the last, however far apart they were before.
+    runs(learner, 1000, 5 * kMs, 5 * kMs - kMs / 10);
+    CHECK(split_runs == 1000 / kEvery * kExplore);
+  }
+  SUBCASE("an exploration's cost is the other way's mean time, its slow first runs included") {
+    // Split runs alternate 1 and 9 ms (median 1, the lower of the middle two; mean 5) against
+    // the caller's 1 ms: the caller runs the loop, and explores as rarely as splits of 5 ms.
+    SplitLearner learner;
+    std::uint32_t split_seen = 0;
+    split_runs = alone_runs = 0;
+    for (int i = 0; i < 2 * kWarmup + 2 * 1600; ++i) {
+      const bool split = learner.choose();
+      ++(split ? split_runs : alone_runs);
+      learner.record(split, !split ? kMs : ++split_seen % 2 == 0 ? 9 * kMs : kMs);
+    }
+    CHECK(learner.median_ns(true) == kMs);
+    CHECK(split_runs == kWarmup + 2 * kExplore);
   }
 }
 

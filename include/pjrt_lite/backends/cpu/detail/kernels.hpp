@@ -62,11 +62,15 @@ struct RunContext {
 /// go no faster than one (docs/DECISIONS.md, "Each loop learns whether splitting pays", has
 /// the figures). No fixed threshold fits every loop, machine and load, so each kernel times
 /// both ways: its first kWarmup runs split, the next kWarmup run alone, and then it runs the
-/// faster way, trying the other for kExploreRuns runs in a row every kExploreEvery runs so that
-/// it follows a change of load (a busy machine, other executions sharing the pool). In a row,
-/// because a pool whose workers have had nothing to do for a while has them asleep: the first
-/// split run pays their wake-up, which the next ones, like every split run of a loop that
-/// keeps splitting, do not.
+/// faster way, trying the other for kExploreRuns runs in a row now and then so that it follows
+/// a change of load (a busy machine, other executions sharing the pool). In a row, because a
+/// pool whose workers have had nothing to do for a while has them asleep: the first split run
+/// pays their wake-up, which the next ones, like every split run of a loop that keeps
+/// splitting, do not. An exploration comes every kExploreEvery runs while the two ways are
+/// close, and less often the further apart they are, so that its slower runs add at most about
+/// 1/kExploreShare to the time of the runs between (explore_every): a 64K-element multiply that
+/// runs in 4.5 us on the caller and whose exploring splits take 18 us (the worker's wake-up
+/// and the data moving to its core) explores once in about 1,200 runs, not once in 128.
 ///
 /// Each way is judged by the median of its last kWindow runs: a run the OS stretched (a worker
 /// descheduled mid-split, a page fault on the first run) is an outlier that must not turn the
@@ -78,9 +82,14 @@ class SplitLearner {
  public:
   /// Runs of each way before the medians decide.
   static constexpr std::uint32_t kWarmup = 4;
-  /// Once decided, the last kExploreRuns runs of every kExploreEvery go the other way.
+  /// Once decided, kExploreRuns runs in a row go the other way, the last of every
+  /// explore_every() runs: of every kExploreEvery while the two ways are close, of up to
+  /// kMaxExploreEvery when the other way is far slower.
   static constexpr std::uint32_t kExploreEvery = 128;
+  static constexpr std::uint32_t kMaxExploreEvery = 16384;
   static constexpr std::uint32_t kExploreRuns = 4;
+  /// Explorations add at most about 1/kExploreShare to the time of the runs between them.
+  static constexpr std::int64_t kExploreShare = 100;
   /// The runs of each way that its median is taken over.
   static constexpr std::uint32_t kWindow = 8;
 
@@ -116,16 +125,41 @@ class SplitLearner {
     const std::uint32_t split = count_[1].load(std::memory_order_relaxed);
     if (split < kWarmup) return true;
     if (alone < kWarmup) return false;
-    const bool faster = median_[1].load(std::memory_order_relaxed) < median_[0].load(std::memory_order_relaxed);
-    const std::uint32_t turn = turn_.fetch_add(1, std::memory_order_relaxed);
-    return turn % kExploreEvery >= kExploreEvery - kExploreRuns ? !faster : faster;
+    const std::int64_t alone_ns = median_[0].load(std::memory_order_relaxed);
+    const std::int64_t split_ns = median_[1].load(std::memory_order_relaxed);
+    const bool faster = split_ns < alone_ns;
+    // The period follows the times as they are now: a chosen way that slows down to near the
+    // other's brings the next exploration closer. The other way's cost is the mean of its
+    // window, its last explorations whole (the first run of each paying the wake-up).
+    const std::uint32_t every = explore_every(median_[faster].load(std::memory_order_relaxed),
+                                              mean_[!faster].load(std::memory_order_relaxed));
+    if (exploring_.load(std::memory_order_relaxed) > 0) {
+      exploring_.fetch_sub(1, std::memory_order_relaxed);
+      return !faster;
+    }
+    if (since_explored_.fetch_add(1, std::memory_order_relaxed) < every - kExploreRuns) return faster;
+    since_explored_.store(0, std::memory_order_relaxed);
+    exploring_.store(kExploreRuns - 1, std::memory_order_relaxed);
+    return !faster;
+  }
+  /// The runs from one exploration's start to the next's, given the chosen way's median time
+  /// and the other's mean: an exploration's kExploreRuns runs take (other - chosen) longer
+  /// each than the chosen way would, which over the period's runs makes at most
+  /// 1/kExploreShare of their time, within [kExploreEvery, kMaxExploreEvery].
+  [[nodiscard]] static std::uint32_t explore_every(std::int64_t chosen_ns, std::int64_t other_ns) {
+    if (other_ns <= chosen_ns) return kExploreEvery;
+    const double extra = static_cast<double>(other_ns - chosen_ns) / static_cast<double>(std::max<std::int64_t>(chosen_ns, 1));
+    const double runs = double{kExploreRuns} * double{kExploreShare} * extra;
+    return static_cast<std::uint32_t>(std::clamp(runs, double{kExploreEvery}, double{kMaxExploreEvery}));
   }
   void record(bool split, std::int64_t ns) const {
     const std::uint32_t seen = count_[split].fetch_add(1, std::memory_order_relaxed);
     samples_[split][seen % kWindow].store(ns, std::memory_order_relaxed);
     const std::uint32_t held = std::min(seen + 1, kWindow);
     std::array<std::int64_t, kWindow> times{};
-    for (std::uint32_t i = 0; i < held; ++i) times[i] = samples_[split][i].load(std::memory_order_relaxed);
+    std::int64_t total = 0;
+    for (std::uint32_t i = 0; i < held; ++i) total += times[i] = samples_[split][i].load(std::memory_order_relaxed);
+    mean_[split].store(total / held, std::memory_order_relaxed);
     const auto middle = times.begin() + (held - 1) / 2;
     std::nth_element(times.begin(), middle, times.begin() + held);
     median_[split].store(*middle, std::memory_order_relaxed);
@@ -134,8 +168,10 @@ class SplitLearner {
  private:
   mutable std::atomic<std::int64_t> samples_[2][kWindow]{};
   mutable std::atomic<std::int64_t> median_[2]{};
+  mutable std::atomic<std::int64_t> mean_[2]{};
   mutable std::atomic<std::uint32_t> count_[2]{};
-  mutable std::atomic<std::uint32_t> turn_{0};
+  mutable std::atomic<std::uint32_t> since_explored_{0};  // runs the faster way since the last exploration
+  mutable std::atomic<std::int32_t> exploring_{0};        // runs of the exploration under way still to go
 };
 
 /// One step of a compiled program.
