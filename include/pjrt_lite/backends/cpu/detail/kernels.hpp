@@ -86,7 +86,7 @@ class SplitLearner {
   /// explore_every() runs: of every kExploreEvery while the two ways are close, of up to
   /// kMaxExploreEvery when the other way is far slower.
   static constexpr std::uint32_t kExploreEvery = 128;
-  static constexpr std::uint32_t kMaxExploreEvery = 16384;
+  static constexpr std::uint32_t kMaxExploreEvery = 4096;
   static constexpr std::uint32_t kExploreRuns = 4;
   /// Explorations add at most about 1/kExploreShare to the time of the runs between them.
   static constexpr std::int64_t kExploreShare = 100;
@@ -130,7 +130,7 @@ class SplitLearner {
     const bool faster = split_ns < alone_ns;
     // The period follows the times as they are now: a chosen way that slows down to near the
     // other's brings the next exploration closer. The other way's cost is the mean of its
-    // window, its last explorations whole (the first run of each paying the wake-up).
+    // window but its longest run: its last explorations, their slow first runs included.
     const std::uint32_t every = explore_every(median_[faster].load(std::memory_order_relaxed),
                                               mean_[!faster].load(std::memory_order_relaxed));
     if (exploring_.load(std::memory_order_relaxed) > 0) {
@@ -143,7 +143,7 @@ class SplitLearner {
     return !faster;
   }
   /// The runs from one exploration's start to the next's, given the chosen way's median time
-  /// and the other's mean: an exploration's kExploreRuns runs take (other - chosen) longer
+  /// and the other's mean (without its longest run): an exploration's kExploreRuns runs take (other - chosen) longer
   /// each than the chosen way would, which over the period's runs makes at most
   /// 1/kExploreShare of their time, within [kExploreEvery, kMaxExploreEvery].
   [[nodiscard]] static std::uint32_t explore_every(std::int64_t chosen_ns, std::int64_t other_ns) {
@@ -157,9 +157,15 @@ class SplitLearner {
     samples_[split][seen % kWindow].store(ns, std::memory_order_relaxed);
     const std::uint32_t held = std::min(seen + 1, kWindow);
     std::array<std::int64_t, kWindow> times{};
-    std::int64_t total = 0;
-    for (std::uint32_t i = 0; i < held; ++i) total += times[i] = samples_[split][i].load(std::memory_order_relaxed);
-    mean_[split].store(total / held, std::memory_order_relaxed);
+    std::int64_t total = 0, longest = 0;
+    for (std::uint32_t i = 0; i < held; ++i) {
+      times[i] = samples_[split][i].load(std::memory_order_relaxed);
+      total += times[i];
+      longest = std::max(longest, times[i]);
+    }
+    // The mean without the longest run: one run the OS stretched by milliseconds (the first
+    // one's page faults) must not space the explorations out.
+    mean_[split].store(held > 1 ? (total - longest) / (held - 1) : total, std::memory_order_relaxed);
     const auto middle = times.begin() + (held - 1) / 2;
     std::nth_element(times.begin(), middle, times.begin() + held);
     median_[split].store(*middle, std::memory_order_relaxed);
