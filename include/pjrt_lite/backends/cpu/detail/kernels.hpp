@@ -143,9 +143,9 @@ class SplitLearner {
     return !faster;
   }
   /// The runs from one exploration's start to the next's, given the chosen way's median time
-  /// and the other's mean (without its longest run): an exploration's kExploreRuns runs take (other - chosen) longer
-  /// each than the chosen way would, which over the period's runs makes at most
-  /// 1/kExploreShare of their time, within [kExploreEvery, kMaxExploreEvery].
+  /// and the other's mean (without its longest run): an exploration's kExploreRuns runs take
+  /// (other - chosen) longer each than the chosen way would, which over the period's runs
+  /// makes at most 1/kExploreShare of their time, within [kExploreEvery, kMaxExploreEvery].
   [[nodiscard]] static std::uint32_t explore_every(std::int64_t chosen_ns, std::int64_t other_ns) {
     if (other_ns <= chosen_ns) return kExploreEvery;
     const double extra = static_cast<double>(other_ns - chosen_ns) / static_cast<double>(std::max<std::int64_t>(chosen_ns, 1));
