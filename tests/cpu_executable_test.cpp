@@ -57,13 +57,28 @@ Literal float_vector(DType t, const std::vector<double>& v) {
   return Literal::from_span<float>(f, {n}).value();
 }
 
+/// An f64 literal as f32 (each value rounded) or f64 (itself), for `t`.
+Literal in_dtype(DType t, const Literal& f64) {
+  if (t == DType::kF64) return f64;
+  const auto dims = f64.shape().dims();
+  Literal narrow(Shape(DType::kF32, std::vector<std::int64_t>(dims.begin(), dims.end())));
+  const auto from = f64.data<double>();
+  auto to = narrow.data<float>();
+  for (std::size_t i = 0; i < from.size(); ++i) to[i] = static_cast<float>(from[i]);
+  return narrow;
+}
+
 /// `n` values around +-30 with, every 7th, an edge of exp's packet code on either side (where
-/// it overflows, underflows to denormals and zero, infinities, NaN, signed zeros, denormals).
+/// it overflows, underflows to denormals and zero, infinities, NaN, signed zeros, denormals,
+/// the bounds of its range).
 std::vector<double> exp_edge_values(std::int64_t n) {
   const double inf = std::numeric_limits<double>::infinity();
   const double edges[] = {0.0, -0.0, 1.0, -1.0, 86.9, -86.9, 87.5, -87.5, 88.5, -88.5, 700.0, -700.0, 708.5, -708.5,
                           709.5, -709.5, 745.5, -745.5, 800.0, -800.0, inf, -inf, std::numeric_limits<double>::quiet_NaN(),
-                          1e-40, -1e-310};
+                          1e-40, -1e-310,
+                          // The bounds of the packet code's range, (-87, 88) for f32 and (-708,
+                          // 709) for f64, and the f32 values just inside them.
+                          -87.0, 88.0, 87.99999237060547, -86.99999237060547, -708.0, 709.0};
   std::vector<double> v(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i)
     v[static_cast<std::size_t>(i)] = i % 7 == 3 ? edges[(i / 7) % std::size(edges)] : std::sin(0.37 * static_cast<double>(i)) * 30;
@@ -2070,14 +2085,47 @@ TEST_CASE("cpu fusion: max and min over rows and what reads them are bit for bit
       if (r == 4 && i % 300 == 299) a[i] = std::numeric_limits<double>::quiet_NaN();
       if (r == 5) a[i] = specials[i % 4];
     }
-    Literal typed = arg;
-    if (t == DType::kF32) {
-      Literal narrow(Shape(DType::kF32, dims));
-      for (std::size_t i = 0; i < a.size(); ++i) narrow.data<float>()[i] = static_cast<float>(a[i]);
-      typed = narrow;
-    }
-    check_with_reference(g, {typed}, 0);
+    check_with_reference(g, {in_dtype(t, arg)}, 0);
     CHECK(contains(listing(g), "row fusion["));
+  }
+}
+
+TEST_CASE("cpu fusion: a row's max and min find a NaN or a signed zero wherever it sits, at every row length") {
+  // The extremum runs in chains of four packets, then single packets, then elements: rows of
+  // every length around those steps (16 f32 or 8 f64 lanes under AVX-512, fewer below), with
+  // one NaN in turn at the first element, in the middle and at the last, and rows whose
+  // extremum is a zero of either sign beside zeros of the other.
+  for (DType t : {DType::kF32, DType::kF64}) {
+    for (std::int64_t n : {1, 2, 7, 8, 15, 16, 17, 31, 32, 33, 63, 64, 65, 71, 127, 128, 129, 200}) {
+      CAPTURE(dtype_name(t));
+      CAPTURE(n);
+      const std::vector<std::int64_t> dims = {6, n};
+      GraphBuilder b("extrema");
+      Value x = b.parameter(Shape(t, dims));
+      Value mx = b.reduce(x, b.constant(scalar_literal(t, -std::numeric_limits<double>::infinity())), OpCode::kMaximum, {1});
+      Value mn = b.reduce(x, b.constant(scalar_literal(t, std::numeric_limits<double>::infinity())), OpCode::kMinimum, {1});
+      const Graph g = build_ok(b, {mx, mn});
+      Literal arg(Shape(DType::kF64, dims));
+      auto a = arg.data<double>();
+      const double nan = std::numeric_limits<double>::quiet_NaN();
+      for (std::int64_t r = 0; r < 6; ++r) {
+        for (std::int64_t i = 0; i < n; ++i) a[static_cast<std::size_t>(r * n + i)] = std::cos(0.7 * static_cast<double>(i + r));
+        double* row = a.data() + r * n;
+        if (r == 0) row[0] = nan;
+        if (r == 1) row[n / 2] = nan;
+        if (r == 2) row[n - 1] = nan;
+        if (r == 3) row[0] = -nan;  // the sign of a NaN is no number either
+        if (r >= 4) {
+          // Every element at or below -1 (r == 4: the max is a zero) or at or above 1 (r == 5:
+          // the min is), with zeros of both signs at the ends.
+          for (std::int64_t i = 0; i < n; ++i) row[i] = (r == 4 ? -1.0 : 1.0) * (1.0 + std::abs(row[i]));
+          row[n - 1] = r == 4 ? -0.0 : 0.0;
+          row[0] = r == 4 ? 0.0 : -0.0;
+          if (n == 1) row[0] = r == 4 ? -0.0 : 0.0;
+        }
+      }
+      check_with_reference(g, {in_dtype(t, arg)}, 0);
+    }
   }
 }
 

@@ -344,6 +344,24 @@ inline void packet_unary(const TileArgs& a, PacketFn packet, ScalarFn scalar) {
   for (; i < a.n; ++i) o[i] = scalar(x[i]);
 }
 
+/// Whether some lane of `a` is not below the same lane of `limit`, or is a NaN. Under
+/// AVX-512 one compare into a mask register; Eigen's compares there widen each mask to a
+/// vector first, and its range test of exp's packets took two compares, two widenings and two
+/// logic ops per packet (a quarter of softmax's exp loop in perf's samples).
+template <class P>
+inline bool any_not_below(const P& a, const P& limit) {
+  namespace ei = Eigen::internal;
+  return ei::predux_any(ei::pandnot(ei::ptrue(a), ei::pcmp_lt(a, limit)));
+}
+#if defined(EIGEN_VECTORIZE_AVX512)
+inline bool any_not_below(const Eigen::internal::Packet16f& a, const Eigen::internal::Packet16f& limit) {
+  return _mm512_cmp_ps_mask(a, limit, _CMP_NLT_UQ) != 0;
+}
+inline bool any_not_below(const Eigen::internal::Packet8d& a, const Eigen::internal::Packet8d& limit) {
+  return _mm512_cmp_pd_mask(a, limit, _CMP_NLT_UQ) != 0;
+}
+#endif
+
 /// f(exp(arg(x))) over a tile in one pass, for exp and the ops built on it. Each packet's
 /// exp is the vectorized one (exp_in_range for f32, Eigen's for f64); a packet with a lane
 /// outside exp_range (where those lose IEEE's edges: exp(-inf) is not 0, overflow, NaN) is
@@ -355,8 +373,10 @@ inline void exp_pass(const TileArgs& a, Arg arg, Finish finish, Scalar scalar) {
   namespace ei = Eigen::internal;
   using P = typename ei::packet_traits<T>::type;
   constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
+  // exp_range(v) is |v - 1/2| < bound + 1/2: near the bounds the subtraction is exact, and a
+  // NaN compares false.
   const T bound = sizeof(T) == 4 ? T(87) : T(708);
-  const P lo = ei::pset1<P>(-bound), hi = ei::pset1<P>(bound + 1), all = ei::ptrue(lo);
+  const P center = ei::pset1<P>(T(0.5)), half_width = ei::pset1<P>(bound + T(0.5));
   packet_unary<T>(
       a,
       [&](P input) {
@@ -366,7 +386,7 @@ inline void exp_pass(const TileArgs& a, Arg arg, Finish finish, Scalar scalar) {
           out = finish(exp_in_range(v));
         else
           out = finish(ei::pexp(v));
-        if (ei::predux_any(ei::pandnot(all, ei::pand(ei::pcmp_lt(lo, v), ei::pcmp_lt(v, hi))))) {
+        if (any_not_below(ei::pabs(ei::psub(v, center)), half_width)) {
           alignas(64) T in_lanes[kLanes], out_lanes[kLanes], v_lanes[kLanes];
           ei::pstore(in_lanes, input);
           ei::pstore(v_lanes, v);
@@ -870,6 +890,56 @@ void convert(const TileArgs& a) {
   }
 }
 
+/// The maximum (kMax) or minimum of x[0, n), n > 0, f32 or f64, in four independent chains of
+/// packets, and whether any element is a NaN. The packet max/min is the instruction's, which
+/// drops a NaN operand and orders -0 and +0 either way, so NaNs are caught by a compare of
+/// each element with itself in the same pass, and a zero result is the caller's to redo; any
+/// other result is an element's bits, whatever the order. Eigen's NaN-propagating maxCoeff
+/// runs one chain with a select per packet: over a softmax's rows of 1024 f32 it took two
+/// thirds as long as the exp (docs/DECISIONS.md, "A row's maximum runs in four chains").
+template <class T, bool kMax>
+T extremum(const T* x, std::int64_t n, bool& has_nan) {
+  namespace ei = Eigen::internal;
+  using P = typename ei::packet_traits<T>::type;
+  constexpr std::int64_t kLanes = ei::packet_traits<T>::size;
+  const auto pick = [](const auto& a, const auto& b) { return kMax ? ei::pmax(a, b) : ei::pmin(a, b); };
+  std::int64_t i = 0;
+  T m = x[0];
+  bool nan = false;
+  if constexpr (kLanes > 1) {
+    if (n >= 4 * kLanes) {
+      P m0 = ei::ploadu<P>(x), m1 = ei::ploadu<P>(x + kLanes), m2 = ei::ploadu<P>(x + 2 * kLanes),
+        m3 = ei::ploadu<P>(x + 3 * kLanes);
+      P bad = ei::por(ei::por(ei::pcmp_lt_or_nan(m0, m0), ei::pcmp_lt_or_nan(m1, m1)),
+                      ei::por(ei::pcmp_lt_or_nan(m2, m2), ei::pcmp_lt_or_nan(m3, m3)));
+      for (i = 4 * kLanes; i + 4 * kLanes <= n; i += 4 * kLanes) {
+        const P v0 = ei::ploadu<P>(x + i), v1 = ei::ploadu<P>(x + i + kLanes),
+                v2 = ei::ploadu<P>(x + i + 2 * kLanes), v3 = ei::ploadu<P>(x + i + 3 * kLanes);
+        bad = ei::por(bad, ei::por(ei::por(ei::pcmp_lt_or_nan(v0, v0), ei::pcmp_lt_or_nan(v1, v1)),
+                                   ei::por(ei::pcmp_lt_or_nan(v2, v2), ei::pcmp_lt_or_nan(v3, v3))));
+        m0 = pick(m0, v0);
+        m1 = pick(m1, v1);
+        m2 = pick(m2, v2);
+        m3 = pick(m3, v3);
+      }
+      for (; i + kLanes <= n; i += kLanes) {
+        const P v = ei::ploadu<P>(x + i);
+        bad = ei::por(bad, ei::pcmp_lt_or_nan(v, v));
+        m0 = pick(m0, v);
+      }
+      const P all = pick(pick(m0, m1), pick(m2, m3));
+      m = kMax ? ei::predux_max(all) : ei::predux_min(all);
+      nan = ei::predux_any(bad);
+    }
+  }
+  for (; i < n; ++i) {
+    nan = nan || x[i] != x[i];
+    m = kMax ? std::max(m, x[i]) : std::min(m, x[i]);
+  }
+  has_nan = nan;
+  return m;
+}
+
 /// acc = op(acc, x[0], ..., x[n-1]) for the one element `a.out` and the tile `a.in[0]`.
 /// Float sums and products combine the tile in Eigen's vectorized order; max and min give
 /// what the element-by-element fold gives (NaN-propagating, +0 above -0) and integers wrap,
@@ -889,9 +959,9 @@ void accumulate(const TileArgs& a) {
     } else {
       // The vectorized extremum is the fold's unless a NaN or a zero (whose sign the fold
       // picks) is involved; then fold element by element.
-      const T m = Op == OpCode::kMaximum ? v.template maxCoeff<Eigen::PropagateNaN>()
-                                         : v.template minCoeff<Eigen::PropagateNaN>();
-      if (std::isnan(m) || m == T(0)) {
+      bool has_nan = false;
+      const T m = extremum<T, Op == OpCode::kMaximum>(x, a.n, has_nan);
+      if (has_nan || m == T(0)) {
         for (std::int64_t i = 0; i < a.n; ++i) acc = Op == OpCode::kMaximum ? float_max(acc, x[i]) : float_min(acc, x[i]);
       } else {
         acc = Op == OpCode::kMaximum ? float_max(acc, m) : float_min(acc, m);
