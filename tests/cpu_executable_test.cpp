@@ -1726,6 +1726,39 @@ Graph layer_norm_graph(DType t, const std::vector<std::int64_t>& dims, std::int6
 
 }  // namespace
 
+TEST_CASE("cpu executable: a batch of products split across threads by whole products gives one thread's bits") {
+  // Batches of 2, 4 and 12 products go to the workers whole (12 of 32 x 32 x 32 are too small
+  // to split one by one, together large enough); 3 products of a size that splits keep
+  // splitting each product. Operands laid out as attention's heads have them: the right one
+  // [batch, N, K] (scores) or [batch, K, N] (weighted values), the left one [batch, M, K].
+  struct Case {
+    std::int64_t batch, m, k, n;
+    bool rhs_transposed;
+  };
+  const Case cases[] = {{2, 96, 80, 72, false}, {4, 128, 64, 128, true}, {4, 128, 128, 64, false},
+                        {12, 32, 32, 32, true},  {3, 96, 80, 72, true}};
+  for (DType t : {DType::kF32, DType::kF64, DType::kS32}) {
+    for (const Case& c : cases) {
+      CAPTURE(dtype_name(t));
+      CAPTURE(c.batch);
+      CAPTURE(c.m);
+      GraphBuilder b("batched");
+      const std::vector<std::int64_t> rhs_dims =
+          c.rhs_transposed ? std::vector<std::int64_t>{c.batch, c.n, c.k} : std::vector<std::int64_t>{c.batch, c.k, c.n};
+      Value x = b.parameter(Shape(t, {c.batch, c.m, c.k}));
+      Value y = b.parameter(Shape(t, rhs_dims));
+      const DotDimensionNumbers dims{{0}, {0}, {2}, {c.rhs_transposed ? 2 : 1}};
+      // A bias added after the product: the loop runs in the product's blocks.
+      Value bias = b.broadcast_in_dim(b.constant(scalar_literal(t, 1)), {c.batch, c.m, c.n}, {});
+      const Graph g = build_ok(b, {b.add(b.dot_general(x, y, dims), bias)});
+      const std::vector<Literal> args = {pattern_literal(Shape(t, {c.batch, c.m, c.k}), 1),
+                                         pattern_literal(Shape(t, rhs_dims), 2)};
+      check_with_reference(g, args, t == DType::kF32 ? 1e-5 : 1e-12);
+      check_with_one_thread(g, args);
+    }
+  }
+}
+
 TEST_CASE("cpu fusion: softmax and layer norm over rows run as one row kernel and match the reference") {
   // Rows that are no multiple of the vector width, one row, one-element rows, rows of two
   // dimensions, and enough rows to be split across the pool. The sums run in another order

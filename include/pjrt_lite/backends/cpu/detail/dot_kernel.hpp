@@ -92,7 +92,8 @@ class DotKernel final : public Kernel {
     if (dtype_ != DType::kPred)
       visit_dtype(dtype_, [&]<class T>(std::type_identity<T>) {
         gemm_ = GemmScratch::plan<typename GemmComputeType<T>::type>(
-            m_, n_, k_, splits() ? workers : 1, scratch_bytes, splits_float_columns(workers) ? kFloatColumnUnit : 0);
+            m_, n_, k_, splits() || splits_batches(workers) ? workers : 1, scratch_bytes,
+            splits_float_columns(workers) ? kFloatColumnUnit : 0);
       });
     flops = 2.0 * static_cast<double>(batch_ * m_ * n_ * k_);
     bytes_accessed = (batch_ * (m_ * k_ + k_ * n_ + m_ * n_)) * esize;
@@ -211,12 +212,21 @@ class DotKernel final : public Kernel {
 
   template <class T>
   void gemm(const RunContext& ctx, const T* a, const T* b, T* c) const {
+    if (splits_batches(ctx.max_workers)) {
+      // Whole products to the workers, each on one as on a single thread (the same bits):
+      // one hand-off for the batch instead of one per product, and no operand packed twice.
+      auto products = [&](std::int64_t b0, std::int64_t b1, int worker) {
+        for (std::int64_t batch = b0; batch < b1; ++batch) product_rows<T>(ctx, a, b, c, batch, 0, m_, worker);
+      };
+      ctx.parallel(batch_, 1, products);
+      return;
+    }
     for (std::int64_t batch = 0; batch < batch_; ++batch) {
-      const T* ab = a + batch * m_ * k_;
-      const T* bb = b + batch * k_ * n_;
-      T* cb = c + batch * m_ * n_;
       if constexpr (std::is_floating_point_v<T>) {
         if (splits_float_columns(ctx.max_workers)) {
+          const T* ab = a + batch * m_ * k_;
+          const T* bb = b + batch * k_ * n_;
+          T* cb = c + batch * m_ * n_;
           // Each worker takes whole units of columns and packs only its share of B (a split
           // of rows packs all of B on every worker, as costly as the product when the rows
           // are few); the epilogue then runs on the worker's columns of each row.
@@ -240,28 +250,35 @@ class DotKernel final : public Kernel {
           continue;
         }
       }
-      // Rows [r0, r1) of the product. f32/f64 operands stored transposed are read in place
-      // as column-major views ([batch, K, M] on the left, [batch, N, K] on the right).
-      auto rows = [&](std::int64_t r0, std::int64_t r1, int worker) {
-        std::byte* scratch = gemm_.slice(ctx.scratch, worker);
-        auto with_rhs = [&]<bool kLhsColumns>(const T* lhs, std::int64_t lda) {
-          if constexpr (std::is_floating_point_v<T>) {
-            if (rhs_transposed_)
-              return gemm_into<T, kLhsColumns, true>(r1 - r0, n_, k_, lhs, lda, bb, k_, cb + r0 * n_, n_, gemm_,
-                                                     scratch);
-          }
-          gemm_into<T, kLhsColumns, false>(r1 - r0, n_, k_, lhs, lda, bb, n_, cb + r0 * n_, n_, gemm_, scratch);
-        };
-        if constexpr (std::is_floating_point_v<T>) {
-          if (lhs_transposed_) with_rhs.template operator()<true>(ab + r0, m_);
-          else with_rhs.template operator()<false>(ab + r0 * k_, k_);
-        } else {
-          with_rhs.template operator()<false>(ab + r0 * k_, k_);
-        }
-        epilogue_.run(ctx, (batch * m_ + r0) * n_, (batch * m_ + r1) * n_, worker);
-      };
+      auto rows = [&](std::int64_t r0, std::int64_t r1, int worker) { product_rows<T>(ctx, a, b, c, batch, r0, r1, worker); };
       split_rows(ctx, rows);
     }
+  }
+
+  /// Rows [r0, r1) of product `batch`, and the epilogue on them, on `worker`. f32/f64
+  /// operands stored transposed are read in place as column-major views ([batch, K, M] on
+  /// the left, [batch, N, K] on the right).
+  template <class T>
+  void product_rows(const RunContext& ctx, const T* a, const T* b, T* c, std::int64_t batch, std::int64_t r0,
+                    std::int64_t r1, int worker) const {
+    const T* ab = a + batch * m_ * k_;
+    const T* bb = b + batch * k_ * n_;
+    T* cb = c + batch * m_ * n_;
+    std::byte* scratch = gemm_.slice(ctx.scratch, worker);
+    auto with_rhs = [&]<bool kLhsColumns>(const T* lhs, std::int64_t lda) {
+      if constexpr (std::is_floating_point_v<T>) {
+        if (rhs_transposed_)
+          return gemm_into<T, kLhsColumns, true>(r1 - r0, n_, k_, lhs, lda, bb, k_, cb + r0 * n_, n_, gemm_, scratch);
+      }
+      gemm_into<T, kLhsColumns, false>(r1 - r0, n_, k_, lhs, lda, bb, n_, cb + r0 * n_, n_, gemm_, scratch);
+    };
+    if constexpr (std::is_floating_point_v<T>) {
+      if (lhs_transposed_) with_rhs.template operator()<true>(ab + r0, m_);
+      else with_rhs.template operator()<false>(ab + r0 * k_, k_);
+    } else {
+      with_rhs.template operator()<false>(ab + r0 * k_, k_);
+    }
+    epilogue_.run(ctx, (batch * m_ + r0) * n_, (batch * m_ + r1) * n_, worker);
   }
 
   /// Runs rows(r0, r1, worker) over [0, m_). One block of rows per worker: each block packs
@@ -341,6 +358,17 @@ class DotKernel final : public Kernel {
   /// columns than rows and at least two tiles of them.
   [[nodiscard]] bool splits_int8_columns(const RunContext& ctx) const {
     return splits() && ctx.max_workers > 1 && n_ > m_ && n_ >= 2 * kInt8ColumnUnit;
+  }
+
+  /// Whether the batch's products go to the workers whole, each on one worker: a batch of at
+  /// least as many products as workers, in equal shares or at least four per worker, and
+  /// together as large as a product that splits. Attention's per-head products ([4, 128,
+  /// 128] and [4, 128, 64] for 4 heads of 128 tokens) then take one hand-off instead of one
+  /// per head, each head's operands packed once.
+  [[nodiscard]] bool splits_batches(int workers) const {
+    return !int8_ && workers > 1 && batch_ >= workers && (batch_ % workers == 0 || batch_ >= 4 * workers) &&
+           static_cast<double>(batch_) * static_cast<double>(m_) * static_cast<double>(n_) * static_cast<double>(k_) >=
+               1 << 18;
   }
 
   /// Whether each product's rows split across the workers.
