@@ -497,6 +497,31 @@ TEST_CASE("cpu buffer: copy_raw_to_host copies a byte range and rejects ranges o
   CHECK(buffer.copy_raw_to_host(nullptr, 0, 2).await().code() == StatusCode::kInvalidArgument);
 }
 
+TEST_CASE("cpu buffer: a copy to the host that a worker ran lets go of the memory before its future is ready") {
+  // A control loop reads its buffer back and then writes the next input into it in place: the
+  // write must find the memory free once the read's future is ready, whichever thread ran it.
+  // The copies are above the client's threshold (0 bytes), so the pool's workers run them.
+  auto client = make_client(1, 0);
+  constexpr std::int64_t kN = 1024;
+  std::vector<float> host(kN), back(kN);
+  for (std::int64_t i = 0; i < kN; ++i) host[static_cast<std::size_t>(i)] = static_cast<float>(i);
+  auto buffer = client->buffer_from_host_buffer(std::span<const float>(host), std::vector<std::int64_t>{kN}).value();
+  for (int round = 0; round < 300; ++round) {
+    CAPTURE(round);
+    const bool raw = round % 2 == 0;
+    if (raw) {
+      REQUIRE(buffer.copy_raw_to_host(back.data(), 0, kN * 4).await().ok());
+    } else {
+      Literal l = buffer.to_literal().await().value();
+      std::memcpy(back.data(), l.untyped_data(), static_cast<std::size_t>(kN * 4));
+    }
+    CHECK(back[static_cast<std::size_t>(round % kN)] == static_cast<float>(round % kN + round));
+    for (float& v : host) v += 1.0f;
+    const Status written = buffer.copy_raw_from_host(host.data(), 0, kN * 4);
+    REQUIRE_MESSAGE(written.ok(), written.to_string());
+  }
+}
+
 TEST_CASE("cpu buffer: copy_raw_from_host overwrites in place, only memory nothing else uses") {
   auto client = make_client();
   auto buffer = client->buffer_from_literal(Literal::vector<std::int16_t>({1, 2, 3, 4})).value();

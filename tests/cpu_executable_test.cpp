@@ -1818,6 +1818,16 @@ TEST_CASE("cpu fusion: softmax and layer norm over rows run as one row kernel an
   }
 }
 
+/// `g` matches the reference within `tolerance` (and, unless `threads_alike` is false, gives
+/// one thread's bits on the pool), and its listing holds `text`.
+void check_row_kernel(const Graph& g, const std::vector<Literal>& args, std::string_view text, bool threads_alike = true) {
+  check_with_reference(g, args, 2e-5);
+  if (threads_alike) check_with_one_thread(g, args);
+  const std::string got = listing(g);
+  CAPTURE(got);
+  CHECK(contains(got, text));
+}
+
 TEST_CASE("cpu fusion: a row kernel runs its per-row stages over blocks of rows, the bits the same on any number of threads") {
   // Rows of 64 f32, of 203 f64 and of 1024 f32 go in blocks of 16, of 4096 f32 in blocks of 4
   // (at most 64 KiB of each full-row array); the row counts leave a partial block at the end,
@@ -1838,7 +1848,9 @@ TEST_CASE("cpu fusion: a row kernel runs its per-row stages over blocks of rows,
       CAPTURE(Shape::dims_string(dims));
       const std::vector<std::int64_t> row(dims.begin() + 1, dims.end());
       const double tolerance = t == DType::kF32 ? 2e-4 : 1e-11;
-      const std::string blocks = str_cat(" rows of ", row[0], " in blocks of ", c.block, ",");
+      // A row of one tile (up to 1024 elements) goes through each pass a block at a time.
+      const std::string blocks =
+          str_cat(" rows of ", row[0], " in blocks of ", c.block, row[0] <= 1024 ? ", each pass one call per block," : ", ");
       const Graph norm = layer_norm_graph(t, dims, 1);
       const std::vector<Literal> norm_args = {pattern_literal(Shape(t, dims), 2), pattern_literal(Shape(t, row), 3),
                                               pattern_literal(Shape(t, row), 4)};
@@ -1861,11 +1873,39 @@ TEST_CASE("cpu fusion: a row kernel runs its per-row stages over blocks of rows,
     Value y = b.multiply(x, b.broadcast_in_dim(t, dims, {0}));
     const Graph g = build_ok(b, {y, t});
     const std::vector<Literal> args = {pattern_literal(Shape(DType::kF32, dims), 5), pattern_literal(Shape(DType::kF32, {45}), 6)};
-    check_with_reference(g, args, 2e-5);
-    check_with_one_thread(g, args);
-    const std::string text = listing(g);
-    CAPTURE(text);
-    CHECK(contains(text, "45 rows of 100 in blocks of 16,"));
+    check_row_kernel(g, args, "45 rows of 100 in blocks of 16,");
+  }
+  SUBCASE("a pass over a block of rows fills per-row values read as tiles and repeats vectors within each row") {
+    // Rows [4, 8] of 37 rows: select reads the row's mean as a tile (no scalar form), u
+    // repeats every 8 elements of a row and v holds each value for 8; a second reduction
+    // sums the result in the pass that makes it. The last block has 5 rows.
+    const std::vector<std::int64_t> dims = {37, 4, 8};
+    GraphBuilder b("lifted");
+    Value x = b.parameter(Shape(DType::kF32, dims));
+    Value u = b.parameter(Shape(DType::kF32, {8}));
+    Value v = b.parameter(Shape(DType::kF32, {4}));
+    Value mean = b.multiply(b.reduce(x, b.constant(0.0f), OpCode::kAdd, {1, 2}), b.broadcast_in_dim(b.constant(1.0f / 32), {37}, {}));
+    Value m = b.broadcast_in_dim(mean, dims, {0});
+    Value lifted = b.select(b.compare(x, m, ComparisonDirection::kGt), x, m);
+    Value y = b.add(b.multiply(lifted, b.broadcast_in_dim(u, dims, {2})), b.broadcast_in_dim(v, dims, {1}));
+    Value total = b.reduce(y, b.constant(0.0f), OpCode::kAdd, {1, 2});
+    const Graph g = build_ok(b, {y, total});
+    const std::vector<Literal> args = {pattern_literal(Shape(DType::kF32, dims), 9), pattern_literal(Shape(DType::kF32, {8}), 10),
+                                       pattern_literal(Shape(DType::kF32, {4}), 11)};
+    check_row_kernel(g, args, "37 rows of 32 in blocks of 16, each pass one call per block, 2 passes over each");
+  }
+  SUBCASE("a pass that reads a vector at the pace of a group of rows goes row by row") {
+    // v[i] of rows (i, j) steps once every five rows: no fixed step per row, so the division's
+    // pass rebases each row, while the sum's pass still takes the block at once.
+    const std::vector<std::int64_t> dims = {6, 5, 40};
+    GraphBuilder b("grouped_pass");
+    Value x = b.parameter(Shape(DType::kF32, dims));
+    Value v = b.parameter(Shape(DType::kF32, {6}));
+    Value s = b.reduce(x, b.constant(0.0f), OpCode::kAdd, {2});
+    Value y = b.multiply(b.divide(x, b.broadcast_in_dim(s, dims, {0, 1})), b.broadcast_in_dim(v, dims, {0}));
+    const Graph g = build_ok(b, {y});
+    const std::vector<Literal> args = {pattern_literal(Shape(DType::kF32, dims), 12), pattern_literal(Shape(DType::kF32, {6}), 13)};
+    check_row_kernel(g, args, "30 rows of 40 in blocks of 16, 1 pass one call per block, 2 passes over each");
   }
   SUBCASE("a per-row value broadcast from fewer rows keeps the rows one by one") {
     // Rows [6, 5] of 40: the per-row value v[i] of rows (i, j) steps once every five rows, which
@@ -1879,10 +1919,7 @@ TEST_CASE("cpu fusion: a row kernel runs its per-row stages over blocks of rows,
     Value y = b.divide(x, b.broadcast_in_dim(t, dims, {0, 1}));
     const Graph g = build_ok(b, {y});
     const std::vector<Literal> args = {pattern_literal(Shape(DType::kF32, dims), 7), pattern_literal(Shape(DType::kF32, {6}), 8)};
-    check_with_reference(g, args, 2e-5);
-    const std::string text = listing(g);
-    CAPTURE(text);
-    CHECK(contains(text, "30 rows of 40, "));
+    check_row_kernel(g, args, "30 rows of 40, ", false);
   }
 }
 

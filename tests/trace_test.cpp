@@ -485,7 +485,7 @@ TEST_CASE(
       CHECK(out[0].to_literal().await().ok());  // 16 KiB: a device-to-host copy on a worker
     }
   }
-  // A transfer's span is reported just after its future is ready; destroying the client
+  // A transfer's span is reported before its future is ready; destroying the client
   // waits for the workers.
   client.reset();
 

@@ -41,6 +41,13 @@ class SlotCache {
     return false;
   }
 
+  /// How many objects are kept. Exact only while no other thread takes or puts.
+  [[nodiscard]] std::size_t count() const noexcept {
+    std::size_t n = 0;
+    for (const std::atomic<T*>& slot : slots_) n += slot.load(std::memory_order_relaxed) != nullptr ? 1 : 0;
+    return n;
+  }
+
  private:
   std::array<std::atomic<T*>, K> slots_{};
 };

@@ -197,7 +197,6 @@ class MemoryPool {
       }
     }
     if (m != nullptr) {
-      pool->free_blocks_.fetch_sub(1, std::memory_order_relaxed);
       pool->free_bytes_.fetch_sub(DeviceMemory::header_bytes() + m->capacity_,
                                   std::memory_order_relaxed);
     } else {
@@ -224,16 +223,18 @@ class MemoryPool {
       overflow_.store(0, std::memory_order_relaxed);
     }
     free_all(lists);
-    free_blocks_.store(0, std::memory_order_relaxed);
     free_bytes_.store(0, std::memory_order_relaxed);
   }
 
   /// Bytes held in free blocks, headers included; at most the budget. Thread-safe; exact
   /// when no other thread allocates or releases at the time.
   [[nodiscard]] std::size_t free_bytes() const { return free_bytes_.load(std::memory_order_relaxed); }
-  /// How many free blocks are held. Thread-safe, exact in the same way.
+  /// How many free blocks are held. Thread-safe, exact in the same way. Counted when asked
+  /// rather than kept: a count kept up to date cost two atomic operations per execute.
   [[nodiscard]] std::size_t free_blocks() const {
-    return free_blocks_.load(std::memory_order_relaxed);
+    std::size_t blocks = overflow_.load(std::memory_order_relaxed);
+    for (const auto& slots : slots_) blocks += slots.count();
+    return blocks;
   }
 
   /// The bytes a block for a request of `size` (> 0) bytes holds.
@@ -272,7 +273,6 @@ class MemoryPool {
     do {
       if (bytes > budget_ - held) return false;
     } while (!free_bytes_.compare_exchange_weak(held, held + bytes, std::memory_order_relaxed));
-    free_blocks_.fetch_add(1, std::memory_order_relaxed);
     if (slots_[m->size_class_].put(m)) return true;
     std::lock_guard lock(mu_);
     m->next_free_ = free_[m->size_class_];
@@ -295,7 +295,6 @@ class MemoryPool {
   std::mutex mu_;     // guards free_, the overflow beyond the slots
   FreeLists free_{};  // singly linked through DeviceMemory::next_free_
   std::atomic<std::size_t> overflow_{0};  // blocks on free_, so that allocate skips the lock at 0
-  std::atomic<std::size_t> free_blocks_{0};
   std::atomic<std::size_t> free_bytes_{0};  // never above budget_
   const std::size_t budget_;
   std::atomic<bool> closed_{false};
@@ -559,21 +558,21 @@ class [[nodiscard]] Buffer {
     pjrt_lite::detail::follow(future, hold->ready);
     Shape shape = state_->shape;
     const auto bytes = static_cast<std::int64_t>(hold->memory->size);
-    run_when_ready(SpanKind::kDeviceToHost, "to_literal", std::move(*hold), bytes,
-                   [shape = std::move(shape), promise = std::move(promise)](
-                       const Status& status, detail::DeviceMemory& memory) mutable {
-                     if (!status.ok()) {
-                       promise.set_error(status);
-                       return;
-                     }
-                     StatusOr<Literal> literal = Literal::create(shape);
-                     if (!literal.ok()) {
-                       promise.set_error(literal.status().with_context("to_literal"));
-                       return;
-                     }
-                     if (memory.size) std::memcpy(literal->untyped_data(), memory.data, memory.size);
-                     promise.set_value(std::move(literal).value());
-                   });
+    run_when_ready(
+        SpanKind::kDeviceToHost, "to_literal", std::move(*hold), bytes,
+        [shape = std::move(shape)](const Status& status, const detail::DeviceMemory& memory) -> StatusOr<Literal> {
+          if (!status.ok()) return status;
+          StatusOr<Literal> literal = Literal::create(shape);
+          if (!literal.ok()) return literal.status().with_context("to_literal");
+          if (memory.size) std::memcpy(literal->untyped_data(), memory.data, memory.size);
+          return literal;
+        },
+        [promise = std::move(promise)](StatusOr<Literal> literal) mutable {
+          if (literal.ok())
+            promise.set_value(std::move(literal).value());
+          else
+            promise.set_error(literal.status());
+        });
     return future;
   }
 
@@ -600,13 +599,13 @@ class [[nodiscard]] Buffer {
     }
     auto [promise, future] = make_promise<void>();
     pjrt_lite::detail::follow(future, hold->ready);
-    run_when_ready(SpanKind::kDeviceToHost, "copy_raw_to_host", std::move(*hold), size,
-                   [dst, offset, size, promise = std::move(promise)](
-                       const Status& status, detail::DeviceMemory& memory) mutable {
-                     if (status.ok() && size > 0)
-                       std::memcpy(dst, memory.data + offset, static_cast<std::size_t>(size));
-                     promise.set(status);
-                   });
+    run_when_ready(
+        SpanKind::kDeviceToHost, "copy_raw_to_host", std::move(*hold), size,
+        [dst, offset, size](const Status& status, const detail::DeviceMemory& memory) {
+          if (status.ok() && size > 0) std::memcpy(dst, memory.data + offset, static_cast<std::size_t>(size));
+          return status;
+        },
+        [promise = std::move(promise)](const Status& status) mutable { promise.set(status); });
     return future;
   }
 
@@ -646,13 +645,13 @@ class [[nodiscard]] Buffer {
           str_cat("copy_to_memory_space: a copy of buffer ", state_->shape), hold.memory->size);
     auto [promise, future] = make_promise<void>();
     const auto bytes = static_cast<std::int64_t>(hold.memory->size);
-    run_when_ready(SpanKind::kDeviceToDevice, "copy_to_memory_space", std::move(hold), bytes,
-                   [destination, promise = std::move(promise)](
-                       const Status& status, detail::DeviceMemory& source) mutable {
-                     if (status.ok() && source.size)
-                       std::memcpy(destination->data, source.data, source.size);
-                     promise.set(status);
-                   });
+    run_when_ready(
+        SpanKind::kDeviceToDevice, "copy_to_memory_space", std::move(hold), bytes,
+        [destination](const Status& status, const detail::DeviceMemory& source) {
+          if (status.ok() && source.size) std::memcpy(destination->data, source.data, source.size);
+          return status;
+        },
+        [promise = std::move(promise)](const Status& status) mutable { promise.set(status); });
     return make(state_->client, memory_space, state_->shape, std::move(destination), std::move(future));
   }
 
@@ -678,14 +677,15 @@ class [[nodiscard]] Buffer {
     }
     auto [promise, future] = make_promise<void>();
     const auto bytes = static_cast<std::int64_t>(hold.memory->size);
-    run_when_ready(SpanKind::kDeviceToDevice, "copy_to_layout", std::move(hold), bytes,
-                   [destination, dims = std::move(dims), strides = std::move(strides),
-                    esize = static_cast<std::int64_t>(byte_size(target.dtype())),
-                    promise = std::move(promise)](const Status& status, detail::DeviceMemory& source) mutable {
-                     if (status.ok() && source.size)
-                       gather_strided(source.data, dims, strides, esize, destination->data);
-                     promise.set(status);
-                   });
+    run_when_ready(
+        SpanKind::kDeviceToDevice, "copy_to_layout", std::move(hold), bytes,
+        [destination, dims = std::move(dims), strides = std::move(strides),
+         esize = static_cast<std::int64_t>(byte_size(target.dtype()))](const Status& status,
+                                                                        const detail::DeviceMemory& source) {
+          if (status.ok() && source.size) gather_strided(source.data, dims, strides, esize, destination->data);
+          return status;
+        },
+        [promise = std::move(promise)](const Status& status) mutable { promise.set(status); });
     return make(state_->client, state_->memory_space, target, std::move(destination), std::move(future));
   }
 
@@ -727,8 +727,11 @@ class [[nodiscard]] Buffer {
   // detail::BufferAccess::make and ::acquire say what these do.
   static Buffer make(Client<E>* client, MemorySpace<E>* memory_space, const Shape& shape,
                      detail::MemoryRef memory, Future<void> ready) {
+    // Passed by reference: a conditional expression would copy the pool's shared_ptr (two
+    // atomic operations per buffer).
+    static const std::shared_ptr<detail::BufferStatePool<E>> no_pool;
     detail::BufferStatePtr<E> state(
-        detail::BufferStatePool<E>::take(client != nullptr ? client->buffer_state_pool_ : nullptr));
+        detail::BufferStatePool<E>::take(client != nullptr ? client->buffer_state_pool_ : no_pool));
     state->client = client;
     state->memory_space = memory_space;
     state->shape = shape;
@@ -891,25 +894,35 @@ class [[nodiscard]] Buffer {
            bytes >= state_->client->options().async_transfer_threshold_bytes;
   }
 
-  /// Runs fn(status of the ready future, memory) once the buffer is ready: inline for small
-  /// copies (of `bytes`), on the client's executor for large ones. `hold` keeps the memory
-  /// alive until fn has run. The client's observer, if any, hears of it as a span of `kind`
-  /// named `what` (a string literal).
-  template <class F>
-  void run_when_ready(SpanKind kind, std::string_view what, detail::BufferHold hold, std::int64_t bytes, F fn) const {
+  /// Once the buffer is ready, runs work(status of the ready future, memory), lets the memory
+  /// go, then runs done(what work returned): inline for small copies (of `bytes`), on the
+  /// client's executor for large ones. `hold` keeps the memory alive until work has run, and no
+  /// longer: a thread that done wakes (through a promise) finds the buffer's memory held by
+  /// the buffer alone, so a loop that reads its result back and executes again gets the same
+  /// block for the next output. The client's observer, if any, hears of the work as a span of
+  /// `kind` named `what` (a string literal), before done runs.
+  template <class Work, class Done>
+  void run_when_ready(SpanKind kind, std::string_view what, detail::BufferHold hold, std::int64_t bytes, Work work,
+                      Done done) const {
     const bool offload = offloaded(bytes);
     E* executor = &state_->client->executor();
     Future<void> ready = hold.ready;
-    ready.on_ready([memory = std::move(hold.memory), fn = std::move(fn), offload, executor,
-                    observer = state_->client->observer(), kind, what, bytes](const Status& status) mutable {
-      if (offload && status.ok()) {
-        executor->schedule([memory = std::move(memory), fn = std::move(fn), observer, kind, what, bytes]() mutable {
-          detail::ObservedSpan span(observer, kind, what, bytes);
-          fn(Status(), *memory);
-        });
-      } else {
+    auto finish = [kind, what, bytes](Observer* observer, const Status& status, detail::MemoryRef& memory, Work& work,
+                                      Done& done) {
+      auto result = [&] {
         detail::ObservedSpan span(status.ok() ? observer : nullptr, kind, what, bytes);
-        fn(status, *memory);
+        return work(status, *memory);
+      }();
+      memory = nullptr;
+      done(std::move(result));
+    };
+    ready.on_ready([memory = std::move(hold.memory), work = std::move(work), done = std::move(done), offload, executor,
+                    observer = state_->client->observer(), finish](const Status& status) mutable {
+      if (offload && status.ok()) {
+        executor->schedule([memory = std::move(memory), work = std::move(work), done = std::move(done), observer,
+                            finish]() mutable { finish(observer, Status(), memory, work, done); });
+      } else {
+        finish(observer, status, memory, work, done);
       }
     });
   }

@@ -44,8 +44,8 @@ struct SpanRecord {
 
 /// Receives spans from the threads that run them, so implementations must be thread-safe.
 /// Spans on one thread nest: an execution's kernels lie inside it. An execution's spans are
-/// reported before its outputs become ready; a transfer's just after its future does, so
-/// once the client is destroyed (or the thread pool drained) every span is in.
+/// reported before its outputs become ready, and a transfer's before its future does, so a
+/// thread that has awaited them finds their spans in.
 class Observer {
  public:
   virtual ~Observer() = default;

@@ -900,8 +900,11 @@ class Compiler {
     std::vector<const TileProgram*> programs;
     for (const RowKernel::Stage& st : k->stages) programs.push_back(&st.program);
     const std::string combined = superinstructions(programs);
+    const auto at_once = std::count_if(k->stages.begin(), k->stages.end(), [](const RowKernel::Stage& st) { return st.block_at_once; });
+    const std::string per_block = at_once == 0 ? "" : at_once == row_passes ? str_cat(", ", row_passes == 1 ? "the pass" : "each pass", " one call per block")
+                                                                            : str_cat(", ", at_once, at_once == 1 ? " pass" : " passes", " one call per block");
     k->text = str_cat(outs, " = row fusion[", ops, "](", ins_text, ") : ", Shape::dims_string(g.full), " (",
-                      g.row_count, " rows of ", row, k->block_rows > 1 ? str_cat(" in blocks of ", k->block_rows) : "", ", ", row_passes, row_passes == 1 ? " pass" : " passes", " over each",
+                      g.row_count, " rows of ", row, k->block_rows > 1 ? str_cat(" in blocks of ", k->block_rows) : "", per_block, ", ", row_passes, row_passes == 1 ? " pass" : " passes", " over each",
                       combined.empty() ? "" : "; ", combined, ")");
     add_kernel(std::move(k), std::move(reads), std::move(writes));
     return ok_status();

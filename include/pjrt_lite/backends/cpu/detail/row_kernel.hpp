@@ -16,6 +16,9 @@
 // none), which covers arrays of the full shape (mul = row length), per-row values (mul = 1),
 // arrays every row reads alike (mul = 0) and vectors broadcast along the rows (div = elements
 // per vector element); a worker-local buffer by the row's place in the block times mul.
+// A pass over rows of at most one tile whose addresses all move by a fixed step per row
+// (every case above but a vector read at a row's pace through div or mod) runs over the
+// block's rows in one call of its program (TileProgram::run_rows), rebased once per block.
 
 #include <algorithm>
 #include <cstddef>
@@ -54,6 +57,11 @@ class RowKernel final : public Kernel {
     bool pass = false;   // a pass over each row; else a scalar stage over each block
     std::int64_t n = 1;  // elements per run: the row length, or block_rows
     std::vector<std::int32_t> uses;  // the externals the program reads or writes (finish_planning)
+    // A pass whose row is one tile and whose externals move by a fixed number of bytes from
+    // one row to the next runs over a block's rows in one call (finish_planning): step[e] is
+    // external e's move.
+    bool block_at_once = false;
+    std::vector<std::int64_t> step;
   };
 
   std::vector<External> externals;
@@ -89,6 +97,18 @@ class RowKernel final : public Kernel {
       s.uses.clear();
       for (const TileProgram::Reg& r : s.program.regs())
         if (r.external >= 0 && std::find(s.uses.begin(), s.uses.end(), r.external) == s.uses.end()) s.uses.push_back(r.external);
+      // An external's element offset (row * mul / div) % mod moves by mul per row when div is
+      // 1 and the offset never wraps.
+      const auto linear = [&](std::int32_t e) {
+        const External& x = externals[static_cast<std::size_t>(e)];
+        return x.slot < 0 || (x.div == 1 && (x.mod == 0 || x.mul == 0 || x.mod >= rows * x.mul));
+      };
+      s.block_at_once = s.pass && block_rows > 1 && s.n <= kRowTileElements && std::all_of(s.uses.begin(), s.uses.end(), linear);
+      s.step.assign(externals.size(), 0);
+      for (const std::int32_t e : s.uses) {
+        const External& x = externals[static_cast<std::size_t>(e)];
+        s.step[static_cast<std::size_t>(e)] = x.mul * x.element_size;
+      }
     }
     workers = max_workers;
     per_worker_ = table_bytes() + stage_bytes_ + round_up(local_bytes);
@@ -124,6 +144,11 @@ class RowKernel final : public Kernel {
           if (!s.pass) {
             rebase(s, b0, b0);
             s.program.run(table, 0, b1 - b0, stage_scratch);
+            continue;
+          }
+          if (s.block_at_once) {
+            rebase(s, b0, b0);
+            s.program.run_rows(table, s.step.data(), b1 - b0, s.n, stage_scratch);
             continue;
           }
           for (std::int64_t r = b0; r < b1; ++r) {

@@ -260,21 +260,63 @@ class TileProgram {
           fill_periodic(ptr[m.reg], externals[r.external], r.period, r.repeat, pos, args.n, m.size);
         }
       }
-      for (const Instr& ins : code_) {
-        for (int k = 0; k < 3; ++k) args.in[k] = ins.in[k] >= 0 ? ptr[ins.in[k]] : nullptr;
-        args.out = ptr[ins.out];
-        args.direction = ins.direction;
-        args.comparison = ins.comparison;
-        args.exponent_bits = ins.exponent_bits;
-        args.mantissa_bits = ins.mantissa_bits;
-        args.from = ins.from;
-        args.to = ins.to;
-        ins.fn(args);
+      run_code(ptr, args);
+    }
+  }
+
+  /// Runs a program of one tile `count` times over `n` (at most tile_elements()) elements,
+  /// external e advanced by `step[e]` bytes from one run to the next: each run computes what
+  /// run(externals, 0, n, scratch) computes with every external so advanced. A row kernel's
+  /// pass over a block of rows, one tile per row, in one call: the registers are bound by a
+  /// few additions per row instead of a call and its setup.
+  void run_rows(std::byte* const* externals, const std::int64_t* step, std::int64_t count, std::int64_t n,
+                std::byte* scratch) const {
+    auto** ptr = reinterpret_cast<std::byte**>(scratch + pointer_table_offset_);
+    for (const Bind& b : binds_)
+      if (b.external < 0) ptr[b.reg] = scratch + b.offset;  // scratch tiles: the same every run
+    TileArgs args;
+    args.n = n;
+    for (std::int64_t t = 0; t < count; ++t) {
+      const auto at = [&](std::int32_t e) { return externals[e] + t * step[e]; };
+      for (const Bind& b : binds_) {
+        if (b.external < 0) continue;
+        if (b.offset < 0) {
+          ptr[b.reg] = at(b.external);
+          continue;
+        }
+        ptr[b.reg] = scratch + b.offset;
+        fill_value(ptr[b.reg], at(b.external), n, b.size);
       }
+      for (const Bind& w : windows_) ptr[w.reg] = at(w.external);
+      for (const Bind& m : periodics_) {
+        const Reg& r = regs_[static_cast<std::size_t>(m.reg)];
+        if (r.stable && r.repeat == 1 && n <= r.period) {
+          ptr[m.reg] = at(r.external);
+        } else {
+          ptr[m.reg] = scratch + r.scratch_offset;
+          fill_periodic(ptr[m.reg], at(r.external), r.period, r.repeat, 0, n, m.size);
+        }
+      }
+      run_code(ptr, args);
     }
   }
 
  private:
+  /// Runs every instruction once over the registers' current tiles (`args.n` elements).
+  void run_code(std::byte* const* ptr, TileArgs& args) const {
+    for (const Instr& ins : code_) {
+      for (int k = 0; k < 3; ++k) args.in[k] = ins.in[k] >= 0 ? ptr[ins.in[k]] : nullptr;
+      args.out = ptr[ins.out];
+      args.direction = ins.direction;
+      args.comparison = ins.comparison;
+      args.exponent_bits = ins.exponent_bits;
+      args.mantissa_bits = ins.mantissa_bits;
+      args.from = ins.from;
+      args.to = ins.to;
+      ins.fn(args);
+    }
+  }
+
   /// Writes elements [pos, pos + n) of the sequence whose element i is element
   /// (i / repeat) % period of `pattern` into `tile`.
   static void fill_periodic(std::byte* tile, const std::byte* pattern, std::int64_t period, std::int64_t repeat,
